@@ -1,0 +1,122 @@
+//! What a copy should do: data-path policy, preserved metadata, link handling, overwrite policy.
+
+/// When to share extents with the source instead of copying bytes (`--reflink`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Reflink {
+    /// Clone where the filesystem can, otherwise offload or stream.
+    #[default]
+    Auto,
+    /// Clone or fail the file.
+    Always,
+    /// Never share extents, not even through `copy_file_range` on a CoW filesystem.
+    Never,
+}
+
+/// How holes are handled (`--sparse`), with cp's meaning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Sparse {
+    /// Keep the source's holes.
+    #[default]
+    Auto,
+    /// Keep holes, and also turn runs of zero blocks into holes when streaming.
+    Always,
+    /// Write every byte; disables clone and offload.
+    Never,
+}
+
+/// Which metadata to carry over (`--preserve`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Preserve {
+    pub mode: bool,
+    pub ownership: bool,
+    pub timestamps: bool,
+    pub xattr: bool,
+    pub links: bool,
+    /// Whether a failure to preserve xattrs that the destination cannot hold is an error
+    /// (`--preserve=xattr` asked explicitly) or silently tolerated (`-a`), as in cp.
+    pub xattr_required: bool,
+}
+
+impl Preserve {
+    /// Everything `cp -a` keeps.
+    pub fn all() -> Self {
+        Preserve {
+            mode: true,
+            ownership: true,
+            timestamps: true,
+            xattr: true,
+            links: true,
+            xattr_required: false,
+        }
+    }
+}
+
+/// When symbolic links in the source are followed (`-P`, `-H`, `-L`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Dereference {
+    /// Copy symlinks as symlinks (`-P`).
+    #[default]
+    Never,
+    /// Follow symlinks named on the command line only (`-H`).
+    CommandLine,
+    /// Follow every symlink (`-L`).
+    Always,
+}
+
+/// What to do when a destination entry already exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Overwrite {
+    /// Replace it atomically (temporary + rename).
+    #[default]
+    Replace,
+    /// Leave it alone (`-n`).
+    NoClobber,
+    /// Replace it only if it is incomplete, of another size, or older than the source (`-u`).
+    Update,
+}
+
+/// Options of one copy run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    pub reflink: Reflink,
+    pub sparse: Sparse,
+    pub preserve: Preserve,
+    pub dereference: Dereference,
+    pub overwrite: Overwrite,
+    /// Copy directories recursively (`-r`). Without it, directories are refused.
+    pub recursive: bool,
+    /// Do not descend into other filesystems (`-x`).
+    pub one_file_system: bool,
+    /// Worker threads for tree copies.
+    pub jobs: usize,
+    /// Buffer size for the streaming fallback.
+    pub buffer_size: usize,
+}
+
+/// Default number of workers for tree copies.
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 8)
+        * 2
+}
+
+/// Default buffer size for the streaming fallback.
+pub const DEFAULT_BUFFER_SIZE: usize = 1 << 20;
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            reflink: Reflink::Auto,
+            sparse: Sparse::Auto,
+            preserve: Preserve::default(),
+            dereference: Dereference::Never,
+            overwrite: Overwrite::Replace,
+            recursive: false,
+            one_file_system: false,
+            jobs: default_jobs(),
+            buffer_size: DEFAULT_BUFFER_SIZE,
+        }
+    }
+}
