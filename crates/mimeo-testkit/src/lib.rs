@@ -1,1 +1,20 @@
-//! testkit
+//! Test and benchmark tooling for mimeo.
+//!
+//! - [`fsimg`]: loop-mounted btrfs, XFS and ext4 scratch filesystems.
+//! - [`treegen`] (`gen` is reserved in Rust 2024): seeded generators for tricky trees and bulk trees.
+//! - [`compare`]: a tree comparer reporting every metadata or data difference.
+//! - [`extents`]: FIEMAP sharing checks and `st_blocks`.
+//! - [`cmd`]: running helper programs with captured output.
+
+pub mod cmd;
+pub mod compare;
+pub mod extents;
+pub mod fsimg;
+pub mod rng;
+pub mod treegen;
+
+pub use cmd::{Captured, capture, run_ok};
+pub use compare::{CompareOptions, Comparison, Difference, Field, compare_trees};
+pub use extents::{Sharing, sharing, st_blocks};
+pub use fsimg::{FsKind, LoopFs};
+pub use treegen::{GenOptions, GenStats, gen_empty, gen_small, generate};
