@@ -121,9 +121,12 @@ fn reflink_always_fails_cleanly_without_clone_support() {
 
 // ---- sparse files ----
 
-/// (name, size, data ranges) of the sparse layouts every filesystem must
-/// keep: leading hole, trailing hole, holes between data, unaligned size.
-fn sparse_layouts() -> Vec<(&'static str, u64, Vec<(u64, u64)>)> {
+/// A sparse file shape: name, size and data ranges `(offset, len)`.
+type Layout = (&'static str, u64, Vec<(u64, u64)>);
+
+/// The sparse layouts every filesystem must keep: leading hole, trailing
+/// hole, holes between data, unaligned size, nothing but a hole.
+fn sparse_layouts() -> Vec<Layout> {
     vec![
         ("leading-hole", 8 * MIB, vec![(6 * MIB, 2 * MIB)]),
         ("trailing-hole", 16 * MIB, vec![(0, MIB)]),
