@@ -1,7 +1,8 @@
 //! Test and benchmark tooling for mimeo.
 //!
 //! - [`fsimg`]: loop-mounted btrfs, XFS and ext4 scratch filesystems.
-//! - [`treegen`] (`gen` is reserved in Rust 2024): seeded generators for tricky trees and bulk trees.
+//! - [`treegen`]: seeded generators for tricky trees and bulk trees (named
+//!   so because `gen` is a reserved word in Rust 2024).
 //! - [`compare`]: a tree comparer reporting every metadata or data difference.
 //! - [`extents`]: FIEMAP sharing checks and `st_blocks`.
 //! - [`cmd`]: running helper programs with captured output.

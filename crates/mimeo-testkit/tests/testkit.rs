@@ -20,18 +20,19 @@ fn sample(root: &Path) {
     fs::write(root.join("b"), b"world").unwrap();
     symlink("a", root.join("ln")).unwrap();
     fs::write(join_bytes(root, b"\xff\xfe name"), b"x").unwrap();
-    let t = Timestamps {
-        last_access: Timespec {
-            tv_sec: 5,
-            tv_nsec: 6,
-        },
-        last_modification: Timespec {
-            tv_sec: 7,
-            tv_nsec: 8,
-        },
-    };
+    let t = sample_times(8);
     for p in ["a", "b", "ln", "sub", ""] {
         rustix::fs::utimensat(CWD, root.join(p), &t, AtFlags::SYMLINK_NOFOLLOW).unwrap();
+    }
+}
+
+/// The atime (5 s + 6 ns) and mtime (7 s + `mtime_ns`) of the sample
+/// entries.
+fn sample_times(mtime_ns: i64) -> Timestamps {
+    let at = |tv_sec, tv_nsec| Timespec { tv_sec, tv_nsec };
+    Timestamps {
+        last_access: at(5, 6),
+        last_modification: at(7, mtime_ns),
     }
 }
 
@@ -63,16 +64,7 @@ fn equal_trees_compare_equal() {
 #[test]
 fn reports_mtime_with_nanoseconds() {
     let (_tmp, l, r) = pair();
-    let t = Timestamps {
-        last_access: Timespec {
-            tv_sec: 5,
-            tv_nsec: 6,
-        },
-        last_modification: Timespec {
-            tv_sec: 7,
-            tv_nsec: 9,
-        },
-    };
+    let t = sample_times(9);
     rustix::fs::utimensat(CWD, r.join("b"), &t, AtFlags::empty()).unwrap();
     assert_eq!(fields(&l, &r), [("b".into(), Field::Mtime)]);
 }
@@ -123,16 +115,7 @@ fn reports_broken_hard_link_group() {
     let link = r.join("sub/a-link");
     fs::remove_file(&link).unwrap();
     fs::write(&link, b"hello").unwrap();
-    let t = Timestamps {
-        last_access: Timespec {
-            tv_sec: 5,
-            tv_nsec: 6,
-        },
-        last_modification: Timespec {
-            tv_sec: 7,
-            tv_nsec: 8,
-        },
-    };
+    let t = sample_times(8);
     for p in [&link, &r.join("sub")] {
         rustix::fs::utimensat(CWD, p, &t, AtFlags::empty()).unwrap();
     }

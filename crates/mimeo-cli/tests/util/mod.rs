@@ -11,7 +11,7 @@ use std::process::Command;
 
 use mimeo_testkit::compare::first_difference;
 use mimeo_testkit::rng::Rng;
-use mimeo_testkit::{FsKind, LoopFs, capture};
+use mimeo_testkit::{FsKind, LoopFs, capture, st_blocks};
 use serde_json::Value;
 
 /// A `mimeo` command ready for arguments.
@@ -174,6 +174,15 @@ pub fn assert_same_bytes(left: &Path, right: &Path) {
         diff, None,
         "{right:?} differs from {left:?} at byte {diff:?}"
     );
+}
+
+/// Asserts equal bytes and that the copy allocates no more blocks than
+/// the source (holes were kept).
+#[track_caller]
+pub fn assert_sparse_copy(src: &Path, dst: &Path) {
+    assert_same_bytes(src, dst);
+    let (sb, db) = (st_blocks(src).unwrap(), st_blocks(dst).unwrap());
+    assert!(db <= sb, "{dst:?} has {db} blocks, the source {sb}");
 }
 
 /// `lstat`, panicking with the path.
