@@ -1,1 +1,51 @@
-fn main(){}
+//! `mimeo`: the command. Parses arguments, runs the engine, renders events, picks the exit code.
+
+mod args;
+mod config;
+mod output;
+
+use clap::Parser;
+use config::{Config, ConfigError};
+use std::process::ExitCode;
+
+/// Exit statuses: 0 all copied, 1 some entry failed, 2 usage error.
+const EXIT_FAILED: u8 = 1;
+const EXIT_USAGE: u8 = 2;
+
+fn main() -> ExitCode {
+    let args = match args::Args::try_parse() {
+        Ok(a) => a,
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_USAGE } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let config = match Config::from_args(args) {
+        Ok(c) => c,
+        Err(ConfigError::Usage(u)) => {
+            output::err_line(&format!(
+                "mimeo: {}\nTry 'mimeo --help' for more information.\n",
+                u.0
+            ));
+            return ExitCode::from(EXIT_USAGE);
+        }
+        Err(ConfigError::Fatal(f)) => {
+            output::err_line(&format!("mimeo: {}\n", f.0));
+            return ExitCode::from(EXIT_FAILED);
+        }
+    };
+    let printer = output::Printer {
+        verbose: config.verbose,
+        json: config.json,
+    };
+    let summary = mimeo::copy(&config.pairs, &config.options, &printer);
+    if config.json {
+        output::out(&output::summary_json(&summary));
+    }
+    if summary.errors > 0 {
+        ExitCode::from(EXIT_FAILED)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

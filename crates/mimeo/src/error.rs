@@ -168,6 +168,8 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let path = crate::path_display(&self.path);
         match &self.cause {
+            // Refusals carry cp's full sentence, paths included.
+            Cause::Refused(why) if self.op == Op::Refuse => f.write_str(why),
             Cause::Io(e) => write!(f, "{} '{}': {}", self.op.phrase(), path, io_message(e)),
             Cause::Refused(why) => write!(f, "{} '{}': {}", self.op.phrase(), path, why),
         }

@@ -30,3 +30,467 @@ pub struct FileOutcome {
     /// Bytes of the copy's size left as holes.
     pub hole_bytes: u64,
 }
+
+use crate::error::Op;
+use crate::options::{Reflink, Sparse};
+use crate::sys::{self, Errno, Meta};
+use rustix::fd::BorrowedFd;
+
+/// A data-path failure: which step failed and the errno. Terminal for the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DataError {
+    pub op: Op,
+    pub errno: Errno,
+}
+
+fn fail(op: Op) -> impl FnOnce(Errno) -> DataError {
+    move |errno| DataError { op, errno }
+}
+
+/// The policy and facts that choose a file's data path.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DataPlan {
+    pub reflink: Reflink,
+    pub sparse: Sparse,
+    pub buffer_size: usize,
+    /// Source and destination are on the same filesystem, so a clone can work.
+    pub same_fs: bool,
+    /// The destination filesystem may share extents through `copy_file_range`.
+    pub dst_cow: bool,
+}
+
+/// Errnos that mean "this mechanism is not available here", never "the copy failed".
+/// Everything else (ENOSPC, EIO, EDQUOT, ENOMEM, ...) is terminal for the file.
+fn clone_unsupported(e: Errno) -> bool {
+    matches!(
+        e,
+        Errno::XDEV | Errno::OPNOTSUPP | Errno::INVAL | Errno::TXTBSY | Errno::NOSYS | Errno::NOTTY
+    )
+}
+
+fn offload_unsupported(e: Errno) -> bool {
+    matches!(
+        e,
+        Errno::XDEV | Errno::NOSYS | Errno::OPNOTSUPP | Errno::INVAL
+    )
+}
+
+/// Largest request per `copy_file_range` call; the kernel caps a call near 2 GiB anyway.
+const OFFLOAD_CHUNK: u64 = 1 << 30;
+
+/// Copies the bytes of `src` (described by `meta`) into the new, empty `dst`.
+pub(crate) fn copy_data(
+    src: BorrowedFd<'_>,
+    meta: &Meta,
+    dst: BorrowedFd<'_>,
+    plan: &DataPlan,
+    buf: &mut Vec<u8>,
+) -> Result<FileOutcome, DataError> {
+    let size = meta.size;
+    if plan.sparse != Sparse::Never && plan.reflink != Reflink::Never && size > 0 {
+        if plan.same_fs {
+            match sys::clone_file(dst, src) {
+                Ok(()) => {
+                    let data = (meta.blocks * 512).min(size);
+                    return Ok(FileOutcome {
+                        method: Method::Clone,
+                        bytes: data,
+                        hole_bytes: size - data,
+                    });
+                }
+                Err(e) if clone_unsupported(e) && plan.reflink == Reflink::Auto => {}
+                Err(e) => {
+                    return Err(DataError {
+                        op: Op::Clone,
+                        errno: e,
+                    });
+                }
+            }
+        } else if plan.reflink == Reflink::Always {
+            return Err(DataError {
+                op: Op::Clone,
+                errno: Errno::XDEV,
+            });
+        }
+    } else if plan.reflink == Reflink::Always && size > 0 {
+        return Err(DataError {
+            op: Op::Clone,
+            errno: Errno::OPNOTSUPP,
+        });
+    }
+    if size == 0 {
+        // Files such as those in /proc report size 0 yet have content: read to the end.
+        let n = stream_to_end(src, dst, plan, buf)?;
+        return Ok(FileOutcome {
+            method: Method::Stream,
+            bytes: n,
+            hole_bytes: 0,
+        });
+    }
+    let may_offload =
+        plan.sparse == Sparse::Auto && !(plan.reflink == Reflink::Never && plan.dst_cow);
+    let mut c = Copier {
+        src,
+        dst,
+        plan,
+        buf,
+        offload: may_offload,
+        used_offload: false,
+        used_stream: false,
+        written: 0,
+        end: 0,
+        eof: None,
+    };
+    if plan.sparse == Sparse::Never || meta.blocks * 512 >= size {
+        // Not sparse, or holes unwanted: one segment, no SEEK_DATA/SEEK_HOLE calls.
+        c.segment(0, size)?;
+    } else {
+        c.segments(size)?;
+    }
+    let final_size = match c.eof {
+        // The source shrank while we copied: keep exactly what it had.
+        Some(at) => at,
+        None => {
+            if c.end < size {
+                // A trailing hole (or zeros skipped by --sparse=always).
+                sys::truncate(dst, size).map_err(fail(Op::Truncate))?;
+            }
+            size
+        }
+    };
+    let method = if c.used_offload && !c.used_stream {
+        Method::Offload
+    } else {
+        Method::Stream
+    };
+    Ok(FileOutcome {
+        method,
+        bytes: c.written,
+        hole_bytes: final_size.saturating_sub(c.written),
+    })
+}
+
+struct Copier<'a> {
+    src: BorrowedFd<'a>,
+    dst: BorrowedFd<'a>,
+    plan: &'a DataPlan,
+    buf: &'a mut Vec<u8>,
+    /// Still allowed to try `copy_file_range`.
+    offload: bool,
+    used_offload: bool,
+    used_stream: bool,
+    /// Data bytes written (holes excluded).
+    written: u64,
+    /// Highest offset written so far.
+    end: u64,
+    /// Where the source ended before its recorded size, if it shrank.
+    eof: Option<u64>,
+}
+
+impl Copier<'_> {
+    /// Copies every data segment below `size`, leaving holes unwritten.
+    fn segments(&mut self, size: u64) -> Result<(), DataError> {
+        let mut pos = 0;
+        while pos < size && self.eof.is_none() {
+            let Some(data) = sys::seek_data(self.src, pos).map_err(fail(Op::Read))? else {
+                break;
+            };
+            if data >= size {
+                break;
+            }
+            let hole = sys::seek_hole(self.src, data)
+                .map_err(fail(Op::Read))?
+                .min(size);
+            self.segment(data, hole)?;
+            pos = hole;
+        }
+        Ok(())
+    }
+
+    /// Copies bytes `[from, to)` by offload, falling back to streaming when offload is not
+    /// supported here and nothing has been offloaded yet.
+    fn segment(&mut self, from: u64, to: u64) -> Result<(), DataError> {
+        let mut pos = from;
+        if self.offload {
+            while pos < to {
+                let (mut s, mut d) = (pos, pos);
+                let want = (to - pos).min(OFFLOAD_CHUNK) as usize;
+                match sys::copy_range(self.src, &mut s, self.dst, &mut d, want) {
+                    Ok(0) => {
+                        self.eof = Some(pos);
+                        return Ok(());
+                    }
+                    Ok(n) => {
+                        pos += n as u64;
+                        self.written += n as u64;
+                        self.end = self.end.max(pos);
+                        self.used_offload = true;
+                    }
+                    Err(e) if offload_unsupported(e) && !self.used_offload => {
+                        self.offload = false;
+                        break;
+                    }
+                    Err(e) => {
+                        return Err(DataError {
+                            op: Op::Write,
+                            errno: e,
+                        });
+                    }
+                }
+            }
+            if pos >= to {
+                return Ok(());
+            }
+        }
+        self.stream(pos, to)
+    }
+
+    /// Reads and writes `[from, to)` through the buffer.
+    fn stream(&mut self, from: u64, to: u64) -> Result<(), DataError> {
+        self.used_stream = true;
+        let bs = self.plan.buffer_size.max(4096);
+        if self.buf.len() < bs {
+            self.buf.resize(bs, 0);
+        }
+        let punch = self.plan.sparse == Sparse::Always;
+        let mut pos = from;
+        while pos < to {
+            let want = ((to - pos) as usize).min(bs);
+            let n = sys::pread(self.src, &mut self.buf[..want], pos).map_err(fail(Op::Read))?;
+            if n == 0 {
+                self.eof = Some(pos);
+                return Ok(());
+            }
+            if punch {
+                write_skipping_zeros(
+                    self.dst,
+                    &self.buf[..n],
+                    pos,
+                    &mut self.written,
+                    &mut self.end,
+                )?;
+            } else {
+                write_all_at(self.dst, &self.buf[..n], pos)?;
+                self.written += n as u64;
+                self.end = self.end.max(pos + n as u64);
+            }
+            pos += n as u64;
+        }
+        Ok(())
+    }
+}
+
+/// Block size used to find runs of zeros for `--sparse=always`.
+const ZERO_BLOCK: usize = 4096;
+
+/// Writes the non-zero blocks of `data` at `off`, leaving all-zero blocks as holes.
+fn write_skipping_zeros(
+    dst: BorrowedFd<'_>,
+    data: &[u8],
+    off: u64,
+    written: &mut u64,
+    end: &mut u64,
+) -> Result<(), DataError> {
+    let mut i = 0;
+    while i < data.len() {
+        let blk_end = (i + ZERO_BLOCK).min(data.len());
+        if data[i..blk_end].iter().all(|&b| b == 0) {
+            i = blk_end;
+            continue;
+        }
+        // Extend the run over following non-zero blocks, so runs are written in one call.
+        let mut j = blk_end;
+        while j < data.len() {
+            let k = (j + ZERO_BLOCK).min(data.len());
+            if data[j..k].iter().all(|&b| b == 0) {
+                break;
+            }
+            j = k;
+        }
+        write_all_at(dst, &data[i..j], off + i as u64)?;
+        *written += (j - i) as u64;
+        *end = (*end).max(off + j as u64);
+        i = j;
+    }
+    Ok(())
+}
+
+fn write_all_at(dst: BorrowedFd<'_>, mut data: &[u8], mut off: u64) -> Result<(), DataError> {
+    while !data.is_empty() {
+        match sys::pwrite(dst, data, off) {
+            Ok(0) => {
+                return Err(DataError {
+                    op: Op::Write,
+                    errno: Errno::NOSPC,
+                });
+            }
+            Ok(n) => {
+                data = &data[n..];
+                off += n as u64;
+            }
+            Err(Errno::INTR) => {}
+            Err(e) => {
+                return Err(DataError {
+                    op: Op::Write,
+                    errno: e,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Copies a file whose size is unknown (0 reported) by reading until end of file.
+fn stream_to_end(
+    src: BorrowedFd<'_>,
+    dst: BorrowedFd<'_>,
+    plan: &DataPlan,
+    buf: &mut Vec<u8>,
+) -> Result<u64, DataError> {
+    let bs = plan.buffer_size.clamp(4096, 1 << 20);
+    if buf.len() < bs {
+        buf.resize(bs, 0);
+    }
+    let mut total = 0u64;
+    loop {
+        let n = match sys::read(src, &mut buf[..bs]) {
+            Ok(n) => n,
+            Err(Errno::INTR) => continue,
+            Err(Errno::AGAIN) => {
+                return Err(DataError {
+                    op: Op::Read,
+                    errno: Errno::AGAIN,
+                });
+            }
+            Err(e) => {
+                return Err(DataError {
+                    op: Op::Read,
+                    errno: e,
+                });
+            }
+        };
+        if n == 0 {
+            return Ok(total);
+        }
+        let mut data = &buf[..n];
+        while !data.is_empty() {
+            match sys::write(dst, data) {
+                Ok(0) => {
+                    return Err(DataError {
+                        op: Op::Write,
+                        errno: Errno::NOSPC,
+                    });
+                }
+                Ok(w) => data = &data[w..],
+                Err(Errno::INTR) => {}
+                Err(e) => {
+                    return Err(DataError {
+                        op: Op::Write,
+                        errno: e,
+                    });
+                }
+            }
+        }
+        total += n as u64;
+    }
+}
+
+use crate::error::Error;
+use crate::meta::{self, Apply, Dst};
+use crate::place::{self, Existing, LinkStep};
+use crate::summary::EntryKind;
+use crate::sys::XattrTarget;
+use crate::tree::{Here, Run, open_error};
+use rustix::fd::AsFd;
+use std::ffi::CStr;
+
+/// Copies the regular file `here.src_dir/name` to `here.dst_dir/dst_name`, data and metadata.
+/// Returns None when it was linked to an earlier copy or skipped.
+pub(crate) fn copy_regular(
+    run: &Run<'_>,
+    here: &Here<'_>,
+    buf: &mut Vec<u8>,
+    name: &CStr,
+    dst_name: &CStr,
+    _listed: Option<Meta>,
+    follow: bool,
+) -> Result<Option<FileOutcome>, Error> {
+    let src_path = || here.src_path(name);
+    let dst_path = || here.dst_path(dst_name);
+    let src = sys::open_read(here.src_dir, name, follow).map_err(|e| open_error(src_path(), e))?;
+    let meta =
+        sys::fstat(src.as_fd()).map_err(|e| Error::io(Op::Stat, src_path(), sys::io_err(e)))?;
+    if !meta.is_reg() {
+        return Err(Error::refused(
+            Op::Changed,
+            src_path(),
+            "no longer a regular file",
+        ));
+    }
+    let first = match place::link_or_claim(run, here, name, dst_name, &meta)? {
+        LinkStep::Done => return Ok(None),
+        LinkStep::Copy(first) => first,
+    };
+    let marker = place::incomplete_mode(&meta);
+    let (dst, temp) = match sys::create_excl(here.dst_dir, dst_name, marker) {
+        Ok(fd) => (fd, None),
+        Err(Errno::EXIST) => match place::existing(run, here, dst_name, &meta)? {
+            Existing::Skip => {
+                run.skipped(here, name, dst_name);
+                return Ok(None);
+            }
+            Existing::Replace => {
+                let (fd, t) = place::with_temp(|t| sys::create_excl(here.dst_dir, t, marker))
+                    .map_err(|e| Error::io(Op::Create, dst_path(), sys::io_err(e)))?;
+                (fd, Some(t))
+            }
+        },
+        Err(e) => return Err(Error::io(Op::Create, dst_path(), sys::io_err(e))),
+    };
+    let written_name: &CStr = temp.as_deref().unwrap_or(dst_name);
+    // A failure leaves no half file behind: the new entry is removed.
+    let discard = |err: Error| {
+        let _ = sys::unlink(here.dst_dir, written_name, false);
+        err
+    };
+    let plan = DataPlan {
+        reflink: run.opts.reflink,
+        sparse: run.opts.sparse,
+        buffer_size: run.opts.buffer_size,
+        same_fs: meta.dev == here.dst_dev,
+        dst_cow: here.dst_cow,
+    };
+    let outcome = copy_data(src.as_fd(), &meta, dst.as_fd(), &plan, buf).map_err(|e| {
+        let path = if e.op == Op::Read {
+            src_path()
+        } else {
+            dst_path()
+        };
+        discard(Error::io(e.op, path, sys::io_err(e.errno)))
+    })?;
+    let xattrs = if run.opts.preserve.xattr {
+        meta::read_xattrs(XattrTarget::Fd(src.as_fd()), &src_path()).map_err(discard)?
+    } else {
+        Vec::new()
+    };
+    let apply = Apply {
+        opts: run.opts,
+        process: &run.process,
+        src: &meta,
+        created: true,
+        created_owner: (!here.dst_setgid).then_some((run.process.euid, run.process.egid)),
+        current_perm: Some(marker),
+    };
+    apply
+        .run(Dst::Fd(dst.as_fd()), &xattrs, &dst_path())
+        .map_err(discard)?;
+    drop(dst);
+    if let Some(t) = &temp {
+        place::commit_temp(here, t, dst_name)?;
+    }
+    if let Some(first) = first {
+        first.done(place::link_loc(here, dst_name));
+    }
+    run.copied(here, name, dst_name, EntryKind::File, Some(outcome));
+    Ok(Some(outcome))
+}

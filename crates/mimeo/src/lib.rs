@@ -15,6 +15,7 @@ mod file;
 mod links;
 mod meta;
 mod options;
+mod place;
 mod special;
 mod summary;
 mod sys;

@@ -1,1 +1,188 @@
-//! meta
+//! Metadata in the order the guarantees demand: owner → xattrs (ACLs included) → mode → times.
+//!
+//! chown comes first because it clears set-id bits and because security xattrs must be set
+//! by the final owner's rules; mode comes after xattrs because an ACL rewrites the group bits;
+//! times come last because every other change touches ctime and some touch mtime.
+
+use crate::error::{Error, Op};
+use crate::options::Options;
+use crate::sys::{self, Errno, Meta, XattrTarget};
+use rustix::fd::BorrowedFd;
+use std::ffi::{CStr, CString};
+use std::path::Path;
+
+/// Facts about the running process that decide how metadata is applied.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Process {
+    pub euid: u32,
+    pub egid: u32,
+    pub umask: u32,
+}
+
+impl Process {
+    pub fn current() -> Self {
+        Process {
+            euid: sys::euid(),
+            egid: sys::egid(),
+            umask: sys::current_umask(),
+        }
+    }
+}
+
+/// A destination entry whose metadata is being set.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Dst<'a> {
+    /// An open regular file or directory.
+    Fd(BorrowedFd<'a>),
+    /// A symlink, FIFO, socket or device node, reached by name and never followed.
+    At {
+        dir: BorrowedFd<'a>,
+        name: &'a CStr,
+        symlink: bool,
+    },
+}
+
+/// Extended attributes read from a source entry.
+pub(crate) type Xattrs = Vec<(CString, Vec<u8>)>;
+
+/// Reads every xattr of a source entry. One list call when there are none.
+pub(crate) fn read_xattrs(src: XattrTarget<'_>, path: &Path) -> Result<Xattrs, Error> {
+    let mut names = Vec::new();
+    match sys::list_xattrs(src, &mut names) {
+        Ok(()) => {}
+        Err(Errno::NOTSUP) => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(Op::ListXattr, path, sys::io_err(e))),
+    }
+    let mut out = Vec::new();
+    for name in names.split(|&b| b == 0).filter(|n| !n.is_empty()) {
+        let name = sys::cstring(name);
+        let mut value = Vec::new();
+        match sys::get_xattr(src, &name, &mut value) {
+            Ok(()) => out.push((name, value)),
+            // Removed between list and get: nothing to copy.
+            Err(Errno::NODATA) => {}
+            Err(e) => return Err(Error::io(Op::GetXattr, path, sys::io_err(e))),
+        }
+    }
+    Ok(out)
+}
+
+/// The metadata step for one destination entry.
+#[derive(Debug)]
+pub(crate) struct Apply<'a> {
+    pub opts: &'a Options,
+    pub process: &'a Process,
+    pub src: &'a Meta,
+    /// Whether the entry was created by this run (an existing directory keeps its mode
+    /// unless modes are preserved).
+    pub created: bool,
+    /// The owner the new entry got at creation, to skip a chown that would change nothing.
+    pub created_owner: Option<(u32, u32)>,
+    /// The mode the entry has now, to skip a chmod that would change nothing.
+    pub current_perm: Option<u32>,
+}
+
+impl Apply<'_> {
+    /// Applies owner, xattrs, mode and times to `dst`. `path` names it in errors.
+    pub fn run(&self, dst: Dst<'_>, xattrs: &Xattrs, path: &Path) -> Result<(), Error> {
+        let p = self.opts.preserve;
+        let owner_kept = if p.ownership {
+            self.chown(dst, path)?
+        } else {
+            false
+        };
+        if p.xattr && !xattrs.is_empty() {
+            self.set_xattrs(dst, xattrs, path)?;
+        }
+        if let Some(perm) = self.final_perm(owner_kept) {
+            if self.current_perm != Some(perm) {
+                chmod(dst, perm).map_err(|e| Error::io(Op::Chmod, path, sys::io_err(e)))?;
+            }
+        }
+        if p.timestamps {
+            let (a, m) = (self.src.atime, self.src.mtime);
+            let r = match dst {
+                Dst::Fd(fd) => sys::futimens(fd, a, m),
+                Dst::At { dir, name, .. } => sys::lutimens_at(dir, name, a, m),
+            };
+            r.map_err(|e| Error::io(Op::SetTimes, path, sys::io_err(e)))?;
+        }
+        Ok(())
+    }
+
+    /// Returns whether the source's owner is now the destination's.
+    fn chown(&self, dst: Dst<'_>, path: &Path) -> Result<bool, Error> {
+        let (uid, gid) = (self.src.uid, self.src.gid);
+        if self.created_owner == Some((uid, gid)) {
+            return Ok(true);
+        }
+        match chown(dst, Some(uid), Some(gid)) {
+            Ok(()) => Ok(true),
+            // Without privilege, cp keeps what it can (the group, if we belong to it) silently.
+            Err(Errno::PERM | Errno::INVAL) if self.process.euid != 0 => {
+                let _ = chown(dst, None, Some(gid));
+                Ok(false)
+            }
+            Err(e) => Err(Error::io(Op::Chown, path, sys::io_err(e))),
+        }
+    }
+
+    fn set_xattrs(&self, dst: Dst<'_>, xattrs: &Xattrs, path: &Path) -> Result<(), Error> {
+        let proc_path;
+        let target = match dst {
+            Dst::Fd(fd) => XattrTarget::Fd(fd),
+            Dst::At { dir, name, .. } => {
+                proc_path = sys::proc_fd_path(dir, Some(name));
+                XattrTarget::NoFollow(&proc_path)
+            }
+        };
+        for (name, value) in xattrs {
+            match sys::set_xattr(target, name, value) {
+                Ok(()) => {}
+                // cp -a tolerates a destination that cannot hold an attribute, and an
+                // unprivileged user's lack of access to trusted.* and security.*.
+                Err(Errno::NOTSUP) if !self.opts.preserve.xattr_required => {}
+                Err(Errno::PERM)
+                    if !self.opts.preserve.xattr_required && self.process.euid != 0 => {}
+                Err(e) => return Err(Error::io(Op::SetXattr, path, sys::io_err(e))),
+            }
+        }
+        Ok(())
+    }
+
+    /// The mode the entry must end with, or None to leave it as created (symlinks, and
+    /// existing directories without --preserve=mode).
+    pub fn final_perm(&self, owner_kept: bool) -> Option<u32> {
+        if self.src.is_symlink() {
+            return None;
+        }
+        let mut perm = if self.opts.preserve.mode {
+            self.src.perm()
+        } else if self.created {
+            self.src.perm() & 0o777 & !self.process.umask
+        } else {
+            return None;
+        };
+        if !owner_kept && self.opts.preserve.mode {
+            perm &= !(sys::S_ISUID | sys::S_ISGID);
+        }
+        Some(perm)
+    }
+}
+
+fn chown(dst: Dst<'_>, uid: Option<u32>, gid: Option<u32>) -> sys::Result<()> {
+    let uid = uid.unwrap_or(u32::MAX);
+    let gid = gid.unwrap_or(u32::MAX);
+    match dst {
+        Dst::Fd(fd) => sys::fchown(fd, uid, gid),
+        Dst::At { dir, name, .. } => sys::lchown_at(dir, name, uid, gid),
+    }
+}
+
+fn chmod(dst: Dst<'_>, perm: u32) -> sys::Result<()> {
+    match dst {
+        Dst::Fd(fd) => sys::fchmod(fd, perm),
+        Dst::At { symlink: true, .. } => Ok(()),
+        Dst::At { dir, name, .. } => sys::chmod_at_nofollow(dir, name, perm),
+    }
+}

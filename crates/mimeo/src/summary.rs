@@ -153,10 +153,6 @@ impl Counters {
         }
     }
 
-    pub(crate) fn errors(&self) -> u64 {
-        self.errors.load(Relaxed)
-    }
-
     pub(crate) fn summary(&self, elapsed: Duration) -> Summary {
         let clone_bytes = self.clone_bytes.load(Relaxed);
         let offload_bytes = self.offload_bytes.load(Relaxed);

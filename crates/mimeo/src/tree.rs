@@ -1,6 +1,27 @@
-//! Tree copies: roots, into-self checks, post-order directory finishing.
-use crate::{Error, FileOutcome, Observer, Options, Summary};
-use std::path::{Path, PathBuf};
+//! Tree copies: roots, into-self checks, the per-directory pass and post-order finishing.
+//!
+//! Every directory is a task. Its pass opens the source and destination directories by their
+//! paths below the run's anchors with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`, so a
+//! directory swapped for a symlink mid-run is refused rather than followed, and no worker
+//! keeps more than a few descriptors open. A directory's metadata is applied when its own pass
+//! and all its subdirectories are done; whoever finishes last does it.
+
+use crate::error::{Error, Op};
+use crate::file::{self, FileOutcome};
+use crate::links::LinkMap;
+use crate::meta::{self, Apply, Dst, Process, Xattrs};
+use crate::options::{Dereference, Options};
+use crate::special;
+use crate::summary::{Counters, EntryKind, Event, NoObserver, Observer, Summary};
+use crate::sys::{self, DType, DirReader, Errno, Meta, XattrTarget};
+use crate::walk::{self, Spawner};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::ffi::{CStr, CString, OsStr};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 /// One source and the exact destination path it is copied to (cp's target rules already applied).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -12,12 +33,839 @@ pub struct CopyPair {
 /// Copies every pair, sharing one hard-link map across them. Errors are reported to the
 /// observer and counted; the run goes on.
 pub fn copy(pairs: &[CopyPair], opts: &Options, observer: &dyn Observer) -> Summary {
-    let _ = (pairs, opts, observer);
-    todo!()
+    let start = Instant::now();
+    sys::raise_nofile_limit();
+    let run = Run::new(opts, observer);
+    let mut roots = Vec::new();
+    for pair in pairs {
+        match Root::open(&run, pair) {
+            Ok(Some(root)) => roots.push(root),
+            Ok(None) => {}
+            Err(e) => run.fail(&e),
+        }
+    }
+    let tasks: Vec<Task> = roots.into_iter().map(Task::Root).collect();
+    walk::run(
+        opts.jobs,
+        tasks,
+        || Worker {
+            reader: DirReader::new(64 * 1024),
+            buf: Vec::new(),
+        },
+        |w, task, spawner| run.task(w, task, spawner),
+    );
+    run.counters.summary(start.elapsed())
 }
 
 /// Copies one regular file to `dst`, replacing an existing `dst` atomically.
 pub fn copy_file(src: &Path, dst: &Path, opts: &Options) -> Result<FileOutcome, Error> {
-    let _ = (src, dst, opts);
-    todo!()
+    let run = Run::new(opts, &NoObserver);
+    let pair = CopyPair {
+        src: src.to_path_buf(),
+        dst: dst.to_path_buf(),
+    };
+    let root =
+        Root::open(&run, &pair)?.ok_or_else(|| Error::refused(Op::Refuse, src, "not copied"))?;
+    if !root.meta.is_reg() {
+        return Err(Error::refused(Op::Refuse, src, "not a regular file"));
+    }
+    let mut w = Worker {
+        reader: DirReader::new(0),
+        buf: Vec::new(),
+    };
+    let here = root.here();
+    let name = root.src_name.clone();
+    let dst_name = root.dst_name.clone();
+    file::copy_regular(
+        &run,
+        &here,
+        &mut w.buf,
+        &name,
+        &dst_name,
+        Some(root.meta),
+        root.follow,
+    )?
+    .ok_or_else(|| Error::refused(Op::Refuse, dst, "destination exists"))
+}
+
+/// Per-worker reusable buffers.
+pub(crate) struct Worker {
+    reader: DirReader,
+    pub buf: Vec<u8>,
+}
+
+/// State shared by every worker of one run.
+pub(crate) struct Run<'a> {
+    pub opts: &'a Options,
+    pub observer: &'a dyn Observer,
+    pub wants_entries: bool,
+    pub counters: Counters,
+    pub links: LinkMap<LinkLoc>,
+    pub process: Process,
+}
+
+/// Where the first copy of a hard-link group was made.
+#[derive(Debug, Clone)]
+pub(crate) struct LinkLoc {
+    pub anchor: Arc<OwnedFd>,
+    /// The directory below the anchor ("" for the anchor itself).
+    pub rel: Arc<[u8]>,
+    pub name: CString,
+}
+
+enum Task {
+    Root(Root),
+    Dir(Arc<DirNode>),
+    Chunk {
+        node: Arc<DirNode>,
+        fds: Arc<(OwnedFd, OwnedFd)>,
+        entries: Vec<(CString, DType)>,
+    },
+}
+
+/// A command-line source, resolved to parent directory + name on both sides.
+pub(crate) struct Root {
+    src_parent: OwnedFd,
+    src_name: CString,
+    dst_parent: Arc<OwnedFd>,
+    dst_name: CString,
+    meta: Meta,
+    follow: bool,
+    src_path: PathBuf,
+    dst_path: PathBuf,
+    dst_dev: u64,
+    dst_cow: bool,
+    dst_setgid: bool,
+    empty_rel: Arc<[u8]>,
+}
+
+/// A directory being copied.
+pub(crate) struct DirNode {
+    parent: Option<Arc<DirNode>>,
+    src_anchor: Arc<OwnedFd>,
+    src_rel: Arc<[u8]>,
+    dst_anchor: Arc<OwnedFd>,
+    dst_rel: Arc<[u8]>,
+    src_base: Arc<Path>,
+    dst_base: Arc<Path>,
+    /// The pass over its own entries, plus each unfinished chunk and subdirectory.
+    pending: AtomicUsize,
+    created: bool,
+    /// The destination directory has set-gid, so new entries take its group.
+    dst_setgid: bool,
+    root_src_dev: u64,
+    dst_dev: u64,
+    dst_cow: bool,
+    /// Source metadata captured by the pass, applied when the directory is finished.
+    finish: Mutex<Option<(Meta, Xattrs)>>,
+}
+
+/// Where an entry is being copied: its source and destination directories.
+pub(crate) struct Here<'a> {
+    pub src_dir: BorrowedFd<'a>,
+    pub dst_dir: BorrowedFd<'a>,
+    pub dst_anchor: &'a Arc<OwnedFd>,
+    pub dst_rel: &'a Arc<[u8]>,
+    /// For messages: the anchors' display paths (for a root, the entry's own path) and the
+    /// directories below them.
+    src_base: &'a Path,
+    src_rel: &'a [u8],
+    dst_base: &'a Path,
+    is_root: bool,
+    pub node: Option<&'a Arc<DirNode>>,
+    pub dst_dev: u64,
+    pub dst_cow: bool,
+    pub dst_setgid: bool,
+    pub root_src_dev: u64,
+}
+
+impl Here<'_> {
+    pub fn src_path(&self, name: &CStr) -> PathBuf {
+        join(self.src_base, self.src_rel, name, self.is_root)
+    }
+    pub fn dst_path(&self, name: &CStr) -> PathBuf {
+        join(self.dst_base, self.dst_rel, name, self.is_root)
+    }
+}
+
+fn join(base: &Path, rel: &[u8], name: &CStr, is_root: bool) -> PathBuf {
+    if is_root {
+        return base.to_path_buf();
+    }
+    let mut p = base.to_path_buf();
+    if !rel.is_empty() {
+        p.push(OsStr::from_bytes(rel));
+    }
+    p.push(OsStr::from_bytes(name.to_bytes()));
+    p
+}
+
+/// The display path of a directory below an anchor.
+fn rel_path(base: &Path, rel: &[u8]) -> PathBuf {
+    if rel.is_empty() {
+        base.to_path_buf()
+    } else {
+        base.join(OsStr::from_bytes(rel))
+    }
+}
+
+fn join_rel(rel: &[u8], name: &CStr) -> Arc<[u8]> {
+    let mut v = Vec::with_capacity(rel.len() + 1 + name.to_bytes().len());
+    v.extend_from_slice(rel);
+    if !rel.is_empty() {
+        v.push(b'/');
+    }
+    v.extend_from_slice(name.to_bytes());
+    v.into()
+}
+
+impl<'a> Run<'a> {
+    fn new(opts: &'a Options, observer: &'a dyn Observer) -> Self {
+        Run {
+            opts,
+            observer,
+            wants_entries: observer.wants_entries(),
+            counters: Counters::default(),
+            links: LinkMap::new(),
+            process: Process::current(),
+        }
+    }
+
+    pub fn fail(&self, err: &Error) {
+        self.counters.error(err);
+        self.observer.event(&Event::Failed(err));
+    }
+
+    pub fn copied(
+        &self,
+        here: &Here<'_>,
+        src: &CStr,
+        dst: &CStr,
+        kind: EntryKind,
+        outcome: Option<FileOutcome>,
+    ) {
+        self.counters.entry(kind, outcome.as_ref());
+        if self.wants_entries {
+            self.observer.event(&Event::Copied {
+                src: &here.src_path(src),
+                dst: &here.dst_path(dst),
+                kind,
+                outcome,
+            });
+        }
+    }
+
+    pub fn skipped(&self, here: &Here<'_>, src: &CStr, dst: &CStr) {
+        self.counters.skipped();
+        if self.wants_entries {
+            self.observer.event(&Event::Skipped {
+                src: &here.src_path(src),
+                dst: &here.dst_path(dst),
+            });
+        }
+    }
+
+    fn task(&self, w: &mut Worker, task: Task, spawner: &Spawner<'_, Task>) {
+        match task {
+            Task::Root(root) => {
+                let here = root.here();
+                let (name, dst_name) = (root.src_name.clone(), root.dst_name.clone());
+                self.entry(
+                    w,
+                    &here,
+                    &name,
+                    &dst_name,
+                    Some(root.meta),
+                    root.follow,
+                    spawner,
+                );
+            }
+            Task::Dir(node) => self.dir_pass(w, node, spawner),
+            Task::Chunk { node, fds, entries } => {
+                let here = node.here(fds.0.as_fd(), fds.1.as_fd());
+                for (name, t) in &entries {
+                    self.child(w, &here, name, *t, spawner);
+                }
+                drop(entries);
+                self.dir_done(node, None);
+            }
+        }
+    }
+
+    /// Copies one entry of a directory listing, by its `d_type`.
+    fn child(
+        &self,
+        w: &mut Worker,
+        here: &Here<'_>,
+        name: &CStr,
+        t: DType,
+        spawner: &Spawner<'_, Task>,
+    ) {
+        let follow = self.opts.dereference == Dereference::Always;
+        let meta = match t {
+            DType::Reg if !follow => None,
+            DType::Dir if !self.opts.one_file_system => None,
+            _ => match sys::stat_at(here.src_dir, name, follow) {
+                Ok(m) => Some(m),
+                Err(e) => {
+                    self.fail(&stat_error(here.src_path(name), e));
+                    return;
+                }
+            },
+        };
+        if t == DType::Dir && meta.is_none() {
+            self.subdir(here, name, name, None, follow, spawner);
+        } else {
+            self.entry(w, here, name, name, meta, follow, spawner);
+        }
+    }
+
+    /// Copies one entry whose type is known from `meta` (or is a regular file when None).
+    #[allow(clippy::too_many_arguments)]
+    fn entry(
+        &self,
+        w: &mut Worker,
+        here: &Here<'_>,
+        name: &CStr,
+        dst_name: &CStr,
+        meta: Option<Meta>,
+        follow: bool,
+        spawner: &Spawner<'_, Task>,
+    ) {
+        let kind = meta.map(|m| m.file_type());
+        let result = match kind {
+            None | Some(sys::S_IFREG) => {
+                match file::copy_regular(self, here, &mut w.buf, name, dst_name, meta, follow) {
+                    Err(e) if e.errno() == Some(Errno::LOOP.raw_os_error()) && meta.is_none() => {
+                        // Listed as a file, now a symlink: copy what is there now.
+                        match sys::stat_at(here.src_dir, name, false) {
+                            Ok(m) => {
+                                return self.entry(
+                                    w,
+                                    here,
+                                    name,
+                                    dst_name,
+                                    Some(m),
+                                    follow,
+                                    spawner,
+                                );
+                            }
+                            Err(e) => Err(stat_error(here.src_path(name), e)),
+                        }
+                    }
+                    Err(e) if e.op == Op::Changed => {
+                        // Not a regular file any more: copy what is there now.
+                        match sys::stat_at(here.src_dir, name, follow) {
+                            Ok(m) if !m.is_reg() => {
+                                return self.entry(
+                                    w,
+                                    here,
+                                    name,
+                                    dst_name,
+                                    Some(m),
+                                    follow,
+                                    spawner,
+                                );
+                            }
+                            _ => Err(e),
+                        }
+                    }
+                    other => other.map(|_| ()),
+                }
+            }
+            Some(sys::S_IFDIR) => {
+                self.subdir(here, name, dst_name, meta, follow, spawner);
+                Ok(())
+            }
+            Some(sys::S_IFLNK) => special::copy_symlink(self, here, name, dst_name, &meta.unwrap()),
+            Some(_) => special::copy_special(self, here, name, dst_name, &meta.unwrap()),
+        };
+        if let Err(e) = result {
+            self.fail(&e);
+        }
+    }
+
+    /// Creates (or merges into) the destination directory and queues its pass.
+    fn subdir(
+        &self,
+        here: &Here<'_>,
+        name: &CStr,
+        dst_name: &CStr,
+        meta: Option<Meta>,
+        follow: bool,
+        spawner: &Spawner<'_, Task>,
+    ) {
+        let src_path = || here.src_path(name);
+        let dst_path = || here.dst_path(dst_name);
+        if !self.opts.recursive {
+            self.fail(&Error::refused(
+                Op::Refuse,
+                src_path(),
+                "-r not specified; omitting directory",
+            ));
+            return;
+        }
+        // -x: a directory on another filesystem is created, not entered (as cp does).
+        let crosses = matches!(meta, Some(m) if self.opts.one_file_system && !here.is_root && m.dev != here.root_src_dev);
+        let (created, dst_setgid) = match sys::mkdir(here.dst_dir, dst_name, 0o700) {
+            Ok(()) => (true, here.dst_setgid),
+            Err(Errno::EXIST) => match sys::stat_at(here.dst_dir, dst_name, false) {
+                Ok(m) if m.is_dir() => (false, m.mode & sys::S_ISGID != 0),
+                Ok(_) => {
+                    self.fail(&Error::refused(
+                        Op::CreateDir,
+                        dst_path(),
+                        format!(
+                            "cannot overwrite non-directory with directory '{}'",
+                            crate::path_display(&src_path())
+                        ),
+                    ));
+                    return;
+                }
+                Err(e) => {
+                    self.fail(&Error::io(Op::Stat, dst_path(), sys::io_err(e)));
+                    return;
+                }
+            },
+            Err(e) => {
+                self.fail(&Error::io(Op::CreateDir, dst_path(), sys::io_err(e)));
+                return;
+            }
+        };
+        let node = match here.node {
+            // Below a root: extend the parent's paths; anchors stay.
+            Some(parent) if !(follow && meta.is_some() && is_symlink_at(here.src_dir, name)) => {
+                DirNode {
+                    parent: Some(parent.clone()),
+                    src_anchor: parent.src_anchor.clone(),
+                    src_rel: join_rel(&parent.src_rel, name),
+                    dst_anchor: parent.dst_anchor.clone(),
+                    dst_rel: join_rel(&parent.dst_rel, dst_name),
+                    src_base: parent.src_base.clone(),
+                    dst_base: parent.dst_base.clone(),
+                    pending: AtomicUsize::new(1),
+                    created,
+                    dst_setgid,
+                    root_src_dev: parent.root_src_dev,
+                    dst_dev: parent.dst_dev,
+                    dst_cow: parent.dst_cow,
+                    finish: Mutex::new(None),
+                }
+            }
+            // A root, or a symlink followed under -L: the directory becomes a new anchor.
+            _ => {
+                let src = match sys::open_dir(here.src_dir, name, follow) {
+                    Ok(fd) => fd,
+                    Err(e) => {
+                        self.fail(&open_error(src_path(), e));
+                        return;
+                    }
+                };
+                let dst = match sys::open_dir(here.dst_dir, dst_name, false) {
+                    Ok(fd) => fd,
+                    Err(e) => {
+                        self.fail(&Error::io(Op::Open, dst_path(), sys::io_err(e)));
+                        return;
+                    }
+                };
+                if let Some(parent) = here.node {
+                    if let Err(e) = check_not_cycle(parent, &src) {
+                        self.fail(&Error::refused(Op::Refuse, src_path(), e));
+                        return;
+                    }
+                }
+                let src_dev = if here.is_root {
+                    meta.map_or(0, |m| m.dev)
+                } else {
+                    here.root_src_dev
+                };
+                DirNode {
+                    parent: here.node.cloned(),
+                    src_anchor: Arc::new(src),
+                    src_rel: Arc::from(&b""[..]),
+                    dst_anchor: Arc::new(dst),
+                    dst_rel: Arc::from(&b""[..]),
+                    src_base: Arc::from(src_path().as_path()),
+                    dst_base: Arc::from(dst_path().as_path()),
+                    pending: AtomicUsize::new(1),
+                    created,
+                    dst_setgid,
+                    root_src_dev: src_dev,
+                    dst_dev: here.dst_dev,
+                    dst_cow: here.dst_cow,
+                    finish: Mutex::new(None),
+                }
+            }
+        };
+        if let Some(parent) = here.node {
+            parent.pending.fetch_add(1, Ordering::SeqCst);
+        }
+        let node = Arc::new(node);
+        if crosses {
+            // Finish it empty: record its metadata and complete the pass at once.
+            let m = meta.expect("stat taken under -x");
+            let xattrs = self.dir_xattrs_at(here.src_dir, name, &src_path());
+            *node.finish.lock().unwrap_or_else(|e| e.into_inner()) = Some((m, xattrs));
+            self.dir_done(node, None);
+            return;
+        }
+        spawner.push(Task::Dir(node));
+    }
+
+    fn dir_xattrs_at(&self, dir: BorrowedFd<'_>, name: &CStr, path: &Path) -> Xattrs {
+        if !self.opts.preserve.xattr {
+            return Vec::new();
+        }
+        match sys::open_dir(dir, name, false) {
+            Ok(fd) => meta::read_xattrs(XattrTarget::Fd(fd.as_fd()), path).unwrap_or_else(|e| {
+                self.fail(&e);
+                Vec::new()
+            }),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// One directory's own pass: read its entries and copy them; subdirectories are queued.
+    fn dir_pass(&self, w: &mut Worker, node: Arc<DirNode>, spawner: &Spawner<'_, Task>) {
+        let src_path = || rel_path(&node.src_base, &node.src_rel);
+        let src = match sys::open_dir_beneath(node.src_anchor.as_fd(), &node.src_rel) {
+            Ok(fd) => fd,
+            Err(e) => {
+                self.fail(&open_error(src_path(), e));
+                self.dir_done(node, None);
+                return;
+            }
+        };
+        match sys::fstat(src.as_fd()) {
+            Ok(m) => {
+                let xattrs = if self.opts.preserve.xattr {
+                    meta::read_xattrs(XattrTarget::Fd(src.as_fd()), &src_path()).unwrap_or_else(
+                        |e| {
+                            self.fail(&e);
+                            Vec::new()
+                        },
+                    )
+                } else {
+                    Vec::new()
+                };
+                *node.finish.lock().unwrap_or_else(|e| e.into_inner()) = Some((m, xattrs));
+            }
+            Err(e) => self.fail(&stat_error(src_path(), e)),
+        }
+        let dst = match sys::open_dir_beneath(node.dst_anchor.as_fd(), &node.dst_rel) {
+            Ok(fd) => fd,
+            Err(e) => {
+                let p = rel_path(&node.dst_base, &node.dst_rel);
+                self.fail(&Error::io(Op::Open, p, sys::io_err(e)));
+                self.dir_done(node, None);
+                return;
+            }
+        };
+        let mut entries = Vec::new();
+        if let Err(e) = w
+            .reader
+            .read_all(src.as_fd(), |name, t| entries.push((name.to_owned(), t)))
+        {
+            self.fail(&Error::io(Op::ReadDir, src_path(), sys::io_err(e)));
+        }
+        // Subdirectories first, so other workers can start on them while we copy files.
+        let (dirs, rest): (Vec<_>, Vec<_>) =
+            entries.into_iter().partition(|(_, t)| *t == DType::Dir);
+        {
+            let here = node.here(src.as_fd(), dst.as_fd());
+            for (name, t) in &dirs {
+                self.child(w, &here, name, *t, spawner);
+            }
+        }
+        if rest.len() > 2 * CHUNK && self.opts.jobs > 1 {
+            let fds = Arc::new((src, dst));
+            let mut rest = rest;
+            while rest.len() > CHUNK {
+                let tail = rest.split_off(rest.len() - CHUNK);
+                node.pending.fetch_add(1, Ordering::SeqCst);
+                spawner.push(Task::Chunk {
+                    node: node.clone(),
+                    fds: fds.clone(),
+                    entries: tail,
+                });
+            }
+            let here = node.here(fds.0.as_fd(), fds.1.as_fd());
+            for (name, t) in &rest {
+                self.child(w, &here, name, *t, spawner);
+            }
+            self.dir_done(node, None);
+        } else {
+            let here = node.here(src.as_fd(), dst.as_fd());
+            for (name, t) in &rest {
+                self.child(w, &here, name, *t, spawner);
+            }
+            drop(src);
+            self.dir_done(node, Some(dst));
+        }
+    }
+
+    /// Marks one part of a directory done; the last part applies its metadata, and so on up.
+    fn dir_done(&self, node: Arc<DirNode>, fd: Option<OwnedFd>) {
+        let mut node = node;
+        let mut fd = fd;
+        loop {
+            if node.pending.fetch_sub(1, Ordering::SeqCst) != 1 {
+                return;
+            }
+            self.finish_dir(&node, fd.take());
+            match &node.parent {
+                Some(p) => node = p.clone(),
+                None => return,
+            }
+        }
+    }
+
+    fn finish_dir(&self, node: &DirNode, fd: Option<OwnedFd>) {
+        let dst_path = || rel_path(&node.dst_base, &node.dst_rel);
+        let src_path = || rel_path(&node.src_base, &node.src_rel);
+        let Some((meta, xattrs)) = node.finish.lock().unwrap_or_else(|e| e.into_inner()).take()
+        else {
+            return;
+        };
+        let fd = match fd {
+            Some(fd) => fd,
+            None => match sys::open_dir_beneath(node.dst_anchor.as_fd(), &node.dst_rel) {
+                Ok(fd) => fd,
+                Err(e) => {
+                    self.fail(&Error::io(Op::Open, dst_path(), sys::io_err(e)));
+                    return;
+                }
+            },
+        };
+        let apply = Apply {
+            opts: self.opts,
+            process: &self.process,
+            src: &meta,
+            created: node.created,
+            created_owner: (node.created && !node.dst_setgid)
+                .then_some((self.process.euid, self.process.egid)),
+            current_perm: node
+                .created
+                .then_some(0o700 | if node.dst_setgid { sys::S_ISGID } else { 0 }),
+        };
+        match apply.run(Dst::Fd(fd.as_fd()), &xattrs, &dst_path()) {
+            Ok(()) => {
+                self.counters.entry(EntryKind::Directory, None);
+                if self.wants_entries {
+                    self.observer.event(&Event::Copied {
+                        src: &src_path(),
+                        dst: &dst_path(),
+                        kind: EntryKind::Directory,
+                        outcome: None,
+                    });
+                }
+            }
+            Err(e) => self.fail(&e),
+        }
+    }
+}
+
+/// Entries per chunk when a large directory's files are shared among workers.
+const CHUNK: usize = 512;
+
+impl DirNode {
+    fn here<'a>(self: &'a Arc<Self>, src: BorrowedFd<'a>, dst: BorrowedFd<'a>) -> Here<'a> {
+        Here {
+            src_dir: src,
+            dst_dir: dst,
+            dst_anchor: &self.dst_anchor,
+            dst_rel: &self.dst_rel,
+            src_base: &self.src_base,
+            src_rel: &self.src_rel,
+            dst_base: &self.dst_base,
+            is_root: false,
+            node: Some(self),
+            dst_dev: self.dst_dev,
+            dst_cow: self.dst_cow,
+            dst_setgid: self.dst_setgid,
+            root_src_dev: self.root_src_dev,
+        }
+    }
+}
+
+impl Root {
+    /// Resolves a command-line pair; refuses same-file and into-self copies by dev/ino.
+    fn open(run: &Run<'_>, pair: &CopyPair) -> Result<Option<Root>, Error> {
+        let opts = run.opts;
+        let src_path = &pair.src;
+        let dst_path = &pair.dst;
+        let trailing_slash = src_path.as_os_str().as_bytes().ends_with(b"/");
+        let follow = opts.dereference != Dereference::Never || trailing_slash;
+        let (src_parent, src_name) = split(src_path);
+        let src_parent = sys::open_dir(sys::CWD, &src_parent, true)
+            .map_err(|e| stat_error(src_path.clone(), e))?;
+        let meta = sys::stat_at(src_parent.as_fd(), &src_name, follow)
+            .map_err(|e| stat_error(src_path.clone(), e))?;
+        if meta.is_dir() && !opts.recursive {
+            return Err(Error::refused(
+                Op::Refuse,
+                src_path,
+                format!(
+                    "-r not specified; omitting directory '{}'",
+                    crate::path_display(src_path)
+                ),
+            ));
+        }
+        let (dst_parent_path, dst_name) = split(dst_path);
+        let create_op = if meta.is_dir() {
+            Op::CreateDir
+        } else {
+            Op::Create
+        };
+        let dst_parent = sys::open_dir(sys::CWD, &dst_parent_path, true)
+            .map_err(|e| Error::io(create_op, dst_path, sys::io_err(e)))?;
+        let parent_meta = sys::fstat(dst_parent.as_fd())
+            .map_err(|e| Error::io(Op::Stat, dst_path, sys::io_err(e)))?;
+        for follow_dst in [true, false] {
+            if let Ok(d) = sys::stat_at(dst_parent.as_fd(), &dst_name, follow_dst) {
+                if d.id() == meta.id() {
+                    return Err(Error::refused(
+                        Op::Refuse,
+                        src_path,
+                        format!(
+                            "'{}' and '{}' are the same file",
+                            crate::path_display(src_path),
+                            crate::path_display(dst_path)
+                        ),
+                    ));
+                }
+            }
+        }
+        if meta.is_dir() && is_inside(dst_parent.as_fd(), meta.id()) {
+            return Err(Error::refused(
+                Op::Refuse,
+                src_path,
+                format!(
+                    "cannot copy a directory, '{}', into itself, '{}'",
+                    crate::path_display(src_path),
+                    crate::path_display(dst_path)
+                ),
+            ));
+        }
+        let dst_cow = matches!(
+            sys::fs_type(dst_parent.as_fd()),
+            Ok(sys::BTRFS_MAGIC
+                | sys::XFS_MAGIC
+                | sys::BCACHEFS_MAGIC
+                | sys::OCFS2_MAGIC
+                | sys::ZFS_MAGIC)
+        );
+        Ok(Some(Root {
+            src_parent,
+            src_name,
+            dst_parent: Arc::new(dst_parent),
+            dst_name,
+            meta,
+            follow,
+            src_path: src_path.clone(),
+            dst_path: dst_path.clone(),
+            dst_dev: parent_meta.dev,
+            dst_cow,
+            dst_setgid: parent_meta.mode & sys::S_ISGID != 0,
+            empty_rel: Arc::from(&b""[..]),
+        }))
+    }
+
+    pub(crate) fn here(&self) -> Here<'_> {
+        Here {
+            src_dir: self.src_parent.as_fd(),
+            dst_dir: self.dst_parent.as_fd(),
+            dst_anchor: &self.dst_parent,
+            dst_rel: &self.empty_rel,
+            src_base: &self.src_path,
+            src_rel: b"",
+            dst_base: &self.dst_path,
+            is_root: true,
+            node: None,
+            dst_dev: self.dst_dev,
+            dst_cow: self.dst_cow,
+            dst_setgid: self.dst_setgid,
+            root_src_dev: self.meta.dev,
+        }
+    }
+}
+
+/// Splits a command-line path into its parent directory and final name. A path that ends in
+/// "." or ".." or is "/" names the directory itself: parent = the path, name = ".".
+fn split(path: &Path) -> (CString, CString) {
+    let bytes = path.as_os_str().as_bytes();
+    match path.components().next_back() {
+        Some(Component::Normal(name)) if !bytes.ends_with(b"/.") => {
+            let parent = path
+                .parent()
+                .map(|p| p.as_os_str().as_bytes())
+                .unwrap_or(b"");
+            let parent = if parent.is_empty() {
+                b"." as &[u8]
+            } else {
+                parent
+            };
+            (sys::cstring(parent), sys::cstring(name.as_bytes()))
+        }
+        _ => (sys::cstring(bytes), sys::cstring(b".")),
+    }
+}
+
+/// Whether the directory `id` is `dir` or one of its ancestors (by dev/ino, walking "..").
+fn is_inside(dir: BorrowedFd<'_>, id: (u64, u64)) -> bool {
+    let Ok(mut cur_meta) = sys::fstat(dir) else {
+        return false;
+    };
+    let mut cur: Option<OwnedFd> = None;
+    loop {
+        if cur_meta.id() == id {
+            return true;
+        }
+        let at = cur.as_ref().map_or(dir, |fd| fd.as_fd());
+        let Ok(up) = sys::open_dir(at, c"..", false) else {
+            return false;
+        };
+        let Ok(up_meta) = sys::fstat(up.as_fd()) else {
+            return false;
+        };
+        if up_meta.id() == cur_meta.id() {
+            return false;
+        }
+        cur = Some(up);
+        cur_meta = up_meta;
+    }
+}
+
+/// Under -L, refuses a followed directory that is one of its own ancestors.
+fn check_not_cycle(parent: &Arc<DirNode>, dir: &OwnedFd) -> Result<(), String> {
+    let Ok(m) = sys::fstat(dir.as_fd()) else {
+        return Ok(());
+    };
+    let mut cur = Some(parent.clone());
+    while let Some(node) = cur {
+        if let Some((pm, _)) = &*node.finish.lock().unwrap_or_else(|e| e.into_inner()) {
+            if pm.id() == m.id() {
+                return Err("directory cycle detected; not copying it again".into());
+            }
+        }
+        cur = node.parent.clone();
+    }
+    Ok(())
+}
+
+fn is_symlink_at(dir: BorrowedFd<'_>, name: &CStr) -> bool {
+    sys::stat_at(dir, name, false).is_ok_and(|m| m.is_symlink())
+}
+
+pub(crate) fn stat_error(path: PathBuf, e: Errno) -> Error {
+    Error::io(Op::Stat, path, sys::io_err(e))
+}
+
+/// An open failure; ENOENT on something just listed means it vanished.
+pub(crate) fn open_error(path: PathBuf, e: Errno) -> Error {
+    if e == Errno::NOENT {
+        Error::io(Op::Vanished, path, sys::io_err(e))
+    } else {
+        Error::io(Op::Open, path, sys::io_err(e))
+    }
 }

@@ -1,0 +1,156 @@
+//! Command-line flags as cp spells them, parsed by clap, then checked into engine options.
+
+use clap::{ArgAction, Parser, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum When {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "mimeo",
+    version,
+    about = "Copy files and trees: fast, faithful, copy-on-write aware.",
+    long_about = "Copy SOURCE to DEST, or multiple SOURCE(s) to DIRECTORY.\n\n\
+        Regular files are cloned where the filesystem can share extents (btrfs, XFS), \
+        copied inside the kernel where it cannot, and streamed only as a last resort.",
+    override_usage = "mimeo [OPTIONS] SOURCE DEST\n       mimeo [OPTIONS] SOURCE... DIRECTORY\n       mimeo [OPTIONS] -t DIRECTORY SOURCE...",
+    disable_help_flag = true
+)]
+pub struct Args {
+    /// Same as -dR --preserve=all
+    #[arg(short = 'a', long)]
+    pub archive: bool,
+
+    /// Same as --no-dereference --preserve=links
+    #[arg(short = 'd')]
+    pub no_deref_preserve_links: bool,
+
+    /// Replace an existing destination even if it cannot be opened (cancels -n)
+    #[arg(short = 'f', long)]
+    pub force: bool,
+
+    /// Follow command-line symbolic links in SOURCE
+    #[arg(short = 'H')]
+    pub deref_command_line: bool,
+
+    /// Always follow symbolic links in SOURCE
+    #[arg(short = 'L', long = "dereference")]
+    pub dereference: bool,
+
+    /// Do not overwrite an existing file
+    #[arg(short = 'n', long)]
+    pub no_clobber: bool,
+
+    /// Never follow symbolic links in SOURCE
+    #[arg(short = 'P', long = "no-dereference")]
+    pub no_dereference: bool,
+
+    /// Same as --preserve=mode,ownership,timestamps
+    #[arg(short = 'p')]
+    pub preserve_default: bool,
+
+    /// Preserve the attributes in ATTR_LIST (mode,ownership,timestamps,links,xattr,all)
+    #[arg(long, value_name = "ATTR_LIST", num_args = 0..=1, require_equals = true,
+          default_missing_value = "mode,ownership,timestamps", action = ArgAction::Append)]
+    pub preserve: Vec<String>,
+
+    /// Don't preserve the attributes in ATTR_LIST
+    #[arg(long, value_name = "ATTR_LIST", action = ArgAction::Append)]
+    pub no_preserve: Vec<String>,
+
+    /// Copy directories recursively
+    #[arg(short = 'r', short_alias = 'R', long)]
+    pub recursive: bool,
+
+    /// When to clone (share extents): auto (default), always, never; without WHEN: always
+    #[arg(long, value_name = "WHEN", num_args = 0..=1, require_equals = true,
+          default_missing_value = "always")]
+    pub reflink: Option<When>,
+
+    /// How to handle holes: auto (keep them, default), always (also make holes of zero
+    /// runs when streaming), never (write every byte)
+    #[arg(long, value_name = "WHEN")]
+    pub sparse: Option<When>,
+
+    /// Copy all SOURCE arguments into DIRECTORY
+    #[arg(short = 't', long, value_name = "DIRECTORY")]
+    pub target_directory: Option<PathBuf>,
+
+    /// Treat DEST as a normal file
+    #[arg(short = 'T', long)]
+    pub no_target_directory: bool,
+
+    /// Copy only when the destination is missing, incomplete, of another size or older
+    #[arg(short = 'u', long)]
+    pub update: bool,
+
+    /// Explain what is being done
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+
+    /// Stay on the source's filesystems
+    #[arg(short = 'x', long)]
+    pub one_file_system: bool,
+
+    /// Worker threads for tree copies
+    #[arg(short = 'j', long, value_name = "N")]
+    pub jobs: Option<usize>,
+
+    /// Buffer size for streamed copies, e.g. 1M
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub buffer_size: Option<usize>,
+
+    /// Print JSON Lines on stdout: errors, entries (with -v) and a final summary
+    #[arg(long)]
+    pub json: bool,
+
+    /// Print help
+    #[arg(long, action = ArgAction::Help)]
+    pub help: Option<bool>,
+
+    #[arg(value_name = "SOURCE", required = false)]
+    pub operands: Vec<PathBuf>,
+}
+
+/// Parses sizes such as 65536, 128K, 1M, 8MiB.
+pub fn parse_size(s: &str) -> Result<usize, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: usize = num.parse().map_err(|_| format!("invalid size '{s}'"))?;
+    let mult = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => return Err(format!("invalid size unit in '{s}'")),
+    };
+    n.checked_mul(mult)
+        .filter(|&v| v > 0)
+        .ok_or_else(|| format!("invalid size '{s}'"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        Args::command().debug_assert();
+    }
+
+    #[test]
+    fn sizes_parse_with_units() {
+        assert_eq!(parse_size("128K"), Ok(128 << 10));
+        assert_eq!(parse_size("8MiB"), Ok(8 << 20));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("1X").is_err());
+    }
+}

@@ -1,0 +1,232 @@
+//! Checked configuration: engine options plus the (source, destination) pairs that cp's
+//! target rules give.
+
+use crate::args::{Args, When};
+use mimeo::{CopyPair, Dereference, Options, Overwrite, Preserve, Reflink, Sparse};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// A usage error: exit status 2.
+#[derive(Debug)]
+pub struct Usage(pub String);
+
+/// A fatal error found while resolving targets: exit status 1.
+#[derive(Debug)]
+pub struct Fatal(pub String);
+
+#[derive(Debug)]
+pub enum ConfigError {
+    Usage(Usage),
+    Fatal(Fatal),
+}
+
+#[derive(Debug)]
+pub struct Config {
+    pub options: Options,
+    pub pairs: Vec<CopyPair>,
+    pub verbose: bool,
+    pub json: bool,
+}
+
+fn usage(msg: impl Into<String>) -> ConfigError {
+    ConfigError::Usage(Usage(msg.into()))
+}
+
+fn fatal(msg: impl Into<String>) -> ConfigError {
+    ConfigError::Fatal(Fatal(msg.into()))
+}
+
+fn apply_list(p: &mut Preserve, list: &str, on: bool) -> Result<(), ConfigError> {
+    for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        match item {
+            "mode" => p.mode = on,
+            "ownership" => p.ownership = on,
+            "timestamps" => p.timestamps = on,
+            "links" => p.links = on,
+            "xattr" => {
+                p.xattr = on;
+                p.xattr_required = on;
+            }
+            // SELinux contexts travel as the security.selinux xattr.
+            "context" => {}
+            "all" => {
+                let required = p.xattr_required;
+                *p = if on {
+                    Preserve::all()
+                } else {
+                    Preserve::default()
+                };
+                p.xattr_required = on && required;
+            }
+            other => {
+                return Err(usage(format!(
+                    "invalid argument '{other}' for '--preserve'"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn display(p: &Path) -> String {
+    mimeo::path_display(p)
+}
+
+impl Config {
+    pub fn from_args(a: Args) -> Result<Config, ConfigError> {
+        let mut preserve = Preserve::default();
+        if a.archive {
+            preserve = Preserve::all();
+        }
+        if a.preserve_default {
+            apply_list(&mut preserve, "mode,ownership,timestamps", true)?;
+        }
+        if a.no_deref_preserve_links {
+            preserve.links = true;
+        }
+        for list in &a.preserve {
+            apply_list(&mut preserve, list, true)?;
+        }
+        for list in &a.no_preserve {
+            apply_list(&mut preserve, list, false)?;
+        }
+        let recursive = a.recursive || a.archive;
+        let dereference = if a.dereference {
+            Dereference::Always
+        } else if a.deref_command_line {
+            Dereference::CommandLine
+        } else if a.no_dereference || a.archive || a.no_deref_preserve_links || recursive {
+            Dereference::Never
+        } else {
+            // Without -r, cp follows symlinks named as sources.
+            Dereference::CommandLine
+        };
+        let overwrite = if a.no_clobber && !a.force {
+            Overwrite::NoClobber
+        } else if a.update {
+            Overwrite::Update
+        } else {
+            Overwrite::Replace
+        };
+        let when = |w: Option<When>| w.unwrap_or(When::Auto);
+        let reflink = match when(a.reflink) {
+            When::Auto => Reflink::Auto,
+            When::Always => Reflink::Always,
+            When::Never => Reflink::Never,
+        };
+        let sparse = match when(a.sparse) {
+            When::Auto => Sparse::Auto,
+            When::Always => Sparse::Always,
+            When::Never => Sparse::Never,
+        };
+        if a.jobs == Some(0) {
+            return Err(usage("--jobs must be at least 1"));
+        }
+        let mut options = Options {
+            reflink,
+            sparse,
+            preserve,
+            dereference,
+            overwrite,
+            recursive,
+            one_file_system: a.one_file_system,
+            ..Options::default()
+        };
+        if let Some(j) = a.jobs {
+            options.jobs = j;
+        }
+        if let Some(b) = a.buffer_size {
+            options.buffer_size = b;
+        }
+        let pairs = resolve_targets(
+            &a.operands,
+            a.target_directory.as_deref(),
+            a.no_target_directory,
+        )?;
+        Ok(Config {
+            options,
+            pairs,
+            verbose: a.verbose,
+            json: a.json,
+        })
+    }
+}
+
+/// cp's rules: `-t DIR` or an existing directory as last operand copies into it; otherwise
+/// exactly two operands copy SOURCE to DEST.
+pub fn resolve_targets(
+    operands: &[PathBuf],
+    target_dir: Option<&Path>,
+    no_target_dir: bool,
+) -> Result<Vec<CopyPair>, ConfigError> {
+    if target_dir.is_some() && no_target_dir {
+        return Err(usage(
+            "cannot combine --target-directory (-t) and --no-target-directory (-T)",
+        ));
+    }
+    if let Some(dir) = target_dir {
+        if operands.is_empty() {
+            return Err(usage("missing file operand"));
+        }
+        if !dir.is_dir() {
+            return Err(fatal(format!(
+                "target directory '{}' is not a directory",
+                display(dir)
+            )));
+        }
+        return Ok(operands.iter().map(|s| into_dir(s, dir)).collect());
+    }
+    match operands.len() {
+        0 => return Err(usage("missing file operand")),
+        1 => {
+            return Err(usage(format!(
+                "missing destination file operand after '{}'",
+                display(&operands[0])
+            )));
+        }
+        _ => {}
+    }
+    let (dest, sources) = operands.split_last().expect("two or more operands");
+    if no_target_dir {
+        if sources.len() > 1 {
+            return Err(usage(format!("extra operand '{}'", display(&operands[2]))));
+        }
+        return single(&sources[0], dest);
+    }
+    if dest.is_dir() {
+        return Ok(sources.iter().map(|s| into_dir(s, dest)).collect());
+    }
+    if sources.len() > 1 {
+        return Err(fatal(format!(
+            "target '{}' is not a directory",
+            display(dest)
+        )));
+    }
+    single(&sources[0], dest)
+}
+
+/// SOURCE to DEST exactly; "DEST/" must then name a directory to be made.
+fn single(src: &Path, dest: &Path) -> Result<Vec<CopyPair>, ConfigError> {
+    if dest.as_os_str().as_bytes().ends_with(b"/") && !src.is_dir() {
+        return Err(fatal(format!(
+            "cannot create regular file '{}': Not a directory",
+            display(dest)
+        )));
+    }
+    Ok(vec![CopyPair {
+        src: src.to_path_buf(),
+        dst: dest.to_path_buf(),
+    }])
+}
+
+/// DIR/basename(SOURCE); a source ending in "." or ".." goes into DIR itself.
+fn into_dir(src: &Path, dir: &Path) -> CopyPair {
+    let dst = match src.file_name() {
+        Some(name) if !src.as_os_str().as_bytes().ends_with(b"/.") => dir.join(name),
+        _ => dir.join("."),
+    };
+    CopyPair {
+        src: src.to_path_buf(),
+        dst,
+    }
+}

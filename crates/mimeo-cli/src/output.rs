@@ -1,0 +1,161 @@
+//! Rendering engine events: cp-style messages on stderr, `-v` lines, or JSON Lines.
+
+use mimeo::{Event, Observer, Summary};
+use std::io::Write;
+use std::path::Path;
+
+/// Prints events as they come from the workers.
+#[derive(Debug)]
+pub struct Printer {
+    pub verbose: bool,
+    pub json: bool,
+}
+
+impl Observer for Printer {
+    fn event(&self, event: &Event<'_>) {
+        match event {
+            Event::Failed(err) => {
+                if self.json {
+                    let mut line = String::from("{\"type\":\"error\",\"path\":");
+                    push_json_path(&mut line, &err.path);
+                    line.push_str(",\"operation\":");
+                    push_json_str(&mut line, err.op.name());
+                    line.push_str(",\"message\":");
+                    push_json_str(&mut line, &err.to_string());
+                    line.push_str(",\"errno\":");
+                    match err.errno() {
+                        Some(n) => line.push_str(&n.to_string()),
+                        None => line.push_str("null"),
+                    }
+                    line.push_str("}\n");
+                    out(&line);
+                }
+                err_line(&format!("mimeo: {err}\n"));
+            }
+            Event::Copied {
+                src,
+                dst,
+                kind,
+                outcome,
+            } if self.verbose => {
+                if self.json {
+                    let mut line = String::from("{\"type\":\"copied\",\"src\":");
+                    push_json_path(&mut line, src);
+                    line.push_str(",\"dst\":");
+                    push_json_path(&mut line, dst);
+                    line.push_str(",\"kind\":");
+                    push_json_str(&mut line, kind.name());
+                    if let Some(o) = outcome {
+                        line.push_str(&format!(
+                            ",\"method\":\"{}\",\"bytes\":{},\"hole_bytes\":{}",
+                            o.method.name(),
+                            o.bytes,
+                            o.hole_bytes
+                        ));
+                    }
+                    line.push_str("}\n");
+                    out(&line);
+                } else {
+                    let how = match outcome {
+                        Some(o) => format!(" ({})", o.method.name()),
+                        None => String::new(),
+                    };
+                    out(&format!("{} -> {}{how}\n", quote(src), quote(dst)));
+                }
+            }
+            Event::Skipped { src, dst } if self.verbose => {
+                if self.json {
+                    let mut line = String::from("{\"type\":\"skipped\",\"src\":");
+                    push_json_path(&mut line, src);
+                    line.push_str(",\"dst\":");
+                    push_json_path(&mut line, dst);
+                    line.push_str("}\n");
+                    out(&line);
+                } else {
+                    out(&format!("skipped {}\n", quote(dst)));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn wants_entries(&self) -> bool {
+        self.verbose
+    }
+}
+
+/// The final JSON summary line. Field names are stable.
+pub fn summary_json(s: &Summary) -> String {
+    format!(
+        concat!(
+            "{{\"type\":\"summary\",\"files\":{},\"directories\":{},\"symlinks\":{},",
+            "\"hard_links\":{},\"specials\":{},\"skipped\":{},\"bytes\":{},",
+            "\"by_method\":{{\"clone\":{},\"offload\":{},\"stream\":{}}},",
+            "\"files_by_method\":{{\"clone\":{},\"offload\":{},\"stream\":{}}},",
+            "\"holes_bytes\":{},\"errors\":{},\"vanished\":{},\"elapsed_s\":{:.6}}}\n"
+        ),
+        s.files,
+        s.directories,
+        s.symlinks,
+        s.hard_links,
+        s.specials,
+        s.skipped,
+        s.bytes,
+        s.clone_bytes,
+        s.offload_bytes,
+        s.stream_bytes,
+        s.clone_files,
+        s.offload_files,
+        s.stream_files,
+        s.hole_bytes,
+        s.errors,
+        s.vanished,
+        s.elapsed.as_secs_f64()
+    )
+}
+
+fn quote(p: &Path) -> String {
+    format!("'{}'", mimeo::path_display(p))
+}
+
+pub fn out(s: &str) {
+    let mut o = std::io::stdout().lock();
+    let _ = o.write_all(s.as_bytes());
+}
+
+pub fn err_line(s: &str) {
+    let mut e = std::io::stderr().lock();
+    let _ = e.write_all(s.as_bytes());
+}
+
+fn push_json_path(out: &mut String, p: &Path) {
+    push_json_str(out, &mimeo::path_display(p));
+}
+
+fn push_json_str(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_strings_are_escaped() {
+        let mut s = String::new();
+        push_json_str(&mut s, "a\"b\\c\nd\u{1}");
+        assert_eq!(s, "\"a\\\"b\\\\c\\nd\\u0001\"");
+    }
+}

@@ -1,0 +1,172 @@
+//! Putting an entry into the destination: what to do with an existing entry, temporaries that
+//! are renamed over it atomically, and hard links to a group's first copy.
+
+use crate::error::{Error, Op};
+use crate::links::{Claim, FirstCopy};
+use crate::options::Overwrite;
+use crate::summary::EntryKind;
+use crate::sys::{self, Errno, Meta};
+use crate::tree::{Here, LinkLoc, Run};
+use rustix::fd::{AsFd, OwnedFd};
+use std::ffi::{CStr, CString};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// What to do when the destination name is taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Existing {
+    Skip,
+    Replace,
+}
+
+/// Applies `-n` / `-u` / replace to an existing destination entry.
+pub(crate) fn existing(
+    run: &Run<'_>,
+    here: &Here<'_>,
+    dst_name: &CStr,
+    src: &Meta,
+) -> Result<Existing, Error> {
+    let dst_path = || here.dst_path(dst_name);
+    let d = sys::stat_at(here.dst_dir, dst_name, false)
+        .map_err(|e| Error::io(Op::Stat, dst_path(), sys::io_err(e)))?;
+    if d.is_dir() {
+        return Err(Error::refused(
+            Op::Create,
+            dst_path(),
+            "cannot overwrite directory with non-directory",
+        ));
+    }
+    Ok(match run.opts.overwrite {
+        Overwrite::NoClobber => Existing::Skip,
+        Overwrite::Replace => Existing::Replace,
+        Overwrite::Update => {
+            if is_complete_copy(&d, src) {
+                Existing::Skip
+            } else {
+                Existing::Replace
+            }
+        }
+    })
+}
+
+/// `-u`: the destination is the same size and not older, and not marked incomplete.
+fn is_complete_copy(d: &Meta, src: &Meta) -> bool {
+    if d.file_type() != src.file_type() {
+        return false;
+    }
+    if d.is_reg() && incomplete(d, src) {
+        return false;
+    }
+    let same_size = !d.is_reg() || d.size == src.size;
+    same_size && d.mtime >= src.mtime
+}
+
+/// A regular file is created with the sticky bit, which no complete copy of a file without
+/// it carries: a copy interrupted before its final chmod is recognisable as incomplete.
+pub(crate) fn incomplete(d: &Meta, src: &Meta) -> bool {
+    d.mode & sys::S_ISVTX != 0 && src.mode & sys::S_ISVTX == 0
+}
+
+/// The mode a new regular file gets until its data and metadata are complete.
+pub(crate) fn incomplete_mode(src: &Meta) -> u32 {
+    sys::S_ISVTX | (src.perm() & 0o700)
+}
+
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A temporary name in the destination directory, unique within this process.
+fn temp_name() -> CString {
+    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    sys::cstring(format!(".mimeo-{}-{n:x}.tmp", std::process::id()).as_bytes())
+}
+
+/// Creates something under a fresh temporary name with `make`, retrying on a name clash.
+pub(crate) fn with_temp<T>(
+    mut make: impl FnMut(&CStr) -> sys::Result<T>,
+) -> sys::Result<(T, CString)> {
+    loop {
+        let name = temp_name();
+        match make(&name) {
+            Ok(v) => return Ok((v, name)),
+            Err(Errno::EXIST) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Moves a finished temporary over the destination name.
+pub(crate) fn commit_temp(here: &Here<'_>, temp: &CStr, dst_name: &CStr) -> Result<(), Error> {
+    match sys::rename(here.dst_dir, temp, here.dst_dir, dst_name) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let _ = sys::unlink(here.dst_dir, temp, false);
+            Err(Error::io(
+                Op::Rename,
+                here.dst_path(dst_name),
+                sys::io_err(e),
+            ))
+        }
+    }
+}
+
+/// The outcome of looking a multiply-linked source up in the link map.
+pub(crate) enum LinkStep {
+    /// Linked to an earlier copy (or left alone): nothing more to do.
+    Done,
+    /// Copy it; `Some` when it is a group's first copy and others will link to it.
+    Copy(Option<FirstCopy<LinkLoc>>),
+}
+
+/// With `--preserve=links`, links to an earlier copy of the same inode, or claims the inode.
+pub(crate) fn link_or_claim(
+    run: &Run<'_>,
+    here: &Here<'_>,
+    src_name: &CStr,
+    dst_name: &CStr,
+    meta: &Meta,
+) -> Result<LinkStep, Error> {
+    if !run.opts.preserve.links || meta.nlink < 2 || meta.is_dir() {
+        return Ok(LinkStep::Copy(None));
+    }
+    let loc = match run.links.claim(meta.id(), meta.nlink as u64) {
+        Claim::First(first) => return Ok(LinkStep::Copy(Some(first))),
+        Claim::LinkTo(loc) => loc,
+    };
+    let dst_path = || here.dst_path(dst_name);
+    let same_dir = Arc::ptr_eq(&loc.anchor, here.dst_anchor) && loc.rel == *here.dst_rel;
+    let other: Option<OwnedFd> = if same_dir {
+        None
+    } else {
+        Some(
+            sys::open_dir_beneath(loc.anchor.as_fd(), &loc.rel)
+                .map_err(|e| Error::io(Op::Link, dst_path(), sys::io_err(e)))?,
+        )
+    };
+    let from = other.as_ref().map_or(here.dst_dir, |fd| fd.as_fd());
+    match sys::link(from, &loc.name, here.dst_dir, dst_name) {
+        Ok(()) => {}
+        Err(Errno::EXIST) => {
+            if existing(run, here, dst_name, meta)? == Existing::Skip {
+                run.skipped(here, src_name, dst_name);
+                return Ok(LinkStep::Done);
+            }
+            let ((), temp) = with_temp(|t| sys::link(from, &loc.name, here.dst_dir, t))
+                .map_err(|e| Error::io(Op::Link, dst_path(), sys::io_err(e)))?;
+            commit_temp(here, &temp, dst_name)?;
+            // Renaming onto another link of the same inode does nothing: drop the temporary.
+            let _ = sys::unlink(here.dst_dir, &temp, false);
+        }
+        Err(e) => return Err(Error::io(Op::Link, dst_path(), sys::io_err(e))),
+    }
+    run.copied(here, src_name, dst_name, EntryKind::HardLink, None);
+    Ok(LinkStep::Done)
+}
+
+/// Where a group's first copy now lives, for the links that follow.
+pub(crate) fn link_loc(here: &Here<'_>, dst_name: &CStr) -> LinkLoc {
+    LinkLoc {
+        anchor: here.dst_anchor.clone(),
+        rel: here.dst_rel.clone(),
+        name: dst_name.to_owned(),
+    }
+}

@@ -1,0 +1,565 @@
+//! Linux system calls, through rustix wherever it has a safe wrapper.
+//!
+//! Conventions: every function takes a directory fd and a single name (or a path below a
+//! trusted anchor), never follows a symlink unless its name says so, and returns
+//! `rustix::io::Result` so callers decide which errnos mean "fall back".
+
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags, ResolveFlags, StatxFlags};
+pub(crate) use rustix::io::Errno;
+pub(crate) use rustix::io::Result;
+use std::ffi::{CStr, CString};
+use std::mem::MaybeUninit;
+
+pub(crate) use rustix::fs::CWD;
+
+/// The subset of `statx` that copying needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Meta {
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub nlink: u32,
+    pub ino: u64,
+    pub dev: u64,
+    pub rdev: u64,
+    pub size: u64,
+    pub blocks: u64,
+    pub atime: (i64, u32),
+    pub mtime: (i64, u32),
+}
+
+pub(crate) const S_IFMT: u32 = 0o170000;
+pub(crate) const S_IFREG: u32 = 0o100000;
+pub(crate) const S_IFDIR: u32 = 0o040000;
+pub(crate) const S_IFLNK: u32 = 0o120000;
+pub(crate) const S_ISVTX: u32 = 0o1000;
+pub(crate) const S_ISUID: u32 = 0o4000;
+pub(crate) const S_ISGID: u32 = 0o2000;
+
+impl Meta {
+    pub fn file_type(&self) -> u32 {
+        self.mode & S_IFMT
+    }
+    pub fn is_dir(&self) -> bool {
+        self.file_type() == S_IFDIR
+    }
+    pub fn is_reg(&self) -> bool {
+        self.file_type() == S_IFREG
+    }
+    pub fn is_symlink(&self) -> bool {
+        self.file_type() == S_IFLNK
+    }
+    /// Permission bits including set-id and sticky bits.
+    pub fn perm(&self) -> u32 {
+        self.mode & 0o7777
+    }
+    pub fn id(&self) -> (u64, u64) {
+        (self.dev, self.ino)
+    }
+}
+
+const STATX_MASK: StatxFlags = StatxFlags::TYPE
+    .union(StatxFlags::MODE)
+    .union(StatxFlags::NLINK)
+    .union(StatxFlags::UID)
+    .union(StatxFlags::GID)
+    .union(StatxFlags::ATIME)
+    .union(StatxFlags::MTIME)
+    .union(StatxFlags::INO)
+    .union(StatxFlags::SIZE)
+    .union(StatxFlags::BLOCKS);
+
+fn meta_of(x: &rfs::Statx) -> Meta {
+    Meta {
+        mode: x.stx_mode as u32,
+        uid: x.stx_uid,
+        gid: x.stx_gid,
+        nlink: x.stx_nlink,
+        ino: x.stx_ino,
+        dev: rfs::makedev(x.stx_dev_major, x.stx_dev_minor),
+        rdev: rfs::makedev(x.stx_rdev_major, x.stx_rdev_minor),
+        size: x.stx_size,
+        blocks: x.stx_blocks,
+        atime: (x.stx_atime.tv_sec, x.stx_atime.tv_nsec),
+        mtime: (x.stx_mtime.tv_sec, x.stx_mtime.tv_nsec),
+    }
+}
+
+/// `statx(fd, "", AT_EMPTY_PATH)`: the metadata of an open file.
+pub(crate) fn fstat(fd: BorrowedFd<'_>) -> Result<Meta> {
+    rfs::statx(fd, c"", AtFlags::EMPTY_PATH, STATX_MASK).map(|x| meta_of(&x))
+}
+
+/// `statx(dir, name)`, not following a final symlink unless `follow`.
+pub(crate) fn stat_at(dir: BorrowedFd<'_>, name: &CStr, follow: bool) -> Result<Meta> {
+    let flags = if follow {
+        AtFlags::empty()
+    } else {
+        AtFlags::SYMLINK_NOFOLLOW
+    };
+    rfs::statx(dir, name, flags, STATX_MASK).map(|x| meta_of(&x))
+}
+
+/// Opens a file in `dir` for reading. `O_NONBLOCK` keeps a FIFO swapped in from blocking us;
+/// the caller checks the type with [`fstat`].
+pub(crate) fn open_read(dir: BorrowedFd<'_>, name: &CStr, follow: bool) -> Result<OwnedFd> {
+    let mut flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
+    if !follow {
+        flags |= OFlags::NOFOLLOW;
+    }
+    rfs::openat(dir, name, flags, Mode::empty())
+}
+
+/// Opens a directory in `dir` without following a symlink (unless `follow`).
+pub(crate) fn open_dir(dir: BorrowedFd<'_>, name: &CStr, follow: bool) -> Result<OwnedFd> {
+    let mut flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    if !follow {
+        flags |= OFlags::NOFOLLOW;
+    }
+    rfs::openat(dir, name, flags, Mode::empty())
+}
+
+/// Longest path handed to one `openat2`; longer paths are opened a chunk at a time.
+const CHUNK: usize = 3072;
+
+/// Opens the directory at `rel` (components separated by '/') strictly below `anchor`:
+/// no symlink is followed in any component and no component may leave the anchor.
+/// An empty `rel` reopens the anchor itself.
+pub(crate) fn open_dir_beneath(anchor: BorrowedFd<'_>, rel: &[u8]) -> Result<OwnedFd> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+    if rel.is_empty() {
+        return rfs::openat(anchor, c".", flags, Mode::empty());
+    }
+    let mut cur: Option<OwnedFd> = None;
+    let mut rest = rel;
+    while !rest.is_empty() {
+        let take = if rest.len() <= CHUNK {
+            rest.len()
+        } else {
+            // Split at the last '/' inside the chunk; a single component is at most 255 bytes.
+            rest[..CHUNK]
+                .iter()
+                .rposition(|&b| b == b'/')
+                .unwrap_or(CHUNK)
+        };
+        let part = cstring(&rest[..take]);
+        rest = rest[take..].strip_prefix(b"/").unwrap_or(&rest[take..]);
+        let base = cur.as_ref().map_or(anchor, |fd| fd.as_fd());
+        let next = match rfs::openat2(base, &part, flags, Mode::empty(), resolve) {
+            Err(Errno::NOSYS) => open_components(base, part.as_bytes())?,
+            other => other?,
+        };
+        cur = Some(next);
+    }
+    Ok(cur.expect("non-empty path"))
+}
+
+/// The fallback for kernels without `openat2`: one `O_NOFOLLOW` open per component.
+fn open_components(base: BorrowedFd<'_>, rel: &[u8]) -> Result<OwnedFd> {
+    let mut cur: Option<OwnedFd> = None;
+    for comp in rel.split(|&b| b == b'/').filter(|c| !c.is_empty()) {
+        if comp == b".." {
+            return Err(Errno::XDEV);
+        }
+        let at = cur.as_ref().map_or(base, |fd| fd.as_fd());
+        cur = Some(open_dir(at, &cstring(comp), false)?);
+    }
+    match cur {
+        Some(fd) => Ok(fd),
+        None => open_dir(base, c".", false),
+    }
+}
+
+/// A C string from bytes that contain no NUL (file names never do).
+pub(crate) fn cstring(bytes: &[u8]) -> CString {
+    CString::new(bytes).expect("file names contain no NUL byte")
+}
+
+/// Creates a new regular file exclusively. The fd is writable whatever `mode` says.
+pub(crate) fn create_excl(dir: BorrowedFd<'_>, name: &CStr, mode: u32) -> Result<OwnedFd> {
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    rfs::openat(dir, name, flags, Mode::from_raw_mode(mode))
+}
+
+pub(crate) fn mkdir(dir: BorrowedFd<'_>, name: &CStr, mode: u32) -> Result<()> {
+    rfs::mkdirat(dir, name, Mode::from_raw_mode(mode))
+}
+
+pub(crate) fn symlink(target: &CStr, dir: BorrowedFd<'_>, name: &CStr) -> Result<()> {
+    rfs::symlinkat(target, dir, name)
+}
+
+pub(crate) fn readlink(dir: BorrowedFd<'_>, name: &CStr) -> Result<CString> {
+    rfs::readlinkat(dir, name, Vec::new())
+}
+
+/// Creates a FIFO, socket or device node with the given type bits in `mode`.
+pub(crate) fn mknod(dir: BorrowedFd<'_>, name: &CStr, mode: u32, rdev: u64) -> Result<()> {
+    let ft = FileType::from_raw_mode(mode);
+    rfs::mknodat(dir, name, ft, Mode::from_raw_mode(mode & 0o7777), rdev)
+}
+
+/// A hard link `new_dir/new_name` to `old_dir/old_name` (never following a symlink).
+pub(crate) fn link(
+    old_dir: BorrowedFd<'_>,
+    old_name: &CStr,
+    new_dir: BorrowedFd<'_>,
+    new_name: &CStr,
+) -> Result<()> {
+    rfs::linkat(old_dir, old_name, new_dir, new_name, AtFlags::empty())
+}
+
+/// Renames within or across directories, replacing the target atomically.
+pub(crate) fn rename(
+    old_dir: BorrowedFd<'_>,
+    old: &CStr,
+    new_dir: BorrowedFd<'_>,
+    new: &CStr,
+) -> Result<()> {
+    rfs::renameat(old_dir, old, new_dir, new)
+}
+
+pub(crate) fn unlink(dir: BorrowedFd<'_>, name: &CStr, is_dir: bool) -> Result<()> {
+    let flags = if is_dir {
+        AtFlags::REMOVEDIR
+    } else {
+        AtFlags::empty()
+    };
+    rfs::unlinkat(dir, name, flags)
+}
+
+// ---- data ----
+
+/// Shares every extent of `src` with `dst` (`FICLONE`).
+pub(crate) fn clone_file(dst: BorrowedFd<'_>, src: BorrowedFd<'_>) -> Result<()> {
+    rfs::ioctl_ficlone(dst, src)
+}
+
+/// One `copy_file_range` call at explicit offsets; returns bytes copied (0 at EOF).
+pub(crate) fn copy_range(
+    src: BorrowedFd<'_>,
+    src_off: &mut u64,
+    dst: BorrowedFd<'_>,
+    dst_off: &mut u64,
+    len: usize,
+) -> Result<usize> {
+    rfs::copy_file_range(src, Some(src_off), dst, Some(dst_off), len)
+}
+
+/// The next data offset at or after `from`, or None when only a hole remains.
+pub(crate) fn seek_data(fd: BorrowedFd<'_>, from: u64) -> Result<Option<u64>> {
+    match rfs::seek(fd, rfs::SeekFrom::Data(from)) {
+        Ok(off) => Ok(Some(off)),
+        Err(Errno::NXIO) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The next hole offset at or after `from` (the file size counts as a hole).
+pub(crate) fn seek_hole(fd: BorrowedFd<'_>, from: u64) -> Result<u64> {
+    rfs::seek(fd, rfs::SeekFrom::Hole(from))
+}
+
+pub(crate) fn pread(fd: BorrowedFd<'_>, buf: &mut [u8], off: u64) -> Result<usize> {
+    rustix::io::pread(fd, buf, off)
+}
+
+pub(crate) fn pwrite(fd: BorrowedFd<'_>, buf: &[u8], off: u64) -> Result<usize> {
+    rustix::io::pwrite(fd, buf, off)
+}
+
+pub(crate) fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize> {
+    rustix::io::read(fd, buf)
+}
+
+pub(crate) fn write(fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize> {
+    rustix::io::write(fd, buf)
+}
+
+pub(crate) fn truncate(fd: BorrowedFd<'_>, len: u64) -> Result<()> {
+    rfs::ftruncate(fd, len)
+}
+
+/// Filesystem magic number (`statfs.f_type`).
+pub(crate) fn fs_type(fd: BorrowedFd<'_>) -> Result<u64> {
+    rfs::fstatfs(fd).map(|s| s.f_type as u64)
+}
+
+pub(crate) const BTRFS_MAGIC: u64 = 0x9123_683E;
+pub(crate) const XFS_MAGIC: u64 = 0x5846_5342;
+pub(crate) const BCACHEFS_MAGIC: u64 = 0xCA45_1A4E;
+pub(crate) const OCFS2_MAGIC: u64 = 0x7461_636F;
+pub(crate) const ZFS_MAGIC: u64 = 0x2FC1_2FC1;
+
+// ---- metadata ----
+
+pub(crate) fn fchown(fd: BorrowedFd<'_>, uid: u32, gid: u32) -> Result<()> {
+    // SAFETY-free: rustix validates ids; `from_raw` here only wraps a number.
+    rfs::fchown(fd, Some(uid_of(uid)), Some(gid_of(gid)))
+}
+
+/// Changes the owner of `dir/name` itself, never a symlink's target.
+pub(crate) fn lchown_at(dir: BorrowedFd<'_>, name: &CStr, uid: u32, gid: u32) -> Result<()> {
+    rfs::chownat(
+        dir,
+        name,
+        Some(uid_of(uid)),
+        Some(gid_of(gid)),
+        AtFlags::SYMLINK_NOFOLLOW,
+    )
+}
+
+fn uid_of(uid: u32) -> rfs::Uid {
+    rfs::Uid::from_raw(uid)
+}
+fn gid_of(gid: u32) -> rfs::Gid {
+    rfs::Gid::from_raw(gid)
+}
+
+pub(crate) fn fchmod(fd: BorrowedFd<'_>, mode: u32) -> Result<()> {
+    rfs::fchmod(fd, Mode::from_raw_mode(mode))
+}
+
+/// chmod of `dir/name` that never follows a symlink: `fchmodat2(AT_SYMLINK_NOFOLLOW)`, or on
+/// older kernels an `O_PATH` handle checked not to be a symlink and changed through /proc.
+pub(crate) fn chmod_at_nofollow(dir: BorrowedFd<'_>, name: &CStr, mode: u32) -> Result<()> {
+    match fchmodat2_nofollow(dir, name, mode) {
+        Err(Errno::NOSYS) => {}
+        other => return other,
+    }
+    let fd = rfs::openat(
+        dir,
+        name,
+        OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    if fstat(fd.as_fd())?.is_symlink() {
+        return Err(Errno::OPNOTSUPP);
+    }
+    let proc = proc_fd_path(fd.as_fd(), None);
+    rfs::chmodat(CWD, &proc, Mode::from_raw_mode(mode), AtFlags::empty())
+}
+
+#[allow(unsafe_code)]
+fn fchmodat2_nofollow(dir: BorrowedFd<'_>, name: &CStr, mode: u32) -> Result<()> {
+    use rustix::fd::AsRawFd;
+    const SYS_FCHMODAT2: libc::c_long = 452;
+    // SAFETY: fchmodat2(int dirfd, const char *path, mode_t mode, unsigned flags) reads a
+    // NUL-terminated path that outlives the call and a valid fd borrowed for its duration.
+    let rc = unsafe {
+        libc::syscall(
+            SYS_FCHMODAT2,
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            mode as libc::mode_t,
+            libc::AT_SYMLINK_NOFOLLOW as libc::c_uint,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(Errno::from_raw_os_error(
+            std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
+        ))
+    }
+}
+
+fn timestamps(atime: (i64, u32), mtime: (i64, u32)) -> rfs::Timestamps {
+    rfs::Timestamps {
+        last_access: rfs::Timespec {
+            tv_sec: atime.0,
+            tv_nsec: atime.1 as _,
+        },
+        last_modification: rfs::Timespec {
+            tv_sec: mtime.0,
+            tv_nsec: mtime.1 as _,
+        },
+    }
+}
+
+pub(crate) fn futimens(fd: BorrowedFd<'_>, atime: (i64, u32), mtime: (i64, u32)) -> Result<()> {
+    rfs::futimens(fd, &timestamps(atime, mtime))
+}
+
+/// Sets the times of `dir/name` itself, never a symlink's target.
+pub(crate) fn lutimens_at(
+    dir: BorrowedFd<'_>,
+    name: &CStr,
+    atime: (i64, u32),
+    mtime: (i64, u32),
+) -> Result<()> {
+    rfs::utimensat(
+        dir,
+        name,
+        &timestamps(atime, mtime),
+        AtFlags::SYMLINK_NOFOLLOW,
+    )
+}
+
+/// `/proc/self/fd/N[/name]`: reaches the file an fd refers to, or an entry below the directory
+/// it refers to, by path, for the calls (l*xattr, chmod) that have no fd-relative form.
+pub(crate) fn proc_fd_path(fd: BorrowedFd<'_>, name: Option<&CStr>) -> CString {
+    use rustix::fd::AsRawFd;
+    let mut p = format!("/proc/self/fd/{}", fd.as_raw_fd()).into_bytes();
+    if let Some(n) = name {
+        p.push(b'/');
+        p.extend_from_slice(n.to_bytes());
+    }
+    cstring(&p)
+}
+
+// ---- extended attributes ----
+
+/// Where xattrs are read or written: an open file, or a symlink reached by path.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum XattrTarget<'a> {
+    Fd(BorrowedFd<'a>),
+    /// A path whose final component is not followed.
+    NoFollow(&'a CStr),
+}
+
+/// The xattr names of a target, NUL-separated; empty when it has none.
+pub(crate) fn list_xattrs(t: XattrTarget<'_>, buf: &mut Vec<u8>) -> Result<()> {
+    loop {
+        buf.clear();
+        let cap = buf.capacity().max(1024);
+        buf.reserve(cap);
+        let got = match t {
+            XattrTarget::Fd(fd) => rfs::flistxattr(fd, buf.spare_capacity_mut()),
+            XattrTarget::NoFollow(p) => rfs::llistxattr(p, buf.spare_capacity_mut()),
+        };
+        match got {
+            Ok((init, _)) => {
+                let n = init.len();
+                // SAFETY-free: the kernel initialised `n` bytes; set_len is avoided by copying.
+                let names = init.to_vec();
+                buf.clear();
+                buf.extend_from_slice(&names);
+                debug_assert_eq!(buf.len(), n);
+                return Ok(());
+            }
+            Err(Errno::RANGE) => buf.reserve(cap * 2),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+pub(crate) fn get_xattr(t: XattrTarget<'_>, name: &CStr, buf: &mut Vec<u8>) -> Result<()> {
+    let mut cap = 256usize;
+    loop {
+        let mut tmp: Vec<MaybeUninit<u8>> = vec![MaybeUninit::uninit(); cap];
+        let got = match t {
+            XattrTarget::Fd(fd) => rfs::fgetxattr(fd, name, &mut tmp[..]),
+            XattrTarget::NoFollow(p) => rfs::lgetxattr(p, name, &mut tmp[..]),
+        };
+        match got {
+            Ok((init, _)) => {
+                buf.clear();
+                buf.extend_from_slice(init);
+                return Ok(());
+            }
+            Err(Errno::RANGE) if cap < (1 << 24) => cap *= 4,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+pub(crate) fn set_xattr(t: XattrTarget<'_>, name: &CStr, value: &[u8]) -> Result<()> {
+    let flags = rfs::XattrFlags::empty();
+    match t {
+        XattrTarget::Fd(fd) => rfs::fsetxattr(fd, name, value, flags),
+        XattrTarget::NoFollow(p) => rfs::lsetxattr(p, name, value, flags),
+    }
+}
+
+// ---- directories ----
+
+/// Reads directory entries with getdents64 into a reused buffer.
+pub(crate) struct DirReader {
+    buf: Vec<MaybeUninit<u8>>,
+}
+
+/// A directory entry's type as `d_type` reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DType {
+    Dir,
+    Reg,
+    Symlink,
+    Other,
+    Unknown,
+}
+
+impl DirReader {
+    pub fn new(size: usize) -> Self {
+        DirReader {
+            buf: vec![MaybeUninit::uninit(); size],
+        }
+    }
+
+    /// Calls `each` for every entry except "." and "..", in batches until the end.
+    pub fn read_all(
+        &mut self,
+        dir: BorrowedFd<'_>,
+        mut each: impl FnMut(&CStr, DType),
+    ) -> Result<()> {
+        let mut raw = rfs::RawDir::new(dir, &mut self.buf);
+        while let Some(entry) = raw.next() {
+            let entry = entry?;
+            let name = entry.file_name();
+            let b = name.to_bytes();
+            if b == b"." || b == b".." {
+                continue;
+            }
+            let t = match entry.file_type() {
+                FileType::Directory => DType::Dir,
+                FileType::RegularFile => DType::Reg,
+                FileType::Symlink => DType::Symlink,
+                FileType::Unknown => DType::Unknown,
+                _ => DType::Other,
+            };
+            each(name, t);
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for DirReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DirReader")
+            .field("buf", &self.buf.len())
+            .finish()
+    }
+}
+
+// ---- process ----
+
+/// Raises the soft limit on open files to the hard limit.
+pub(crate) fn raise_nofile_limit() {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let mut lim = getrlimit(Resource::Nofile);
+    if lim.current != lim.maximum {
+        lim.current = lim.maximum;
+        let _ = setrlimit(Resource::Nofile, lim);
+    }
+}
+
+/// The process umask (read by setting and restoring it; call before threads start).
+pub(crate) fn current_umask() -> u32 {
+    let old = rustix::process::umask(Mode::from_raw_mode(0o022));
+    rustix::process::umask(old);
+    old.as_raw_mode()
+}
+
+pub(crate) fn euid() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+pub(crate) fn egid() -> u32 {
+    rustix::process::getegid().as_raw()
+}
+
+pub(crate) fn io_err(e: Errno) -> std::io::Error {
+    std::io::Error::from_raw_os_error(e.raw_os_error())
+}
