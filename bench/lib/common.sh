@@ -1,0 +1,50 @@
+# shellcheck shell=bash
+# Shared helpers for bench/run.sh and bench/syscalls.sh. Sourced, not executed.
+
+log() { printf '[%(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# record KEY=VALUE... : append one JSON object to $RECORDS. Values that look like numbers are
+# written as numbers, everything else as strings (no quotes or backslashes expected).
+record() {
+    local out="{" sep="" kv k v
+    for kv in "$@"; do
+        k=${kv%%=*}
+        v=${kv#*=}
+        if [[ $v =~ ^-?[0-9]+(\.[0-9]+)?$ ]]; then
+            out+="$sep\"$k\":$v"
+        else
+            v=${v//\\/\\\\}
+            v=${v//\"/\\\"}
+            out+="$sep\"$k\":\"$v\""
+        fi
+        sep=","
+    done
+    printf '%s}\n' "$out" >>"$RECORDS"
+}
+
+# Drop the page cache (and dentries/inodes) after flushing dirty data.
+drop_caches() {
+    sync
+    echo 3 >/proc/sys/vm/drop_caches
+}
+
+# meminfo_kb FIELD : a /proc/meminfo field in KiB.
+meminfo_kb() {
+    awk -v f="$1:" '$1 == f { print $2 }' /proc/meminfo
+}
+
+# count_entries DIR : number of entries below DIR, DIR included.
+count_entries() {
+    find "$1" -xdev | wc -l
+}
+
+# size_bytes DIR : apparent size of the tree in bytes.
+size_bytes() {
+    du -sb --apparent-size "$1" | cut -f1
+}
+
+# human BYTES
+human() {
+    numfmt --to=iec-i --suffix=B --format='%.1f' "$1"
+}
