@@ -209,7 +209,14 @@ fn sparse_always_turns_zero_runs_into_holes_when_streaming() {
         .unwrap();
     assert!(st_blocks(&src).unwrap() * 512 >= 6 * MIB);
     let r = copy_json(&["--sparse=always"], &src, &dst);
-    r.expect_method("stream", 6 * MIB);
+    r.expect_code(0);
+    // `bytes` counts data written and `hole_bytes` the holes left.
+    let c = r.copied();
+    assert_eq!(c["method"], "stream", "{r:#?}");
+    let (data, holes) = (c["bytes"].as_u64(), c["hole_bytes"].as_u64());
+    assert_eq!(data.zip(holes).map(|(d, h)| d + h), Some(6 * MIB), "{r:#?}");
+    assert!(holes >= Some(4 * MIB), "{r:#?}");
+    assert_eq!(r.count("holes_bytes"), holes.unwrap_or(0), "{r:#?}");
     assert_same_bytes(&src, &dst);
     let allocated = st_blocks(&dst).unwrap() * 512;
     assert!(
