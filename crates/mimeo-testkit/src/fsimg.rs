@@ -10,6 +10,7 @@
 //! unavailable filesystem is a failure, so CI can never skip silently.
 
 use std::fmt;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::thread;
@@ -102,7 +103,9 @@ impl LoopFs {
                 if required() {
                     panic!("{test}: {kind} filesystem required ({REQUIRE_ENV}=1) but {reason}");
                 }
-                eprintln!("SKIPPED {test} on {kind}: {reason}");
+                // Written to the real stderr, not via `eprintln!`, which the
+                // test harness captures and hides for passing tests.
+                let _ = writeln!(io::stderr(), "SKIPPED {test} on {kind}: {reason}");
                 None
             }
         }
