@@ -86,12 +86,12 @@ if ((QUICK)); then
     EMPTY_FILES=20000
     BIG_MIB=256
     W1_TREES="usr small"
-    W1_RUNS=2; W1_WARMUP=0
+    W1_RUNS=2; W1_WARMUP=0; W1_SMALL_RUNS=2; W1_SMALL_WARMUP=0
     W2_SIZES="10K 1M 100M"; W2_COW_ITERS=300; W2_DATA_MIB=256; W2_CP_MAX_RUNS=20
     W3_RUNS=1
     W4_RUNS=1; W4_JOBS="1 2 4"
     SYS_FILES=500
-    IMG_SIZE=4G
+    declare -A IMG_SIZE=([btrfs]=4G [xfs]=4G [ext4]=4G)
     [[ -n $OUT ]] || OUT=$WORK/results
 else
     MODE=full
@@ -100,12 +100,13 @@ else
     EMPTY_FILES=1000000
     BIG_MIB=4096
     W1_TREES="usr small"
-    W1_RUNS=3; W1_WARMUP=1
+    W1_RUNS=3; W1_WARMUP=1; W1_SMALL_RUNS=2; W1_SMALL_WARMUP=0
     W2_SIZES="10K 100K 1M 10M 100M 1G"; W2_COW_ITERS=3000; W2_DATA_MIB=3072; W2_CP_MAX_RUNS=100
     W3_RUNS=2
     W4_RUNS=2; W4_JOBS="1 2 4 8 16"
     SYS_FILES=2000
-    IMG_SIZE=24G
+    # Sparse images; what a workload deletes stays allocated in them, so keep them modest.
+    declare -A IMG_SIZE=([btrfs]=12G [xfs]=16G [ext4]=20G)
     [[ -n $OUT ]] || OUT=$BENCH/results
 fi
 # Largest vendored trees under /usr, left out so that the corpus has the shape of a root
@@ -156,7 +157,7 @@ if want w3 || want w4; then need_fs+=(ext4 xfs); fi
 if want w5 || want sys; then need_fs+=(xfs); fi
 mapfile -t need_fs < <(printf '%s\n' "${need_fs[@]}" | awk '!seen[$0]++')
 for fs in "${need_fs[@]}"; do
-    fs_setup "$fs" "$IMG_SIZE"
+    fs_setup "$fs" "${IMG_SIZE[$fs]}"
 done
 
 if want w1 || want w4 || want w5 || want sys; then

@@ -139,8 +139,10 @@ class Report:
         self.out("### W1: tree copy, warm cache",
                  "",
                  "Within one filesystem. Time ratios: below 1.00× is faster than the reference. "
-                 "Mean of %d runs after %d warmup; `diffs` = differences against the source from one more run "
-                 "(`--no-atime`), peak RSS from that run." % (m["runs"]["w1"], m["runs"]["w1_warmup"]), "")
+                 "Mean of %d runs after %d warmup (`small`: %d runs, %d warmup); `diffs` = differences against "
+                 "the source from one more run (`--no-atime`), peak RSS from that run." % (
+                     m["runs"]["w1"], m["runs"]["w1_warmup"], m["runs"].get("w1_small", 0),
+                     m["runs"].get("w1_small_warmup", 0)), "")
         rows_json = []
         for h in hfs:
             res = hyperfine(self.raw, h["file"])
@@ -356,6 +358,8 @@ class Report:
 
 
 def update_readme(path, body, results_name):
+    if not os.path.exists(path):
+        return
     text = open(path).read()
     begin, end = "<!-- results:begin -->", "<!-- results:end -->"
     if begin not in text or end not in text:

@@ -181,7 +181,7 @@ meta = {
         "cpz": "$(tool_version cpz)", "fcp": "$(tool_version fcp)",
         "hyperfine": "$(tool_version hyperfine)", "java": '$(tool_version java | tr -d "'")',
     },
-    "runs": {"w1": $W1_RUNS, "w1_warmup": $W1_WARMUP, "w3": $W3_RUNS, "w4": $W4_RUNS},
+    "runs": {"w1": $W1_RUNS, "w1_warmup": $W1_WARMUP, "w1_small": $W1_SMALL_RUNS, "w1_small_warmup": $W1_SMALL_WARMUP, "w3": $W3_RUNS, "w4": $W4_RUNS},
 }
 json.dump(meta, open(sys.argv[1], "w"), indent=1)
 EOF

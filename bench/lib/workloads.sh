@@ -137,7 +137,11 @@ w1_tree_copy() {
                 hfargs+=("$name" "$cmd")
             done < <(tree_tools "$src" "$dst")
             out=$RAW/w1-$fs-$tree.json
-            hf "$out" "rm -rf $dst && sync" "$W1_RUNS" "$W1_WARMUP" "${hfargs[@]}"
+            if [[ $tree == usr ]]; then
+                hf "$out" "rm -rf $dst && sync" "$W1_RUNS" "$W1_WARMUP" "${hfargs[@]}"
+            else
+                hf "$out" "rm -rf $dst && sync" "$W1_SMALL_RUNS" "$W1_SMALL_WARMUP" "${hfargs[@]}"
+            fi
             record kind=hyperfine workload=W1 fs="$fs" tree="$tree" file="${out##*/}"
             # Fidelity and peak RSS: one more run of each tool, then compare with the source.
             while IFS=$'\t' read -r name cmd; do
@@ -174,7 +178,8 @@ w4_workers() {
             hfargs+=("mimeo -j $j" "$MIMEO -a -j $j $src $dst")
         done
         out=$RAW/w4-$fs.json
-        hf "$out" "rm -rf $dst && sync" "$W4_RUNS" "$W1_WARMUP" "${hfargs[@]}"
+        # No warmup: W1 has just read the same source tree.
+        hf "$out" "rm -rf $dst && sync" "$W4_RUNS" 0 "${hfargs[@]}"
         record kind=hyperfine workload=W4 fs="$fs" tree=usr file="${out##*/}"
         rm -rf "$dst"
     done
