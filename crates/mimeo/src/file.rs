@@ -468,11 +468,8 @@ pub(crate) fn copy_regular(
         };
         discard(Error::io(e.op, path, sys::io_err(e.errno)))
     })?;
-    let xattrs = if run.opts.preserve.xattr {
-        meta::read_xattrs(XattrTarget::Fd(src.as_fd()), &src_path()).map_err(discard)?
-    } else {
-        Vec::new()
-    };
+    let xattrs = meta::source_xattrs(run.opts, XattrTarget::Fd(src.as_fd()), &src_path())
+        .map_err(discard)?;
     let apply = Apply {
         opts: run.opts,
         process: &run.process,

@@ -45,8 +45,28 @@ pub(crate) enum Dst<'a> {
 /// Extended attributes read from a source entry.
 pub(crate) type Xattrs = Vec<(CString, Vec<u8>)>;
 
-/// Reads every xattr of a source entry. One list call when there are none.
-pub(crate) fn read_xattrs(src: XattrTarget<'_>, path: &Path) -> Result<Xattrs, Error> {
+/// The xattrs of a source entry that the options ask to keep: all of them with
+/// `--preserve=xattr`, only the POSIX ACLs with `--preserve=mode` (ACLs are part of the mode,
+/// as in cp). One list call when there are none.
+pub(crate) fn source_xattrs(
+    opts: &Options,
+    src: XattrTarget<'_>,
+    path: &Path,
+) -> Result<Xattrs, Error> {
+    if opts.preserve.xattr {
+        read_xattrs(src, path, |_| true)
+    } else if opts.preserve.mode {
+        read_xattrs(src, path, |n| n.starts_with(b"system.posix_acl_"))
+    } else {
+        Ok(Vec::new())
+    }
+}
+
+fn read_xattrs(
+    src: XattrTarget<'_>,
+    path: &Path,
+    wanted: impl Fn(&[u8]) -> bool,
+) -> Result<Xattrs, Error> {
     let mut names = Vec::new();
     match sys::list_xattrs(src, &mut names) {
         Ok(()) => {}
@@ -54,7 +74,10 @@ pub(crate) fn read_xattrs(src: XattrTarget<'_>, path: &Path) -> Result<Xattrs, E
         Err(e) => return Err(Error::io(Op::ListXattr, path, sys::io_err(e))),
     }
     let mut out = Vec::new();
-    for name in names.split(|&b| b == 0).filter(|n| !n.is_empty()) {
+    for name in names
+        .split(|&b| b == 0)
+        .filter(|n| !n.is_empty() && wanted(n))
+    {
         let name = sys::cstring(name);
         let mut value = Vec::new();
         match sys::get_xattr(src, &name, &mut value) {
@@ -91,7 +114,7 @@ impl Apply<'_> {
         } else {
             false
         };
-        if p.xattr && !xattrs.is_empty() {
+        if !xattrs.is_empty() {
             self.set_xattrs(dst, xattrs, path)?;
         }
         if let Some(perm) = self.final_perm(owner_kept) {

@@ -87,11 +87,12 @@ fn create_and_finish(
     };
     let made: &CStr = temp.as_deref().unwrap_or(dst_name);
     let symlink = meta.is_symlink();
-    let xattrs = if run.opts.preserve.xattr {
-        let p = sys::proc_fd_path(here.src_dir, Some(name));
-        meta::read_xattrs(XattrTarget::NoFollow(&p), &here.src_path(name))?
-    } else {
+    let xattrs = if symlink && !run.opts.preserve.xattr {
+        // Symlinks have no ACLs; only --preserve=xattr reads their attributes.
         Vec::new()
+    } else {
+        let p = sys::proc_fd_path(here.src_dir, Some(name));
+        meta::source_xattrs(run.opts, XattrTarget::NoFollow(&p), &here.src_path(name))?
     };
     let apply = Apply {
         opts: run.opts,

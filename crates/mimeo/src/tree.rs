@@ -513,14 +513,15 @@ impl<'a> Run<'a> {
     }
 
     fn dir_xattrs_at(&self, dir: BorrowedFd<'_>, name: &CStr, path: &Path) -> Xattrs {
-        if !self.opts.preserve.xattr {
+        if !self.opts.preserve.xattr && !self.opts.preserve.mode {
             return Vec::new();
         }
         match sys::open_dir(dir, name, false) {
-            Ok(fd) => meta::read_xattrs(XattrTarget::Fd(fd.as_fd()), path).unwrap_or_else(|e| {
-                self.fail(&e);
-                Vec::new()
-            }),
+            Ok(fd) => meta::source_xattrs(self.opts, XattrTarget::Fd(fd.as_fd()), path)
+                .unwrap_or_else(|e| {
+                    self.fail(&e);
+                    Vec::new()
+                }),
             Err(_) => Vec::new(),
         }
     }
@@ -538,16 +539,12 @@ impl<'a> Run<'a> {
         };
         match sys::fstat(src.as_fd()) {
             Ok(m) => {
-                let xattrs = if self.opts.preserve.xattr {
-                    meta::read_xattrs(XattrTarget::Fd(src.as_fd()), &src_path()).unwrap_or_else(
-                        |e| {
+                let xattrs =
+                    meta::source_xattrs(self.opts, XattrTarget::Fd(src.as_fd()), &src_path())
+                        .unwrap_or_else(|e| {
                             self.fail(&e);
                             Vec::new()
-                        },
-                    )
-                } else {
-                    Vec::new()
-                };
+                        });
                 *node.finish.lock().unwrap_or_else(|e| e.into_inner()) = Some((m, xattrs));
             }
             Err(e) => self.fail(&stat_error(src_path(), e)),
@@ -805,7 +802,13 @@ fn split(path: &Path) -> (CString, CString) {
             } else {
                 parent
             };
-            (sys::cstring(parent), sys::cstring(name.as_bytes()))
+            // A trailing slash stays on the name: the kernel then insists on a directory
+            // (ENOTDIR for a file) and follows a symlink to one, as POSIX says.
+            let mut name = name.as_bytes().to_vec();
+            if bytes.ends_with(b"/") {
+                name.push(b'/');
+            }
+            (sys::cstring(parent), sys::cstring(&name))
         }
         _ => (sys::cstring(bytes), sys::cstring(b".")),
     }
