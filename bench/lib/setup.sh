@@ -158,7 +158,7 @@ probe_mimeo() {
 tool_version() {
     case $1 in
         cp | dd) "$1" --version | head -1 ;;
-        xcp | cpz | fcp) "$TOOLS/bin/$1" --version 2>/dev/null | head -1 | tr -d '\n' ;;
+        xcp | cpz | fcp) "$TOOLS/bin/$1" --version 2>&1 | head -1 | tr -d '\n' ;;
         hyperfine) hyperfine --version ;;
         java) [[ -n $JAVA ]] && "$JAVA" -version 2>&1 | head -1 ;;
     esac
