@@ -3,14 +3,18 @@
 mod args;
 mod config;
 mod output;
+mod signals;
 
 use clap::Parser;
 use config::{Config, ConfigError};
 use std::process::ExitCode;
+use std::sync::Arc;
 
-/// Exit statuses: 0 all copied, 1 some entry failed, 2 usage error.
+/// Exit statuses: 0 all copied; 1 some entry failed; 2 usage error; 24 only sources that
+/// vanished during the run failed (rsync's convention); 128 + N when stopped by signal N.
 const EXIT_FAILED: u8 = 1;
 const EXIT_USAGE: u8 = 2;
+const EXIT_VANISHED: u8 = 24;
 
 fn main() -> ExitCode {
     let args = match args::Args::try_parse() {
@@ -39,11 +43,20 @@ fn main() -> ExitCode {
         verbose: config.verbose,
         json: config.json,
     };
-    let summary = mimeo::copy(&config.pairs, &config.options, &printer);
+    let control = Arc::new(mimeo::Control::new());
+    let stopped = Arc::new(signals::Stopped::default());
+    if let Err(e) = signals::install(control.clone(), stopped.clone()) {
+        output::err_line(&format!("mimeo: cannot install signal handlers: {e}\n"));
+    }
+    let summary = mimeo::copy_with(&config.pairs, &config.options, &printer, &control);
     if config.json {
         output::out(&output::summary_json(&summary));
     }
-    if summary.errors > 0 {
+    if let Some(code) = stopped.exit_code() {
+        ExitCode::from(code)
+    } else if summary.errors > 0 && summary.errors == summary.vanished {
+        ExitCode::from(EXIT_VANISHED)
+    } else if summary.errors > 0 {
         ExitCode::from(EXIT_FAILED)
     } else {
         ExitCode::SUCCESS

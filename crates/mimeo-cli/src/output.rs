@@ -92,7 +92,7 @@ pub fn summary_json(s: &Summary) -> String {
             "\"hard_links\":{},\"specials\":{},\"skipped\":{},\"bytes\":{},",
             "\"by_method\":{{\"clone\":{},\"offload\":{},\"stream\":{}}},",
             "\"files_by_method\":{{\"clone\":{},\"offload\":{},\"stream\":{}}},",
-            "\"holes_bytes\":{},\"errors\":{},\"vanished\":{},\"elapsed_s\":{:.6}}}\n"
+            "\"holes_bytes\":{},\"errors\":{},\"vanished\":{},\"interrupted\":{},\"elapsed_s\":{:.6}}}\n"
         ),
         s.files,
         s.directories,
@@ -110,6 +110,7 @@ pub fn summary_json(s: &Summary) -> String {
         s.hole_bytes,
         s.errors,
         s.vanished,
+        s.interrupted,
         s.elapsed.as_secs_f64()
     )
 }

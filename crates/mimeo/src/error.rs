@@ -35,6 +35,8 @@ pub enum Op {
     Refuse,
     /// The source changed while it was being copied.
     Changed,
+    /// The run was stopped (SIGINT/SIGTERM) while this entry was in progress; it was removed.
+    Interrupted,
 }
 
 impl Op {
@@ -65,6 +67,7 @@ impl Op {
             Op::Vanished => "vanished",
             Op::Refuse => "refuse",
             Op::Changed => "changed",
+            Op::Interrupted => "interrupted",
         }
     }
 
@@ -95,6 +98,7 @@ impl Op {
             Op::Vanished => "source vanished:",
             Op::Refuse => "refusing to copy",
             Op::Changed => "source changed while copying",
+            Op::Interrupted => "interrupted while copying",
         }
     }
 }

@@ -33,6 +33,7 @@ pub struct FileOutcome {
 
 use crate::error::Op;
 use crate::options::{Reflink, Sparse};
+use crate::summary::Control;
 use crate::sys::{self, Errno, Meta};
 use rustix::fd::BorrowedFd;
 
@@ -75,8 +76,9 @@ fn offload_unsupported(e: Errno) -> bool {
     )
 }
 
-/// Largest request per `copy_file_range` call; the kernel caps a call near 2 GiB anyway.
-const OFFLOAD_CHUNK: u64 = 1 << 30;
+/// Largest request per `copy_file_range` call (the kernel caps one near 2 GiB); smaller
+/// requests let progress and a stop request be seen often.
+const OFFLOAD_CHUNK: u64 = 256 << 20;
 
 /// Copies the bytes of `src` (described by `meta`) into the new, empty `dst`.
 pub(crate) fn copy_data(
@@ -85,12 +87,14 @@ pub(crate) fn copy_data(
     dst: BorrowedFd<'_>,
     plan: &DataPlan,
     buf: &mut Vec<u8>,
+    control: &Control,
 ) -> Result<FileOutcome, DataError> {
     let size = meta.size;
     if plan.sparse != Sparse::Never && plan.reflink != Reflink::Never && size > 0 {
         if plan.same_fs {
             match sys::clone_file(dst, src) {
                 Ok(()) => {
+                    control.add_bytes(size);
                     let data = (meta.blocks * 512).min(size);
                     return Ok(FileOutcome {
                         method: Method::Clone,
@@ -120,7 +124,7 @@ pub(crate) fn copy_data(
     }
     if size == 0 {
         // Files such as those in /proc report size 0 yet have content: read to the end.
-        let n = stream_to_end(src, dst, plan, buf)?;
+        let n = stream_to_end(src, dst, plan, buf, control)?;
         return Ok(FileOutcome {
             method: Method::Stream,
             bytes: n,
@@ -134,6 +138,7 @@ pub(crate) fn copy_data(
         dst,
         plan,
         buf,
+        control,
         offload: may_offload,
         used_offload: false,
         used_stream: false,
@@ -175,6 +180,7 @@ struct Copier<'a> {
     dst: BorrowedFd<'a>,
     plan: &'a DataPlan,
     buf: &'a mut Vec<u8>,
+    control: &'a Control,
     /// Still allowed to try `copy_file_range`.
     offload: bool,
     used_offload: bool,
@@ -213,6 +219,7 @@ impl Copier<'_> {
         let mut pos = from;
         if self.offload {
             while pos < to {
+                interrupted(self.control)?;
                 let (mut s, mut d) = (pos, pos);
                 let want = (to - pos).min(OFFLOAD_CHUNK) as usize;
                 match sys::copy_range(self.src, &mut s, self.dst, &mut d, want) {
@@ -221,6 +228,7 @@ impl Copier<'_> {
                         return Ok(());
                     }
                     Ok(n) => {
+                        self.control.add_bytes(n as u64);
                         pos += n as u64;
                         self.written += n as u64;
                         self.end = self.end.max(pos);
@@ -255,6 +263,7 @@ impl Copier<'_> {
         let punch = self.plan.sparse == Sparse::Always;
         let mut pos = from;
         while pos < to {
+            interrupted(self.control)?;
             let want = ((to - pos) as usize).min(bs);
             let n = sys::pread(self.src, &mut self.buf[..want], pos).map_err(fail(Op::Read))?;
             if n == 0 {
@@ -274,8 +283,21 @@ impl Copier<'_> {
                 self.written += n as u64;
                 self.end = self.end.max(pos + n as u64);
             }
+            self.control.add_bytes(n as u64);
             pos += n as u64;
         }
+        Ok(())
+    }
+}
+
+/// Fails the file when the run has been stopped, so it is removed promptly.
+fn interrupted(control: &Control) -> Result<(), DataError> {
+    if control.is_stopped() {
+        Err(DataError {
+            op: Op::Interrupted,
+            errno: Errno::INTR,
+        })
+    } else {
         Ok(())
     }
 }
@@ -346,6 +368,7 @@ fn stream_to_end(
     dst: BorrowedFd<'_>,
     plan: &DataPlan,
     buf: &mut Vec<u8>,
+    control: &Control,
 ) -> Result<u64, DataError> {
     let bs = plan.buffer_size.clamp(4096, 1 << 20);
     if buf.len() < bs {
@@ -353,6 +376,7 @@ fn stream_to_end(
     }
     let mut total = 0u64;
     loop {
+        interrupted(control)?;
         let n = match sys::read(src, &mut buf[..bs]) {
             Ok(n) => n,
             Err(Errno::INTR) => continue,
@@ -392,6 +416,7 @@ fn stream_to_end(
             }
         }
         total += n as u64;
+        control.add_bytes(n as u64);
     }
 }
 
@@ -460,14 +485,15 @@ pub(crate) fn copy_regular(
         same_fs: meta.dev == here.dst_dev,
         dst_cow: here.dst_cow,
     };
-    let outcome = copy_data(src.as_fd(), &meta, dst.as_fd(), &plan, buf).map_err(|e| {
-        let path = if e.op == Op::Read {
-            src_path()
-        } else {
-            dst_path()
-        };
-        discard(Error::io(e.op, path, sys::io_err(e.errno)))
-    })?;
+    let outcome =
+        copy_data(src.as_fd(), &meta, dst.as_fd(), &plan, buf, run.control).map_err(|e| {
+            let path = if e.op == Op::Read {
+                src_path()
+            } else {
+                dst_path()
+            };
+            discard(Error::io(e.op, path, sys::io_err(e.errno)))
+        })?;
     let xattrs = meta::source_xattrs(run.opts, XattrTarget::Fd(src.as_fd()), &src_path())
         .map_err(discard)?;
     let apply = Apply {

@@ -27,8 +27,8 @@ pub use file::{FileOutcome, Method};
 pub use options::{
     DEFAULT_BUFFER_SIZE, Dereference, Options, Overwrite, Preserve, Reflink, Sparse, default_jobs,
 };
-pub use summary::{EntryKind, Event, NoObserver, Observer, Summary};
-pub use tree::{CopyPair, copy, copy_file};
+pub use summary::{Control, EntryKind, Event, NoObserver, Observer, Summary};
+pub use tree::{CopyPair, copy, copy_file, copy_with};
 
 use std::path::Path;
 

@@ -3,7 +3,7 @@
 use crate::error::Error;
 use crate::file::{FileOutcome, Method};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 /// The kind of a copied entry.
@@ -75,6 +75,48 @@ impl Observer for NoObserver {
     }
 }
 
+/// A live view of a running copy, and its stop switch. The caller owns it and may read it
+/// from another thread (a progress bar) or stop the run (a signal handler).
+#[derive(Debug, Default)]
+pub struct Control {
+    stop: AtomicBool,
+    bytes: AtomicU64,
+    entries: AtomicU64,
+}
+
+impl Control {
+    pub fn new() -> Self {
+        Control::default()
+    }
+
+    /// Asks the run to stop: entries in progress are removed, nothing new is started.
+    pub fn stop(&self) {
+        self.stop.store(true, Relaxed);
+    }
+
+    pub fn is_stopped(&self) -> bool {
+        self.stop.load(Relaxed)
+    }
+
+    /// Bytes of file data written so far, counted as they are written.
+    pub fn bytes_done(&self) -> u64 {
+        self.bytes.load(Relaxed)
+    }
+
+    /// Entries completed so far (files, directories, links, specials).
+    pub fn entries_done(&self) -> u64 {
+        self.entries.load(Relaxed)
+    }
+
+    pub(crate) fn add_bytes(&self, n: u64) {
+        self.bytes.fetch_add(n, Relaxed);
+    }
+
+    pub(crate) fn add_entry(&self) {
+        self.entries.fetch_add(1, Relaxed);
+    }
+}
+
 /// Counts of a finished run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Summary {
@@ -97,6 +139,8 @@ pub struct Summary {
     pub errors: u64,
     /// Sources that disappeared during the run (also counted in `errors`).
     pub vanished: u64,
+    /// The run was stopped before it finished.
+    pub interrupted: bool,
     pub elapsed: Duration,
 }
 
@@ -174,6 +218,7 @@ impl Counters {
             hole_bytes: self.hole_bytes.load(Relaxed),
             errors: self.errors.load(Relaxed),
             vanished: self.vanished.load(Relaxed),
+            interrupted: false,
             elapsed,
         }
     }

@@ -12,7 +12,7 @@ use crate::links::LinkMap;
 use crate::meta::{self, Apply, Dst, Process, Xattrs};
 use crate::options::{Dereference, Options};
 use crate::special;
-use crate::summary::{Counters, EntryKind, Event, NoObserver, Observer, Summary};
+use crate::summary::{Control, Counters, EntryKind, Event, NoObserver, Observer, Summary};
 use crate::sys::{self, DType, DirReader, Errno, Meta, XattrTarget};
 use crate::walk::{self, Spawner};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -33,9 +33,20 @@ pub struct CopyPair {
 /// Copies every pair, sharing one hard-link map across them. Errors are reported to the
 /// observer and counted; the run goes on.
 pub fn copy(pairs: &[CopyPair], opts: &Options, observer: &dyn Observer) -> Summary {
+    copy_with(pairs, opts, observer, &Control::new())
+}
+
+/// [`copy`] with a [`Control`]: live progress for another thread, and a stop switch. A
+/// stopped run removes the entries it had in progress and reports `interrupted`.
+pub fn copy_with(
+    pairs: &[CopyPair],
+    opts: &Options,
+    observer: &dyn Observer,
+    control: &Control,
+) -> Summary {
     let start = Instant::now();
     sys::raise_nofile_limit();
-    let run = Run::new(opts, observer);
+    let run = Run::new(opts, observer, control);
     let mut roots = Vec::new();
     for pair in pairs {
         match Root::open(&run, pair) {
@@ -54,12 +65,15 @@ pub fn copy(pairs: &[CopyPair], opts: &Options, observer: &dyn Observer) -> Summ
         },
         |w, task, spawner| run.task(w, task, spawner),
     );
-    run.counters.summary(start.elapsed())
+    let mut summary = run.counters.summary(start.elapsed());
+    summary.interrupted = control.is_stopped();
+    summary
 }
 
 /// Copies one regular file to `dst`, replacing an existing `dst` atomically.
 pub fn copy_file(src: &Path, dst: &Path, opts: &Options) -> Result<FileOutcome, Error> {
-    let run = Run::new(opts, &NoObserver);
+    let control = Control::new();
+    let run = Run::new(opts, &NoObserver, &control);
     let pair = CopyPair {
         src: src.to_path_buf(),
         dst: dst.to_path_buf(),
@@ -102,6 +116,7 @@ pub(crate) struct Run<'a> {
     pub counters: Counters,
     pub links: LinkMap<LinkLoc>,
     pub process: Process,
+    pub control: &'a Control,
 }
 
 /// Where the first copy of a hard-link group was made.
@@ -220,7 +235,7 @@ fn join_rel(rel: &[u8], name: &CStr) -> Arc<[u8]> {
 }
 
 impl<'a> Run<'a> {
-    fn new(opts: &'a Options, observer: &'a dyn Observer) -> Self {
+    fn new(opts: &'a Options, observer: &'a dyn Observer, control: &'a Control) -> Self {
         Run {
             opts,
             observer,
@@ -228,10 +243,14 @@ impl<'a> Run<'a> {
             counters: Counters::default(),
             links: LinkMap::new(),
             process: Process::current(),
+            control,
         }
     }
 
     pub fn fail(&self, err: &Error) {
+        if err.op == Op::Interrupted {
+            return;
+        }
         self.counters.error(err);
         self.observer.event(&Event::Failed(err));
     }
@@ -245,6 +264,7 @@ impl<'a> Run<'a> {
         outcome: Option<FileOutcome>,
     ) {
         self.counters.entry(kind, outcome.as_ref());
+        self.control.add_entry();
         if self.wants_entries {
             self.observer.event(&Event::Copied {
                 src: &here.src_path(src),
@@ -266,6 +286,9 @@ impl<'a> Run<'a> {
     }
 
     fn task(&self, w: &mut Worker, task: Task, spawner: &Spawner<'_, Task>) {
+        if self.control.is_stopped() {
+            return;
+        }
         match task {
             Task::Root(root) => {
                 let here = root.here();
@@ -301,6 +324,9 @@ impl<'a> Run<'a> {
         t: DType,
         spawner: &Spawner<'_, Task>,
     ) {
+        if self.control.is_stopped() {
+            return;
+        }
         let follow = self.opts.dereference == Dereference::Always;
         let meta = match t {
             DType::Reg if !follow => None,
@@ -606,7 +632,7 @@ impl<'a> Run<'a> {
         let mut node = node;
         let mut fd = fd;
         loop {
-            if node.pending.fetch_sub(1, Ordering::SeqCst) != 1 {
+            if node.pending.fetch_sub(1, Ordering::SeqCst) != 1 || self.control.is_stopped() {
                 return;
             }
             self.finish_dir(&node, fd.take());
@@ -648,6 +674,7 @@ impl<'a> Run<'a> {
         match apply.run(Dst::Fd(fd.as_fd()), &xattrs, &dst_path()) {
             Ok(()) => {
                 self.counters.entry(EntryKind::Directory, None);
+                self.control.add_entry();
                 if self.wants_entries {
                     self.observer.event(&Event::Copied {
                         src: &src_path(),
