@@ -5,20 +5,30 @@
 //! the left and mimeo's on the right must compare equal; the benchmark
 //! harness counts the entries a peer tool gets wrong the same way.
 //!
+//! The walk is fd-relative (`openat`/`fstatat`/`readlinkat` on open
+//! directory descriptors, xattrs through an `O_PATH` descriptor), never by
+//! full path, so trees deeper than `PATH_MAX` compare like any other. It
+//! keeps one descriptor per level and side open, and raises the soft
+//! `RLIMIT_NOFILE` to the hard limit for that.
+//!
 //! Paths are handled as raw bytes (`OsStr`), so names that are not UTF-8
 //! work; they are shown with lossy escaping only in messages.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fmt;
-use std::fs::{File, Metadata};
+use std::fs::File;
 use std::io;
-use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use rustix::fs::SeekFrom;
+use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags, SeekFrom, Stat};
 
-/// Which fields to compare beyond the always-compared ones.
+/// Which fields to compare. Type, presence, size, content, symlink
+/// targets and device numbers are always compared; mode is compared unless
+/// `mode` is off.
 #[derive(Debug, Clone, Copy)]
 pub struct CompareOptions {
     /// Compare atimes of non-directories.
@@ -29,6 +39,16 @@ pub struct CompareOptions {
     /// Require that a right-hand regular file allocates no more blocks
     /// than the left one (sparse files stay sparse).
     pub blocks_le: bool,
+    /// Compare permission bits (incl. set-id and sticky).
+    pub mode: bool,
+    /// Compare owner and group.
+    pub owner: bool,
+    /// Compare mtimes (atimes are governed by `atime`).
+    pub mtime: bool,
+    /// Compare extended attributes (incl. POSIX ACLs).
+    pub xattrs: bool,
+    /// Compare hard-link groups.
+    pub links: bool,
 }
 
 impl Default for CompareOptions {
@@ -37,6 +57,28 @@ impl Default for CompareOptions {
             atime: true,
             dir_atime: false,
             blocks_le: false,
+            mode: true,
+            owner: true,
+            mtime: true,
+            xattrs: true,
+            links: true,
+        }
+    }
+}
+
+impl CompareOptions {
+    /// Type, mode and bytes only: for copies that do not preserve owner,
+    /// times, xattrs or links (`cp -r`).
+    pub fn content_and_mode() -> CompareOptions {
+        CompareOptions {
+            atime: false,
+            dir_atime: false,
+            blocks_le: false,
+            mode: true,
+            owner: false,
+            mtime: false,
+            xattrs: false,
+            links: false,
         }
     }
 }
@@ -105,10 +147,23 @@ impl fmt::Display for Difference {
         let path = if self.path.as_os_str().is_empty() {
             ".".into()
         } else {
-            format!("{:?}", self.path)
+            abbreviate(&self.path)
         };
         write!(f, "{path}: {}: {} != {}", self.field, self.left, self.right)
     }
+}
+
+/// A path for messages: quoted, and for very deep paths only the start,
+/// the end and the number of components, so a report stays readable.
+fn abbreviate(path: &Path) -> String {
+    let bytes = path.as_os_str().as_bytes();
+    if bytes.len() <= 300 {
+        return format!("{path:?}");
+    }
+    let head = OsStr::from_bytes(&bytes[..60]);
+    let tail = OsStr::from_bytes(&bytes[bytes.len() - 120..]);
+    let depth = path.components().count();
+    format!("{head:?}…({depth} components)…{tail:?}")
 }
 
 /// The outcome of [`compare_trees`].
@@ -164,15 +219,29 @@ impl fmt::Display for Comparison {
 
 /// Compares the trees (or single entries) at `left` and `right`.
 pub fn compare_trees(left: &Path, right: &Path, opts: &CompareOptions) -> io::Result<Comparison> {
+    raise_nofile_limit();
     let mut c = Comparer {
         roots: [left.to_path_buf(), right.to_path_buf()],
         opts: *opts,
         out: Comparison::default(),
         links: [Links::default(), Links::default()],
     };
-    c.entry(Path::new(""))?;
-    c.hard_links();
+    c.walk()?;
+    if opts.links {
+        c.hard_links();
+    }
     Ok(c.out)
+}
+
+/// Raises the soft open-file limit to the hard one: the walk holds two
+/// descriptors per directory level.
+fn raise_nofile_limit() {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let mut limit = getrlimit(Resource::Nofile);
+    if limit.current != limit.maximum {
+        limit.current = limit.maximum;
+        let _ = setrlimit(Resource::Nofile, limit);
+    }
 }
 
 /// Hard-link structure of one side: inode → relative paths (only inodes
@@ -184,11 +253,11 @@ struct Links {
 }
 
 impl Links {
-    fn add(&mut self, rel: &Path, m: &Metadata) {
-        if m.is_dir() || m.nlink() < 2 {
+    fn add(&mut self, rel: &Path, m: &Stat) {
+        if file_type(m) == FileType::Directory || m.st_nlink < 2 {
             return;
         }
-        let key = (m.dev(), m.ino());
+        let key = (m.st_dev, m.st_ino);
         self.groups
             .entry(key)
             .or_default()
@@ -203,6 +272,29 @@ impl Links {
             None => BTreeSet::from([rel.to_path_buf()]),
         }
     }
+}
+
+/// One entry on both sides: the directory holding it (or the current
+/// directory for the roots) and its name there.
+#[derive(Clone, Copy)]
+struct At<'a> {
+    dirs: [BorrowedFd<'a>; 2],
+    names: [&'a OsStr; 2],
+}
+
+impl At<'_> {
+    fn open(&self, side: usize, flags: OFlags) -> rustix::io::Result<OwnedFd> {
+        let flags = flags | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        rustix::fs::openat(self.dirs[side], self.names[side], flags, Mode::empty())
+    }
+}
+
+/// A directory being walked: its descriptors on both sides and the child
+/// names still to visit.
+struct Frame {
+    fds: [OwnedFd; 2],
+    rel: PathBuf,
+    names: std::collections::btree_set::IntoIter<OsString>,
 }
 
 struct Comparer {
@@ -222,97 +314,160 @@ impl Comparer {
         });
     }
 
-    fn lstat(&self, side: usize, rel: &Path) -> io::Result<Option<Metadata>> {
-        let path = join(&self.roots[side], rel);
-        match std::fs::symlink_metadata(&path) {
+    /// An error naming the full path (for the message only).
+    fn error(&self, side: usize, rel: &Path, op: &str, e: impl Into<io::Error>) -> io::Error {
+        context(e.into(), op, &join(&self.roots[side], rel))
+    }
+
+    /// Depth-first over both trees with an explicit stack, so depth costs
+    /// heap, not call stack.
+    fn walk(&mut self) -> io::Result<()> {
+        let roots = self.roots.clone();
+        let root = At {
+            dirs: [CWD, CWD],
+            names: [roots[0].as_os_str(), roots[1].as_os_str()],
+        };
+        let mut stack = Vec::new();
+        if let Some(fds) = self.entry(root, Path::new(""))? {
+            stack.push(self.frame(fds, PathBuf::new())?);
+        }
+        while let Some(top) = stack.last_mut() {
+            let Some(name) = top.names.next() else {
+                stack.pop();
+                continue;
+            };
+            let rel = top.rel.join(&name);
+            let at = At {
+                dirs: [top.fds[0].as_fd(), top.fds[1].as_fd()],
+                names: [&name, &name],
+            };
+            if let Some(fds) = self.entry(at, &rel)? {
+                let frame = self.frame(fds, rel)?;
+                stack.push(frame);
+            }
+        }
+        Ok(())
+    }
+
+    fn frame(&self, fds: [OwnedFd; 2], rel: PathBuf) -> io::Result<Frame> {
+        let names = self.children(&fds, &rel)?.into_iter();
+        Ok(Frame { fds, rel, names })
+    }
+
+    fn lstat(&self, at: At<'_>, side: usize, rel: &Path) -> io::Result<Option<Stat>> {
+        match rustix::fs::statat(at.dirs[side], at.names[side], AtFlags::SYMLINK_NOFOLLOW) {
             Ok(m) => Ok(Some(m)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(context(e, "lstat", &path)),
+            Err(rustix::io::Errno::NOENT) => Ok(None),
+            Err(e) => Err(self.error(side, rel, "lstat", e)),
         }
     }
 
-    fn entry(&mut self, rel: &Path) -> io::Result<()> {
+    /// Compares one entry; returns both directory descriptors when it is a
+    /// directory on both sides, for the walk to descend into.
+    fn entry(&mut self, at: At<'_>, rel: &Path) -> io::Result<Option<[OwnedFd; 2]>> {
         self.out.entries += 1;
-        let (l, r) = match (self.lstat(0, rel)?, self.lstat(1, rel)?) {
+        let (l, r) = match (self.lstat(at, 0, rel)?, self.lstat(at, 1, rel)?) {
             (Some(l), Some(r)) => (l, r),
             (l, r) => {
-                let show = |m: Option<Metadata>| m.map_or("absent", |m| type_name(&m)).to_owned();
+                let show = |m: Option<Stat>| m.map_or("absent", |m| type_name(&m)).to_owned();
                 self.diff(rel, Field::Presence, show(l), show(r));
-                return Ok(());
+                return Ok(None);
             }
         };
         if type_name(&l) != type_name(&r) {
             self.diff(rel, Field::Type, type_name(&l), type_name(&r));
-            return Ok(());
+            return Ok(None);
         }
         self.links[0].add(rel, &l);
         self.links[1].add(rel, &r);
         self.metadata(rel, &l, &r);
-        self.xattrs(rel)?;
-        let ft = l.file_type();
-        if ft.is_file() {
-            self.file(rel, &l, &r)?;
-        } else if ft.is_symlink() {
-            let target = |side: usize| std::fs::read_link(join(&self.roots[side], rel));
-            let (lt, rt) = (target(0)?, target(1)?);
-            if lt != rt {
-                self.diff(rel, Field::Target, format!("{lt:?}"), format!("{rt:?}"));
-            }
-        } else if ft.is_dir() {
-            for name in self.children(rel)? {
-                self.entry(&rel.join(name))?;
-            }
+        if self.opts.xattrs {
+            self.xattrs(at, rel)?;
         }
-        Ok(())
+        match file_type(&l) {
+            FileType::RegularFile => self.file(at, rel, &l, &r)?,
+            FileType::Symlink => {
+                let target = |side: usize| {
+                    rustix::fs::readlinkat(at.dirs[side], at.names[side], Vec::new())
+                        .map(|t| OsString::from_vec(t.into_bytes()))
+                        .map_err(|e| self.error(side, rel, "readlink", e))
+                };
+                let (lt, rt) = (target(0)?, target(1)?);
+                if lt != rt {
+                    self.diff(rel, Field::Target, format!("{lt:?}"), format!("{rt:?}"));
+                }
+            }
+            FileType::Directory => {
+                let flags = OFlags::RDONLY | OFlags::DIRECTORY;
+                let open = |side| {
+                    at.open(side, flags)
+                        .map_err(|e| self.error(side, rel, "open", e))
+                };
+                return Ok(Some([open(0)?, open(1)?]));
+            }
+            _ => {}
+        }
+        Ok(None)
     }
 
     /// Fields every entry type has.
-    fn metadata(&mut self, rel: &Path, l: &Metadata, r: &Metadata) {
+    fn metadata(&mut self, rel: &Path, l: &Stat, r: &Stat) {
+        let (lmode, rmode) = (l.st_mode & 0o7777, r.st_mode & 0o7777);
         // Symlink permission bits are fixed on Linux and meaningless.
-        if !l.file_type().is_symlink() && l.mode() & 0o7777 != r.mode() & 0o7777 {
-            self.diff(rel, Field::Mode, octal(l.mode()), octal(r.mode()));
+        let symlink = file_type(l) == FileType::Symlink;
+        if self.opts.mode && !symlink && lmode != rmode {
+            self.diff(rel, Field::Mode, octal(lmode), octal(rmode));
         }
-        if l.uid() != r.uid() {
-            self.diff(rel, Field::Uid, l.uid(), r.uid());
+        if self.opts.owner && l.st_uid != r.st_uid {
+            self.diff(rel, Field::Uid, l.st_uid, r.st_uid);
         }
-        if l.gid() != r.gid() {
-            self.diff(rel, Field::Gid, l.gid(), r.gid());
+        if self.opts.owner && l.st_gid != r.st_gid {
+            self.diff(rel, Field::Gid, l.st_gid, r.st_gid);
         }
-        let (lm, rm) = ((l.mtime(), l.mtime_nsec()), (r.mtime(), r.mtime_nsec()));
-        if lm != rm {
+        let (lm, rm) = (mtime(l), mtime(r));
+        if self.opts.mtime && lm != rm {
             self.diff(rel, Field::Mtime, ns(lm), ns(rm));
         }
-        let atime = self.opts.atime && (self.opts.dir_atime || !l.is_dir());
-        let (la, ra) = ((l.atime(), l.atime_nsec()), (r.atime(), r.atime_nsec()));
+        let is_dir = file_type(l) == FileType::Directory;
+        let atime = self.opts.atime && (self.opts.dir_atime || !is_dir);
+        let (la, ra) = (atime_of(l), atime_of(r));
         if atime && la != ra {
             self.diff(rel, Field::Atime, ns(la), ns(ra));
         }
-        let ft = l.file_type();
-        use std::os::unix::fs::FileTypeExt;
-        if (ft.is_block_device() || ft.is_char_device()) && l.rdev() != r.rdev() {
-            self.diff(rel, Field::Rdev, dev(l.rdev()), dev(r.rdev()));
+        let device = matches!(
+            file_type(l),
+            FileType::BlockDevice | FileType::CharacterDevice
+        );
+        if device && l.st_rdev != r.st_rdev {
+            self.diff(rel, Field::Rdev, dev(l.st_rdev), dev(r.st_rdev));
         }
     }
 
-    fn file(&mut self, rel: &Path, l: &Metadata, r: &Metadata) -> io::Result<()> {
-        if l.size() != r.size() {
-            self.diff(rel, Field::Size, l.size(), r.size());
-        } else if let Some(offset) = first_difference(
-            &join(&self.roots[0], rel),
-            &join(&self.roots[1], rel),
-            l.size(),
-        )? {
-            self.diff(rel, Field::Content, format!("differs at byte {offset}"), "");
+    fn file(&mut self, at: At<'_>, rel: &Path, l: &Stat, r: &Stat) -> io::Result<()> {
+        let (lsize, rsize) = (l.st_size as u64, r.st_size as u64);
+        if lsize != rsize {
+            self.diff(rel, Field::Size, lsize, rsize);
+        } else {
+            let open = |side: usize| {
+                at.open(side, OFlags::RDONLY | OFlags::NOATIME)
+                    .or_else(|_| at.open(side, OFlags::RDONLY))
+                    .map(File::from)
+                    .map_err(|e| self.error(side, rel, "open", e))
+            };
+            if let Some(offset) = first_difference_files(&open(0)?, &open(1)?, lsize)? {
+                self.diff(rel, Field::Content, format!("differs at byte {offset}"), "");
+            }
         }
-        if self.opts.blocks_le && r.blocks() > l.blocks() {
-            self.diff(rel, Field::Blocks, l.blocks(), r.blocks());
+        if self.opts.blocks_le && r.st_blocks > l.st_blocks {
+            self.diff(rel, Field::Blocks, l.st_blocks, r.st_blocks);
         }
         Ok(())
     }
 
-    fn xattrs(&mut self, rel: &Path) -> io::Result<()> {
-        let l = read_xattrs(&join(&self.roots[0], rel))?;
-        let r = read_xattrs(&join(&self.roots[1], rel))?;
+    fn xattrs(&mut self, at: At<'_>, rel: &Path) -> io::Result<()> {
+        let read =
+            |side: usize| xattrs_at(at, side).map_err(|e| self.error(side, rel, "xattrs of", e));
+        let (l, r) = (read(0)?, read(1)?);
         let names: BTreeSet<&OsString> = l.keys().chain(r.keys()).collect();
         for name in names {
             let (lv, rv) = (l.get(name), r.get(name));
@@ -327,12 +482,15 @@ impl Comparer {
     }
 
     /// Union of the child names on both sides, in byte order.
-    fn children(&self, rel: &Path) -> io::Result<BTreeSet<OsString>> {
+    fn children(&self, fds: &[OwnedFd; 2], rel: &Path) -> io::Result<BTreeSet<OsString>> {
         let mut names = BTreeSet::new();
-        for root in &self.roots {
-            let dir = join(root, rel);
-            for entry in std::fs::read_dir(&dir).map_err(|e| context(e, "readdir", &dir))? {
-                names.insert(entry?.file_name());
+        for (side, fd) in fds.iter().enumerate() {
+            let err = |e| self.error(side, rel, "readdir", e);
+            for entry in rustix::fs::Dir::read_from(fd).map_err(err)? {
+                let name = entry.map_err(err)?.file_name().to_bytes().to_vec();
+                if name != b"." && name != b".." {
+                    names.insert(OsString::from_vec(name));
+                }
             }
         }
         Ok(names)
@@ -359,6 +517,26 @@ impl Comparer {
     }
 }
 
+/// All extended attributes of one side's entry, read through an `O_PATH`
+/// descriptor (so FIFOs and devices are not opened, and the path length
+/// does not matter). The kernel resolves `/proc/self/fd/N` to the entry
+/// itself, a symlink included.
+fn xattrs_at(at: At<'_>, side: usize) -> io::Result<BTreeMap<OsString, Vec<u8>>> {
+    let fd = at.open(side, OFlags::PATH)?;
+    let path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd));
+    let mut list = vec![0u8; rustix::fs::listxattr_query(&path)?];
+    let len = rustix::fs::listxattr(&path, &mut list[..])?;
+    let mut out = BTreeMap::new();
+    for name in list[..len].split(|&b| b == 0).filter(|n| !n.is_empty()) {
+        let name = OsStr::from_bytes(name);
+        let mut value = vec![0u8; rustix::fs::getxattr_query(&path, name)?];
+        let n = rustix::fs::getxattr(&path, name, &mut value[..])?;
+        value.truncate(n);
+        out.insert(name.to_os_string(), value);
+    }
+    Ok(out)
+}
+
 /// All extended attributes of `path` (not following a final symlink).
 pub fn read_xattrs(path: &Path) -> io::Result<BTreeMap<OsString, Vec<u8>>> {
     use std::os::unix::ffi::OsStringExt;
@@ -382,9 +560,13 @@ pub fn read_xattrs(path: &Path) -> io::Result<BTreeMap<OsString, Vec<u8>>> {
 /// the union of their data segments (regions that are holes on both sides
 /// are equal zeros), so huge sparse files compare quickly.
 pub fn first_difference(left: &Path, right: &Path, size: u64) -> io::Result<Option<u64>> {
-    let (lf, rf) = (open_quietly(left)?, open_quietly(right)?);
-    let mut segments = data_segments(&lf, size)?;
-    segments.extend(data_segments(&rf, size)?);
+    first_difference_files(&open_quietly(left)?, &open_quietly(right)?, size)
+}
+
+/// [`first_difference`] on open files.
+pub fn first_difference_files(lf: &File, rf: &File, size: u64) -> io::Result<Option<u64>> {
+    let mut segments = data_segments(lf, size)?;
+    segments.extend(data_segments(rf, size)?);
     let mut lbuf = vec![0u8; 1 << 20];
     let mut rbuf = vec![0u8; 1 << 20];
     for (start, end) in merge(segments) {
@@ -470,19 +652,29 @@ fn context(e: io::Error, op: &str, path: &Path) -> io::Error {
     io::Error::new(e.kind(), format!("{op} {}: {e}", path.display()))
 }
 
-fn type_name(m: &Metadata) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    let ft = m.file_type();
-    match () {
-        _ if ft.is_file() => "file",
-        _ if ft.is_dir() => "directory",
-        _ if ft.is_symlink() => "symlink",
-        _ if ft.is_fifo() => "fifo",
-        _ if ft.is_socket() => "socket",
-        _ if ft.is_char_device() => "char device",
-        _ if ft.is_block_device() => "block device",
+fn file_type(m: &Stat) -> FileType {
+    FileType::from_raw_mode(m.st_mode as _)
+}
+
+fn type_name(m: &Stat) -> &'static str {
+    match file_type(m) {
+        FileType::RegularFile => "file",
+        FileType::Directory => "directory",
+        FileType::Symlink => "symlink",
+        FileType::Fifo => "fifo",
+        FileType::Socket => "socket",
+        FileType::CharacterDevice => "char device",
+        FileType::BlockDevice => "block device",
         _ => "unknown",
     }
+}
+
+fn mtime(m: &Stat) -> (i64, i64) {
+    (m.st_mtime, m.st_mtime_nsec as i64)
+}
+
+fn atime_of(m: &Stat) -> (i64, i64) {
+    (m.st_atime, m.st_atime_nsec as i64)
 }
 
 fn octal(mode: u32) -> String {

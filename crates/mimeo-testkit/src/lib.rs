@@ -18,4 +18,4 @@ pub use cmd::{Captured, capture, run_ok};
 pub use compare::{CompareOptions, Comparison, Difference, Field, compare_trees};
 pub use extents::{Sharing, sharing, st_blocks};
 pub use fsimg::{FsKind, LoopFs};
-pub use treegen::{GenOptions, GenStats, gen_empty, gen_small, generate};
+pub use treegen::{GenOptions, GenStats, gen_deep, gen_empty, gen_small, generate};

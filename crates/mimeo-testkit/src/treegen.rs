@@ -527,3 +527,37 @@ fn bulk(
 pub fn join_bytes(dir: &Path, name: &[u8]) -> PathBuf {
     dir.join(OsStr::from_bytes(name))
 }
+
+/// A chain of `levels` nested directories named `name` below `root`
+/// (created if missing), built fd-relative so the total path may exceed
+/// `PATH_MAX`. Every 64th level and the deepest one hold a small seeded
+/// file `f` (mode 0640, with a `user.mimeo.deep` xattr where supported) and
+/// the deepest one also a symlink `up` to `..`.
+pub fn gen_deep(root: &Path, levels: usize, name: &str) -> io::Result<()> {
+    use rustix::fs::{OFlags, openat};
+    fs::create_dir_all(root)?;
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut dir = openat(CWD, root, flags, Mode::empty())?;
+    // The same bytes at the same level, whatever the depth of the chain.
+    let mut rng = Rng::new(0xdee9);
+    for level in 1..=levels {
+        rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(0o755))?;
+        dir = openat(&dir, name, flags, Mode::empty())?;
+        if level % 64 == 0 || level == levels {
+            let file_flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC;
+            let fd = openat(&dir, "f", file_flags, Mode::from_raw_mode(0o640))?;
+            let mut data = vec![0u8; rng.below(5000) as usize];
+            rng.fill(&mut data);
+            File::from(fd).write_all_at(&data, 0)?;
+            let fd = openat(&dir, "f", OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())?;
+            ignore_unsupported(rustix::fs::fsetxattr(
+                &fd,
+                "user.mimeo.deep",
+                level.to_string().as_bytes(),
+                XattrFlags::empty(),
+            ))?;
+        }
+    }
+    rustix::fs::symlinkat("..", &dir, "up")?;
+    Ok(())
+}

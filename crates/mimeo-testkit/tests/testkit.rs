@@ -224,3 +224,39 @@ fn fiemap_detects_shared_extents() {
         }
     }
 }
+
+/// The fd-relative walk compares trees far deeper than `PATH_MAX`.
+#[test]
+fn trees_deeper_than_path_max_are_compared() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (l, r, s) = (
+        tmp.path().join("l"),
+        tmp.path().join("r"),
+        tmp.path().join("s"),
+    );
+    mimeo_testkit::gen_deep(&l, 3000, "dd").unwrap();
+    mimeo_testkit::gen_deep(&r, 3000, "dd").unwrap();
+    mimeo_testkit::gen_deep(&s, 3001, "dd").unwrap();
+    // Created at different moments: compare everything but the times.
+    let opts = CompareOptions {
+        atime: false,
+        mtime: false,
+        ..CompareOptions::default()
+    };
+    let c = compare_trees(&l, &r, &opts).unwrap();
+    c.assert_equal();
+    assert!(c.entries > 3000 + 3000 / 64, "{c}");
+    let c = compare_trees(&l, &s, &opts).unwrap();
+    // Level 3000 holds `f` and `up` on the left and `dd` on the right.
+    let found: Vec<(usize, Field)> = c
+        .differences
+        .iter()
+        .map(|d| (d.path.components().count(), d.field))
+        .collect();
+    assert_eq!(
+        found,
+        vec![(3001, Field::Presence); 3],
+        "{}",
+        c.differences.len()
+    );
+}
