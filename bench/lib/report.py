@@ -153,7 +153,9 @@ class Report:
             self.out("**%s, `%s`** (fastest peer: %s)" % (h["fs"], h["tree"], best or "none"), "")
             rows = []
             for n, r in sorted(res.items(), key=lambda kv: kv[1]["mean"]):
-                f = fid.get(n, {})
+                f = dict(fid.get(n, {}))
+                if f.get("diffs") in ("", -1):
+                    f["diffs"] = None  # not compared, or no copy to compare
                 wall = r["mean"]
                 note = " (failed: exit %s)" % r["failed"][0] if r["failed"] else ""
                 row = {

@@ -150,14 +150,18 @@ w1_tree_copy() {
                 st="$RAW/w1-$fs-$tree-${name// /}"
                 read -r status rss wall < <(timev "$st.time" "$cmd")
                 n=-1
-                if [[ -e $dst ]]; then
+                # Comparing reads both trees (about 20 s for `usr`): on the other trees, only
+                # mimeo's copy is checked, to keep the full run near its time budget.
+                if [[ $tree != usr && $name != mimeo ]]; then
+                    n=""
+                elif [[ -e $dst ]]; then
                     "${TK_COMPARE[@]}" --no-atime "$src" "$dst" </dev/null >"$st.compare" 2>&1 || true
                     n=$(diff_count "$st.compare")
                     gzip -f "$st.compare"
                 fi
                 record kind=fidelity workload=W1 fs="$fs" tree="$tree" tool="$name" \
                     status="$status" rss_kb="$rss" wall_s="$wall" diffs="$n"
-                log "  $name: exit $status, $n differences, max RSS $((rss / 1024)) MiB"
+                log "  $name: exit $status, ${n:-unchecked} differences, max RSS $((rss / 1024)) MiB"
             done < <(tree_tools "$src" "$dst")
             rm -rf "$dst"
         done
