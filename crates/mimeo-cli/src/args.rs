@@ -109,11 +109,43 @@ pub struct Args {
     #[arg(long)]
     pub json: bool,
 
+    /// Show a progress bar on stderr: auto (when stderr is a terminal), always, never
+    #[arg(long, value_name = "WHEN", default_value = "auto")]
+    pub progress: When,
+
+    /// No progress bar
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+
+    /// Print a summary of what was copied, and how, at the end
+    #[arg(long)]
+    pub stats: bool,
+
+    /// Show what would be created, replaced or skipped, and change nothing
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Re-read every copied file and compare it with its source (BLAKE3; clones by extent map)
+    #[arg(long)]
+    pub verify: bool,
+
+    /// Drop copied data from the page cache as the copy goes
+    #[arg(long)]
+    pub nocache: bool,
+
+    /// Flush every file and directory to stable storage before counting it as copied
+    #[arg(long)]
+    pub sync: bool,
+
+    /// Print a man page or shell completions (man, bash, zsh, fish, elvish) and exit
+    #[arg(long, value_name = "WHAT", hide = true)]
+    pub generate: Option<String>,
+
     /// Print help
     #[arg(long, action = ArgAction::Help)]
     pub help: Option<bool>,
 
-    #[arg(value_name = "SOURCE", required = false)]
+    #[arg(value_name = "SOURCE", required_unless_present = "generate")]
     pub operands: Vec<PathBuf>,
 }
 

@@ -26,6 +26,9 @@ pub struct Config {
     pub pairs: Vec<CopyPair>,
     pub verbose: bool,
     pub json: bool,
+    pub stats: bool,
+    pub dry_run: bool,
+    pub progress: bool,
 }
 
 fn usage(msg: impl Into<String>) -> ConfigError {
@@ -138,6 +141,15 @@ impl Config {
         if let Some(b) = a.buffer_size {
             options.buffer_size = b;
         }
+        options.verify = a.verify;
+        options.nocache = a.nocache;
+        options.sync = a.sync;
+        let progress = !a.quiet
+            && match a.progress {
+                When::Always => true,
+                When::Never => false,
+                When::Auto => std::io::IsTerminal::is_terminal(&std::io::stderr()),
+            };
         let pairs = resolve_targets(
             &a.operands,
             a.target_directory.as_deref(),
@@ -148,6 +160,9 @@ impl Config {
             pairs,
             verbose: a.verbose,
             json: a.json,
+            stats: a.stats,
+            dry_run: a.dry_run,
+            progress,
         })
     }
 }

@@ -3,6 +3,7 @@
 mod args;
 mod config;
 mod output;
+mod progress;
 mod signals;
 
 use clap::Parser;
@@ -25,6 +26,9 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    if let Some(what) = &args.generate {
+        return generate(what);
+    }
     let config = match Config::from_args(args) {
         Ok(c) => c,
         Err(ConfigError::Usage(u)) => {
@@ -48,9 +52,27 @@ fn main() -> ExitCode {
     if let Err(e) = signals::install(control.clone(), stopped.clone()) {
         output::err_line(&format!("mimeo: cannot install signal handlers: {e}\n"));
     }
-    let summary = mimeo::copy_with(&config.pairs, &config.options, &printer, &control);
+    let summary = if config.dry_run {
+        mimeo::dry_run(&config.pairs, &config.options, &printer)
+    } else {
+        let bar = config.progress.then(|| {
+            progress::Progress::start(
+                &config.pairs,
+                &config.options,
+                control.clone(),
+                config.options.sync,
+            )
+        });
+        let summary = mimeo::copy_with(&config.pairs, &config.options, &printer, &control);
+        if let Some(bar) = bar {
+            bar.finish();
+        }
+        summary
+    };
     if config.json {
         output::out(&output::summary_json(&summary));
+    } else if config.stats {
+        output::out(&output::summary_text(&summary));
     }
     if let Some(code) = stopped.exit_code() {
         ExitCode::from(code)
@@ -61,4 +83,34 @@ fn main() -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// `--generate man|bash|zsh|fish|elvish`: the man page or a completion script on stdout.
+fn generate(what: &str) -> ExitCode {
+    use clap::CommandFactory;
+    let mut cmd = args::Args::command();
+    let mut stdout = std::io::stdout();
+    let shell = match what {
+        "man" => {
+            return match clap_mangen::Man::new(cmd).render(&mut stdout) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    output::err_line(&format!("mimeo: {e}\n"));
+                    ExitCode::from(EXIT_FAILED)
+                }
+            };
+        }
+        "bash" => clap_complete::Shell::Bash,
+        "zsh" => clap_complete::Shell::Zsh,
+        "fish" => clap_complete::Shell::Fish,
+        "elvish" => clap_complete::Shell::Elvish,
+        other => {
+            output::err_line(&format!(
+                "mimeo: cannot generate '{other}': use man, bash, zsh, fish or elvish\n"
+            ));
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    clap_complete::generate(shell, &mut cmd, "mimeo", &mut stdout);
+    ExitCode::SUCCESS
 }

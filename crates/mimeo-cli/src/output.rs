@@ -63,6 +63,33 @@ impl Observer for Printer {
                     out(&format!("{} -> {}{how}\n", quote(src), quote(dst)));
                 }
             }
+            Event::Planned {
+                src,
+                dst,
+                kind,
+                action,
+            } => {
+                if self.json {
+                    let mut line = String::from("{\"type\":\"planned\",\"src\":");
+                    push_json_path(&mut line, src);
+                    line.push_str(",\"dst\":");
+                    push_json_path(&mut line, dst);
+                    line.push_str(&format!(
+                        ",\"kind\":\"{}\",\"action\":\"{}\"}}\n",
+                        kind.name(),
+                        action.name()
+                    ));
+                    out(&line);
+                } else {
+                    out(&format!(
+                        "would {} {} {} (from {})\n",
+                        action.name(),
+                        kind.name().replace('_', " "),
+                        quote(dst),
+                        quote(src)
+                    ));
+                }
+            }
             Event::Skipped { src, dst } if self.verbose => {
                 if self.json {
                     let mut line = String::from("{\"type\":\"skipped\",\"src\":");
@@ -112,6 +139,47 @@ pub fn summary_json(s: &Summary) -> String {
         s.vanished,
         s.interrupted,
         s.elapsed.as_secs_f64()
+    )
+}
+
+/// The `--stats` summary for people.
+pub fn summary_text(s: &Summary) -> String {
+    use indicatif::HumanBytes;
+    let secs = s.elapsed.as_secs_f64();
+    let rate = if secs > 0.0 {
+        format!("{}/s", HumanBytes((s.bytes as f64 / secs) as u64))
+    } else {
+        "-".into()
+    };
+    format!(
+        concat!(
+            "copied: {} files, {} directories, {} symlinks, {} hard links, {} special files\n",
+            "skipped: {}   errors: {} ({} vanished){}\n",
+            "data: {} in {:.2}s ({})\n",
+            "  cloned    {} in {} files\n",
+            "  offloaded {} in {} files\n",
+            "  streamed  {} in {} files\n",
+            "  holes     {}\n"
+        ),
+        s.files,
+        s.directories,
+        s.symlinks,
+        s.hard_links,
+        s.specials,
+        s.skipped,
+        s.errors,
+        s.vanished,
+        if s.interrupted { "   interrupted" } else { "" },
+        HumanBytes(s.bytes),
+        secs,
+        rate,
+        HumanBytes(s.clone_bytes),
+        s.clone_files,
+        HumanBytes(s.offload_bytes),
+        s.offload_files,
+        HumanBytes(s.stream_bytes),
+        s.stream_files,
+        HumanBytes(s.hole_bytes),
     )
 }
 

@@ -35,6 +35,10 @@ pub enum Op {
     Refuse,
     /// The source changed while it was being copied.
     Changed,
+    /// Flushing to stable storage (`--sync`).
+    Sync,
+    /// The copy's content differs from its source (`--verify`).
+    Verify,
     /// The run was stopped (SIGINT/SIGTERM) while this entry was in progress; it was removed.
     Interrupted,
 }
@@ -67,6 +71,8 @@ impl Op {
             Op::Vanished => "vanished",
             Op::Refuse => "refuse",
             Op::Changed => "changed",
+            Op::Sync => "sync",
+            Op::Verify => "verify",
             Op::Interrupted => "interrupted",
         }
     }
@@ -98,6 +104,8 @@ impl Op {
             Op::Vanished => "source vanished:",
             Op::Refuse => "refusing to copy",
             Op::Changed => "source changed while copying",
+            Op::Sync => "failed to flush",
+            Op::Verify => "verification failed for",
             Op::Interrupted => "interrupted while copying",
         }
     }

@@ -4,7 +4,7 @@
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
     /// Extents shared with the source (`FICLONE`).
-    Clone,
+    Clone = 0,
     /// Copied inside the kernel (`copy_file_range`).
     Offload,
     /// Read and written through a user-space buffer.
@@ -58,6 +58,8 @@ pub(crate) struct DataPlan {
     pub same_fs: bool,
     /// The destination filesystem may share extents through `copy_file_range`.
     pub dst_cow: bool,
+    /// Drop the copied range from the page cache on both sides as the copy goes.
+    pub nocache: bool,
 }
 
 /// Errnos that mean "this mechanism is not available here", never "the copy failed".
@@ -94,7 +96,7 @@ pub(crate) fn copy_data(
         if plan.same_fs {
             match sys::clone_file(dst, src) {
                 Ok(()) => {
-                    control.add_bytes(size);
+                    control.add_bytes(Method::Clone, size);
                     let data = (meta.blocks * 512).min(size);
                     return Ok(FileOutcome {
                         method: Method::Clone,
@@ -145,6 +147,7 @@ pub(crate) fn copy_data(
         written: 0,
         end: 0,
         eof: None,
+        window: 0,
     };
     if plan.sparse == Sparse::Never || meta.blocks * 512 >= size {
         // Not sparse, or holes unwanted: one segment, no SEEK_DATA/SEEK_HOLE calls.
@@ -152,6 +155,7 @@ pub(crate) fn copy_data(
     } else {
         c.segments(size)?;
     }
+    c.drop_window(u64::MAX)?;
     let final_size = match c.eof {
         // The source shrank while we copied: keep exactly what it had.
         Some(at) => at,
@@ -191,9 +195,33 @@ struct Copier<'a> {
     end: u64,
     /// Where the source ended before its recorded size, if it shrank.
     eof: Option<u64>,
+    /// With --nocache: the start of the range not yet dropped from the page cache.
+    window: u64,
 }
 
+/// With --nocache, the copied range is written back and dropped in windows of this size, so
+/// the page cache holds at most about this much of the file at a time.
+const NOCACHE_WINDOW: u64 = 8 << 20;
+
 impl Copier<'_> {
+    /// With --nocache, once `upto` is a window past the last drop (or at the end, with
+    /// `u64::MAX`), writes the range back and drops it from the cache on both sides.
+    fn drop_window(&mut self, upto: u64) -> Result<(), DataError> {
+        if !self.plan.nocache {
+            return Ok(());
+        }
+        let upto = upto.min(self.end);
+        if upto <= self.window || (upto != self.end && upto - self.window < NOCACHE_WINDOW) {
+            return Ok(());
+        }
+        let len = upto - self.window;
+        sys::write_back(self.dst, self.window, len).map_err(fail(Op::Write))?;
+        sys::drop_cache(self.dst, self.window, len);
+        sys::drop_cache(self.src, self.window, len);
+        self.window = upto;
+        Ok(())
+    }
+
     /// Copies every data segment below `size`, leaving holes unwritten.
     fn segments(&mut self, size: u64) -> Result<(), DataError> {
         let mut pos = 0;
@@ -221,18 +249,24 @@ impl Copier<'_> {
             while pos < to {
                 interrupted(self.control)?;
                 let (mut s, mut d) = (pos, pos);
-                let want = (to - pos).min(OFFLOAD_CHUNK) as usize;
+                let chunk = if self.plan.nocache {
+                    NOCACHE_WINDOW
+                } else {
+                    OFFLOAD_CHUNK
+                };
+                let want = (to - pos).min(chunk) as usize;
                 match sys::copy_range(self.src, &mut s, self.dst, &mut d, want) {
                     Ok(0) => {
                         self.eof = Some(pos);
                         return Ok(());
                     }
                     Ok(n) => {
-                        self.control.add_bytes(n as u64);
+                        self.control.add_bytes(Method::Offload, n as u64);
                         pos += n as u64;
                         self.written += n as u64;
                         self.end = self.end.max(pos);
                         self.used_offload = true;
+                        self.drop_window(pos)?;
                     }
                     Err(e) if offload_unsupported(e) && !self.used_offload => {
                         self.offload = false;
@@ -283,8 +317,9 @@ impl Copier<'_> {
                 self.written += n as u64;
                 self.end = self.end.max(pos + n as u64);
             }
-            self.control.add_bytes(n as u64);
+            self.control.add_bytes(Method::Stream, n as u64);
             pos += n as u64;
+            self.drop_window(pos)?;
         }
         Ok(())
     }
@@ -416,7 +451,7 @@ fn stream_to_end(
             }
         }
         total += n as u64;
-        control.add_bytes(n as u64);
+        control.add_bytes(Method::Stream, n as u64);
     }
 }
 
@@ -426,6 +461,7 @@ use crate::place::{self, Existing, LinkStep};
 use crate::summary::EntryKind;
 use crate::sys::XattrTarget;
 use crate::tree::{Here, Run, open_error};
+use crate::verify;
 use rustix::fd::AsFd;
 use std::ffi::CStr;
 
@@ -484,6 +520,7 @@ pub(crate) fn copy_regular(
         buffer_size: run.opts.buffer_size,
         same_fs: meta.dev == here.dst_dev,
         dst_cow: here.dst_cow,
+        nocache: run.opts.nocache,
     };
     let outcome =
         copy_data(src.as_fd(), &meta, dst.as_fd(), &plan, buf, run.control).map_err(|e| {
@@ -507,9 +544,22 @@ pub(crate) fn copy_regular(
     apply
         .run(Dst::Fd(dst.as_fd()), &xattrs, &dst_path())
         .map_err(discard)?;
+    if run.opts.verify {
+        verify::same_content(src.as_fd(), dst.as_fd(), &meta, outcome.method)
+            .map_err(|e| discard(e.into_error(src_path(), dst_path())))?;
+    }
+    if run.opts.sync {
+        sys::fsync(dst.as_fd())
+            .map_err(|e| discard(Error::io(Op::Sync, dst_path(), sys::io_err(e))))?;
+    }
     drop(dst);
     if let Some(t) = &temp {
         place::commit_temp(here, t, dst_name)?;
+    }
+    if run.opts.sync && here.node.is_none() {
+        // A root-level file: its directory entry is flushed here; inside a tree, the
+        // directory's own flush at its finish covers it.
+        sys::fsync(here.dst_dir).map_err(|e| Error::io(Op::Sync, dst_path(), sys::io_err(e)))?;
     }
     if let Some(first) = first {
         first.done(place::link_loc(here, dst_name));

@@ -18,8 +18,10 @@ mod options;
 mod place;
 mod special;
 mod summary;
+mod survey;
 mod sys;
 mod tree;
+mod verify;
 mod walk;
 
 pub use error::{Cause, Error, Op, Result, io_message};
@@ -28,6 +30,7 @@ pub use options::{
     DEFAULT_BUFFER_SIZE, Dereference, Options, Overwrite, Preserve, Reflink, Sparse, default_jobs,
 };
 pub use summary::{Control, EntryKind, Event, NoObserver, Observer, Summary};
+pub use survey::{Action, Totals, dry_run, scan};
 pub use tree::{CopyPair, copy, copy_file, copy_with};
 
 use std::path::Path;

@@ -91,6 +91,12 @@ pub struct Options {
     pub jobs: usize,
     /// Buffer size for the streaming fallback.
     pub buffer_size: usize,
+    /// Flush every file and directory to stable storage before it counts as copied (`--sync`).
+    pub sync: bool,
+    /// Drop copied data from the page cache as it goes (`--nocache`).
+    pub nocache: bool,
+    /// Re-read each copied file and compare it with its source (`--verify`).
+    pub verify: bool,
 }
 
 /// Default number of workers for tree copies.
@@ -119,6 +125,9 @@ impl Default for Options {
             one_file_system: false,
             jobs: default_jobs(),
             buffer_size: DEFAULT_BUFFER_SIZE,
+            sync: false,
+            nocache: false,
+            verify: false,
         }
     }
 }

@@ -51,6 +51,13 @@ pub enum Event<'a> {
     Skipped { src: &'a Path, dst: &'a Path },
     /// An entry failed; the run goes on.
     Failed(&'a Error),
+    /// `--dry-run`: what the copy would do with an entry.
+    Planned {
+        src: &'a Path,
+        dst: &'a Path,
+        kind: EntryKind,
+        action: crate::survey::Action,
+    },
 }
 
 /// Receives events from the engine. Implementations must be cheap: they run on the copy path.
@@ -80,7 +87,8 @@ impl Observer for NoObserver {
 #[derive(Debug, Default)]
 pub struct Control {
     stop: AtomicBool,
-    bytes: AtomicU64,
+    /// Bytes written so far by clone, offload and stream.
+    bytes: [AtomicU64; 3],
     entries: AtomicU64,
 }
 
@@ -100,7 +108,12 @@ impl Control {
 
     /// Bytes of file data written so far, counted as they are written.
     pub fn bytes_done(&self) -> u64 {
-        self.bytes.load(Relaxed)
+        self.bytes.iter().map(|b| b.load(Relaxed)).sum()
+    }
+
+    /// Bytes written so far by one method.
+    pub fn bytes_by(&self, method: Method) -> u64 {
+        self.bytes[method as usize].load(Relaxed)
     }
 
     /// Entries completed so far (files, directories, links, specials).
@@ -108,8 +121,8 @@ impl Control {
         self.entries.load(Relaxed)
     }
 
-    pub(crate) fn add_bytes(&self, n: u64) {
-        self.bytes.fetch_add(n, Relaxed);
+    pub(crate) fn add_bytes(&self, method: Method, n: u64) {
+        self.bytes[method as usize].fetch_add(n, Relaxed);
     }
 
     pub(crate) fn add_entry(&self) {

@@ -140,18 +140,18 @@ enum Task {
 
 /// A command-line source, resolved to parent directory + name on both sides.
 pub(crate) struct Root {
-    src_parent: OwnedFd,
-    src_name: CString,
-    dst_parent: Arc<OwnedFd>,
-    dst_name: CString,
-    meta: Meta,
-    follow: bool,
-    src_path: PathBuf,
-    dst_path: PathBuf,
-    dst_dev: u64,
-    dst_cow: bool,
-    dst_setgid: bool,
-    empty_rel: Arc<[u8]>,
+    pub(crate) src_parent: OwnedFd,
+    pub(crate) src_name: CString,
+    pub(crate) dst_parent: Arc<OwnedFd>,
+    pub(crate) dst_name: CString,
+    pub(crate) meta: Meta,
+    pub(crate) follow: bool,
+    pub(crate) src_path: PathBuf,
+    pub(crate) dst_path: PathBuf,
+    pub(crate) dst_dev: u64,
+    pub(crate) dst_cow: bool,
+    pub(crate) dst_setgid: bool,
+    pub(crate) empty_rel: Arc<[u8]>,
 }
 
 /// A directory being copied.
@@ -235,7 +235,7 @@ fn join_rel(rel: &[u8], name: &CStr) -> Arc<[u8]> {
 }
 
 impl<'a> Run<'a> {
-    fn new(opts: &'a Options, observer: &'a dyn Observer, control: &'a Control) -> Self {
+    pub(crate) fn new(opts: &'a Options, observer: &'a dyn Observer, control: &'a Control) -> Self {
         Run {
             opts,
             observer,
@@ -671,7 +671,17 @@ impl<'a> Run<'a> {
                 .created
                 .then_some(0o700 | if node.dst_setgid { sys::S_ISGID } else { 0 }),
         };
-        match apply.run(Dst::Fd(fd.as_fd()), &xattrs, &dst_path()) {
+        let flushed = || {
+            if self.opts.sync {
+                sys::fsync(fd.as_fd()).map_err(|e| Error::io(Op::Sync, dst_path(), sys::io_err(e)))
+            } else {
+                Ok(())
+            }
+        };
+        match apply
+            .run(Dst::Fd(fd.as_fd()), &xattrs, &dst_path())
+            .and_then(|()| flushed())
+        {
             Ok(()) => {
                 self.counters.entry(EntryKind::Directory, None);
                 self.control.add_entry();
@@ -714,7 +724,7 @@ impl DirNode {
 
 impl Root {
     /// Resolves a command-line pair; refuses same-file and into-self copies by dev/ino.
-    fn open(run: &Run<'_>, pair: &CopyPair) -> Result<Option<Root>, Error> {
+    pub(crate) fn open(run: &Run<'_>, pair: &CopyPair) -> Result<Option<Root>, Error> {
         let opts = run.opts;
         let src_path = &pair.src;
         let dst_path = &pair.dst;

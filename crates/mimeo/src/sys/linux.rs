@@ -177,9 +177,10 @@ pub(crate) fn cstring(bytes: &[u8]) -> CString {
     CString::new(bytes).expect("file names contain no NUL byte")
 }
 
-/// Creates a new regular file exclusively. The fd is writable whatever `mode` says.
+/// Creates a new regular file exclusively, open for writing and for reading back (`--verify`)
+/// whatever `mode` says.
 pub(crate) fn create_excl(dir: BorrowedFd<'_>, name: &CStr, mode: u32) -> Result<OwnedFd> {
-    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let flags = OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     rfs::openat(dir, name, flags, Mode::from_raw_mode(mode))
 }
 
@@ -562,4 +563,132 @@ pub(crate) fn egid() -> u32 {
 
 pub(crate) fn io_err(e: Errno) -> std::io::Error {
     std::io::Error::from_raw_os_error(e.raw_os_error())
+}
+
+// ---- durability and page cache ----
+
+pub(crate) fn fsync(fd: BorrowedFd<'_>) -> Result<()> {
+    rfs::fsync(fd)
+}
+
+/// Tells the kernel the range will not be read again (`POSIX_FADV_DONTNEED`); clean pages go.
+pub(crate) fn drop_cache(fd: BorrowedFd<'_>, off: u64, len: u64) {
+    let _ = rfs::fadvise(
+        fd,
+        off,
+        std::num::NonZeroU64::new(len),
+        rfs::Advice::DontNeed,
+    );
+}
+
+/// Writes a range back and waits for it (`sync_file_range` with WAIT_BEFORE | WRITE |
+/// WAIT_AFTER), so a following [`drop_cache`] can drop its pages. Not a durability barrier.
+#[allow(unsafe_code)]
+pub(crate) fn write_back(fd: BorrowedFd<'_>, off: u64, len: u64) -> Result<()> {
+    use rustix::fd::AsRawFd;
+    let flags = libc::SYNC_FILE_RANGE_WAIT_BEFORE
+        | libc::SYNC_FILE_RANGE_WRITE
+        | libc::SYNC_FILE_RANGE_WAIT_AFTER;
+    // SAFETY: sync_file_range takes an fd borrowed for the call and plain integers.
+    let rc = unsafe { libc::sync_file_range(fd.as_raw_fd(), off as i64, len as i64, flags) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(Errno::from_raw_os_error(
+            std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
+        ))
+    }
+}
+
+// ---- extent maps ----
+
+/// One extent from FIEMAP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Extent {
+    pub logical: u64,
+    pub physical: u64,
+    pub length: u64,
+    pub flags: u32,
+}
+
+pub(crate) const FIEMAP_EXTENT_LAST: u32 = 0x1;
+pub(crate) const FIEMAP_EXTENT_UNKNOWN: u32 = 0x2;
+pub(crate) const FIEMAP_EXTENT_DELALLOC: u32 = 0x4;
+pub(crate) const FIEMAP_EXTENT_ENCODED: u32 = 0x8;
+pub(crate) const FIEMAP_EXTENT_SHARED: u32 = 0x2000;
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct FiemapHeader {
+    fm_start: u64,
+    fm_length: u64,
+    fm_flags: u32,
+    fm_mapped_extents: u32,
+    fm_extent_count: u32,
+    fm_reserved: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct FiemapExtent {
+    fe_logical: u64,
+    fe_physical: u64,
+    fe_length: u64,
+    fe_reserved64: [u64; 2],
+    fe_flags: u32,
+    fe_reserved: [u32; 3],
+}
+
+const FS_IOC_FIEMAP: libc::c_ulong = 0xC020_660B;
+const FIEMAP_FLAG_SYNC: u32 = 0x1;
+const FIEMAP_BATCH: usize = 256;
+
+#[repr(C)]
+struct FiemapBuf {
+    head: FiemapHeader,
+    extents: [FiemapExtent; FIEMAP_BATCH],
+}
+
+/// The file's extent map (after flushing delayed allocation), or an error such as
+/// EOPNOTSUPP where the filesystem has none.
+#[allow(unsafe_code)]
+pub(crate) fn extents(fd: BorrowedFd<'_>) -> Result<Vec<Extent>> {
+    use rustix::fd::AsRawFd;
+    let mut out = Vec::new();
+    let mut start = 0u64;
+    loop {
+        let mut buf = FiemapBuf {
+            head: FiemapHeader {
+                fm_start: start,
+                fm_length: u64::MAX - start,
+                fm_flags: FIEMAP_FLAG_SYNC,
+                fm_extent_count: FIEMAP_BATCH as u32,
+                ..Default::default()
+            },
+            extents: [FiemapExtent::default(); FIEMAP_BATCH],
+        };
+        // SAFETY: FS_IOC_FIEMAP reads the header and writes at most fm_extent_count extents
+        // into the array that follows it; `buf` is a live, properly laid out repr(C) value.
+        let rc = unsafe { libc::ioctl(fd.as_raw_fd(), FS_IOC_FIEMAP, &mut buf as *mut FiemapBuf) };
+        if rc != 0 {
+            return Err(Errno::from_raw_os_error(
+                std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
+            ));
+        }
+        let n = buf.head.fm_mapped_extents as usize;
+        let mut last = n == 0;
+        for e in &buf.extents[..n.min(FIEMAP_BATCH)] {
+            out.push(Extent {
+                logical: e.fe_logical,
+                physical: e.fe_physical,
+                length: e.fe_length,
+                flags: e.fe_flags,
+            });
+            start = e.fe_logical + e.fe_length;
+            last |= e.fe_flags & FIEMAP_EXTENT_LAST != 0;
+        }
+        if last {
+            return Ok(out);
+        }
+    }
 }
