@@ -236,6 +236,8 @@ fn join_rel(rel: &[u8], name: &CStr) -> Arc<[u8]> {
 
 impl<'a> Run<'a> {
     pub(crate) fn new(opts: &'a Options, observer: &'a dyn Observer, control: &'a Control) -> Self {
+        #[cfg(feature = "failpoints")]
+        sys::failpoints::setup();
         Run {
             opts,
             observer,

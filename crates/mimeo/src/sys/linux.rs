@@ -13,6 +13,15 @@ use std::mem::MaybeUninit;
 
 pub(crate) use rustix::fs::CWD;
 
+/// A fault-injection point for tests (`--features failpoints`): when the point named `$name`
+/// is configured to `return(ERRNO)`, the call fails with that errno instead of running.
+macro_rules! failpoint {
+    ($name:literal) => {
+        #[cfg(feature = "failpoints")]
+        fail::fail_point!($name, |arg| Err(crate::sys::failpoints::errno(arg)));
+    };
+}
+
 /// The subset of `statx` that copying needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Meta {
@@ -219,6 +228,7 @@ pub(crate) fn rename(
     new_dir: BorrowedFd<'_>,
     new: &CStr,
 ) -> Result<()> {
+    failpoint!("rename");
     rfs::renameat(old_dir, old, new_dir, new)
 }
 
@@ -235,6 +245,7 @@ pub(crate) fn unlink(dir: BorrowedFd<'_>, name: &CStr, is_dir: bool) -> Result<(
 
 /// Shares every extent of `src` with `dst` (`FICLONE`).
 pub(crate) fn clone_file(dst: BorrowedFd<'_>, src: BorrowedFd<'_>) -> Result<()> {
+    failpoint!("clone");
     rfs::ioctl_ficlone(dst, src)
 }
 
@@ -246,6 +257,7 @@ pub(crate) fn copy_range(
     dst_off: &mut u64,
     len: usize,
 ) -> Result<usize> {
+    failpoint!("copy_file_range");
     rfs::copy_file_range(src, Some(src_off), dst, Some(dst_off), len)
 }
 
@@ -264,18 +276,22 @@ pub(crate) fn seek_hole(fd: BorrowedFd<'_>, from: u64) -> Result<u64> {
 }
 
 pub(crate) fn pread(fd: BorrowedFd<'_>, buf: &mut [u8], off: u64) -> Result<usize> {
+    failpoint!("read");
     rustix::io::pread(fd, buf, off)
 }
 
 pub(crate) fn pwrite(fd: BorrowedFd<'_>, buf: &[u8], off: u64) -> Result<usize> {
+    failpoint!("write");
     rustix::io::pwrite(fd, buf, off)
 }
 
 pub(crate) fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize> {
+    failpoint!("read");
     rustix::io::read(fd, buf)
 }
 
 pub(crate) fn write(fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize> {
+    failpoint!("write");
     rustix::io::write(fd, buf)
 }
 
@@ -381,6 +397,7 @@ fn timestamps(atime: (i64, u32), mtime: (i64, u32)) -> rfs::Timestamps {
 }
 
 pub(crate) fn futimens(fd: BorrowedFd<'_>, atime: (i64, u32), mtime: (i64, u32)) -> Result<()> {
+    failpoint!("utimensat");
     rfs::futimens(fd, &timestamps(atime, mtime))
 }
 
@@ -391,6 +408,7 @@ pub(crate) fn lutimens_at(
     atime: (i64, u32),
     mtime: (i64, u32),
 ) -> Result<()> {
+    failpoint!("utimensat");
     rfs::utimensat(
         dir,
         name,
@@ -468,6 +486,7 @@ pub(crate) fn get_xattr(t: XattrTarget<'_>, name: &CStr, buf: &mut Vec<u8>) -> R
 }
 
 pub(crate) fn set_xattr(t: XattrTarget<'_>, name: &CStr, value: &[u8]) -> Result<()> {
+    failpoint!("fsetxattr");
     let flags = rfs::XattrFlags::empty();
     match t {
         XattrTarget::Fd(fd) => rfs::fsetxattr(fd, name, value, flags),

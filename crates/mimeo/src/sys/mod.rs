@@ -6,5 +6,8 @@ mod linux;
 #[cfg(target_os = "linux")]
 pub(crate) use linux::*;
 
+#[cfg(feature = "failpoints")]
+pub(crate) mod failpoints;
+
 #[cfg(not(target_os = "linux"))]
 compile_error!("mimeo currently supports Linux only");
