@@ -14,6 +14,8 @@ use mimeo_testkit::rng::Rng;
 use mimeo_testkit::{FsKind, LoopFs, capture, st_blocks};
 use serde_json::Value;
 
+pub mod tree;
+
 /// A `mimeo` command ready for arguments.
 pub fn mimeo() -> Command {
     Command::new(env!("CARGO_BIN_EXE_mimeo"))
@@ -106,8 +108,15 @@ pub fn run_in<S: AsRef<OsStr>>(cwd: Option<&Path>, args: &[S]) -> Run {
     if let Some(dir) = cwd {
         cmd.current_dir(dir);
     }
-    let out = capture(&mut cmd).expect("cannot start mimeo");
-    let json = if args.iter().any(|a| a.as_ref() == "--json") {
+    let json = args.iter().any(|a| a.as_ref() == "--json");
+    run_command(&mut cmd, json)
+}
+
+/// Runs a prepared `mimeo` command (possibly wrapped, e.g. by `timeout`),
+/// parsing stdout as JSON Lines when `json`.
+pub fn run_command(cmd: &mut Command, json: bool) -> Run {
+    let out = capture(cmd).expect("cannot start mimeo");
+    let json = if json {
         out.stdout
             .lines()
             .map(|l| {
