@@ -88,22 +88,15 @@ fn main() -> ExitCode {
 /// `--generate man|bash|zsh|fish|elvish`: the man page or a completion script on stdout.
 fn generate(what: &str) -> ExitCode {
     use clap::CommandFactory;
+    use std::io::Write;
     let mut cmd = args::Args::command();
-    let mut stdout = std::io::stdout();
+    let mut text = Vec::new();
     let shell = match what {
-        "man" => {
-            return match clap_mangen::Man::new(cmd).render(&mut stdout) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    output::err_line(&format!("mimeo: {e}\n"));
-                    ExitCode::from(EXIT_FAILED)
-                }
-            };
-        }
-        "bash" => clap_complete::Shell::Bash,
-        "zsh" => clap_complete::Shell::Zsh,
-        "fish" => clap_complete::Shell::Fish,
-        "elvish" => clap_complete::Shell::Elvish,
+        "man" => None,
+        "bash" => Some(clap_complete::Shell::Bash),
+        "zsh" => Some(clap_complete::Shell::Zsh),
+        "fish" => Some(clap_complete::Shell::Fish),
+        "elvish" => Some(clap_complete::Shell::Elvish),
         other => {
             output::err_line(&format!(
                 "mimeo: cannot generate '{other}': use man, bash, zsh, fish or elvish\n"
@@ -111,6 +104,18 @@ fn generate(what: &str) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    clap_complete::generate(shell, &mut cmd, "mimeo", &mut stdout);
-    ExitCode::SUCCESS
+    match shell {
+        Some(shell) => clap_complete::generate(shell, &mut cmd, "mimeo", &mut text),
+        None => clap_mangen::Man::new(cmd)
+            .render(&mut text)
+            .expect("rendering into memory cannot fail"),
+    }
+    match std::io::stdout().lock().write_all(&text) {
+        // A reader that stops early (`| head`) is not an error.
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            output::err_line(&format!("mimeo: {e}\n"));
+            ExitCode::from(EXIT_FAILED)
+        }
+        _ => ExitCode::SUCCESS,
+    }
 }

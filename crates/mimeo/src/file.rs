@@ -210,8 +210,9 @@ impl Copier<'_> {
         if !self.plan.nocache {
             return Ok(());
         }
+        let last = upto == u64::MAX;
         let upto = upto.min(self.end);
-        if upto <= self.window || (upto != self.end && upto - self.window < NOCACHE_WINDOW) {
+        if upto <= self.window || (!last && upto - self.window < NOCACHE_WINDOW) {
             return Ok(());
         }
         let len = upto - self.window;
@@ -219,6 +220,10 @@ impl Copier<'_> {
         sys::drop_cache(self.dst, self.window, len);
         sys::drop_cache(self.src, self.window, len);
         self.window = upto;
+        if last {
+            // Readahead brings in source pages beyond each dropped window: drop the whole file.
+            sys::drop_cache(self.src, 0, 0);
+        }
         Ok(())
     }
 
@@ -496,11 +501,11 @@ pub(crate) fn copy_regular(
     let (dst, temp) = match sys::create_excl(here.dst_dir, dst_name, marker) {
         Ok(fd) => (fd, None),
         Err(Errno::EXIST) => match place::existing(run, here, dst_name, &meta)? {
-            Existing::Skip => {
+            Existing::Skip if !stale_content(run, here, &src, dst_name, &meta)? => {
                 run.skipped(here, name, dst_name);
                 return Ok(None);
             }
-            Existing::Replace => {
+            Existing::Skip | Existing::Replace => {
                 let (fd, t) = place::with_temp(|t| sys::create_excl(here.dst_dir, t, marker))
                     .map_err(|e| Error::io(Op::Create, dst_path(), sys::io_err(e)))?;
                 (fd, Some(t))
@@ -540,6 +545,7 @@ pub(crate) fn copy_regular(
         created: true,
         created_owner: (!here.dst_setgid).then_some((run.process.euid, run.process.egid)),
         current_perm: Some(marker),
+        inherit_sgid: false,
     };
     apply
         .run(Dst::Fd(dst.as_fd()), &xattrs, &dst_path())
@@ -566,4 +572,26 @@ pub(crate) fn copy_regular(
     }
     run.copied(here, name, dst_name, EntryKind::File, Some(outcome));
     Ok(Some(outcome))
+}
+
+/// `-u --verify`: whether a destination that `-u` would skip differs from its source in
+/// content, so that it is copied again instead.
+fn stale_content(
+    run: &Run<'_>,
+    here: &Here<'_>,
+    src: &rustix::fd::OwnedFd,
+    dst_name: &CStr,
+    meta: &Meta,
+) -> Result<bool, Error> {
+    if !(run.opts.verify && run.opts.overwrite == crate::options::Overwrite::Update) {
+        return Ok(false);
+    }
+    let dst_path = || here.dst_path(dst_name);
+    let dst = sys::open_read(here.dst_dir, dst_name, false)
+        .map_err(|e| Error::io(Op::Open, dst_path(), sys::io_err(e)))?;
+    match verify::same_content(src.as_fd(), dst.as_fd(), meta, Method::Clone) {
+        Ok(()) => Ok(false),
+        Err(verify::Mismatch::Differs(_)) => Ok(true),
+        Err(e) => Err(e.into_error(here.src_path(c""), dst_path())),
+    }
 }

@@ -1,8 +1,10 @@
-//! Metadata in the order the guarantees demand: owner → xattrs (ACLs included) → mode → times.
+//! Metadata in the order the guarantees demand: owner → xattrs (ACLs included) → times → mode.
 //!
 //! chown comes first because it clears set-id bits and because security xattrs must be set
-//! by the final owner's rules; mode comes after xattrs because an ACL rewrites the group bits;
-//! times come last because every other change touches ctime and some touch mtime.
+//! by the final owner's rules; mode comes after xattrs because an ACL rewrites the group bits.
+//! None of these touch mtime, so times may come before the mode. They must: a new regular file
+//! carries an "incomplete" mode (sticky bit) until its final chmod, and that chmod has to be the
+//! very last step, or a copy killed between chmod and utimensat would look complete to `-u`.
 
 use crate::error::{Error, Op};
 use crate::options::Options;
@@ -103,6 +105,9 @@ pub(crate) struct Apply<'a> {
     pub created_owner: Option<(u32, u32)>,
     /// The mode the entry has now, to skip a chmod that would change nothing.
     pub current_perm: Option<u32>,
+    /// A new directory whose parent ends up set-gid: without --preserve=mode it gets the
+    /// set-gid bit it would have inherited, as with cp (which creates parents first).
+    pub inherit_sgid: bool,
 }
 
 impl Apply<'_> {
@@ -117,11 +122,6 @@ impl Apply<'_> {
         if !xattrs.is_empty() {
             self.set_xattrs(dst, xattrs, path)?;
         }
-        if let Some(perm) = self.final_perm(owner_kept) {
-            if self.current_perm != Some(perm) {
-                chmod(dst, perm).map_err(|e| Error::io(Op::Chmod, path, sys::io_err(e)))?;
-            }
-        }
         if p.timestamps {
             let (a, m) = (self.src.atime, self.src.mtime);
             let r = match dst {
@@ -129,6 +129,11 @@ impl Apply<'_> {
                 Dst::At { dir, name, .. } => sys::lutimens_at(dir, name, a, m),
             };
             r.map_err(|e| Error::io(Op::SetTimes, path, sys::io_err(e)))?;
+        }
+        if let Some(perm) = self.final_perm(owner_kept) {
+            if self.current_perm != Some(perm) {
+                chmod(dst, perm).map_err(|e| Error::io(Op::Chmod, path, sys::io_err(e)))?;
+            }
         }
         Ok(())
     }
@@ -182,7 +187,16 @@ impl Apply<'_> {
         let mut perm = if self.opts.preserve.mode {
             self.src.perm()
         } else if self.created {
-            self.src.perm() & 0o777 & !self.process.umask
+            // cp without --preserve=mode creates with the source's mode less the umask, and
+            // the kernel then drops set-id bits of a regular file (open) and of a directory
+            // (mkdir, which only inherits set-gid from its parent); mknod keeps them.
+            let bits = match self.src.file_type() {
+                sys::S_IFREG => 0o777,
+                sys::S_IFDIR => 0o1777,
+                _ => 0o7777,
+            };
+            let inherited = if self.inherit_sgid { sys::S_ISGID } else { 0 };
+            (self.src.perm() & bits & !self.process.umask) | inherited
         } else {
             return None;
         };

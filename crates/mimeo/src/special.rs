@@ -101,6 +101,7 @@ fn create_and_finish(
         created: true,
         created_owner: (!here.dst_setgid).then_some((run.process.euid, run.process.egid)),
         current_perm: (!symlink).then_some(meta.perm() & 0o700),
+        inherit_sgid: false,
     };
     let dst = Dst::At {
         dir: here.dst_dir,

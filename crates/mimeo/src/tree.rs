@@ -19,7 +19,7 @@ use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::{CStr, CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -55,16 +55,52 @@ pub fn copy_with(
             Err(e) => run.fail(&e),
         }
     }
-    let tasks: Vec<Task> = roots.into_iter().map(Task::Root).collect();
+    // Root directories are created and opened here, before the workers start, so that their
+    // descriptors exist in every worker's private descriptor table (see below).
+    let mut tasks = Vec::new();
+    let mut keep_nodes = Vec::new();
+    let mut keep_roots = Vec::new();
+    for root in roots {
+        if root.meta.is_dir() && opts.recursive {
+            let here = root.here();
+            if let Some(node) = run.dir_node(
+                &here,
+                &root.src_name,
+                &root.dst_name,
+                Some(root.meta),
+                root.follow,
+            ) {
+                keep_nodes.push(node.clone());
+                tasks.push(Task::Dir(node));
+            }
+        } else {
+            let root = Arc::new(root);
+            keep_roots.push(root.clone());
+            tasks.push(Task::Root(root));
+        }
+    }
+    // Workers copy with descriptor tables of their own (unshare(CLONE_FILES)), so opening and
+    // closing files does not contend on one shared table. Only descriptors opened before this
+    // point are visible to all; under -L, followed directories become anchors opened by a
+    // worker and shared, so that mode keeps the shared table.
+    let private_tables = opts.dereference != Dereference::Always;
     walk::run(
         opts.jobs,
         tasks,
-        || Worker {
-            reader: DirReader::new(64 * 1024),
-            buf: Vec::new(),
+        || {
+            if private_tables {
+                sys::private_fd_table();
+            }
+            Worker {
+                reader: DirReader::new(64 * 1024),
+                buf: Vec::new(),
+            }
         },
         |w, task, spawner| run.task(w, task, spawner),
     );
+    // The last references to the roots' descriptors are dropped here, on the calling thread,
+    // so they are closed in its own table.
+    drop((keep_nodes, keep_roots));
     let mut summary = run.counters.summary(start.elapsed());
     summary.interrupted = control.is_stopped();
     summary
@@ -129,11 +165,10 @@ pub(crate) struct LinkLoc {
 }
 
 enum Task {
-    Root(Root),
+    Root(Arc<Root>),
     Dir(Arc<DirNode>),
     Chunk {
         node: Arc<DirNode>,
-        fds: Arc<(OwnedFd, OwnedFd)>,
         entries: Vec<(CString, DType)>,
     },
 }
@@ -173,6 +208,10 @@ pub(crate) struct DirNode {
     dst_cow: bool,
     /// Source metadata captured by the pass, applied when the directory is finished.
     finish: Mutex<Option<(Meta, Xattrs)>>,
+    /// The parent directory ends up set-gid (see `Apply::inherit_sgid`).
+    parent_final_sgid: bool,
+    /// This directory ends up set-gid; known once its pass has read the source's mode.
+    final_sgid: AtomicBool,
 }
 
 /// Where an entry is being copied: its source and destination directories.
@@ -306,10 +345,14 @@ impl<'a> Run<'a> {
                 );
             }
             Task::Dir(node) => self.dir_pass(w, node, spawner),
-            Task::Chunk { node, fds, entries } => {
-                let here = node.here(fds.0.as_fd(), fds.1.as_fd());
-                for (name, t) in &entries {
-                    self.child(w, &here, name, *t, spawner);
+            Task::Chunk { node, entries } => {
+                // Reopened here: a descriptor of the worker that split the directory is not
+                // valid in this worker's table.
+                if let Some((src, dst)) = self.open_pair(&node) {
+                    let here = node.here(src.as_fd(), dst.as_fd());
+                    for (name, t) in &entries {
+                        self.child(w, &here, name, *t, spawner);
+                    }
                 }
                 drop(entries);
                 self.dir_done(node, None);
@@ -423,6 +466,21 @@ impl<'a> Run<'a> {
         follow: bool,
         spawner: &Spawner<'_, Task>,
     ) {
+        if let Some(node) = self.dir_node(here, name, dst_name, meta, follow) {
+            spawner.push(Task::Dir(node));
+        }
+    }
+
+    /// Creates (or merges into) the destination directory and returns the node of its pass,
+    /// or None when there is no pass to run (an error, or a -x mount point finished empty).
+    fn dir_node(
+        &self,
+        here: &Here<'_>,
+        name: &CStr,
+        dst_name: &CStr,
+        meta: Option<Meta>,
+        follow: bool,
+    ) -> Option<Arc<DirNode>> {
         let src_path = || here.src_path(name);
         let dst_path = || here.dst_path(dst_name);
         if !self.opts.recursive {
@@ -431,7 +489,7 @@ impl<'a> Run<'a> {
                 src_path(),
                 "-r not specified; omitting directory",
             ));
-            return;
+            return None;
         }
         // -x: a directory on another filesystem is created, not entered (as cp does).
         let crosses = matches!(meta, Some(m) if self.opts.one_file_system && !here.is_root && m.dev != here.root_src_dev);
@@ -448,17 +506,21 @@ impl<'a> Run<'a> {
                             crate::path_display(&src_path())
                         ),
                     ));
-                    return;
+                    return None;
                 }
                 Err(e) => {
                     self.fail(&Error::io(Op::Stat, dst_path(), sys::io_err(e)));
-                    return;
+                    return None;
                 }
             },
             Err(e) => {
                 self.fail(&Error::io(Op::CreateDir, dst_path(), sys::io_err(e)));
-                return;
+                return None;
             }
+        };
+        let parent_final_sgid = match here.node {
+            Some(p) => p.final_sgid.load(Ordering::SeqCst),
+            None => here.dst_setgid,
         };
         let node = match here.node {
             // Below a root: extend the parent's paths; anchors stay.
@@ -478,6 +540,8 @@ impl<'a> Run<'a> {
                     dst_dev: parent.dst_dev,
                     dst_cow: parent.dst_cow,
                     finish: Mutex::new(None),
+                    parent_final_sgid,
+                    final_sgid: AtomicBool::new(false),
                 }
             }
             // A root, or a symlink followed under -L: the directory becomes a new anchor.
@@ -486,20 +550,20 @@ impl<'a> Run<'a> {
                     Ok(fd) => fd,
                     Err(e) => {
                         self.fail(&open_error(src_path(), e));
-                        return;
+                        return None;
                     }
                 };
                 let dst = match sys::open_dir(here.dst_dir, dst_name, false) {
                     Ok(fd) => fd,
                     Err(e) => {
                         self.fail(&Error::io(Op::Open, dst_path(), sys::io_err(e)));
-                        return;
+                        return None;
                     }
                 };
                 if let Some(parent) = here.node {
                     if let Err(e) = check_not_cycle(parent, &src) {
                         self.fail(&Error::refused(Op::Refuse, src_path(), e));
-                        return;
+                        return None;
                     }
                 }
                 let src_dev = if here.is_root {
@@ -522,6 +586,8 @@ impl<'a> Run<'a> {
                     dst_dev: here.dst_dev,
                     dst_cow: here.dst_cow,
                     finish: Mutex::new(None),
+                    parent_final_sgid,
+                    final_sgid: AtomicBool::new(false),
                 }
             }
         };
@@ -535,9 +601,9 @@ impl<'a> Run<'a> {
             let xattrs = self.dir_xattrs_at(here.src_dir, name, &src_path());
             *node.finish.lock().unwrap_or_else(|e| e.into_inner()) = Some((m, xattrs));
             self.dir_done(node, None);
-            return;
+            return None;
         }
-        spawner.push(Task::Dir(node));
+        Some(node)
     }
 
     fn dir_xattrs_at(&self, dir: BorrowedFd<'_>, name: &CStr, path: &Path) -> Xattrs {
@@ -573,6 +639,14 @@ impl<'a> Run<'a> {
                             self.fail(&e);
                             Vec::new()
                         });
+                let sgid = if self.opts.preserve.mode {
+                    m.mode & sys::S_ISGID != 0
+                } else if node.created {
+                    node.parent_final_sgid
+                } else {
+                    node.dst_setgid
+                };
+                node.final_sgid.store(sgid, Ordering::SeqCst);
                 *node.finish.lock().unwrap_or_else(|e| e.into_inner()) = Some((m, xattrs));
             }
             Err(e) => self.fail(&stat_error(src_path(), e)),
@@ -603,22 +677,21 @@ impl<'a> Run<'a> {
             }
         }
         if rest.len() > 2 * CHUNK && self.opts.jobs > 1 {
-            let fds = Arc::new((src, dst));
             let mut rest = rest;
             while rest.len() > CHUNK {
                 let tail = rest.split_off(rest.len() - CHUNK);
                 node.pending.fetch_add(1, Ordering::SeqCst);
                 spawner.push(Task::Chunk {
                     node: node.clone(),
-                    fds: fds.clone(),
                     entries: tail,
                 });
             }
-            let here = node.here(fds.0.as_fd(), fds.1.as_fd());
+            let here = node.here(src.as_fd(), dst.as_fd());
             for (name, t) in &rest {
                 self.child(w, &here, name, *t, spawner);
             }
-            self.dir_done(node, None);
+            drop(src);
+            self.dir_done(node, Some(dst));
         } else {
             let here = node.here(src.as_fd(), dst.as_fd());
             for (name, t) in &rest {
@@ -627,6 +700,20 @@ impl<'a> Run<'a> {
             drop(src);
             self.dir_done(node, Some(dst));
         }
+    }
+
+    /// Opens a directory's source and destination by their paths below the anchors.
+    fn open_pair(&self, node: &DirNode) -> Option<(OwnedFd, OwnedFd)> {
+        let src = sys::open_dir_beneath(node.src_anchor.as_fd(), &node.src_rel)
+            .map_err(|e| self.fail(&open_error(rel_path(&node.src_base, &node.src_rel), e)))
+            .ok()?;
+        let dst = sys::open_dir_beneath(node.dst_anchor.as_fd(), &node.dst_rel)
+            .map_err(|e| {
+                let p = rel_path(&node.dst_base, &node.dst_rel);
+                self.fail(&Error::io(Op::Open, p, sys::io_err(e)))
+            })
+            .ok()?;
+        Some((src, dst))
     }
 
     /// Marks one part of a directory done; the last part applies its metadata, and so on up.
@@ -669,6 +756,7 @@ impl<'a> Run<'a> {
             created: node.created,
             created_owner: (node.created && !node.dst_setgid)
                 .then_some((self.process.euid, self.process.egid)),
+            inherit_sgid: node.created && node.parent_final_sgid,
             current_perm: node
                 .created
                 .then_some(0o700 | if node.dst_setgid { sys::S_ISGID } else { 0 }),

@@ -417,11 +417,12 @@ pub(crate) fn lutimens_at(
     )
 }
 
-/// `/proc/self/fd/N[/name]`: reaches the file an fd refers to, or an entry below the directory
+/// `/proc/thread-self/fd/N[/name]`: reaches the file an fd refers to, or an entry below the directory
 /// it refers to, by path, for the calls (l*xattr, chmod) that have no fd-relative form.
 pub(crate) fn proc_fd_path(fd: BorrowedFd<'_>, name: Option<&CStr>) -> CString {
     use rustix::fd::AsRawFd;
-    let mut p = format!("/proc/self/fd/{}", fd.as_raw_fd()).into_bytes();
+    // thread-self, not self: a worker may have a descriptor table of its own.
+    let mut p = format!("/proc/thread-self/fd/{}", fd.as_raw_fd()).into_bytes();
     if let Some(n) = name {
         p.push(b'/');
         p.extend_from_slice(n.to_bytes());
@@ -554,6 +555,17 @@ impl std::fmt::Debug for DirReader {
 }
 
 // ---- process ----
+
+/// Gives the calling thread a descriptor table of its own (`unshare(CLONE_FILES)`), a copy of
+/// the process's, so its opens and closes do not contend with other threads on one table.
+/// Failure is harmless: the thread keeps the shared table.
+#[allow(unsafe_code)]
+pub(crate) fn private_fd_table() {
+    // SAFETY: after this call, descriptors this thread opens are invalid in other threads and
+    // vice versa. The engine only calls it at the start of its worker threads, and shares
+    // across workers only descriptors opened before the workers started (see `tree::copy_with`).
+    let _ = unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::FILES) };
+}
 
 /// Raises the soft limit on open files to the hard limit.
 pub(crate) fn raise_nofile_limit() {
