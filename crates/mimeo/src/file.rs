@@ -60,6 +60,8 @@ pub(crate) struct DataPlan {
     pub dst_cow: bool,
     /// Drop the copied range from the page cache on both sides as the copy goes.
     pub nocache: bool,
+    /// The source's size is its true size, so a size of 0 needs no read.
+    pub size_is_true: bool,
 }
 
 /// Errnos that mean "this mechanism is not available here", never "the copy failed".
@@ -122,6 +124,13 @@ pub(crate) fn copy_data(
         return Err(DataError {
             op: Op::Clone,
             errno: Errno::OPNOTSUPP,
+        });
+    }
+    if size == 0 && plan.size_is_true {
+        return Ok(FileOutcome {
+            method: Method::Stream,
+            bytes: 0,
+            hole_bytes: 0,
         });
     }
     if size == 0 {
@@ -526,6 +535,7 @@ pub(crate) fn copy_regular(
         same_fs: meta.dev == here.dst_dev,
         dst_cow: here.dst_cow,
         nocache: run.opts.nocache,
+        size_is_true: meta.dev == here.sized_dev,
     };
     let outcome =
         copy_data(src.as_fd(), &meta, dst.as_fd(), &plan, buf, run.control).map_err(|e| {

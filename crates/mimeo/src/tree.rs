@@ -84,8 +84,14 @@ pub fn copy_with(
     // point are visible to all; under -L, followed directories become anchors opened by a
     // worker and shared, so that mode keeps the shared table.
     let private_tables = opts.dereference != Dereference::Always;
+    // Files alone need no more workers than there are files.
+    let jobs = if tasks.iter().all(|t| matches!(t, Task::Root(_))) {
+        opts.jobs.min(tasks.len())
+    } else {
+        opts.jobs
+    };
     walk::run(
-        opts.jobs,
+        jobs,
         tasks,
         || {
             if private_tables {
@@ -187,6 +193,7 @@ pub(crate) struct Root {
     pub(crate) dst_cow: bool,
     pub(crate) dst_setgid: bool,
     pub(crate) empty_rel: Arc<[u8]>,
+    pub(crate) sized_dev: u64,
 }
 
 /// A directory being copied.
@@ -204,6 +211,8 @@ pub(crate) struct DirNode {
     /// The destination directory has set-gid, so new entries take its group.
     dst_setgid: bool,
     root_src_dev: u64,
+    /// The source device whose files' sizes can be trusted (see `Here::sized_dev`).
+    sized_dev: u64,
     dst_dev: u64,
     dst_cow: bool,
     /// Source metadata captured by the pass, applied when the directory is finished.
@@ -231,6 +240,9 @@ pub(crate) struct Here<'a> {
     pub dst_cow: bool,
     pub dst_setgid: bool,
     pub root_src_dev: u64,
+    /// The device of a root on a filesystem whose files report their true size, so an empty
+    /// file there needs no read; files elsewhere (procfs, sysfs, ...) are read to the end.
+    pub sized_dev: u64,
 }
 
 impl Here<'_> {
@@ -537,6 +549,7 @@ impl<'a> Run<'a> {
                     created,
                     dst_setgid,
                     root_src_dev: parent.root_src_dev,
+                    sized_dev: parent.sized_dev,
                     dst_dev: parent.dst_dev,
                     dst_cow: parent.dst_cow,
                     finish: Mutex::new(None),
@@ -583,6 +596,7 @@ impl<'a> Run<'a> {
                     created,
                     dst_setgid,
                     root_src_dev: src_dev,
+                    sized_dev: here.sized_dev,
                     dst_dev: here.dst_dev,
                     dst_cow: here.dst_cow,
                     finish: Mutex::new(None),
@@ -808,6 +822,7 @@ impl DirNode {
             dst_cow: self.dst_cow,
             dst_setgid: self.dst_setgid,
             root_src_dev: self.root_src_dev,
+            sized_dev: self.sized_dev,
         }
     }
 }
@@ -879,7 +894,13 @@ impl Root {
                 | sys::OCFS2_MAGIC
                 | sys::ZFS_MAGIC)
         );
+        let sized_dev = if sys::sizes_are_true_at(src_parent.as_fd(), &src_name, follow) {
+            meta.dev
+        } else {
+            u64::MAX
+        };
         Ok(Some(Root {
+            sized_dev,
             src_parent,
             src_name,
             dst_parent: Arc::new(dst_parent),
@@ -910,6 +931,7 @@ impl Root {
             dst_cow: self.dst_cow,
             dst_setgid: self.dst_setgid,
             root_src_dev: self.meta.dev,
+            sized_dev: self.sized_dev,
         }
     }
 }

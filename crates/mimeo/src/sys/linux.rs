@@ -304,6 +304,35 @@ pub(crate) fn fs_type(fd: BorrowedFd<'_>) -> Result<u64> {
     rfs::fstatfs(fd).map(|s| s.f_type as u64)
 }
 
+/// Whether files on the filesystem of `dir/name` report their true size, so a size of 0 means
+/// empty. Not so on procfs, sysfs and the like, whose files have content yet report 0.
+pub(crate) fn sizes_are_true_at(dir: BorrowedFd<'_>, name: &CStr, follow: bool) -> bool {
+    let mut flags = OFlags::PATH | OFlags::CLOEXEC;
+    if !follow {
+        flags |= OFlags::NOFOLLOW;
+    }
+    match rfs::openat(dir, name, flags, Mode::empty()) {
+        Ok(fd) => sizes_are_true(fd.as_fd()),
+        Err(_) => false,
+    }
+}
+
+fn sizes_are_true(fd: BorrowedFd<'_>) -> bool {
+    const EXT4_MAGIC: u64 = 0xEF53;
+    const TMPFS_MAGIC: u64 = 0x0102_1994;
+    const F2FS_MAGIC: u64 = 0xF2F5_2010;
+    matches!(
+        fs_type(fd),
+        Ok(EXT4_MAGIC
+            | TMPFS_MAGIC
+            | F2FS_MAGIC
+            | BTRFS_MAGIC
+            | XFS_MAGIC
+            | BCACHEFS_MAGIC
+            | ZFS_MAGIC)
+    )
+}
+
 pub(crate) const BTRFS_MAGIC: u64 = 0x9123_683E;
 pub(crate) const XFS_MAGIC: u64 = 0x5846_5342;
 pub(crate) const BCACHEFS_MAGIC: u64 = 0xCA45_1A4E;
