@@ -66,6 +66,12 @@ def fs_(x, digits=2):
     return ("%." + str(digits) + "f") % x
 
 
+def fops(x):
+    if x is None:
+        return "–"
+    return "%.0f" % x if x >= 100 else "%.2f" % x
+
+
 def fastest(results, names):
     ok = [(results[n]["mean"], n) for n in names if n in results and not results[n]["failed"]]
     return min(ok)[1] if ok else None
@@ -107,7 +113,7 @@ class Report:
             "- machine: %s, %d cores, %.0f GiB RAM, Linux %s" % (m["cpu"], m["cores"], m["mem_gib"], m["kernel"]),
             "- mimeo: commit %s%s; peers: %s, %s, %s, %s; %s; %s" % (
                 m["commit"], " (dirty tree)" if m.get("dirty") else "", v["cp"], v["xcp"], v["cpz"],
-                "fcp " + v["fcp"] if not v["fcp"].startswith("fcp") else v["fcp"], v["java"] or "no JDK 25",
+                v["fcp"] if v["fcp"].startswith("fcp") else ("fcp " + v["fcp"]).strip(), v["java"] or "no JDK 25",
                 v["hyperfine"]),
             "- filesystems: loop-mounted images (direct I/O loop devices) on the machine's disk; "
             "fidelity compared with `%s --no-atime`" % m["comparer"],
@@ -124,6 +130,10 @@ class Report:
             self.out("- `small`: %d entries, %.1f MB of small files (0–16 KiB)" % (t["entries"], t["bytes"] / 1e6))
         if "empty" in trees:
             self.out("- `empty`: %d entries, all empty files" % trees["empty"]["entries"])
+        notes = os.path.join(self.raw, "notes.md")
+        if os.path.exists(notes):
+            # Free-text remarks about the run (for instance other load on the machine).
+            self.out("- note: " + open(notes).read().strip())
         run = self.of(kind="run")
         if run:
             self.out("- whole run: %.0f min" % (run[0]["seconds"] / 60))
@@ -203,13 +213,14 @@ class Report:
                     elif r["kind"] == "hyperfine":
                         res = hyperfine(self.raw, r["file"])
                         cp = res.get("cp")
-                        ops["cp"] = 1.0 / cp["mean"] if cp and not cp["failed"] else None
+                        ok = cp and not cp["failed"] and cp["mean"] > 0
+                        ops["cp"] = 1.0 / cp["mean"] if ok else None
                 mi, jdk, cp = ops.get("mimeo"), ops.get("jdk"), ops.get("cp")
                 row = {"fs": fs, "size": size, "bytes": nbytes, "mimeo_ops": mi, "jdk_ops": jdk, "cp_ops": cp,
                        "mimeo_per_jdk": ratio(mi, jdk), "mimeo_per_cp": ratio(mi, cp), "jdk_per_cp": ratio(jdk, cp)}
                 rows_json.append(row)
                 rows.append([size, fx(row["mimeo_per_jdk"]), fx(row["mimeo_per_cp"]), fx(row["jdk_per_cp"]),
-                             fs_(mi, 0), fs_(jdk, 0), fs_(cp, 0)])
+                             fops(mi), fops(jdk), fops(cp)])
             self.out("**%s**" % fs, "")
             self.out(table(["size", "mimeo / JDK", "mimeo / cp", "JDK / cp", "mimeo ops/s", "JDK ops/s",
                             "cp ops/s"], rows), "")
