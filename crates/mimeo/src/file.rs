@@ -36,6 +36,7 @@ use crate::options::{Reflink, Sparse};
 use crate::summary::Control;
 use crate::sys::{self, Errno, Meta};
 use rustix::fd::BorrowedFd;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A data-path failure: which step failed and the errno. Terminal for the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,6 +81,28 @@ fn offload_unsupported(e: Errno) -> bool {
     )
 }
 
+/// Filesystems (by device) that answered FICLONE with EOPNOTSUPP: they cannot clone at all,
+/// so later files there skip the attempt. A few slots are plenty; when they are full, the
+/// attempt is simply made again.
+static NO_CLONE_DEVS: [AtomicU64; 8] = [const { AtomicU64::new(0) }; 8];
+
+fn cannot_clone(dev: u64) -> bool {
+    NO_CLONE_DEVS
+        .iter()
+        .any(|slot| slot.load(Ordering::Relaxed) == dev.wrapping_add(1))
+}
+
+fn remember_cannot_clone(dev: u64) {
+    let key = dev.wrapping_add(1);
+    for slot in &NO_CLONE_DEVS {
+        match slot.compare_exchange(0, key, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return,
+            Err(held) if held == key => return,
+            Err(_) => {}
+        }
+    }
+}
+
 /// Largest request per `copy_file_range` call (the kernel caps one near 2 GiB); smaller
 /// requests let progress and a stop request be seen often.
 const OFFLOAD_CHUNK: u64 = 256 << 20;
@@ -95,7 +118,7 @@ pub(crate) fn copy_data(
 ) -> Result<FileOutcome, DataError> {
     let size = meta.size;
     if plan.sparse != Sparse::Never && plan.reflink != Reflink::Never && size > 0 {
-        if plan.same_fs {
+        if plan.same_fs && !cannot_clone(meta.dev) {
             match sys::clone_file(dst, src) {
                 Ok(()) => {
                     control.add_bytes(Method::Clone, size);
@@ -106,7 +129,11 @@ pub(crate) fn copy_data(
                         hole_bytes: size - data,
                     });
                 }
-                Err(e) if clone_unsupported(e) && plan.reflink == Reflink::Auto => {}
+                Err(e) if clone_unsupported(e) && plan.reflink == Reflink::Auto => {
+                    if e == Errno::OPNOTSUPP {
+                        remember_cannot_clone(meta.dev);
+                    }
+                }
                 Err(e) => {
                     return Err(DataError {
                         op: Op::Clone,
@@ -126,7 +153,7 @@ pub(crate) fn copy_data(
             errno: Errno::OPNOTSUPP,
         });
     }
-    if size == 0 && plan.size_is_true {
+    if size == 0 && (plan.size_is_true || sys::sizes_are_true(src)) {
         return Ok(FileOutcome {
             method: Method::Stream,
             bytes: 0,

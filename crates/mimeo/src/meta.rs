@@ -22,12 +22,15 @@ pub(crate) struct Process {
 }
 
 impl Process {
+    /// Read once per process: a copy of one small file should not pay four system calls for
+    /// facts that do not change while it runs.
     pub fn current() -> Self {
-        Process {
+        static PROCESS: std::sync::OnceLock<Process> = std::sync::OnceLock::new();
+        *PROCESS.get_or_init(|| Process {
             euid: sys::euid(),
             egid: sys::egid(),
             umask: sys::current_umask(),
-        }
+        })
     }
 }
 

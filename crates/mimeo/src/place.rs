@@ -77,7 +77,9 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 /// A temporary name in the destination directory, unique within this process.
 fn temp_name() -> CString {
     let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    sys::cstring(format!(".mimeo-{}-{n:x}.tmp", std::process::id()).as_bytes())
+    static PID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    let pid = *PID.get_or_init(std::process::id);
+    sys::cstring(format!(".mimeo-{pid}-{n:x}.tmp").as_bytes())
 }
 
 /// Creates something under a fresh temporary name with `make`, retrying on a name clash.
@@ -95,7 +97,18 @@ pub(crate) fn with_temp<T>(
 }
 
 /// Moves a finished temporary over the destination name.
+///
+/// The names are exchanged (`RENAME_EXCHANGE`) and the old entry, now under the temporary name,
+/// is unlinked: the destination name always refers to the old or the new file, as with a plain
+/// rename, but ext4 does not force the new file's data to disk as it does when a rename
+/// replaces a file (its `auto_da_alloc` heuristic), which made each replacement cost a flush.
 pub(crate) fn commit_temp(here: &Here<'_>, temp: &CStr, dst_name: &CStr) -> Result<(), Error> {
+    if sys::exchange(here.dst_dir, temp, dst_name).is_ok() {
+        // Whatever stood at the destination is now under the temporary name.
+        let _ = sys::unlink(here.dst_dir, temp, false);
+        return Ok(());
+    }
+    // No exchange (the destination vanished, or the filesystem lacks it): a plain rename.
     match sys::rename(here.dst_dir, temp, here.dst_dir, dst_name) {
         Ok(()) => Ok(()),
         Err(e) => {

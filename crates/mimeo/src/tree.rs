@@ -860,20 +860,25 @@ impl Root {
             .map_err(|e| Error::io(create_op, dst_path, sys::io_err(e)))?;
         let parent_meta = sys::fstat(dst_parent.as_fd())
             .map_err(|e| Error::io(Op::Stat, dst_path, sys::io_err(e)))?;
-        for follow_dst in [true, false] {
-            if let Ok(d) = sys::stat_at(dst_parent.as_fd(), &dst_name, follow_dst) {
-                if d.id() == meta.id() {
-                    return Err(Error::refused(
-                        Op::Refuse,
-                        src_path,
-                        format!(
-                            "'{}' and '{}' are the same file",
-                            crate::path_display(src_path),
-                            crate::path_display(dst_path)
-                        ),
-                    ));
-                }
-            }
+        // The destination itself, then (only when it is a symlink) what it points to.
+        let dst_here = sys::stat_at(dst_parent.as_fd(), &dst_name, false).ok();
+        let dst_target = dst_here
+            .filter(|d| d.is_symlink())
+            .and_then(|_| sys::stat_at(dst_parent.as_fd(), &dst_name, true).ok());
+        if [dst_here, dst_target]
+            .into_iter()
+            .flatten()
+            .any(|d| d.id() == meta.id())
+        {
+            return Err(Error::refused(
+                Op::Refuse,
+                src_path,
+                format!(
+                    "'{}' and '{}' are the same file",
+                    crate::path_display(src_path),
+                    crate::path_display(dst_path)
+                ),
+            ));
         }
         if meta.is_dir() && is_inside(dst_parent.as_fd(), meta.id()) {
             return Err(Error::refused(
@@ -886,19 +891,23 @@ impl Root {
                 ),
             ));
         }
-        let dst_cow = matches!(
-            sys::fs_type(dst_parent.as_fd()),
-            Ok(sys::BTRFS_MAGIC
-                | sys::XFS_MAGIC
-                | sys::BCACHEFS_MAGIC
-                | sys::OCFS2_MAGIC
-                | sys::ZFS_MAGIC)
-        );
-        let sized_dev = if sys::sizes_are_true_at(src_parent.as_fd(), &src_name, follow) {
-            meta.dev
-        } else {
-            u64::MAX
-        };
+        // Only --reflink=never needs to know (to keep copy_file_range from sharing extents).
+        let dst_cow = opts.reflink == crate::options::Reflink::Never
+            && matches!(
+                sys::fs_type(dst_parent.as_fd()),
+                Ok(sys::BTRFS_MAGIC
+                    | sys::XFS_MAGIC
+                    | sys::BCACHEFS_MAGIC
+                    | sys::OCFS2_MAGIC
+                    | sys::ZFS_MAGIC)
+            );
+        // Known per tree for directories; a file given alone is checked only if it is empty.
+        let sized_dev =
+            if meta.is_dir() && sys::sizes_are_true_at(src_parent.as_fd(), &src_name, follow) {
+                meta.dev
+            } else {
+                u64::MAX
+            };
         Ok(Some(Root {
             sized_dev,
             src_parent,

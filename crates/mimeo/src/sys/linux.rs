@@ -232,6 +232,12 @@ pub(crate) fn rename(
     rfs::renameat(old_dir, old, new_dir, new)
 }
 
+/// Atomically swaps two names in one directory (`renameat2(RENAME_EXCHANGE)`).
+pub(crate) fn exchange(dir: BorrowedFd<'_>, a: &CStr, b: &CStr) -> Result<()> {
+    failpoint!("rename");
+    rfs::renameat_with(dir, a, dir, b, rfs::RenameFlags::EXCHANGE)
+}
+
 pub(crate) fn unlink(dir: BorrowedFd<'_>, name: &CStr, is_dir: bool) -> Result<()> {
     let flags = if is_dir {
         AtFlags::REMOVEDIR
@@ -317,7 +323,7 @@ pub(crate) fn sizes_are_true_at(dir: BorrowedFd<'_>, name: &CStr, follow: bool) 
     }
 }
 
-fn sizes_are_true(fd: BorrowedFd<'_>) -> bool {
+pub(crate) fn sizes_are_true(fd: BorrowedFd<'_>) -> bool {
     const EXT4_MAGIC: u64 = 0xEF53;
     const TMPFS_MAGIC: u64 = 0x0102_1994;
     const F2FS_MAGIC: u64 = 0xF2F5_2010;
