@@ -1241,6 +1241,12 @@ fn has_mode(path: &Path, pred: impl Fn(u32) -> bool) -> bool {
     fs::symlink_metadata(path).is_ok_and(|m| pred(m.mode()))
 }
 
+/// Whether `path` holds all `len` bytes but is still marked incomplete:
+/// its data is done and its metadata is in progress.
+fn data_done_but_marked(path: &Path, len: u64) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|m| m.len() == len && m.mode() & 0o1000 != 0)
+}
+
 /// Moments a killed copy of a new file can stop in, made deterministic
 /// with sleeps: during the data, the xattrs and the times (all before the
 /// final mode).
@@ -1254,11 +1260,14 @@ fn sigkill_inside_each_stage_of_a_new_file_is_finished_by_update() {
     set_xattr(&f, "user.k", b"v");
     fs::set_permissions(&f, fs::Permissions::from_mode(0o644)).unwrap();
     fixed_times(&f);
-    type Ready = fn(u32) -> bool;
+    let len = 1 << 20;
+    type Ready = fn(&Path, u64) -> bool;
     let stages: [(&str, &str, Ready); 3] = [
-        ("data", "write=sleep(5000)", |m| m & 0o1000 != 0),
-        ("xattrs", "fsetxattr=sleep(5000)", |m| m & 0o1000 != 0),
-        ("times", "utimensat=sleep(5000)", |m| m & 0o1000 != 0),
+        ("data", "write=sleep(5000)", |p, _| {
+            has_mode(p, |m| m & 0o1000 != 0)
+        }),
+        ("xattrs", "fsetxattr=sleep(5000)", data_done_but_marked),
+        ("times", "utimensat=sleep(5000)", data_done_but_marked),
     ];
     for (stage, fp, ready) in stages {
         let dst = tmp.path().join(format!("dst-{stage}"));
@@ -1268,7 +1277,7 @@ fn sigkill_inside_each_stage_of_a_new_file_is_finished_by_update() {
             fp,
             &argv!["-a", "--reflink=never", "--sparse=never", &f, &d],
             Signal::KILL,
-            || has_mode(&d, ready),
+            || ready(&d, len),
         );
         let what = format!("SIGKILL during the {stage} of a new file ({status})");
         assert_ne!(state(&f, &d), State::Absent, "{what}");
