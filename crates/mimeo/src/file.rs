@@ -573,6 +573,19 @@ pub(crate) fn copy_regular(
             };
             discard(Error::io(e.op, path, sys::io_err(e.errno)))
         })?;
+    if outcome.method != Method::Clone && meta.size > 0 {
+        // Copying took time: a source written meanwhile would leave a copy that mixes old and
+        // new bytes under the old times. A clone is one atomic step and needs no check.
+        let now = sys::fstat(src.as_fd())
+            .map_err(|e| discard(Error::io(Op::Stat, src_path(), sys::io_err(e))))?;
+        if now.size != meta.size || now.mtime != meta.mtime {
+            return Err(discard(Error::refused(
+                Op::Changed,
+                src_path(),
+                "file changed as we read it; not copied",
+            )));
+        }
+    }
     let xattrs = meta::source_xattrs(run.opts, XattrTarget::Fd(src.as_fd()), &src_path())
         .map_err(discard)?;
     let apply = Apply {

@@ -211,8 +211,6 @@ impl Apply<'_> {
 }
 
 fn chown(dst: Dst<'_>, uid: Option<u32>, gid: Option<u32>) -> sys::Result<()> {
-    let uid = uid.unwrap_or(u32::MAX);
-    let gid = gid.unwrap_or(u32::MAX);
     match dst {
         Dst::Fd(fd) => sys::fchown(fd, uid, gid),
         Dst::At { dir, name, .. } => sys::lchown_at(dir, name, uid, gid),

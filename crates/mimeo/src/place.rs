@@ -183,3 +183,57 @@ pub(crate) fn link_loc(here: &Here<'_>, dst_name: &CStr) -> LinkLoc {
         name: dst_name.to_owned(),
     }
 }
+
+/// Removes temporaries that an interrupted run (SIGKILL, power loss) left in a destination
+/// directory: names of the form `.mimeo-PID-N.tmp` whose process no longer runs. Called by
+/// `-u` on directories it merges into, so that a re-run leaves the tree equal to the source.
+pub(crate) fn remove_stale_temps(reader: &mut sys::DirReader, dir: rustix::fd::BorrowedFd<'_>) {
+    let mut stale = Vec::new();
+    let _ = reader.read_all(dir, |name, t| {
+        if t != sys::DType::Dir && is_stale_temp(name.to_bytes()) {
+            stale.push(name.to_owned());
+        }
+    });
+    for name in stale {
+        let _ = sys::unlink(dir, &name, false);
+    }
+}
+
+fn is_stale_temp(name: &[u8]) -> bool {
+    let Some(rest) = name
+        .strip_prefix(b".mimeo-")
+        .and_then(|r| r.strip_suffix(b".tmp"))
+    else {
+        return false;
+    };
+    let Some((pid, n)) = std::str::from_utf8(rest)
+        .ok()
+        .and_then(|r| r.split_once('-'))
+    else {
+        return false;
+    };
+    let (Ok(pid), true) = (
+        pid.parse::<u32>(),
+        !n.is_empty() && n.bytes().all(|b| b.is_ascii_hexdigit()),
+    ) else {
+        return false;
+    };
+    pid != std::process::id() && !std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_stale_temp;
+
+    #[test]
+    fn only_temporaries_of_dead_processes_are_stale() {
+        assert!(is_stale_temp(b".mimeo-4000000-1f.tmp"));
+        let mine = format!(".mimeo-{}-0.tmp", std::process::id());
+        assert!(!is_stale_temp(mine.as_bytes()));
+        assert!(!is_stale_temp(b".mimeo-1-0.tmp"), "pid 1 runs");
+        assert!(!is_stale_temp(b".mimeo-x-0.tmp"));
+        assert!(!is_stale_temp(b".mimeo-4000000-.tmp"));
+        assert!(!is_stale_temp(b"mimeo-4000000-1.tmp"));
+        assert!(!is_stale_temp(b".mimeo-4000000-1.tmp.bak"));
+    }
+}

@@ -10,7 +10,8 @@ use crate::error::{Error, Op};
 use crate::file::{self, FileOutcome};
 use crate::links::LinkMap;
 use crate::meta::{self, Apply, Dst, Process, Xattrs};
-use crate::options::{Dereference, Options};
+use crate::options::{Dereference, Options, Overwrite};
+use crate::place;
 use crate::special;
 use crate::summary::{Control, Counters, EntryKind, Event, NoObserver, Observer, Summary};
 use crate::sys::{self, DType, DirReader, Errno, Meta, XattrTarget};
@@ -505,6 +506,20 @@ impl<'a> Run<'a> {
         }
         // -x: a directory on another filesystem is created, not entered (as cp does).
         let crosses = matches!(meta, Some(m) if self.opts.one_file_system && !here.is_root && m.dev != here.root_src_dev);
+        // A root, or a symlink followed under -L, becomes a new anchor. Its source is opened
+        // before anything is created, so an unreadable root leaves nothing behind.
+        let new_anchor =
+            here.node.is_none() || (follow && meta.is_some() && is_symlink_at(here.src_dir, name));
+        let mut anchor_src = None;
+        if new_anchor {
+            match sys::open_dir(here.src_dir, name, follow) {
+                Ok(fd) => anchor_src = Some(fd),
+                Err(e) => {
+                    self.fail(&open_error(src_path(), e));
+                    return None;
+                }
+            }
+        }
         let (created, dst_setgid) = match sys::mkdir(here.dst_dir, dst_name, 0o700) {
             Ok(()) => (true, here.dst_setgid),
             Err(Errno::EXIST) => match sys::stat_at(here.dst_dir, dst_name, false) {
@@ -534,38 +549,30 @@ impl<'a> Run<'a> {
             Some(p) => p.final_sgid.load(Ordering::SeqCst),
             None => here.dst_setgid,
         };
-        let node = match here.node {
+        let node = match (here.node, anchor_src) {
             // Below a root: extend the parent's paths; anchors stay.
-            Some(parent) if !(follow && meta.is_some() && is_symlink_at(here.src_dir, name)) => {
-                DirNode {
-                    parent: Some(parent.clone()),
-                    src_anchor: parent.src_anchor.clone(),
-                    src_rel: join_rel(&parent.src_rel, name),
-                    dst_anchor: parent.dst_anchor.clone(),
-                    dst_rel: join_rel(&parent.dst_rel, dst_name),
-                    src_base: parent.src_base.clone(),
-                    dst_base: parent.dst_base.clone(),
-                    pending: AtomicUsize::new(1),
-                    created,
-                    dst_setgid,
-                    root_src_dev: parent.root_src_dev,
-                    sized_dev: parent.sized_dev,
-                    dst_dev: parent.dst_dev,
-                    dst_cow: parent.dst_cow,
-                    finish: Mutex::new(None),
-                    parent_final_sgid,
-                    final_sgid: AtomicBool::new(false),
-                }
-            }
+            (Some(parent), None) => DirNode {
+                parent: Some(parent.clone()),
+                src_anchor: parent.src_anchor.clone(),
+                src_rel: join_rel(&parent.src_rel, name),
+                dst_anchor: parent.dst_anchor.clone(),
+                dst_rel: join_rel(&parent.dst_rel, dst_name),
+                src_base: parent.src_base.clone(),
+                dst_base: parent.dst_base.clone(),
+                pending: AtomicUsize::new(1),
+                created,
+                dst_setgid,
+                root_src_dev: parent.root_src_dev,
+                sized_dev: parent.sized_dev,
+                dst_dev: parent.dst_dev,
+                dst_cow: parent.dst_cow,
+                finish: Mutex::new(None),
+                parent_final_sgid,
+                final_sgid: AtomicBool::new(false),
+            },
             // A root, or a symlink followed under -L: the directory becomes a new anchor.
-            _ => {
-                let src = match sys::open_dir(here.src_dir, name, follow) {
-                    Ok(fd) => fd,
-                    Err(e) => {
-                        self.fail(&open_error(src_path(), e));
-                        return None;
-                    }
-                };
+            (_, anchor_src) => {
+                let src = anchor_src.expect("opened above for a new anchor");
                 let dst = match sys::open_dir(here.dst_dir, dst_name, false) {
                     Ok(fd) => fd,
                     Err(e) => {
@@ -674,6 +681,9 @@ impl<'a> Run<'a> {
                 return;
             }
         };
+        if !node.created && self.opts.overwrite == Overwrite::Update {
+            place::remove_stale_temps(&mut w.reader, dst.as_fd());
+        }
         let mut entries = Vec::new();
         if let Err(e) = w
             .reader

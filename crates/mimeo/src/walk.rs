@@ -34,6 +34,8 @@ struct Shared<T> {
     sleeping: AtomicUsize,
     lock: Mutex<()>,
     wake: Condvar,
+    /// The first panic of a task, raised again once every worker has stopped.
+    panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
 }
 
 /// Runs `handle` on every task, starting from `initial`, with `jobs` workers. Each worker
@@ -55,6 +57,7 @@ pub(crate) fn run<T, S>(
         sleeping: AtomicUsize::new(0),
         lock: Mutex::new(()),
         wake: Condvar::new(),
+        panic: Mutex::new(None),
     };
     for t in initial {
         shared.injector.push(t);
@@ -76,7 +79,16 @@ pub(crate) fn run<T, S>(
                         shared,
                     };
                     while let Some(task) = next_task(&local, shared, index) {
-                        handle(&mut state, task, &spawner);
+                        // A panicking task must still count as done, or the other workers
+                        // would wait for it forever; the panic is raised again at the end.
+                        let outcome =
+                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                handle(&mut state, task, &spawner)
+                            }));
+                        if let Err(payload) = outcome {
+                            let mut first = shared.panic.lock().unwrap_or_else(|e| e.into_inner());
+                            first.get_or_insert(payload);
+                        }
                         if shared.pending.fetch_sub(1, Ordering::SeqCst) == 1 {
                             let _guard = shared.lock.lock();
                             shared.wake.notify_all();
@@ -86,6 +98,9 @@ pub(crate) fn run<T, S>(
                 .expect("spawn worker thread");
         }
     });
+    if let Some(payload) = shared.panic.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        std::panic::resume_unwind(payload);
+    }
 }
 
 fn next_task<T>(local: &Worker<T>, shared: &Shared<T>, me: usize) -> Option<T> {
@@ -155,6 +170,23 @@ mod tests {
             },
         );
         assert_eq!(count.load(Ordering::Relaxed), (1 << 13) - 1);
+    }
+
+    #[test]
+    fn a_panicking_task_ends_the_run_and_is_raised_again() {
+        let result = std::panic::catch_unwind(|| {
+            run(
+                2,
+                vec![0u32, 1, 2],
+                || (),
+                |_, n, _| {
+                    if n == 1 {
+                        panic!("task failed");
+                    }
+                },
+            )
+        });
+        assert!(result.is_err());
     }
 
     #[test]

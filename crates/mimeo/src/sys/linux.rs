@@ -347,27 +347,25 @@ pub(crate) const ZFS_MAGIC: u64 = 0x2FC1_2FC1;
 
 // ---- metadata ----
 
-pub(crate) fn fchown(fd: BorrowedFd<'_>, uid: u32, gid: u32) -> Result<()> {
-    // SAFETY-free: rustix validates ids; `from_raw` here only wraps a number.
-    rfs::fchown(fd, Some(uid_of(uid)), Some(gid_of(gid)))
+/// Changes owner and/or group of an open file; `None` leaves that id as it is.
+pub(crate) fn fchown(fd: BorrowedFd<'_>, uid: Option<u32>, gid: Option<u32>) -> Result<()> {
+    rfs::fchown(fd, uid.map(rfs::Uid::from_raw), gid.map(rfs::Gid::from_raw))
 }
 
 /// Changes the owner of `dir/name` itself, never a symlink's target.
-pub(crate) fn lchown_at(dir: BorrowedFd<'_>, name: &CStr, uid: u32, gid: u32) -> Result<()> {
+pub(crate) fn lchown_at(
+    dir: BorrowedFd<'_>,
+    name: &CStr,
+    uid: Option<u32>,
+    gid: Option<u32>,
+) -> Result<()> {
     rfs::chownat(
         dir,
         name,
-        Some(uid_of(uid)),
-        Some(gid_of(gid)),
+        uid.map(rfs::Uid::from_raw),
+        gid.map(rfs::Gid::from_raw),
         AtFlags::SYMLINK_NOFOLLOW,
     )
-}
-
-fn uid_of(uid: u32) -> rfs::Uid {
-    rfs::Uid::from_raw(uid)
-}
-fn gid_of(gid: u32) -> rfs::Gid {
-    rfs::Gid::from_raw(gid)
 }
 
 pub(crate) fn fchmod(fd: BorrowedFd<'_>, mode: u32) -> Result<()> {
