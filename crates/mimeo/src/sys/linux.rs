@@ -475,26 +475,29 @@ pub(crate) enum XattrTarget<'a> {
 
 /// The xattr names of a target, NUL-separated; empty when it has none.
 pub(crate) fn list_xattrs(t: XattrTarget<'_>, buf: &mut Vec<u8>) -> Result<()> {
-    loop {
-        buf.clear();
-        let cap = buf.capacity().max(1024);
-        buf.reserve(cap);
-        let got = match t {
-            XattrTarget::Fd(fd) => rfs::flistxattr(fd, buf.spare_capacity_mut()),
-            XattrTarget::NoFollow(p) => rfs::llistxattr(p, buf.spare_capacity_mut()),
+    // Appends the names the kernel wrote into `out` to `buf`.
+    let list = |out: &mut [MaybeUninit<u8>], buf: &mut Vec<u8>| -> Result<()> {
+        let (init, _) = match t {
+            XattrTarget::Fd(fd) => rfs::flistxattr(fd, out)?,
+            XattrTarget::NoFollow(p) => rfs::llistxattr(p, out)?,
         };
-        match got {
-            Ok((init, _)) => {
-                let n = init.len();
-                // SAFETY-free: the kernel initialised `n` bytes; set_len is avoided by copying.
-                let names = init.to_vec();
-                buf.clear();
-                buf.extend_from_slice(&names);
-                debug_assert_eq!(buf.len(), n);
-                return Ok(());
-            }
-            Err(Errno::RANGE) => buf.reserve(cap * 2),
-            Err(e) => return Err(e),
+        buf.extend_from_slice(init);
+        Ok(())
+    };
+    buf.clear();
+    // Most files have no attributes, or a few short names: a buffer on the stack first, so
+    // that the common case costs one call and no allocation.
+    let mut small = [MaybeUninit::<u8>::uninit(); 512];
+    match list(&mut small, buf) {
+        Err(Errno::RANGE) => {}
+        other => return other,
+    }
+    let mut cap = 4096;
+    loop {
+        let mut big = vec![MaybeUninit::<u8>::uninit(); cap];
+        match list(&mut big, buf) {
+            Err(Errno::RANGE) if cap < (1 << 20) => cap *= 4,
+            other => return other,
         }
     }
 }
