@@ -542,14 +542,17 @@ pub(crate) fn copy_regular(
                 return Ok(None);
             }
             Existing::Skip | Existing::Replace => {
-                let (fd, t) = place::with_temp(|t| sys::create_excl(here.dst_dir, t, marker))
+                // A temporary is incomplete by its name, so it needs no marker (and no chmod
+                // to clear one): it is created as restricted as its final mode requires.
+                let mode = place::temp_mode(run, here, &meta);
+                let (fd, t) = place::with_temp(|t| sys::create_excl(here.dst_dir, t, mode))
                     .map_err(|e| Error::io(Op::Create, dst_path(), sys::io_err(e)))?;
-                (fd, Some(t))
+                (fd, Some((t, mode & !run.process.umask)))
             }
         },
         Err(e) => return Err(Error::io(Op::Create, dst_path(), sys::io_err(e))),
     };
-    let written_name: &CStr = temp.as_deref().unwrap_or(dst_name);
+    let written_name: &CStr = temp.as_ref().map_or(dst_name, |(t, _)| t);
     // A failure leaves no half file behind: the new entry is removed.
     let discard = |err: Error| {
         let _ = sys::unlink(here.dst_dir, written_name, false);
@@ -594,7 +597,7 @@ pub(crate) fn copy_regular(
         src: &meta,
         created: true,
         created_owner: (!here.dst_setgid).then_some((run.process.euid, run.process.egid)),
-        current_perm: Some(marker),
+        current_perm: Some(temp.as_ref().map_or(marker, |&(_, mode)| mode)),
         inherit_sgid: false,
     };
     apply
@@ -609,7 +612,7 @@ pub(crate) fn copy_regular(
             .map_err(|e| discard(Error::io(Op::Sync, dst_path(), sys::io_err(e))))?;
     }
     drop(dst);
-    if let Some(t) = &temp {
+    if let Some((t, _)) = &temp {
         place::commit_temp(here, t, dst_name)?;
     }
     if run.opts.sync && here.node.is_none() {

@@ -72,6 +72,22 @@ pub(crate) fn incomplete_mode(src: &Meta) -> u32 {
     sys::S_ISVTX | (src.perm() & 0o700)
 }
 
+/// The mode a temporary regular file is created with: the final permission bits when the
+/// owner it gets at creation is already the right one, only the owner's bits when a chown is
+/// still to come (so that nobody else can open it meanwhile). Never set-id bits: those come
+/// after the chown, which would clear them.
+pub(crate) fn temp_mode(run: &Run<'_>, here: &Here<'_>, src: &Meta) -> u32 {
+    let p = run.opts.preserve;
+    let perm = if p.mode {
+        src.perm() & 0o777
+    } else {
+        src.perm() & 0o777 & !run.process.umask
+    };
+    let owner_changes = p.ownership
+        && (here.dst_setgid || (src.uid, src.gid) != (run.process.euid, run.process.egid));
+    if owner_changes { perm & 0o700 } else { perm }
+}
+
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// A temporary name in the destination directory, unique within this process.

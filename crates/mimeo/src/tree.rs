@@ -420,25 +420,11 @@ impl<'a> Run<'a> {
         let result = match kind {
             None | Some(sys::S_IFREG) => {
                 match file::copy_regular(self, here, &mut w.buf, name, dst_name, meta, follow) {
-                    Err(e) if e.errno() == Some(Errno::LOOP.raw_os_error()) && meta.is_none() => {
-                        // Listed as a file, now a symlink: copy what is there now.
-                        match sys::stat_at(here.src_dir, name, false) {
-                            Ok(m) => {
-                                return self.entry(
-                                    w,
-                                    here,
-                                    name,
-                                    dst_name,
-                                    Some(m),
-                                    follow,
-                                    spawner,
-                                );
-                            }
-                            Err(e) => Err(stat_error(here.src_path(name), e)),
-                        }
-                    }
-                    Err(e) if e.op == Op::Changed => {
-                        // Not a regular file any more: copy what is there now.
+                    // Listed as a file, something else now (a symlink fails O_NOFOLLOW with
+                    // ELOOP): copy what is there now.
+                    Err(e)
+                        if e.op == Op::Changed || e.errno() == Some(Errno::LOOP.raw_os_error()) =>
+                    {
                         match sys::stat_at(here.src_dir, name, follow) {
                             Ok(m) if !m.is_reg() => {
                                 return self.entry(
