@@ -534,14 +534,17 @@ fn vanished_source_directory_is_reported() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        // As soon as the first directory shows up in the copy, move every
-        // source directory not yet copied out of the tree.
+        // As soon as the first file shows up in the copy, move every source
+        // directory whose files have not started to be copied out of the tree.
+        // (Directories are created by their parent's pass, before their own
+        // pass copies their files, so a file, not the directory, marks a start.)
+        let started = |n: &String| dst.join(n).join("f0").exists();
         let deadline = Instant::now() + Duration::from_secs(30);
         let mut moved = BTreeSet::new();
         while moved.is_empty() && Instant::now() < deadline {
-            if names.iter().any(|n| dst.join(n).exists()) {
+            if names.iter().any(started) {
                 for n in &names {
-                    if !dst.join(n).exists() && fs::rename(src.join(n), grave.join(n)).is_ok() {
+                    if !started(n) && fs::rename(src.join(n), grave.join(n)).is_ok() {
                         moved.insert(n.clone());
                     }
                 }

@@ -589,8 +589,8 @@ pub(crate) fn copy_regular(
             )));
         }
     }
-    let xattrs = meta::source_xattrs(run.opts, XattrTarget::Fd(src.as_fd()), &src_path())
-        .map_err(discard)?;
+    let xattrs =
+        meta::source_xattrs(run.opts, XattrTarget::Fd(src.as_fd()), &src_path).map_err(discard)?;
     let apply = Apply {
         opts: run.opts,
         process: &run.process,
@@ -601,7 +601,7 @@ pub(crate) fn copy_regular(
         inherit_sgid: false,
     };
     apply
-        .run(Dst::Fd(dst.as_fd()), &xattrs, &dst_path())
+        .run(Dst::Fd(dst.as_fd()), &xattrs, &dst_path)
         .map_err(discard)?;
     if run.opts.verify {
         verify::same_content(src.as_fd(), dst.as_fd(), &meta, outcome.method)

@@ -11,7 +11,7 @@ use crate::options::Options;
 use crate::sys::{self, Errno, Meta, XattrTarget};
 use rustix::fd::BorrowedFd;
 use std::ffi::{CStr, CString};
-use std::path::Path;
+use std::path::PathBuf;
 
 /// Facts about the running process that decide how metadata is applied.
 #[derive(Debug, Clone, Copy)]
@@ -56,7 +56,7 @@ pub(crate) type Xattrs = Vec<(CString, Vec<u8>)>;
 pub(crate) fn source_xattrs(
     opts: &Options,
     src: XattrTarget<'_>,
-    path: &Path,
+    path: &dyn Fn() -> PathBuf,
 ) -> Result<Xattrs, Error> {
     if opts.preserve.xattr {
         read_xattrs(src, path, |_| true)
@@ -69,14 +69,14 @@ pub(crate) fn source_xattrs(
 
 fn read_xattrs(
     src: XattrTarget<'_>,
-    path: &Path,
+    path: &dyn Fn() -> PathBuf,
     wanted: impl Fn(&[u8]) -> bool,
 ) -> Result<Xattrs, Error> {
     let mut names = Vec::new();
     match sys::list_xattrs(src, &mut names) {
         Ok(()) => {}
         Err(Errno::NOTSUP) => return Ok(Vec::new()),
-        Err(e) => return Err(Error::io(Op::ListXattr, path, sys::io_err(e))),
+        Err(e) => return Err(Error::io(Op::ListXattr, path(), sys::io_err(e))),
     }
     let mut out = Vec::new();
     for name in names
@@ -89,7 +89,7 @@ fn read_xattrs(
             Ok(()) => out.push((name, value)),
             // Removed between list and get: nothing to copy.
             Err(Errno::NODATA) => {}
-            Err(e) => return Err(Error::io(Op::GetXattr, path, sys::io_err(e))),
+            Err(e) => return Err(Error::io(Op::GetXattr, path(), sys::io_err(e))),
         }
     }
     Ok(out)
@@ -114,8 +114,14 @@ pub(crate) struct Apply<'a> {
 }
 
 impl Apply<'_> {
-    /// Applies owner, xattrs, mode and times to `dst`. `path` names it in errors.
-    pub fn run(&self, dst: Dst<'_>, xattrs: &Xattrs, path: &Path) -> Result<(), Error> {
+    /// Applies owner, xattrs, times and mode to `dst`. `path` names it in errors; it is only
+    /// built when one happens.
+    pub fn run(
+        &self,
+        dst: Dst<'_>,
+        xattrs: &Xattrs,
+        path: &dyn Fn() -> PathBuf,
+    ) -> Result<(), Error> {
         let p = self.opts.preserve;
         let owner_kept = if p.ownership {
             self.chown(dst, path)?
@@ -131,18 +137,18 @@ impl Apply<'_> {
                 Dst::Fd(fd) => sys::futimens(fd, a, m),
                 Dst::At { dir, name, .. } => sys::lutimens_at(dir, name, a, m),
             };
-            r.map_err(|e| Error::io(Op::SetTimes, path, sys::io_err(e)))?;
+            r.map_err(|e| Error::io(Op::SetTimes, path(), sys::io_err(e)))?;
         }
         if let Some(perm) = self.final_perm(owner_kept) {
             if self.current_perm != Some(perm) {
-                chmod(dst, perm).map_err(|e| Error::io(Op::Chmod, path, sys::io_err(e)))?;
+                chmod(dst, perm).map_err(|e| Error::io(Op::Chmod, path(), sys::io_err(e)))?;
             }
         }
         Ok(())
     }
 
     /// Returns whether the source's owner is now the destination's.
-    fn chown(&self, dst: Dst<'_>, path: &Path) -> Result<bool, Error> {
+    fn chown(&self, dst: Dst<'_>, path: &dyn Fn() -> PathBuf) -> Result<bool, Error> {
         let (uid, gid) = (self.src.uid, self.src.gid);
         if self.created_owner == Some((uid, gid)) {
             return Ok(true);
@@ -154,11 +160,16 @@ impl Apply<'_> {
                 let _ = chown(dst, None, Some(gid));
                 Ok(false)
             }
-            Err(e) => Err(Error::io(Op::Chown, path, sys::io_err(e))),
+            Err(e) => Err(Error::io(Op::Chown, path(), sys::io_err(e))),
         }
     }
 
-    fn set_xattrs(&self, dst: Dst<'_>, xattrs: &Xattrs, path: &Path) -> Result<(), Error> {
+    fn set_xattrs(
+        &self,
+        dst: Dst<'_>,
+        xattrs: &Xattrs,
+        path: &dyn Fn() -> PathBuf,
+    ) -> Result<(), Error> {
         let proc_path;
         let target = match dst {
             Dst::Fd(fd) => XattrTarget::Fd(fd),
@@ -175,7 +186,7 @@ impl Apply<'_> {
                 Err(Errno::NOTSUP) if !self.opts.preserve.xattr_required => {}
                 Err(Errno::PERM)
                     if !self.opts.preserve.xattr_required && self.process.euid != 0 => {}
-                Err(e) => return Err(Error::io(Op::SetXattr, path, sys::io_err(e))),
+                Err(e) => return Err(Error::io(Op::SetXattr, path(), sys::io_err(e))),
             }
         }
         Ok(())

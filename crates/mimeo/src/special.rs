@@ -92,7 +92,7 @@ fn create_and_finish(
         Vec::new()
     } else {
         let p = sys::proc_fd_path(here.src_dir, Some(name));
-        meta::source_xattrs(run.opts, XattrTarget::NoFollow(&p), &here.src_path(name))?
+        meta::source_xattrs(run.opts, XattrTarget::NoFollow(&p), &|| here.src_path(name))?
     };
     let apply = Apply {
         opts: run.opts,
@@ -108,7 +108,7 @@ fn create_and_finish(
         name: made,
         symlink,
     };
-    if let Err(e) = apply.run(dst, &xattrs, &dst_path()) {
+    if let Err(e) = apply.run(dst, &xattrs, &dst_path) {
         if temp.is_some() {
             let _ = sys::unlink(here.dst_dir, made, false);
         }

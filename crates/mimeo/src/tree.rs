@@ -605,7 +605,7 @@ impl<'a> Run<'a> {
         if crosses {
             // Finish it empty: record its metadata and complete the pass at once.
             let m = meta.expect("stat taken under -x");
-            let xattrs = self.dir_xattrs_at(here.src_dir, name, &src_path());
+            let xattrs = self.dir_xattrs_at(here.src_dir, name, &src_path);
             *node.finish.lock().unwrap_or_else(|e| e.into_inner()) = Some((m, xattrs));
             self.dir_done(node, None);
             return None;
@@ -613,7 +613,12 @@ impl<'a> Run<'a> {
         Some(node)
     }
 
-    fn dir_xattrs_at(&self, dir: BorrowedFd<'_>, name: &CStr, path: &Path) -> Xattrs {
+    fn dir_xattrs_at(
+        &self,
+        dir: BorrowedFd<'_>,
+        name: &CStr,
+        path: &dyn Fn() -> PathBuf,
+    ) -> Xattrs {
         if !self.opts.preserve.xattr && !self.opts.preserve.mode {
             return Vec::new();
         }
@@ -641,7 +646,7 @@ impl<'a> Run<'a> {
         match sys::fstat(src.as_fd()) {
             Ok(m) => {
                 let xattrs =
-                    meta::source_xattrs(self.opts, XattrTarget::Fd(src.as_fd()), &src_path())
+                    meta::source_xattrs(self.opts, XattrTarget::Fd(src.as_fd()), &src_path)
                         .unwrap_or_else(|e| {
                             self.fail(&e);
                             Vec::new()
@@ -779,7 +784,7 @@ impl<'a> Run<'a> {
             }
         };
         match apply
-            .run(Dst::Fd(fd.as_fd()), &xattrs, &dst_path())
+            .run(Dst::Fd(fd.as_fd()), &xattrs, &dst_path)
             .and_then(|()| flushed())
         {
             Ok(()) => {
