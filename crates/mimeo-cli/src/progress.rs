@@ -31,7 +31,13 @@ impl Progress {
             );
             let _ = std::thread::Builder::new()
                 .name("mimeo-scan".into())
-                .spawn(move || mimeo::scan(&pairs, &opts, &totals, &control));
+                .spawn(move || {
+                    // The scan only feeds the totals: at the lowest priority it uses idle CPU
+                    // and never slows the copy it describes.
+                    let _ =
+                        rustix::process::setpriority_process(Some(rustix::thread::gettid()), 19);
+                    mimeo::scan(&pairs, &opts, &totals, &control)
+                });
         }
         let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr_with_hz(10));
         bar.set_style(
@@ -48,7 +54,9 @@ impl Progress {
                 .spawn(move || {
                     while !done.load(Relaxed) {
                         draw(&bar, &control, &totals, sync);
-                        std::thread::sleep(Duration::from_millis(100));
+                        // Parked, not asleep: `finish` wakes it at once, so the bar never
+                        // delays the end of a copy.
+                        std::thread::park_timeout(Duration::from_millis(100));
                     }
                     bar.finish_and_clear();
                 })
@@ -60,6 +68,7 @@ impl Progress {
     pub fn finish(mut self) {
         self.done.store(true, Relaxed);
         if let Some(t) = self.ticker.take() {
+            t.thread().unpark();
             let _ = t.join();
         }
     }
