@@ -18,6 +18,12 @@ const EXIT_USAGE: u8 = 2;
 const EXIT_VANISHED: u8 = 24;
 
 fn main() -> ExitCode {
+    // First of all, so that a signal at any later moment is a clean stop.
+    let control = Arc::new(mimeo::Control::new());
+    let stopped = Arc::new(signals::Stopped::default());
+    if let Err(e) = signals::install(control.clone(), stopped.clone()) {
+        output::err_line(&format!("mimeo: cannot install signal handlers: {e}\n"));
+    }
     let args = match args::Args::try_parse() {
         Ok(a) => a,
         Err(e) => {
@@ -47,11 +53,6 @@ fn main() -> ExitCode {
         verbose: config.verbose,
         json: config.json,
     };
-    let control = Arc::new(mimeo::Control::new());
-    let stopped = Arc::new(signals::Stopped::default());
-    if let Err(e) = signals::install(control.clone(), stopped.clone()) {
-        output::err_line(&format!("mimeo: cannot install signal handlers: {e}\n"));
-    }
     let summary = if config.dry_run {
         mimeo::dry_run(&config.pairs, &config.options, &printer)
     } else {

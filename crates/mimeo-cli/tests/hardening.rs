@@ -1192,9 +1192,17 @@ fn sigint_at_random_moments_cleans_up_and_exits_130() {
                 }
             }
         }
-        let child = mimeo_fp("", &full(&dst)).spawn().unwrap();
-        // Leave the process time to install its handlers.
-        thread::sleep(Duration::from_micros(3000 + rng.below(span * 2 / 3)));
+        let mut child = mimeo_fp("", &full(&dst)).spawn().unwrap();
+        // A signal before the process has started copying tests nothing of mimeo (it may not
+        // have reached its handlers): wait for the destination to appear, then a random time.
+        let start = Instant::now();
+        while !dst.exists()
+            && child.try_wait().unwrap().is_none()
+            && start.elapsed() < Duration::from_secs(10)
+        {
+            thread::sleep(Duration::from_micros(200));
+        }
+        thread::sleep(Duration::from_micros(2000 + rng.below(span * 2 / 3)));
         signal(&child, sig);
         let (status, r) = finish(child);
         let what = format!("round {round}: {sig:?} ({status})");
