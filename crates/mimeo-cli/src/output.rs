@@ -39,10 +39,7 @@ impl Observer for Printer {
                 outcome,
             } if self.verbose => {
                 if self.json {
-                    let mut line = String::from("{\"type\":\"copied\",\"src\":");
-                    push_json_path(&mut line, src);
-                    line.push_str(",\"dst\":");
-                    push_json_path(&mut line, dst);
+                    let mut line = entry_object("copied", src, dst);
                     line.push_str(",\"kind\":");
                     push_json_str(&mut line, kind.name());
                     if let Some(o) = outcome {
@@ -70,10 +67,7 @@ impl Observer for Printer {
                 action,
             } => {
                 if self.json {
-                    let mut line = String::from("{\"type\":\"planned\",\"src\":");
-                    push_json_path(&mut line, src);
-                    line.push_str(",\"dst\":");
-                    push_json_path(&mut line, dst);
+                    let mut line = entry_object("planned", src, dst);
                     line.push_str(&format!(
                         ",\"kind\":\"{}\",\"action\":\"{}\"}}\n",
                         kind.name(),
@@ -92,10 +86,7 @@ impl Observer for Printer {
             }
             Event::Skipped { src, dst } if self.verbose => {
                 if self.json {
-                    let mut line = String::from("{\"type\":\"skipped\",\"src\":");
-                    push_json_path(&mut line, src);
-                    line.push_str(",\"dst\":");
-                    push_json_path(&mut line, dst);
+                    let mut line = entry_object("skipped", src, dst);
                     line.push_str("}\n");
                     out(&line);
                 } else {
@@ -195,6 +186,17 @@ pub fn out(s: &str) {
 pub fn err_line(s: &str) {
     let mut e = std::io::stderr().lock();
     let _ = e.write_all(s.as_bytes());
+}
+
+/// The start of a JSON object about one entry: `{"type":…,"src":…,"dst":…` (left open).
+fn entry_object(kind: &str, src: &Path, dst: &Path) -> String {
+    let mut line = String::from("{\"type\":");
+    push_json_str(&mut line, kind);
+    line.push_str(",\"src\":");
+    push_json_path(&mut line, src);
+    line.push_str(",\"dst\":");
+    push_json_path(&mut line, dst);
+    line
 }
 
 fn push_json_path(out: &mut String, p: &Path) {
