@@ -1104,23 +1104,33 @@ fn interruption_tree(src: &Path) {
     }
 }
 
-#[test]
-fn sigkill_at_random_moments_leaves_only_complete_or_marked_files() {
-    let tmp = tempdir();
-    let src = tmp.path().join("src");
+/// The interruption tree under `root/src`, the destination path `root/dst`, a function that
+/// builds `mimeo -aT --update` (streamed, to be slow enough to hit, plus `extra`) from the
+/// source to a given destination, and how long one full run takes here, in microseconds.
+fn interruption_setup(
+    root: &Path,
+    extra: &[&str],
+) -> (PathBuf, PathBuf, impl Fn(&Path) -> Vec<OsString>, u64) {
+    let src = root.join("src");
     interruption_tree(&src);
-    let dst = tmp.path().join("dst");
-    // Calibrate: how long a full run takes here (streamed, to be slow
-    // enough to hit).
-    let flags = argv!["-aT", "--update", "--reflink=never", "--sparse=never"];
-    let full = |dst: &Path| {
-        let mut a = flags.to_vec();
-        a.extend(argv![&src, dst]);
+    let mut flags = argvec!["-aT", "--update", "--reflink=never", "--sparse=never"];
+    flags.extend(extra.iter().map(OsString::from));
+    let from = src.clone();
+    let full = move |dst: &Path| {
+        let mut a = flags.clone();
+        a.extend(argv![&from, dst]);
         a
     };
     let t0 = Instant::now();
-    assert_eq!(run_args(&full(&tmp.path().join("calibrate"))).code, 0);
+    assert_eq!(run_args(&full(&root.join("calibrate"))).code, 0);
     let span = t0.elapsed().as_micros() as u64;
+    (src, root.join("dst"), full, span)
+}
+
+#[test]
+fn sigkill_at_random_moments_leaves_only_complete_or_marked_files() {
+    let tmp = tempdir();
+    let (src, dst, full, span) = interruption_setup(tmp.path(), &[]);
     let mut rng = Rng::new(0x5161);
     let mut marked = 0;
     for round in 0..20 {
@@ -1156,24 +1166,7 @@ fn sigkill_at_random_moments_leaves_only_complete_or_marked_files() {
 #[test]
 fn sigint_at_random_moments_cleans_up_and_exits_130() {
     let tmp = tempdir();
-    let src = tmp.path().join("src");
-    interruption_tree(&src);
-    let dst = tmp.path().join("dst");
-    let flags = argv![
-        "-aT",
-        "--update",
-        "--reflink=never",
-        "--sparse=never",
-        "--json"
-    ];
-    let full = |dst: &Path| {
-        let mut a = flags.to_vec();
-        a.extend(argv![&src, dst]);
-        a
-    };
-    let t0 = Instant::now();
-    assert_eq!(run_args(&full(&tmp.path().join("calibrate"))).code, 0);
-    let span = t0.elapsed().as_micros() as u64;
+    let (src, dst, full, span) = interruption_setup(tmp.path(), &["--json"]);
     let mut rng = Rng::new(0x1217);
     let mut stopped = 0;
     for round in 0..20 {
