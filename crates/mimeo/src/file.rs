@@ -503,7 +503,7 @@ use crate::summary::EntryKind;
 use crate::sys::XattrTarget;
 use crate::tree::{Here, Run, open_error};
 use crate::verify;
-use rustix::fd::AsFd;
+use rustix::fd::{AsFd, OwnedFd};
 use std::ffi::CStr;
 
 /// Copies the regular file `here.src_dir/name` to `here.dst_dir/dst_name`, data and metadata.
@@ -518,7 +518,6 @@ pub(crate) fn copy_regular(
     follow: bool,
 ) -> Result<Option<FileOutcome>, Error> {
     let src_path = || here.src_path(name);
-    let dst_path = || here.dst_path(dst_name);
     let src = sys::open_read(here.src_dir, name, follow).map_err(|e| open_error(src_path(), e))?;
     let meta =
         sys::fstat(src.as_fd()).map_err(|e| Error::io(Op::Stat, src_path(), sys::io_err(e)))?;
@@ -529,27 +528,59 @@ pub(crate) fn copy_regular(
             "no longer a regular file",
         ));
     }
+    copy_opened(run, here, buf, name, dst_name, &src, &meta, None)
+}
+
+/// [`copy_regular`] for a source already opened and checked to be a regular file.
+/// `found` is the destination's metadata when it is known to exist: the copy then goes
+/// straight to a temporary, without first trying to create the destination name.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn copy_opened(
+    run: &Run<'_>,
+    here: &Here<'_>,
+    buf: &mut Vec<u8>,
+    name: &CStr,
+    dst_name: &CStr,
+    src: &OwnedFd,
+    meta: &Meta,
+    found: Option<&Meta>,
+) -> Result<Option<FileOutcome>, Error> {
+    let meta = *meta;
+    let src_path = || here.src_path(name);
+    let dst_path = || here.dst_path(dst_name);
     let first = match place::link_or_claim(run, here, name, dst_name, &meta)? {
         LinkStep::Done => return Ok(None),
         LinkStep::Copy(first) => first,
     };
     let marker = place::incomplete_mode(&meta);
-    let (dst, temp) = match sys::create_excl(here.dst_dir, dst_name, marker) {
+    let created = match found {
+        Some(_) => Err(Errno::EXIST),
+        None => sys::create_excl(here.dst_dir, dst_name, marker),
+    };
+    let (dst, temp) = match created {
         Ok(fd) => (fd, None),
-        Err(Errno::EXIST) => match place::existing(run, here, dst_name, &meta)? {
-            Existing::Skip if !stale_content(run, here, &src, dst_name, &meta)? => {
-                run.skipped(here, name, dst_name);
-                return Ok(None);
+        Err(Errno::EXIST) => {
+            let policy = match found {
+                Some(d) => place::existing_as(run, here, dst_name, d, &meta)?,
+                None => place::existing(run, here, dst_name, &meta)?,
+            };
+            match policy {
+                Existing::Skip if !stale_content(run, here, src, dst_name, &meta)? => {
+                    run.skipped(here, name, dst_name);
+                    return Ok(None);
+                }
+                Existing::Skip | Existing::Replace => {
+                    // A temporary is incomplete by its name, so it needs no marker (and no
+                    // chmod to clear one): it is created as restricted as its final mode
+                    // requires.
+                    let mode = place::temp_mode(run, here, &meta);
+                    let (fd, t) =
+                        place::with_temp(here, |t| sys::create_excl(here.dst_dir, t, mode))
+                            .map_err(|e| Error::io(Op::Create, dst_path(), sys::io_err(e)))?;
+                    (fd, Some((t, mode & !run.process.umask)))
+                }
             }
-            Existing::Skip | Existing::Replace => {
-                // A temporary is incomplete by its name, so it needs no marker (and no chmod
-                // to clear one): it is created as restricted as its final mode requires.
-                let mode = place::temp_mode(run, here, &meta);
-                let (fd, t) = place::with_temp(|t| sys::create_excl(here.dst_dir, t, mode))
-                    .map_err(|e| Error::io(Op::Create, dst_path(), sys::io_err(e)))?;
-                (fd, Some((t, mode & !run.process.umask)))
-            }
-        },
+        }
         Err(e) => return Err(Error::io(Op::Create, dst_path(), sys::io_err(e))),
     };
     let written_name: &CStr = temp.as_ref().map_or(dst_name, |(t, _)| t);
@@ -613,16 +644,16 @@ pub(crate) fn copy_regular(
     }
     drop(dst);
     if let Some((t, _)) = &temp {
-        place::commit_temp(here, t, dst_name)?;
+        let dirty = outcome.method != Method::Clone && outcome.bytes > 0;
+        place::commit_temp(here, t, dst_name, dirty)?;
     }
     if run.opts.sync && here.node.is_none() {
         // A root-level file: its directory entry is flushed here; inside a tree, the
         // directory's own flush at its finish covers it.
-        sys::fsync(here.dst_dir).map_err(|e| Error::io(Op::Sync, dst_path(), sys::io_err(e)))?;
+        here.sync_dst_dir()
+            .map_err(|e| Error::io(Op::Sync, dst_path(), sys::io_err(e)))?;
     }
-    if let Some(first) = first {
-        first.done(place::link_loc(here, dst_name));
-    }
+    place::first_done(first, here, dst_name);
     run.copied(here, name, dst_name, EntryKind::File, Some(outcome));
     Ok(Some(outcome))
 }

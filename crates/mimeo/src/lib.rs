@@ -16,6 +16,7 @@ mod links;
 mod meta;
 mod options;
 mod place;
+mod single;
 mod special;
 mod summary;
 mod survey;
@@ -29,9 +30,10 @@ pub use file::{FileOutcome, Method};
 pub use options::{
     DEFAULT_BUFFER_SIZE, Dereference, Options, Overwrite, Preserve, Reflink, Sparse, default_jobs,
 };
+pub use single::copy_file;
 pub use summary::{Control, EntryKind, Event, NoObserver, Observer, Summary};
 pub use survey::{Action, Totals, dry_run, scan};
-pub use tree::{CopyPair, copy, copy_file, copy_with};
+pub use tree::{CopyPair, copy, copy_with};
 
 use std::path::Path;
 

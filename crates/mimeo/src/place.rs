@@ -26,9 +26,20 @@ pub(crate) fn existing(
     dst_name: &CStr,
     src: &Meta,
 ) -> Result<Existing, Error> {
-    let dst_path = || here.dst_path(dst_name);
     let d = sys::stat_at(here.dst_dir, dst_name, false)
-        .map_err(|e| Error::io(Op::Stat, dst_path(), sys::io_err(e)))?;
+        .map_err(|e| Error::io(Op::Stat, here.dst_path(dst_name), sys::io_err(e)))?;
+    existing_as(run, here, dst_name, &d, src)
+}
+
+/// [`existing`] for a destination entry whose metadata `d` is already known.
+pub(crate) fn existing_as(
+    run: &Run<'_>,
+    here: &Here<'_>,
+    dst_name: &CStr,
+    d: &Meta,
+    src: &Meta,
+) -> Result<Existing, Error> {
+    let dst_path = || here.dst_path(dst_name);
     if d.is_dir() {
         return Err(Error::refused(
             Op::Create,
@@ -40,7 +51,7 @@ pub(crate) fn existing(
         Overwrite::NoClobber => Existing::Skip,
         Overwrite::Replace => Existing::Replace,
         Overwrite::Update => {
-            if is_complete_copy(&d, src) {
+            if is_complete_copy(d, src) {
                 Existing::Skip
             } else {
                 Existing::Replace
@@ -90,20 +101,25 @@ pub(crate) fn temp_mode(run: &Run<'_>, here: &Here<'_>, src: &Meta) -> u32 {
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// A temporary name in the destination directory, unique within this process.
-fn temp_name() -> CString {
+/// A temporary name in the destination directory, unique within this process. `dir` is the
+/// directory's path with a trailing slash when names are resolved from the working directory
+/// (see `Here::dst_prefix`), and empty when they are relative to an open directory.
+fn temp_name(dir: &[u8]) -> CString {
     let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
     static PID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
     let pid = *PID.get_or_init(std::process::id);
-    sys::cstring(format!(".mimeo-{pid}-{n:x}.tmp").as_bytes())
+    let mut name = dir.to_vec();
+    name.extend_from_slice(format!(".mimeo-{pid}-{n:x}.tmp").as_bytes());
+    sys::cstring(&name)
 }
 
 /// Creates something under a fresh temporary name with `make`, retrying on a name clash.
 pub(crate) fn with_temp<T>(
+    here: &Here<'_>,
     mut make: impl FnMut(&CStr) -> sys::Result<T>,
 ) -> sys::Result<(T, CString)> {
     loop {
-        let name = temp_name();
+        let name = temp_name(here.dst_prefix);
         match make(&name) {
             Ok(v) => return Ok((v, name)),
             Err(Errno::EXIST) => continue,
@@ -114,17 +130,24 @@ pub(crate) fn with_temp<T>(
 
 /// Moves a finished temporary over the destination name.
 ///
-/// The names are exchanged (`RENAME_EXCHANGE`) and the old entry, now under the temporary name,
-/// is unlinked: the destination name always refers to the old or the new file, as with a plain
-/// rename, but ext4 does not force the new file's data to disk as it does when a rename
-/// replaces a file (its `auto_da_alloc` heuristic), which made each replacement cost a flush.
-pub(crate) fn commit_temp(here: &Here<'_>, temp: &CStr, dst_name: &CStr) -> Result<(), Error> {
-    if sys::exchange(here.dst_dir, temp, dst_name).is_ok() {
+/// An entry without data of its own written by us (a clone, an empty file, a link, a special
+/// file) is renamed over the destination in one step. A file whose data was written (`dirty`)
+/// is exchanged with it instead (`RENAME_EXCHANGE`) and the old entry, now under the temporary
+/// name, is unlinked: the destination name still always refers to the old or the new file, but
+/// ext4 does not force the new file's data to disk as it does when a rename replaces a file
+/// (its `auto_da_alloc` heuristic), which made each replacement cost a flush.
+pub(crate) fn commit_temp(
+    here: &Here<'_>,
+    temp: &CStr,
+    dst_name: &CStr,
+    dirty: bool,
+) -> Result<(), Error> {
+    if dirty && sys::exchange(here.dst_dir, temp, dst_name).is_ok() {
         // Whatever stood at the destination is now under the temporary name.
         let _ = sys::unlink(here.dst_dir, temp, false);
         return Ok(());
     }
-    // No exchange (the destination vanished, or the filesystem lacks it): a plain rename.
+    // A plain rename (also when the destination vanished, or the filesystem lacks exchange).
     match sys::rename(here.dst_dir, temp, here.dst_dir, dst_name) {
         Ok(()) => Ok(()),
         Err(e) => {
@@ -154,6 +177,10 @@ pub(crate) fn link_or_claim(
     dst_name: &CStr,
     meta: &Meta,
 ) -> Result<LinkStep, Error> {
+    let Some(anchor) = here.dst_anchor else {
+        // A file copied on its own (`copy_file`): there is no group to join.
+        return Ok(LinkStep::Copy(None));
+    };
     if !run.opts.preserve.links || meta.nlink < 2 || meta.is_dir() {
         return Ok(LinkStep::Copy(None));
     }
@@ -162,7 +189,7 @@ pub(crate) fn link_or_claim(
         Claim::LinkTo(loc) => loc,
     };
     let dst_path = || here.dst_path(dst_name);
-    let same_dir = Arc::ptr_eq(&loc.anchor, here.dst_anchor) && loc.rel == *here.dst_rel;
+    let same_dir = Arc::ptr_eq(&loc.anchor, anchor) && loc.rel == *here.dst_rel;
     let other: Option<OwnedFd> = if same_dir {
         None
     } else {
@@ -179,9 +206,9 @@ pub(crate) fn link_or_claim(
                 run.skipped(here, src_name, dst_name);
                 return Ok(LinkStep::Done);
             }
-            let ((), temp) = with_temp(|t| sys::link(from, &loc.name, here.dst_dir, t))
+            let ((), temp) = with_temp(here, |t| sys::link(from, &loc.name, here.dst_dir, t))
                 .map_err(|e| Error::io(Op::Link, dst_path(), sys::io_err(e)))?;
-            commit_temp(here, &temp, dst_name)?;
+            commit_temp(here, &temp, dst_name, false)?;
             // Renaming onto another link of the same inode does nothing: drop the temporary.
             let _ = sys::unlink(here.dst_dir, &temp, false);
         }
@@ -191,12 +218,15 @@ pub(crate) fn link_or_claim(
     Ok(LinkStep::Done)
 }
 
-/// Where a group's first copy now lives, for the links that follow.
-pub(crate) fn link_loc(here: &Here<'_>, dst_name: &CStr) -> LinkLoc {
-    LinkLoc {
-        anchor: here.dst_anchor.clone(),
-        rel: here.dst_rel.clone(),
-        name: dst_name.to_owned(),
+/// Records where a group's first copy now lives, for the links that follow.
+pub(crate) fn first_done(first: Option<FirstCopy<LinkLoc>>, here: &Here<'_>, dst_name: &CStr) {
+    // A first copy is only claimed where there is an anchor (see `link_or_claim`).
+    if let (Some(first), Some(anchor)) = (first, here.dst_anchor) {
+        first.done(LinkLoc {
+            anchor: anchor.clone(),
+            rel: here.dst_rel.clone(),
+            name: dst_name.to_owned(),
+        });
     }
 }
 

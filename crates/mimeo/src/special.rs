@@ -78,7 +78,7 @@ fn create_and_finish(
                 return Ok(());
             }
             Existing::Replace => {
-                let ((), t) = place::with_temp(&make)
+                let ((), t) = place::with_temp(here, &make)
                     .map_err(|e| Error::io(op, dst_path(), sys::io_err(e)))?;
                 Some(t)
             }
@@ -115,11 +115,9 @@ fn create_and_finish(
         return Err(e);
     }
     if let Some(t) = &temp {
-        place::commit_temp(here, t, dst_name)?;
+        place::commit_temp(here, t, dst_name, false)?;
     }
-    if let Some(first) = first {
-        first.done(place::link_loc(here, dst_name));
-    }
+    place::first_done(first, here, dst_name);
     run.copied(here, name, dst_name, kind, None);
     Ok(())
 }

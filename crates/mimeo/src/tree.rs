@@ -13,7 +13,7 @@ use crate::meta::{self, Apply, Dst, Process, Xattrs};
 use crate::options::{Dereference, Options, Overwrite};
 use crate::place;
 use crate::special;
-use crate::summary::{Control, Counters, EntryKind, Event, NoObserver, Observer, Summary};
+use crate::summary::{Control, Counters, EntryKind, Event, Observer, Summary};
 use crate::sys::{self, DType, DirReader, Errno, Meta, XattrTarget};
 use crate::walk::{self, Spawner};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -113,38 +113,6 @@ pub fn copy_with(
     summary
 }
 
-/// Copies one regular file to `dst`, replacing an existing `dst` atomically.
-pub fn copy_file(src: &Path, dst: &Path, opts: &Options) -> Result<FileOutcome, Error> {
-    let control = Control::new();
-    let run = Run::new(opts, &NoObserver, &control);
-    let pair = CopyPair {
-        src: src.to_path_buf(),
-        dst: dst.to_path_buf(),
-    };
-    let root =
-        Root::open(&run, &pair)?.ok_or_else(|| Error::refused(Op::Refuse, src, "not copied"))?;
-    if !root.meta.is_reg() {
-        return Err(Error::refused(Op::Refuse, src, "not a regular file"));
-    }
-    let mut w = Worker {
-        reader: DirReader::new(0),
-        buf: Vec::new(),
-    };
-    let here = root.here();
-    let name = root.src_name.clone();
-    let dst_name = root.dst_name.clone();
-    file::copy_regular(
-        &run,
-        &here,
-        &mut w.buf,
-        &name,
-        &dst_name,
-        Some(root.meta),
-        root.follow,
-    )?
-    .ok_or_else(|| Error::refused(Op::Refuse, dst, "destination exists"))
-}
-
 /// Per-worker reusable buffers.
 pub(crate) struct Worker {
     reader: DirReader,
@@ -228,8 +196,13 @@ pub(crate) struct DirNode {
 pub(crate) struct Here<'a> {
     pub src_dir: BorrowedFd<'a>,
     pub dst_dir: BorrowedFd<'a>,
-    pub dst_anchor: &'a Arc<OwnedFd>,
+    /// The open directory that `dst_rel` is below; none for a file copied on its own, whose
+    /// names are whole paths resolved from the working directory.
+    pub dst_anchor: Option<&'a Arc<OwnedFd>>,
     pub dst_rel: &'a Arc<[u8]>,
+    /// For names that are whole paths: the destination's directory with a trailing slash
+    /// (empty for the working directory itself), which temporaries are put in.
+    pub dst_prefix: &'a [u8],
     /// For messages: the anchors' display paths (for a root, the entry's own path) and the
     /// directories below them.
     src_base: &'a Path,
@@ -246,7 +219,49 @@ pub(crate) struct Here<'a> {
     pub sized_dev: u64,
 }
 
-impl Here<'_> {
+impl<'a> Here<'a> {
+    /// A file copied on its own: `src_dir` and `dst_dir` are the working directory and the
+    /// names are the paths given.
+    pub(crate) fn by_path(
+        src: &'a Path,
+        dst: &'a Path,
+        dst_prefix: &'a [u8],
+        empty_rel: &'a Arc<[u8]>,
+        facts: DstFacts,
+        src_dev: u64,
+    ) -> Here<'a> {
+        Here {
+            src_dir: sys::CWD,
+            dst_dir: sys::CWD,
+            dst_anchor: None,
+            dst_rel: empty_rel,
+            dst_prefix,
+            src_base: src,
+            src_rel: b"",
+            dst_base: dst,
+            is_root: true,
+            node: None,
+            dst_dev: facts.dev,
+            dst_cow: facts.cow,
+            dst_setgid: facts.setgid,
+            root_src_dev: src_dev,
+            sized_dev: u64::MAX,
+        }
+    }
+
+    /// Flushes the destination directory's entries.
+    pub fn sync_dst_dir(&self) -> sys::Result<()> {
+        if self.dst_anchor.is_some() {
+            return sys::fsync(self.dst_dir);
+        }
+        let dir = if self.dst_prefix.is_empty() {
+            c".".to_owned()
+        } else {
+            sys::cstring(self.dst_prefix)
+        };
+        sys::fsync(sys::open_dir(self.dst_dir, &dir, true)?.as_fd())
+    }
+
     pub fn src_path(&self, name: &CStr) -> PathBuf {
         join(self.src_base, self.src_rel, name, self.is_root)
     }
@@ -812,8 +827,9 @@ impl DirNode {
         Here {
             src_dir: src,
             dst_dir: dst,
-            dst_anchor: &self.dst_anchor,
+            dst_anchor: Some(&self.dst_anchor),
             dst_rel: &self.dst_rel,
+            dst_prefix: b"",
             src_base: &self.src_base,
             src_rel: &self.src_rel,
             dst_base: &self.dst_base,
@@ -871,15 +887,7 @@ impl Root {
             .flatten()
             .any(|d| d.id() == meta.id())
         {
-            return Err(Error::refused(
-                Op::Refuse,
-                src_path,
-                format!(
-                    "'{}' and '{}' are the same file",
-                    crate::path_display(src_path),
-                    crate::path_display(dst_path)
-                ),
-            ));
+            return Err(same_file(src_path, dst_path));
         }
         if meta.is_dir() && is_inside(dst_parent.as_fd(), meta.id()) {
             return Err(Error::refused(
@@ -892,16 +900,7 @@ impl Root {
                 ),
             ));
         }
-        // Only --reflink=never needs to know (to keep copy_file_range from sharing extents).
-        let dst_cow = opts.reflink == crate::options::Reflink::Never
-            && matches!(
-                sys::fs_type(dst_parent.as_fd()),
-                Ok(sys::BTRFS_MAGIC
-                    | sys::XFS_MAGIC
-                    | sys::BCACHEFS_MAGIC
-                    | sys::OCFS2_MAGIC
-                    | sys::ZFS_MAGIC)
-            );
+        let dst_cow = cow_matters(opts) && is_cow(dst_parent.as_fd());
         // Known per tree for directories; a file given alone is checked only if it is empty.
         let sized_dev =
             if meta.is_dir() && sys::sizes_are_true_at(src_parent.as_fd(), &src_name, follow) {
@@ -930,8 +929,9 @@ impl Root {
         Here {
             src_dir: self.src_parent.as_fd(),
             dst_dir: self.dst_parent.as_fd(),
-            dst_anchor: &self.dst_parent,
+            dst_anchor: Some(&self.dst_parent),
             dst_rel: &self.empty_rel,
+            dst_prefix: b"",
             src_base: &self.src_path,
             src_rel: b"",
             dst_base: &self.dst_path,
@@ -944,6 +944,45 @@ impl Root {
             sized_dev: self.sized_dev,
         }
     }
+}
+
+/// What a destination directory is like, as far as copying into it goes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DstFacts {
+    pub dev: u64,
+    /// Copy-on-write: `copy_file_range` may share extents there (see `Here::dst_cow`).
+    pub cow: bool,
+    /// Set-gid: new entries take the directory's group.
+    pub setgid: bool,
+}
+
+/// Only --reflink=never needs to know whether the destination is copy-on-write (to keep
+/// copy_file_range from sharing extents there).
+pub(crate) fn cow_matters(opts: &Options) -> bool {
+    opts.reflink == crate::options::Reflink::Never
+}
+
+pub(crate) fn is_cow(dir: BorrowedFd<'_>) -> bool {
+    matches!(
+        sys::fs_type(dir),
+        Ok(sys::BTRFS_MAGIC
+            | sys::XFS_MAGIC
+            | sys::BCACHEFS_MAGIC
+            | sys::OCFS2_MAGIC
+            | sys::ZFS_MAGIC)
+    )
+}
+
+pub(crate) fn same_file(src: &Path, dst: &Path) -> Error {
+    Error::refused(
+        Op::Refuse,
+        src,
+        format!(
+            "'{}' and '{}' are the same file",
+            crate::path_display(src),
+            crate::path_display(dst)
+        ),
+    )
 }
 
 /// Splits a command-line path into its parent directory and final name. A path that ends in
