@@ -66,6 +66,12 @@ def fs_(x, digits=2):
     return ("%." + str(digits) + "f") % x
 
 
+def median(values):
+    """The median of the values that exist, or None."""
+    vs = [v for v in values if v]
+    return statistics.median(vs) if vs else None
+
+
 def fops(x):
     if x is None:
         return "–"
@@ -196,25 +202,29 @@ class Report:
                  "",
                  "`mimeo` = `mimeo::copy_file` in a loop (crates/mimeo/examples/copy_loop.rs), "
                  "`JDK` = `Files.copy(…, REPLACE_EXISTING)` in a loop on Temurin 25 (bench/java/CopyLoop.java), "
-                 "both after a warmup, replacing the destination every time; `cp` = one `cp` process per copy "
+                 "both after a warmup, replacing the destination every time, the two loops taking turns and "
+                 "each one's median of the repetitions shown; `cp` = one `cp` process per copy "
                  "(overwrites in place). Ratios are ops/s ratios: above 1.00× is faster.", "")
         rows_json = []
         for fs in dict.fromkeys(r["fs"] for r in recs):
             rows = []
             for size in dict.fromkeys(r["size"] for r in recs if r["fs"] == fs):
                 ops = {}
+                reps = {}
                 nbytes = None
                 for r in recs:
                     if r["fs"] != fs or r["size"] != size:
                         continue
                     nbytes = r["bytes"]
                     if r["kind"] == "ops":
-                        ops[r["tool"]] = r["ops_per_sec"] or None
+                        reps.setdefault(r["tool"], []).append(r["ops_per_sec"] or None)
                     elif r["kind"] == "hyperfine":
                         res = hyperfine(self.raw, r["file"])
                         cp = res.get("cp")
                         ok = cp and not cp["failed"] and cp["mean"] > 0
                         ops["cp"] = 1.0 / cp["mean"] if ok else None
+                for tool, values in reps.items():
+                    ops[tool] = median(values)
                 mi, jdk, cp = ops.get("mimeo"), ops.get("jdk"), ops.get("cp")
                 row = {"fs": fs, "size": size, "bytes": nbytes, "mimeo_ops": mi, "jdk_ops": jdk, "cp_ops": cp,
                        "mimeo_per_jdk": ratio(mi, jdk), "mimeo_per_cp": ratio(mi, cp), "jdk_per_cp": ratio(jdk, cp)}
