@@ -51,7 +51,7 @@ fn fail(op: Op) -> impl FnOnce(Errno) -> DataError {
 
 /// The policy and facts that choose a file's data path.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct DataPlan {
+pub(crate) struct DataPlan<'a> {
     pub reflink: Reflink,
     pub sparse: Sparse,
     pub buffer_size: usize,
@@ -63,6 +63,8 @@ pub(crate) struct DataPlan {
     pub nocache: bool,
     /// The source's size is its true size, so a size of 0 needs no read.
     pub size_is_true: bool,
+    /// Devices known, in this run, not to clone.
+    pub no_clone: &'a NoCloneDevs,
 }
 
 /// Errnos that mean "this mechanism is not available here", never "the copy failed".
@@ -81,24 +83,29 @@ fn offload_unsupported(e: Errno) -> bool {
     )
 }
 
-/// Filesystems (by device) that answered FICLONE with EOPNOTSUPP: they cannot clone at all,
-/// so later files there skip the attempt. A few slots are plenty; when they are full, the
-/// attempt is simply made again.
-static NO_CLONE_DEVS: [AtomicU64; 8] = [const { AtomicU64::new(0) }; 8];
+/// Filesystems (by device) that answered FICLONE with EOPNOTSUPP during one run: they cannot
+/// clone at all, so later files there skip the attempt. A few slots are plenty; when they are
+/// full, the attempt is simply made again. It lives only as long as the run: a device number
+/// is reused by whatever is mounted next (a loop device most of all), so a process-wide memory
+/// would deny clones to a later filesystem that has them.
+#[derive(Debug, Default)]
+pub(crate) struct NoCloneDevs([AtomicU64; 8]);
 
-fn cannot_clone(dev: u64) -> bool {
-    NO_CLONE_DEVS
-        .iter()
-        .any(|slot| slot.load(Ordering::Relaxed) == dev.wrapping_add(1))
-}
+impl NoCloneDevs {
+    fn contains(&self, dev: u64) -> bool {
+        self.0
+            .iter()
+            .any(|slot| slot.load(Ordering::Relaxed) == dev.wrapping_add(1))
+    }
 
-fn remember_cannot_clone(dev: u64) {
-    let key = dev.wrapping_add(1);
-    for slot in &NO_CLONE_DEVS {
-        match slot.compare_exchange(0, key, Ordering::Relaxed, Ordering::Relaxed) {
-            Ok(_) => return,
-            Err(held) if held == key => return,
-            Err(_) => {}
+    fn insert(&self, dev: u64) {
+        let key = dev.wrapping_add(1);
+        for slot in &self.0 {
+            match slot.compare_exchange(0, key, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return,
+                Err(held) if held == key => return,
+                Err(_) => {}
+            }
         }
     }
 }
@@ -112,13 +119,13 @@ pub(crate) fn copy_data(
     src: BorrowedFd<'_>,
     meta: &Meta,
     dst: BorrowedFd<'_>,
-    plan: &DataPlan,
+    plan: &DataPlan<'_>,
     buf: &mut Vec<u8>,
     control: &Control,
 ) -> Result<FileOutcome, DataError> {
     let size = meta.size;
     if plan.sparse != Sparse::Never && plan.reflink != Reflink::Never && size > 0 {
-        if plan.same_fs && !cannot_clone(meta.dev) {
+        if plan.same_fs && !plan.no_clone.contains(meta.dev) {
             match sys::clone_file(dst, src) {
                 Ok(()) => {
                     control.add_bytes(Method::Clone, size);
@@ -131,7 +138,7 @@ pub(crate) fn copy_data(
                 }
                 Err(e) if clone_unsupported(e) && plan.reflink == Reflink::Auto => {
                     if e == Errno::OPNOTSUPP {
-                        remember_cannot_clone(meta.dev);
+                        plan.no_clone.insert(meta.dev);
                     }
                 }
                 Err(e) => {
@@ -218,7 +225,7 @@ pub(crate) fn copy_data(
 struct Copier<'a> {
     src: BorrowedFd<'a>,
     dst: BorrowedFd<'a>,
-    plan: &'a DataPlan,
+    plan: &'a DataPlan<'a>,
     buf: &'a mut Vec<u8>,
     control: &'a Control,
     /// Still allowed to try `copy_file_range`.
@@ -442,7 +449,7 @@ fn write_all_at(dst: BorrowedFd<'_>, mut data: &[u8], mut off: u64) -> Result<()
 fn stream_to_end(
     src: BorrowedFd<'_>,
     dst: BorrowedFd<'_>,
-    plan: &DataPlan,
+    plan: &DataPlan<'_>,
     buf: &mut Vec<u8>,
     control: &Control,
 ) -> Result<u64, DataError> {
@@ -597,6 +604,7 @@ pub(crate) fn copy_opened(
         dst_cow: here.dst_cow,
         nocache: run.opts.nocache,
         size_is_true: meta.dev == here.sized_dev,
+        no_clone: &run.no_clone,
     };
     let outcome =
         copy_data(src.as_fd(), &meta, dst.as_fd(), &plan, buf, run.control).map_err(|e| {

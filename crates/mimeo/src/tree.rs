@@ -128,6 +128,7 @@ pub(crate) struct Run<'a> {
     pub links: LinkMap<LinkLoc>,
     pub process: Process,
     pub control: &'a Control,
+    pub no_clone: file::NoCloneDevs,
 }
 
 /// Where the first copy of a hard-link group was made.
@@ -313,6 +314,7 @@ impl<'a> Run<'a> {
             links: LinkMap::new(),
             process: Process::current(),
             control,
+            no_clone: file::NoCloneDevs::default(),
         }
     }
 
