@@ -136,11 +136,11 @@ fn entries(root: &Path) -> BTreeMap<PathBuf, fs::Metadata> {
 }
 
 fn is_temporary(name: &OsStr) -> bool {
-    let b = name.as_bytes();
-    b.starts_with(b".mimeo-") && b.ends_with(b".tmp")
+    util::is_scratch(name)
 }
 
-/// Temporaries (`.mimeo-PID-N.tmp`) left anywhere below `root`.
+/// Temporaries (`.mimeo-PID-N.tmp`) and in-progress markers (`.mimeo-PID-N.partial`) left
+/// anywhere below `root`.
 fn temporaries(root: &Path) -> Vec<PathBuf> {
     entries(root)
         .into_keys()
@@ -311,7 +311,8 @@ fn errors_for<'a>(run: &'a Run, name: &str) -> Vec<&'a Value> {
 #[derive(Debug, PartialEq, Eq)]
 enum State {
     Absent,
-    /// Marked incomplete: sticky bit that the source lacks.
+    /// Marked incomplete: a sticky bit that the source lacks, or an in-progress marker in its
+    /// directory.
     Incomplete,
     /// Same bytes, size and permission bits as the source.
     Complete,
@@ -327,19 +328,22 @@ fn state(src: &Path, dst: &Path) -> State {
     if d.is_file() && d.mode() & 0o1000 != 0 && s.mode() & 0o1000 == 0 {
         return State::Incomplete;
     }
-    if !d.is_file() {
-        return State::Wrong(format!("not a regular file: {:?}", d.file_type()));
+    let wrong = if !d.is_file() {
+        Some(format!("not a regular file: {:?}", d.file_type()))
+    } else if d.len() != s.len() {
+        Some(format!("size {} != {}", d.len(), s.len()))
+    } else if d.mode() & 0o7777 != s.mode() & 0o7777 {
+        Some(format!("mode {:o} != {:o}", d.mode(), s.mode()))
+    } else if fs::read(dst).unwrap() != fs::read(src).unwrap() {
+        Some("bytes differ".into())
+    } else {
+        None
+    };
+    match wrong {
+        None => State::Complete,
+        Some(_) if util::in_marked_dir(dst) => State::Incomplete,
+        Some(why) => State::Wrong(why),
     }
-    if d.len() != s.len() {
-        return State::Wrong(format!("size {} != {}", d.len(), s.len()));
-    }
-    if d.mode() & 0o7777 != s.mode() & 0o7777 {
-        return State::Wrong(format!("mode {:o} != {:o}", d.mode(), s.mode()));
-    }
-    if fs::read(dst).unwrap() != fs::read(src).unwrap() {
-        return State::Wrong("bytes differ".into());
-    }
-    State::Complete
 }
 
 /// Asserts that every regular file below `dst` is complete or marked
@@ -616,8 +620,10 @@ fn watch(root: PathBuf) -> (Background, Arc<std::sync::Mutex<BTreeSet<Seen>>>) {
     let seen = Arc::new(std::sync::Mutex::new(BTreeSet::new()));
     let out = seen.clone();
     let bg = Background::start(move || {
+        // In-progress markers (empty, mode 0600) come and go and have no final mode.
         let now: Vec<Seen> = entries(&root)
             .into_iter()
+            .filter(|(rel, _)| !rel.file_name().is_some_and(util::is_scratch))
             .map(|(rel, m)| Seen {
                 rel,
                 mode: m.mode(),
@@ -1287,6 +1293,58 @@ fn sigkill_inside_each_stage_of_a_new_file_is_finished_by_update() {
     }
 }
 
+/// Inside a tree, a new file is created with its final mode and no mark of its own: its
+/// directory carries the in-progress marker. A file killed between its data and its times
+/// looks complete to cp's `--update` rule (same size, newer), so the marker is all that tells:
+/// the dry run and the real `--update` must both replace it, and leave no marker behind.
+#[test]
+fn sigkill_before_the_times_of_a_file_in_a_tree_is_found_by_its_directory_marker() {
+    let tmp = tempdir();
+    let src = tmp.path().join("src");
+    fs::create_dir(&src).unwrap();
+    let f = src.join("f");
+    random_file(&f, 1 << 20);
+    fixed_times(&f);
+    fixed_times(&src);
+    let dst = tmp.path().join("dst");
+    let d = dst.join("f");
+    let (status, _) = interrupt_when(
+        "utimensat=sleep(5000)",
+        &argv!["-a", &src, &dst],
+        Signal::KILL,
+        || fs::metadata(&d).is_ok_and(|m| m.len() == 1 << 20) && util::in_marked_dir(&d),
+    );
+    let what = format!("SIGKILL before the times of dst/f ({status})");
+    let (s, m) = (meta(&f), meta(&d));
+    assert_eq!(
+        m.mode() & 0o7777,
+        s.mode() & 0o7777,
+        "{what}: created with its final mode"
+    );
+    assert!(
+        m.len() == s.len() && m.mtime() >= s.mtime(),
+        "{what}: the test needs a copy that cp's --update rule takes for up to date"
+    );
+    assert!(
+        util::in_marked_dir(&d),
+        "{what}: its directory lost the marker"
+    );
+    let plan = run_args(&argv!["-aT", "--update", "--dry-run", "--json", &src, &dst]);
+    assert_eq!(plan.code, 0, "{what}: {plan:#?}");
+    let action = plan
+        .events("planned")
+        .into_iter()
+        .find(|e| e["dst"].as_str() == d.to_str())
+        .map(|e| e["action"].as_str().unwrap().to_owned());
+    assert_eq!(action.as_deref(), Some("replace"), "{what}: {plan:#?}");
+    update_completes(&what, &src, &dst);
+    assert_eq!(
+        temporaries(&dst),
+        Vec::<PathBuf>::new(),
+        "{what}, then --update"
+    );
+}
+
 /// A replacement killed before its rename leaves a temporary, which
 /// `--update` must not leave behind for ever.
 #[test]
@@ -1340,7 +1398,13 @@ fn sigint_and_sigterm_inside_a_file_remove_it_and_exit_130_or_143() {
                 &dst
             ],
             sig,
-            || !temporaries(&dst).is_empty() || has_mode(&dst.join("f"), |m| m & 0o1000 != 0),
+            || match replace {
+                // The temporary holding the new data, or the new file itself.
+                true => temporaries(&dst)
+                    .iter()
+                    .any(|t| t.extension().is_some_and(|e| e == "tmp")),
+                false => dst.join("f").exists(),
+            },
         );
         let what = format!("{sig:?} inside a file (replace: {replace})");
         assert_eq!(r.code, code, "{what}: {r:#?}");

@@ -107,8 +107,18 @@ fn sticky(path: &Path) -> bool {
 }
 
 fn is_temp(path: &Path) -> bool {
-    let name = path.file_name().unwrap().to_string_lossy();
-    name.starts_with(".mimeo-") && name.ends_with(".tmp")
+    path.file_name().is_some_and(util::is_scratch)
+}
+
+/// Whether `path` is marked incomplete: the sticky bit, or an in-progress marker in its
+/// directory while it differs from its source `orig`.
+fn marked(path: &Path, orig: &Path) -> bool {
+    sticky(path)
+        || (util::in_marked_dir(path)
+            && (meta(path).len() != meta(orig).len()
+                || first_difference(orig, path, meta(orig).len())
+                    .unwrap()
+                    .is_some()))
 }
 
 /// Checks every regular file below `dst` against its source below `src`
@@ -121,11 +131,11 @@ fn check_no_partial_files(src: &Path, dst: &Path, marked_ok: bool) -> usize {
     let mut complete = 0;
     for file in regular_files(dst) {
         let rel = file.strip_prefix(dst).unwrap();
-        if marked_ok && sticky(&file) {
+        let orig = src.join(rel);
+        if marked_ok && (is_temp(&file) || marked(&file, &orig)) {
             continue;
         }
         assert!(!is_temp(&file), "temporary left behind: {file:?}");
-        let orig = src.join(rel);
         let (s, d) = (meta(&orig), meta(&file));
         assert_eq!(d.len(), s.len(), "{file:?} is a partial copy");
         assert_eq!(
@@ -721,7 +731,10 @@ fn sigkill_at_random_moments_then_update_completes_the_tree() {
         child.kill().unwrap();
         let killed = child.wait().unwrap().signal() == Some(libc::SIGKILL);
         let (complete, marked) = if dst.exists() {
-            let marked = regular_files(&dst).iter().filter(|f| sticky(f)).count();
+            let marked = regular_files(&dst)
+                .iter()
+                .filter(|f| !is_temp(f) && marked(f, &src.join(f.strip_prefix(&dst).unwrap())))
+                .count();
             (check_no_partial_files(&src, &dst, true), marked)
         } else {
             (0, 0)

@@ -559,10 +559,21 @@ pub(crate) fn copy_opened(
         LinkStep::Done => return Ok(None),
         LinkStep::Copy(first) => first,
     };
-    let marker = place::incomplete_mode(&meta);
+    // In a directory that carries this run's in-progress marker, a new file is created with
+    // the mode a temporary gets (its final permission bits, or fewer while a chown is to come);
+    // elsewhere it carries the sticky bit until its final chmod (see `journal`).
+    let marked_dir = found.is_none()
+        && here
+            .node
+            .is_some_and(|n| n.mark_in_progress(run, here.dst_dir));
+    let initial = if marked_dir {
+        place::temp_mode(run, here, &meta)
+    } else {
+        place::incomplete_mode(&meta)
+    };
     let created = match found {
         Some(_) => Err(Errno::EXIST),
-        None => sys::create_excl(here.dst_dir, dst_name, marker),
+        None => sys::create_excl(here.dst_dir, dst_name, initial),
     };
     let (dst, temp) = match created {
         Ok(fd) => (fd, None),
@@ -636,7 +647,11 @@ pub(crate) fn copy_opened(
         src: &meta,
         created: true,
         created_owner: (!here.dst_setgid).then_some((run.process.euid, run.process.egid)),
-        current_perm: Some(temp.as_ref().map_or(marker, |&(_, mode)| mode)),
+        current_perm: Some(match &temp {
+            Some((_, mode)) => *mode,
+            None if marked_dir => initial & !run.process.umask,
+            None => initial,
+        }),
         inherit_sgid: false,
     };
     apply

@@ -12,6 +12,7 @@
 
 mod error;
 mod file;
+mod journal;
 mod links;
 mod meta;
 mod options;

@@ -7,7 +7,7 @@ use crate::options::Overwrite;
 use crate::summary::EntryKind;
 use crate::sys::{self, Errno, Meta};
 use crate::tree::{Here, LinkLoc, Run};
-use rustix::fd::{AsFd, OwnedFd};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::{CStr, CString};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -51,7 +51,8 @@ pub(crate) fn existing_as(
         Overwrite::NoClobber => Existing::Skip,
         Overwrite::Replace => Existing::Replace,
         Overwrite::Update => {
-            if is_complete_copy(d, src) {
+            let suspect = here.node.is_some_and(|n| n.is_suspect());
+            if is_complete_copy(run, d, src, suspect) {
                 Existing::Skip
             } else {
                 Existing::Replace
@@ -60,16 +61,30 @@ pub(crate) fn existing_as(
     })
 }
 
-/// `-u`: the destination is the same size and not older, and not marked incomplete.
-fn is_complete_copy(d: &Meta, src: &Meta) -> bool {
+/// `-u`: the destination is the same size and not older, and not marked incomplete. In a
+/// `suspect` directory (one that a killed run was writing), it must also be provably finished.
+pub(crate) fn is_complete_copy(run: &Run<'_>, d: &Meta, src: &Meta, suspect: bool) -> bool {
     if d.file_type() != src.file_type() {
         return false;
     }
     if d.is_reg() && incomplete(d, src) {
         return false;
     }
+    if suspect && !provably_finished(run, d, src) {
+        return false;
+    }
     let same_size = !d.is_reg() || d.size == src.size;
     same_size && d.mtime >= src.mtime
+}
+
+/// Whether what a copy sets last, in order (owner, then times, then mode), matches the source
+/// exactly. Without preserved times nothing proves that a copy got past its data, so nothing is
+/// taken as finished.
+fn provably_finished(run: &Run<'_>, d: &Meta, src: &Meta) -> bool {
+    let p = run.opts.preserve;
+    let owner = !p.ownership || run.process.euid != 0 || (d.uid, d.gid) == (src.uid, src.gid);
+    let mode = !p.mode || d.is_symlink() || d.perm() == src.perm();
+    p.timestamps && d.mtime == src.mtime && owner && mode
 }
 
 /// A regular file is created with the sticky bit, which no complete copy of a file without
@@ -230,56 +245,81 @@ pub(crate) fn first_done(first: Option<FirstCopy<LinkLoc>>, here: &Here<'_>, dst
     }
 }
 
-/// Removes temporaries that an interrupted run (SIGKILL, power loss) left in a destination
-/// directory: names of the form `.mimeo-PID-N.tmp` whose process no longer runs. Called by
-/// `-u` on directories it merges into, so that a re-run leaves the tree equal to the source.
-pub(crate) fn remove_stale_temps(reader: &mut sys::DirReader, dir: rustix::fd::BorrowedFd<'_>) {
-    let mut stale = Vec::new();
+/// Removes what an interrupted run (SIGKILL, power loss) of another process left in a
+/// destination directory: temporaries (`.mimeo-PID-N.tmp`) and its in-progress marker
+/// (`.mimeo-PID-N.partial`, see `journal`), of processes that no longer run. Called by `-u`
+/// on directories it merges into, so that a re-run leaves the tree equal to the source.
+/// Returns whether a marker was among them: the directory's entries are then suspect.
+pub(crate) fn remove_leftovers(reader: &mut sys::DirReader, dir: BorrowedFd<'_>) -> bool {
+    let mut found = Vec::new();
+    let mut marked = false;
     let _ = reader.read_all(dir, |name, t| {
-        if t != sys::DType::Dir && is_stale_temp(name.to_bytes()) {
-            stale.push(name.to_owned());
+        if t != sys::DType::Dir {
+            if let Some(kind) = leftover(name.to_bytes()) {
+                marked |= kind == Leftover::Marker;
+                found.push(name.to_owned());
+            }
         }
     });
-    for name in stale {
+    for name in found {
         let _ = sys::unlink(dir, &name, false);
     }
+    marked
 }
 
-fn is_stale_temp(name: &[u8]) -> bool {
-    let Some(rest) = name
-        .strip_prefix(b".mimeo-")
-        .and_then(|r| r.strip_suffix(b".tmp"))
-    else {
-        return false;
+/// Whether a directory holds the in-progress marker of a process that no longer runs
+/// (`--dry-run` of `-u`, which changes nothing).
+pub(crate) fn has_stale_marker(reader: &mut sys::DirReader, dir: BorrowedFd<'_>) -> bool {
+    let mut marked = false;
+    let _ = reader.read_all(dir, |name, t| {
+        marked |= t != sys::DType::Dir && leftover(name.to_bytes()) == Some(Leftover::Marker);
+    });
+    marked
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Leftover {
+    Temp,
+    Marker,
+}
+
+/// A temporary or an in-progress marker of a process that no longer runs.
+fn leftover(name: &[u8]) -> Option<Leftover> {
+    let rest = name.strip_prefix(b".mimeo-")?;
+    let (rest, kind) = match rest.strip_suffix(b".tmp") {
+        Some(r) => (r, Leftover::Temp),
+        None => (rest.strip_suffix(b".partial")?, Leftover::Marker),
     };
-    let Some((pid, n)) = std::str::from_utf8(rest)
-        .ok()
-        .and_then(|r| r.split_once('-'))
-    else {
-        return false;
-    };
-    let (Ok(pid), true) = (
-        pid.parse::<u32>(),
-        !n.is_empty() && n.bytes().all(|b| b.is_ascii_hexdigit()),
-    ) else {
-        return false;
-    };
-    pid != std::process::id() && !std::path::Path::new(&format!("/proc/{pid}")).exists()
+    let (pid, n) = std::str::from_utf8(rest).ok()?.split_once('-')?;
+    let pid = pid.parse::<u32>().ok()?;
+    if n.is_empty() || !n.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let dead = pid != std::process::id() && !std::path::Path::new(&format!("/proc/{pid}")).exists();
+    dead.then_some(kind)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::is_stale_temp;
+    use super::{Leftover, leftover};
 
     #[test]
-    fn only_temporaries_of_dead_processes_are_stale() {
-        assert!(is_stale_temp(b".mimeo-4000000-1f.tmp"));
+    fn only_leftovers_of_dead_processes_count() {
+        assert_eq!(leftover(b".mimeo-4000000-1f.tmp"), Some(Leftover::Temp));
+        assert_eq!(
+            leftover(b".mimeo-4000000-1f.partial"),
+            Some(Leftover::Marker)
+        );
         let mine = format!(".mimeo-{}-0.tmp", std::process::id());
-        assert!(!is_stale_temp(mine.as_bytes()));
-        assert!(!is_stale_temp(b".mimeo-1-0.tmp"), "pid 1 runs");
-        assert!(!is_stale_temp(b".mimeo-x-0.tmp"));
-        assert!(!is_stale_temp(b".mimeo-4000000-.tmp"));
-        assert!(!is_stale_temp(b"mimeo-4000000-1.tmp"));
-        assert!(!is_stale_temp(b".mimeo-4000000-1.tmp.bak"));
+        assert_eq!(leftover(mine.as_bytes()), None);
+        let mine = format!(".mimeo-{}-0.partial", std::process::id());
+        assert_eq!(leftover(mine.as_bytes()), None);
+        assert_eq!(leftover(b".mimeo-1-0.tmp"), None, "pid 1 runs");
+        assert_eq!(leftover(b".mimeo-1-0.partial"), None, "pid 1 runs");
+        assert_eq!(leftover(b".mimeo-x-0.tmp"), None);
+        assert_eq!(leftover(b".mimeo-4000000-.tmp"), None);
+        assert_eq!(leftover(b"mimeo-4000000-1.tmp"), None);
+        assert_eq!(leftover(b".mimeo-4000000-1.tmp.bak"), None);
+        assert_eq!(leftover(b".mimeo-4000000-1.partial~"), None);
     }
 }

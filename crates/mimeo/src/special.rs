@@ -70,6 +70,10 @@ fn create_and_finish(
         LinkStep::Done => return Ok(()),
         LinkStep::Copy(first) => first,
     };
+    if let Some(node) = here.node {
+        // New entries here are incomplete until their metadata is set (see `journal`).
+        node.mark_in_progress(run, here.dst_dir);
+    }
     let temp = match make(dst_name) {
         Ok(()) => None,
         Err(Errno::EXIST) => match place::existing(run, here, dst_name, meta)? {

@@ -6,6 +6,7 @@
 
 use crate::error::{Error, Op};
 use crate::options::{Dereference, Options, Overwrite};
+use crate::place;
 use crate::summary::{Control, EntryKind, Event, Observer, Summary};
 use crate::sys::{self, DType, DirReader, Meta};
 use crate::tree::{CopyPair, Root, Run};
@@ -90,7 +91,16 @@ pub fn dry_run(pairs: &[CopyPair], opts: &Options, observer: &dyn Observer) -> S
                 Some(d) if d.is_dir() && meta.is_dir() => Action::Merge,
                 Some(d) => match opts.overwrite {
                     Overwrite::NoClobber => Action::Skip,
-                    Overwrite::Update if up_to_date(&d, meta) => Action::Skip,
+                    Overwrite::Update
+                        if place::is_complete_copy(
+                            &run,
+                            &d,
+                            meta,
+                            dst_dir.is_some_and(|d| d.2),
+                        ) =>
+                    {
+                        Action::Skip
+                    }
                     _ => Action::Replace,
                 },
             };
@@ -106,13 +116,6 @@ pub fn dry_run(pairs: &[CopyPair], opts: &Options, observer: &dyn Observer) -> S
     run.counters.summary(start.elapsed())
 }
 
-fn up_to_date(d: &Meta, src: &Meta) -> bool {
-    d.file_type() == src.file_type()
-        && !(d.is_reg() && crate::place::incomplete(d, src))
-        && (!d.is_reg() || d.size == src.size)
-        && d.mtime >= src.mtime
-}
-
 fn kind_of(m: &Meta) -> EntryKind {
     match m.file_type() {
         sys::S_IFREG => EntryKind::File,
@@ -126,7 +129,9 @@ fn kind_of(m: &Meta) -> EntryKind {
 }
 
 /// The destination directory of an entry and its name there, when that directory exists.
-type DstAt<'a> = Option<(BorrowedFd<'a>, &'a CStr)>;
+/// The destination directory and name, and whether that directory is suspect (it holds the
+/// in-progress marker of a killed run, see `journal`).
+type DstAt<'a> = Option<(BorrowedFd<'a>, &'a CStr, bool)>;
 
 /// Called for each entry: source path, destination path, destination place, source metadata.
 type Visit<'v> = dyn FnMut(PathBuf, PathBuf, DstAt<'_>, &Meta) + 'v;
@@ -135,7 +140,7 @@ type Visit<'v> = dyn FnMut(PathBuf, PathBuf, DstAt<'_>, &Meta) + 'v;
 /// destination would be, the source's metadata). `need_dst` opens destination directories.
 fn walk(run: &Run<'_>, root: &Root, need_dst: bool, visit: &mut Visit<'_>) {
     let opts = run.opts;
-    let dst_at = need_dst.then_some((root.dst_parent.as_fd(), root.dst_name.as_c_str()));
+    let dst_at = need_dst.then_some((root.dst_parent.as_fd(), root.dst_name.as_c_str(), false));
     visit(
         root.src_path.clone(),
         root.dst_path.clone(),
@@ -174,6 +179,10 @@ fn walk(run: &Run<'_>, root: &Root, need_dst: bool, visit: &mut Visit<'_>) {
         let dst_dir = dst_anchor
             .as_ref()
             .and_then(|a| sys::open_dir_beneath(a.as_fd(), &rel).ok());
+        let suspect = opts.overwrite == Overwrite::Update
+            && dst_dir
+                .as_ref()
+                .is_some_and(|fd| place::has_stale_marker(&mut reader, fd.as_fd()));
         let mut names = Vec::new();
         if let Err(e) = reader.read_all(src_dir.as_fd(), |n, t| names.push((n.to_owned(), t))) {
             run.fail(&Error::io(
@@ -191,7 +200,9 @@ fn walk(run: &Run<'_>, root: &Root, need_dst: bool, visit: &mut Visit<'_>) {
                     continue;
                 }
             };
-            let d = dst_dir.as_ref().map(|fd| (fd.as_fd(), name.as_c_str()));
+            let d = dst_dir
+                .as_ref()
+                .map(|fd| (fd.as_fd(), name.as_c_str(), suspect));
             visit(
                 join(&root.src_path, &rel, name.to_bytes()),
                 join(&root.dst_path, &rel, name.to_bytes()),

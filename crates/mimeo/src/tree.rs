@@ -8,6 +8,7 @@
 
 use crate::error::{Error, Op};
 use crate::file::{self, FileOutcome};
+use crate::journal::Journals;
 use crate::links::LinkMap;
 use crate::meta::{self, Apply, Dst, Process, Xattrs};
 use crate::options::{Dereference, Options, Overwrite};
@@ -21,7 +22,7 @@ use std::ffi::{CStr, CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 /// One source and the exact destination path it is copied to (cp's target rules already applied).
@@ -105,6 +106,9 @@ pub fn copy_with(
         },
         |w, task, spawner| run.task(w, task, spawner),
     );
+    // Every worker returned: what was in progress is complete or removed, so the markers of
+    // directories left unfinished by a stop can go.
+    run.journals.remove_all();
     // The last references to the roots' descriptors are dropped here, on the calling thread,
     // so they are closed in its own table.
     drop((keep_nodes, keep_roots));
@@ -129,6 +133,7 @@ pub(crate) struct Run<'a> {
     pub process: Process,
     pub control: &'a Control,
     pub no_clone: file::NoCloneDevs,
+    pub journals: Journals,
 }
 
 /// Where the first copy of a hard-link group was made.
@@ -177,6 +182,12 @@ pub(crate) struct DirNode {
     dst_base: Arc<Path>,
     /// The pass over its own entries, plus each unfinished chunk and subdirectory.
     pending: AtomicUsize,
+    /// The pass over its own entries, plus each unfinished chunk.
+    own_pending: AtomicUsize,
+    /// Whether this run's in-progress marker was created in the destination (see `journal`).
+    marker: OnceLock<bool>,
+    /// The destination held the marker of a killed run: `-u` checks its entries strictly.
+    suspect: AtomicBool,
     created: bool,
     /// The destination directory has set-gid, so new entries take its group.
     dst_setgid: bool,
@@ -315,6 +326,7 @@ impl<'a> Run<'a> {
             process: Process::current(),
             control,
             no_clone: file::NoCloneDevs::default(),
+            journals: Journals::new(),
         }
     }
 
@@ -378,13 +390,15 @@ impl<'a> Run<'a> {
             Task::Chunk { node, entries } => {
                 // Reopened here: a descriptor of the worker that split the directory is not
                 // valid in this worker's table.
-                if let Some((src, dst)) = self.open_pair(&node) {
+                let pair = self.open_pair(&node);
+                if let Some((src, dst)) = &pair {
                     let here = node.here(src.as_fd(), dst.as_fd());
                     for (name, t) in &entries {
                         self.child(w, &here, name, *t, spawner);
                     }
                 }
                 drop(entries);
+                self.own_done(&node, pair.as_ref().map(|(_, dst)| dst.as_fd()));
                 self.dir_done(node, None);
             }
         }
@@ -563,6 +577,9 @@ impl<'a> Run<'a> {
                 src_base: parent.src_base.clone(),
                 dst_base: parent.dst_base.clone(),
                 pending: AtomicUsize::new(1),
+                own_pending: AtomicUsize::new(1),
+                marker: OnceLock::new(),
+                suspect: AtomicBool::new(false),
                 created,
                 dst_setgid,
                 root_src_dev: parent.root_src_dev,
@@ -603,6 +620,9 @@ impl<'a> Run<'a> {
                     src_base: Arc::from(src_path().as_path()),
                     dst_base: Arc::from(dst_path().as_path()),
                     pending: AtomicUsize::new(1),
+                    own_pending: AtomicUsize::new(1),
+                    marker: OnceLock::new(),
+                    suspect: AtomicBool::new(false),
                     created,
                     dst_setgid,
                     root_src_dev: src_dev,
@@ -656,6 +676,7 @@ impl<'a> Run<'a> {
             Ok(fd) => fd,
             Err(e) => {
                 self.fail(&open_error(src_path(), e));
+                self.own_done(&node, None);
                 self.dir_done(node, None);
                 return;
             }
@@ -685,12 +706,14 @@ impl<'a> Run<'a> {
             Err(e) => {
                 let p = rel_path(&node.dst_base, &node.dst_rel);
                 self.fail(&Error::io(Op::Open, p, sys::io_err(e)));
+                self.own_done(&node, None);
                 self.dir_done(node, None);
                 return;
             }
         };
         if !node.created && self.opts.overwrite == Overwrite::Update {
-            place::remove_stale_temps(&mut w.reader, dst.as_fd());
+            let suspect = place::remove_leftovers(&mut w.reader, dst.as_fd());
+            node.suspect.store(suspect, Ordering::SeqCst);
         }
         let mut entries = Vec::new();
         if let Err(e) = w
@@ -713,6 +736,7 @@ impl<'a> Run<'a> {
             while rest.len() > CHUNK {
                 let tail = rest.split_off(rest.len() - CHUNK);
                 node.pending.fetch_add(1, Ordering::SeqCst);
+                node.own_pending.fetch_add(1, Ordering::SeqCst);
                 spawner.push(Task::Chunk {
                     node: node.clone(),
                     entries: tail,
@@ -723,6 +747,7 @@ impl<'a> Run<'a> {
                 self.child(w, &here, name, *t, spawner);
             }
             drop(src);
+            self.own_done(&node, Some(dst.as_fd()));
             self.dir_done(node, Some(dst));
         } else {
             let here = node.here(src.as_fd(), dst.as_fd());
@@ -730,6 +755,7 @@ impl<'a> Run<'a> {
                 self.child(w, &here, name, *t, spawner);
             }
             drop(src);
+            self.own_done(&node, Some(dst.as_fd()));
             self.dir_done(node, Some(dst));
         }
     }
@@ -746,6 +772,15 @@ impl<'a> Run<'a> {
             })
             .ok()?;
         Some((src, dst))
+    }
+
+    /// Marks the pass or one chunk of a directory done; after the last one, all of its own
+    /// entries are complete and its in-progress marker goes. `dst` is the directory if open.
+    fn own_done(&self, node: &DirNode, dst: Option<BorrowedFd<'_>>) {
+        if node.own_pending.fetch_sub(1, Ordering::SeqCst) == 1 && node.marker.get() == Some(&true)
+        {
+            self.journals.remove(dst, &node.dst_anchor, &node.dst_rel);
+        }
     }
 
     /// Marks one part of a directory done; the last part applies its metadata, and so on up.
@@ -825,6 +860,20 @@ impl<'a> Run<'a> {
 const CHUNK: usize = 512;
 
 impl DirNode {
+    /// Makes sure the destination holds this run's in-progress marker before a new entry is
+    /// created in it (see `journal`). False when the marker cannot be created: new files are
+    /// then marked one by one.
+    pub(crate) fn mark_in_progress(&self, run: &Run<'_>, dst: BorrowedFd<'_>) -> bool {
+        *self
+            .marker
+            .get_or_init(|| run.journals.create(dst, &self.dst_anchor, &self.dst_rel))
+    }
+
+    /// Whether a killed run's marker was found in the destination (`-u` only).
+    pub(crate) fn is_suspect(&self) -> bool {
+        self.suspect.load(Ordering::SeqCst)
+    }
+
     fn here<'a>(self: &'a Arc<Self>, src: BorrowedFd<'a>, dst: BorrowedFd<'a>) -> Here<'a> {
         Here {
             src_dir: src,

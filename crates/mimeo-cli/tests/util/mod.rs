@@ -209,3 +209,24 @@ pub fn names(dir: &Path) -> Vec<String> {
     v.sort();
     v
 }
+
+/// Whether `name` is one of mimeo's own scratch entries: a temporary (`.mimeo-PID-N.tmp`) or
+/// a directory's in-progress marker (`.mimeo-PID-N.partial`).
+pub fn is_scratch(name: &std::ffi::OsStr) -> bool {
+    let b = name.as_encoded_bytes();
+    b.starts_with(b".mimeo-") && (b.ends_with(b".tmp") || b.ends_with(b".partial"))
+}
+
+/// Whether the directory holding `path` carries an in-progress marker: its entries may be
+/// incomplete (a killed run was writing them), which `--update` must then finish.
+pub fn in_marked_dir(path: &Path) -> bool {
+    let Some(dir) = path.parent() else {
+        return false;
+    };
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries.flatten().any(|e| {
+            let n = e.file_name();
+            is_scratch(&n) && n.as_encoded_bytes().ends_with(b".partial")
+        })
+    })
+}
