@@ -35,7 +35,8 @@ usage: bench/run.sh [options]
   --standin          benchmark `cp` in place of mimeo even if mimeo works (harness testing)
   --no-install       do not apt-get/cargo install anything; fail if a tool is missing
   --keep-images      leave the filesystem images in bench/.work/img (still unmounted)
-  --no-readme        do not update the results table in bench/README.md
+  --no-readme        do not update the results table in bench/README.md (only a run of
+                     every workload updates it)
   -h, --help         this text
 
 Environment: CORPUS_EXCLUDE (space-separated paths below /usr to leave out of the corpus),
@@ -44,7 +45,8 @@ EOF
 }
 
 QUICK=0
-ONLY="w1,w2,w3,w4,w5,sys"
+ALL_WORKLOADS="w1,w2,w3,w4,w5,sys"
+ONLY=$ALL_WORKLOADS
 FS_LIST="btrfs,xfs,ext4"
 TAG=""
 OUT=""
@@ -176,7 +178,8 @@ if want sys; then sys_counts; fi
 # ---- report --------------------------------------------------------------------------------
 record kind=run seconds=$((SECONDS - START_S))
 report_args=("$RAW" "$OUT/$DATE-$TAG")
-if ((README_UPDATE)) && [[ $MODE == full ]]; then
+# Only a run of every workload replaces the README's table; an --only run would drop the rest.
+if ((README_UPDATE)) && [[ $MODE == full && $ONLY == "$ALL_WORKLOADS" ]]; then
     report_args+=(--readme "$BENCH/README.md")
 fi
 python3 "$BENCH/lib/report.py" "${report_args[@]}"

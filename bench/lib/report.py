@@ -108,7 +108,9 @@ class Report:
     # -- header -------------------------------------------------------------------------
     def header(self):
         m = self.meta
-        self.out("## Results %s on `%s` (%s run)" % (m["date"], m["tag"], m["mode"]), "")
+        only = m.get("workloads", "w1,w2,w3,w4,w5,sys")
+        scope = "" if only == "w1,w2,w3,w4,w5,sys" else ", workloads %s only" % only.replace(",", ", ")
+        self.out("## Results %s on `%s` (%s run%s)" % (m["date"], m["tag"], m["mode"], scope), "")
         if m.get("mimeo_standin"):
             self.out("> **mimeo could not copy a tree when this ran: every `mimeo` row below is GNU cp "
                      "standing in (`bench/lib/mimeo-standin.sh`), not mimeo.** The run only proves the harness.", "")

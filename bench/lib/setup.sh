@@ -171,7 +171,7 @@ write_meta() {
     python3 - "$1" <<EOF
 import json, sys
 meta = {
-    "date": "$DATE", "stamp": "$STAMP", "tag": "$TAG", "mode": "$MODE",
+    "date": "$DATE", "stamp": "$STAMP", "tag": "$TAG", "mode": "$MODE", "workloads": "$ONLY",
     "kernel": "$(uname -r)", "cpu": "$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)",
     "cores": $(nproc), "mem_gib": round($(meminfo_kb MemTotal) / 1048576, 1),
     "commit": "$commit", "dirty": bool("$dirty"),
