@@ -567,7 +567,7 @@ pub(crate) fn copy_opened(
             .node
             .is_some_and(|n| n.mark_in_progress(run, here.dst_dir));
     let initial = if marked_dir {
-        place::temp_mode(run, here, &meta)
+        place::unmarked_mode(run, here, &meta)
     } else {
         place::incomplete_mode(&meta)
     };
@@ -591,7 +591,7 @@ pub(crate) fn copy_opened(
                     // A temporary is incomplete by its name, so it needs no marker (and no
                     // chmod to clear one): it is created as restricted as its final mode
                     // requires.
-                    let mode = place::temp_mode(run, here, &meta);
+                    let mode = place::unmarked_mode(run, here, &meta);
                     let (fd, t) =
                         place::with_temp(here, |t| sys::create_excl(here.dst_dir, t, mode))
                             .map_err(|e| Error::io(Op::Create, dst_path(), sys::io_err(e)))?;

@@ -87,8 +87,10 @@ fn provably_finished(run: &Run<'_>, d: &Meta, src: &Meta) -> bool {
     p.timestamps && d.mtime == src.mtime && owner && mode
 }
 
-/// A regular file is created with the sticky bit, which no complete copy of a file without
-/// it carries: a copy interrupted before its final chmod is recognisable as incomplete.
+/// A regular file created where no in-progress marker covers it (a file given alone, or a
+/// directory that refused the marker, see `journal`) carries the sticky bit, which no complete
+/// copy of a file without it carries: a copy interrupted before its final chmod is
+/// recognisable as incomplete.
 pub(crate) fn incomplete(d: &Meta, src: &Meta) -> bool {
     d.mode & sys::S_ISVTX != 0 && src.mode & sys::S_ISVTX == 0
 }
@@ -98,11 +100,12 @@ pub(crate) fn incomplete_mode(src: &Meta) -> u32 {
     sys::S_ISVTX | (src.perm() & 0o700)
 }
 
-/// The mode a temporary regular file is created with: the final permission bits when the
-/// owner it gets at creation is already the right one, only the owner's bits when a chown is
-/// still to come (so that nobody else can open it meanwhile). Never set-id bits: those come
-/// after the chown, which would clear them.
-pub(crate) fn temp_mode(run: &Run<'_>, here: &Here<'_>, src: &Meta) -> u32 {
+/// The mode a regular file is created with when it needs no mark of its own (a temporary, or a
+/// new file in a directory that carries the in-progress marker): the final permission bits
+/// when the owner it gets at creation is already the right one, only the owner's bits when a
+/// chown is still to come (so that nobody else can open it meanwhile). Never set-id bits:
+/// those come after the chown, which would clear them.
+pub(crate) fn unmarked_mode(run: &Run<'_>, here: &Here<'_>, src: &Meta) -> u32 {
     let p = run.opts.preserve;
     let perm = if p.mode {
         src.perm() & 0o777
