@@ -1345,6 +1345,37 @@ fn sigkill_before_the_times_of_a_file_in_a_tree_is_found_by_its_directory_marker
     );
 }
 
+/// After a SIGKILL, `-n` replaces nothing and so keeps the in-progress marker (the only sign
+/// that a file there is incomplete); a plain re-run replaces everything and removes it.
+#[test]
+fn a_plain_rerun_after_sigkill_removes_the_marker_and_no_clobber_keeps_it() {
+    let tmp = tempdir();
+    let src = tmp.path().join("src");
+    fs::create_dir(&src).unwrap();
+    random_file(&src.join("f"), 1 << 20);
+    fixed_times(&src.join("f"));
+    let dst = tmp.path().join("dst");
+    let d = dst.join("f");
+    let (status, _) = interrupt_when(
+        "utimensat=sleep(5000)",
+        &argv!["-a", &src, &dst],
+        Signal::KILL,
+        || fs::metadata(&d).is_ok_and(|m| m.len() == 1 << 20) && util::in_marked_dir(&d),
+    );
+    let what = format!("SIGKILL before the times of dst/f ({status})");
+    let r = run_args(&argv!["-aT", "-n", &src, &dst]);
+    assert_eq!(r.code, 0, "{what}, then -n: {r:#?}");
+    assert!(util::in_marked_dir(&d), "{what}: -n removed the marker");
+    let r = run_args(&argv!["-aT", &src, &dst]);
+    assert_eq!(r.code, 0, "{what}, then a plain re-run: {r:#?}");
+    assert_tree_equal(&format!("{what}, then a plain re-run"), &src, &dst);
+    assert_eq!(
+        temporaries(&dst),
+        Vec::<PathBuf>::new(),
+        "{what}, then a plain re-run"
+    );
+}
+
 /// A replacement killed before its rename leaves a temporary, which
 /// `--update` must not leave behind for ever.
 #[test]

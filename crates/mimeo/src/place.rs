@@ -250,8 +250,9 @@ pub(crate) fn first_done(first: Option<FirstCopy<LinkLoc>>, here: &Here<'_>, dst
 
 /// Removes what an interrupted run (SIGKILL, power loss) of another process left in a
 /// destination directory: temporaries (`.mimeo-PID-N.tmp`) and its in-progress marker
-/// (`.mimeo-PID-N.partial`, see `journal`), of processes that no longer run. Called by `-u`
-/// on directories it merges into, so that a re-run leaves the tree equal to the source.
+/// (`.mimeo-PID-N.partial`, see `journal`), of processes that no longer run. Called on the
+/// directories a run merges into (except under `-n`), so that a re-run leaves the tree equal
+/// to the source.
 /// Returns whether a marker was among them: the directory's entries are then suspect.
 pub(crate) fn remove_leftovers(reader: &mut sys::DirReader, dir: BorrowedFd<'_>) -> bool {
     let mut found = Vec::new();

@@ -711,7 +711,10 @@ impl<'a> Run<'a> {
                 return;
             }
         };
-        if !node.created && self.opts.overwrite == Overwrite::Update {
+        // Merging into a directory that a killed run may have written: its temporaries and
+        // marker go, and under -u its entries are then checked strictly. -n keeps everything
+        // as it is, marks included, since it replaces nothing.
+        if !node.created && self.opts.overwrite != Overwrite::NoClobber {
             let suspect = place::remove_leftovers(&mut w.reader, dst.as_fd());
             node.suspect.store(suspect, Ordering::SeqCst);
         }
