@@ -1293,20 +1293,16 @@ fn sigkill_inside_each_stage_of_a_new_file_is_finished_by_update() {
     }
 }
 
-/// Inside a tree, a new file is created with its final mode and no mark of its own: its
-/// directory carries the in-progress marker. A file killed between its data and its times
-/// looks complete to cp's `--update` rule (same size, newer), so the marker is all that tells:
-/// the dry run and the real `--update` must both replace it, and leave no marker behind.
-#[test]
-fn sigkill_before_the_times_of_a_file_in_a_tree_is_found_by_its_directory_marker() {
-    let tmp = tempdir();
-    let src = tmp.path().join("src");
+/// Copies `src/` (one 1 MiB file `f`, fixed times) to `dst/` with `mimeo -a` and kills it
+/// once `dst/f` holds all its data and its directory the in-progress marker, before the
+/// times are set. Returns (src, dst, a description for messages).
+fn killed_before_the_times(base: &Path) -> (PathBuf, PathBuf, String) {
+    let src = base.join("src");
     fs::create_dir(&src).unwrap();
-    let f = src.join("f");
-    random_file(&f, 1 << 20);
-    fixed_times(&f);
+    random_file(&src.join("f"), 1 << 20);
+    fixed_times(&src.join("f"));
     fixed_times(&src);
-    let dst = tmp.path().join("dst");
+    let dst = base.join("dst");
     let d = dst.join("f");
     let (status, _) = interrupt_when(
         "utimensat=sleep(5000)",
@@ -1314,7 +1310,22 @@ fn sigkill_before_the_times_of_a_file_in_a_tree_is_found_by_its_directory_marker
         Signal::KILL,
         || fs::metadata(&d).is_ok_and(|m| m.len() == 1 << 20) && util::in_marked_dir(&d),
     );
-    let what = format!("SIGKILL before the times of dst/f ({status})");
+    (
+        src,
+        dst,
+        format!("SIGKILL before the times of dst/f ({status})"),
+    )
+}
+
+/// Inside a tree, a new file is created with its final mode and no mark of its own: its
+/// directory carries the in-progress marker. A file killed between its data and its times
+/// looks complete to cp's `--update` rule (same size, newer), so the marker is all that tells:
+/// the dry run and the real `--update` must both replace it, and leave no marker behind.
+#[test]
+fn sigkill_before_the_times_of_a_file_in_a_tree_is_found_by_its_directory_marker() {
+    let tmp = tempdir();
+    let (src, dst, what) = killed_before_the_times(tmp.path());
+    let (f, d) = (src.join("f"), dst.join("f"));
     let (s, m) = (meta(&f), meta(&d));
     assert_eq!(
         m.mode() & 0o7777,
@@ -1350,19 +1361,8 @@ fn sigkill_before_the_times_of_a_file_in_a_tree_is_found_by_its_directory_marker
 #[test]
 fn a_plain_rerun_after_sigkill_removes_the_marker_and_no_clobber_keeps_it() {
     let tmp = tempdir();
-    let src = tmp.path().join("src");
-    fs::create_dir(&src).unwrap();
-    random_file(&src.join("f"), 1 << 20);
-    fixed_times(&src.join("f"));
-    let dst = tmp.path().join("dst");
+    let (src, dst, what) = killed_before_the_times(tmp.path());
     let d = dst.join("f");
-    let (status, _) = interrupt_when(
-        "utimensat=sleep(5000)",
-        &argv!["-a", &src, &dst],
-        Signal::KILL,
-        || fs::metadata(&d).is_ok_and(|m| m.len() == 1 << 20) && util::in_marked_dir(&d),
-    );
-    let what = format!("SIGKILL before the times of dst/f ({status})");
     let r = run_args(&argv!["-aT", "-n", &src, &dst]);
     assert_eq!(r.code, 0, "{what}, then -n: {r:#?}");
     assert!(util::in_marked_dir(&d), "{what}: -n removed the marker");
