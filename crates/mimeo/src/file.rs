@@ -579,10 +579,15 @@ pub(crate) fn copy_opened(
         Ok(fd) => (fd, None),
         Err(Errno::EXIST) => {
             let policy = match found {
-                Some(d) => place::existing_as(run, here, dst_name, d, &meta)?,
-                None => place::existing(run, here, dst_name, &meta)?,
+                Some(d) => place::existing_as(run, here, name, dst_name, d, &meta)?,
+                None => place::existing(run, here, name, dst_name, &meta)?,
             };
             match policy {
+                Existing::WriteInto => {
+                    // No group member can link to a node: the next one becomes the copy.
+                    drop(first);
+                    return write_into_node(run, here, buf, name, dst_name, src, &meta);
+                }
                 Existing::Skip if !stale_content(run, here, src, dst_name, &meta)? => {
                     run.skipped(here, name, dst_name);
                     return Ok(None);
@@ -701,4 +706,98 @@ fn stale_content(
         Err(verify::Mismatch::Differs(_)) => Ok(true),
         Err(e) => Err(e.into_error(here.src_path(c""), dst_path())),
     }
+}
+
+/// Writes a regular file's bytes into an existing FIFO, socket or device node, as cp does,
+/// then applies the metadata asked for to the node (cp does that too). The node is never
+/// removed, whatever fails. A FIFO without a reader, or one that is full, is waited for in
+/// short polls, so that a stop request is still seen.
+fn write_into_node(
+    run: &Run<'_>,
+    here: &Here<'_>,
+    buf: &mut Vec<u8>,
+    name: &CStr,
+    dst_name: &CStr,
+    src: &OwnedFd,
+    meta: &Meta,
+) -> Result<Option<FileOutcome>, Error> {
+    let src_path = || here.src_path(name);
+    let dst_path = || here.dst_path(dst_name);
+    let dst = loop {
+        match sys::open_node_for_writing(here.dst_dir, dst_name) {
+            // A FIFO that nobody reads yet.
+            Err(Errno::NXIO)
+                if sys::stat_at(here.dst_dir, dst_name, false)
+                    .is_ok_and(|m| m.file_type() == sys::S_IFIFO) =>
+            {
+                if run.control.is_stopped() {
+                    return Err(Error::io(
+                        Op::Interrupted,
+                        dst_path(),
+                        sys::io_err(Errno::INTR),
+                    ));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => return Err(Error::io(Op::Create, dst_path(), sys::io_err(e))),
+            Ok(fd) => break fd,
+        }
+    };
+    let bs = run.opts.buffer_size.clamp(4096, 1 << 20);
+    if buf.len() < bs {
+        buf.resize(bs, 0);
+    }
+    let mut pos = 0u64;
+    loop {
+        if run.control.is_stopped() {
+            return Err(Error::io(
+                Op::Interrupted,
+                dst_path(),
+                sys::io_err(Errno::INTR),
+            ));
+        }
+        let n = sys::pread(src.as_fd(), &mut buf[..bs], pos)
+            .map_err(|e| Error::io(Op::Read, src_path(), sys::io_err(e)))?;
+        if n == 0 {
+            break;
+        }
+        let mut data = &buf[..n];
+        while !data.is_empty() {
+            match sys::write(dst.as_fd(), data) {
+                Ok(w) => data = &data[w..],
+                Err(Errno::INTR) => {}
+                Err(Errno::AGAIN) => {
+                    if run.control.is_stopped() {
+                        return Err(Error::io(
+                            Op::Interrupted,
+                            dst_path(),
+                            sys::io_err(Errno::INTR),
+                        ));
+                    }
+                    sys::wait_writable(dst.as_fd(), 100);
+                }
+                Err(e) => return Err(Error::io(Op::Write, dst_path(), sys::io_err(e))),
+            }
+        }
+        run.control.add_bytes(Method::Stream, n as u64);
+        pos += n as u64;
+    }
+    let xattrs = meta::source_xattrs(run.opts, XattrTarget::Fd(src.as_fd()), &src_path)?;
+    let apply = Apply {
+        opts: run.opts,
+        process: &run.process,
+        src: meta,
+        created: false,
+        created_owner: None,
+        current_perm: None,
+        inherit_sgid: false,
+    };
+    apply.run(Dst::Fd(dst.as_fd()), &xattrs, &dst_path)?;
+    let outcome = FileOutcome {
+        method: Method::Stream,
+        bytes: pos,
+        hole_bytes: 0,
+    };
+    run.copied(here, name, dst_name, EntryKind::File, Some(outcome));
+    Ok(Some(outcome))
 }

@@ -17,24 +17,68 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub(crate) enum Existing {
     Skip,
     Replace,
+    /// The destination is a FIFO, socket or device node and the source a regular file: the
+    /// data is written into the node, as cp does (how images are written to block devices).
+    /// Atomic replacement is for regular files only.
+    WriteInto,
 }
 
-/// Applies `-n` / `-u` / replace to an existing destination entry.
+/// Whether copying `src` onto `dst` would copy a file onto itself, by cp's rule
+/// (`same_file_ok` in coreutils). Symlinks count by what they point to: a source symlink
+/// onto its own target, or a source onto a destination symlink that points to it, would
+/// destroy the data, so both are refused. Two distinct symlinks are fine (one replaces the
+/// other). The targets are only looked up (`src_target`, `dst_target`: the entry followed)
+/// when a symlink is involved; a dangling one is never the same file.
+pub(crate) fn is_same_file(
+    src: &Meta,
+    src_target: impl FnOnce() -> Option<Meta>,
+    dst: &Meta,
+    dst_target: impl FnOnce() -> Option<Meta>,
+) -> bool {
+    if src.id() == dst.id() {
+        return true;
+    }
+    if src.is_symlink() && dst.is_symlink() {
+        return false;
+    }
+    let s = if src.is_symlink() {
+        src_target()
+    } else {
+        Some(*src)
+    };
+    let Some(s) = s else { return false };
+    let d = if dst.is_symlink() {
+        dst_target()
+    } else {
+        Some(*dst)
+    };
+    d.is_some_and(|d| d.id() == s.id())
+}
+
+/// The entry `name` of `dir`, followed: what a symlink there points to.
+pub(crate) fn followed(dir: BorrowedFd<'_>, name: &CStr) -> impl FnOnce() -> Option<Meta> {
+    move || sys::stat_at(dir, name, true).ok()
+}
+
+/// Applies `-n` / `-u` / replace to an existing destination entry. `src_name` is the source
+/// in `here.src_dir`, for the same-file check.
 pub(crate) fn existing(
     run: &Run<'_>,
     here: &Here<'_>,
+    src_name: &CStr,
     dst_name: &CStr,
     src: &Meta,
 ) -> Result<Existing, Error> {
     let d = sys::stat_at(here.dst_dir, dst_name, false)
         .map_err(|e| Error::io(Op::Stat, here.dst_path(dst_name), sys::io_err(e)))?;
-    existing_as(run, here, dst_name, &d, src)
+    existing_as(run, here, src_name, dst_name, &d, src)
 }
 
 /// [`existing`] for a destination entry whose metadata `d` is already known.
 pub(crate) fn existing_as(
     run: &Run<'_>,
     here: &Here<'_>,
+    src_name: &CStr,
     dst_name: &CStr,
     d: &Meta,
     src: &Meta,
@@ -47,18 +91,48 @@ pub(crate) fn existing_as(
             "cannot overwrite directory with non-directory",
         ));
     }
+    if is_same_file(
+        src,
+        followed(here.src_dir, src_name),
+        d,
+        followed(here.dst_dir, dst_name),
+    ) {
+        return Err(crate::tree::same_file(
+            &here.src_path(src_name),
+            &dst_path(),
+        ));
+    }
+    let into_node = src.is_reg() && is_node(d);
+    let replace = if into_node {
+        Existing::WriteInto
+    } else {
+        Existing::Replace
+    };
     Ok(match run.opts.overwrite {
         Overwrite::NoClobber => Existing::Skip,
-        Overwrite::Replace => Existing::Replace,
+        Overwrite::Replace => replace,
+        // A node is never "complete": cp's rule (older than the source) decides.
+        Overwrite::Update if into_node => {
+            if d.mtime >= src.mtime {
+                Existing::Skip
+            } else {
+                replace
+            }
+        }
         Overwrite::Update => {
             let suspect = here.node.is_some_and(|n| n.is_suspect());
             if is_complete_copy(run, d, src, suspect) {
                 Existing::Skip
             } else {
-                Existing::Replace
+                replace
             }
         }
     })
+}
+
+/// A FIFO, socket or device node.
+fn is_node(m: &Meta) -> bool {
+    !(m.is_reg() || m.is_dir() || m.is_symlink())
 }
 
 /// `-u`: the destination is the same size and not older, and not marked incomplete. In a
@@ -220,7 +294,7 @@ pub(crate) fn link_or_claim(
     match sys::link(from, &loc.name, here.dst_dir, dst_name) {
         Ok(()) => {}
         Err(Errno::EXIST) => {
-            if existing(run, here, dst_name, meta)? == Existing::Skip {
+            if existing(run, here, src_name, dst_name, meta)? == Existing::Skip {
                 run.skipped(here, src_name, dst_name);
                 return Ok(LinkStep::Done);
             }

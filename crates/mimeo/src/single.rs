@@ -9,6 +9,7 @@
 use crate::error::{Error, Op};
 use crate::file::{self, FileOutcome};
 use crate::options::{Dereference, Options};
+use crate::place;
 use crate::summary::{Control, NoObserver};
 use crate::sys::{self, Errno, Meta};
 use crate::tree::{self, DstFacts, Here, Run};
@@ -45,16 +46,10 @@ pub fn copy_file(src: &Path, dst: &Path, opts: &Options) -> Result<FileOutcome, 
         return Err(not_regular(src));
     }
 
-    // The destination itself, then (only when it is a symlink) what it points to.
     let found = sys::stat_at(sys::CWD, &dst_name, false).ok();
-    let target = found
-        .filter(Meta::is_symlink)
-        .and_then(|_| sys::stat_at(sys::CWD, &dst_name, true).ok());
-    if [found, target]
-        .into_iter()
-        .flatten()
-        .any(|d| d.id() == meta.id())
-    {
+    if found.is_some_and(|d| {
+        place::is_same_file(&meta, || None, &d, place::followed(sys::CWD, &dst_name))
+    }) {
         return Err(tree::same_file(src, dst));
     }
 

@@ -76,12 +76,13 @@ fn create_and_finish(
     }
     let temp = match make(dst_name) {
         Ok(()) => None,
-        Err(Errno::EXIST) => match place::existing(run, here, dst_name, meta)? {
+        Err(Errno::EXIST) => match place::existing(run, here, name, dst_name, meta)? {
             Existing::Skip => {
                 run.skipped(here, name, dst_name);
                 return Ok(());
             }
-            Existing::Replace => {
+            // Only a regular source is written into a node.
+            Existing::Replace | Existing::WriteInto => {
                 let ((), t) = place::with_temp(here, &make)
                     .map_err(|e| Error::io(op, dst_path(), sys::io_err(e)))?;
                 Some(t)

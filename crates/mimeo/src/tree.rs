@@ -931,16 +931,15 @@ impl Root {
             .map_err(|e| Error::io(create_op, dst_path, sys::io_err(e)))?;
         let parent_meta = sys::fstat(dst_parent.as_fd())
             .map_err(|e| Error::io(Op::Stat, dst_path, sys::io_err(e)))?;
-        // The destination itself, then (only when it is a symlink) what it points to.
-        let dst_here = sys::stat_at(dst_parent.as_fd(), &dst_name, false).ok();
-        let dst_target = dst_here
-            .filter(|d| d.is_symlink())
-            .and_then(|_| sys::stat_at(dst_parent.as_fd(), &dst_name, true).ok());
-        if [dst_here, dst_target]
-            .into_iter()
-            .flatten()
-            .any(|d| d.id() == meta.id())
-        {
+        let same = sys::stat_at(dst_parent.as_fd(), &dst_name, false).is_ok_and(|d| {
+            place::is_same_file(
+                &meta,
+                place::followed(src_parent.as_fd(), &src_name),
+                &d,
+                place::followed(dst_parent.as_fd(), &dst_name),
+            )
+        });
+        if same {
             return Err(same_file(src_path, dst_path));
         }
         if meta.is_dir() && is_inside(dst_parent.as_fd(), meta.id()) {

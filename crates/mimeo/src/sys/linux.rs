@@ -42,6 +42,7 @@ pub(crate) const S_IFMT: u32 = 0o170000;
 pub(crate) const S_IFREG: u32 = 0o100000;
 pub(crate) const S_IFDIR: u32 = 0o040000;
 pub(crate) const S_IFLNK: u32 = 0o120000;
+pub(crate) const S_IFIFO: u32 = 0o010000;
 pub(crate) const S_ISVTX: u32 = 0o1000;
 pub(crate) const S_ISUID: u32 = 0o4000;
 pub(crate) const S_ISGID: u32 = 0o2000;
@@ -191,6 +192,30 @@ pub(crate) fn cstring(bytes: &[u8]) -> CString {
 pub(crate) fn create_excl(dir: BorrowedFd<'_>, name: &CStr, mode: u32) -> Result<OwnedFd> {
     let flags = OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     rfs::openat(dir, name, flags, Mode::from_raw_mode(mode))
+}
+
+/// Opens an existing FIFO, socket or device node for writing, as cp opens a destination it
+/// writes into: truncating (which nodes ignore), never following a symlink, never blocking
+/// (a FIFO without a reader fails with ENXIO) and never becoming the controlling terminal.
+pub(crate) fn open_node_for_writing(dir: BorrowedFd<'_>, name: &CStr) -> Result<OwnedFd> {
+    let flags = OFlags::WRONLY
+        | OFlags::TRUNC
+        | OFlags::NOFOLLOW
+        | OFlags::NONBLOCK
+        | OFlags::NOCTTY
+        | OFlags::CLOEXEC;
+    rfs::openat(dir, name, flags, Mode::empty())
+}
+
+/// Waits until `fd` can be written to, for at most `timeout_ms`.
+pub(crate) fn wait_writable(fd: BorrowedFd<'_>, timeout_ms: i32) {
+    use rustix::event::{PollFd, PollFlags, Timespec};
+    let mut fds = [PollFd::new(&fd, PollFlags::OUT)];
+    let timeout = Timespec {
+        tv_sec: (timeout_ms / 1000) as _,
+        tv_nsec: ((timeout_ms % 1000) * 1_000_000) as _,
+    };
+    let _ = rustix::event::poll(&mut fds, Some(&timeout));
 }
 
 pub(crate) fn mkdir(dir: BorrowedFd<'_>, name: &CStr, mode: u32) -> Result<()> {
