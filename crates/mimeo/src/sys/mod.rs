@@ -6,6 +6,18 @@ mod linux;
 #[cfg(target_os = "linux")]
 pub(crate) use linux::*;
 
+// Primitives for features still to come: range clones (FICLONERANGE, clone
+// granularity). Until those features use them, the re-exports are unused outside the
+// tests.
+#[cfg(target_os = "linux")]
+mod range;
+#[cfg(target_os = "linux")]
+#[allow(unused_imports)]
+pub(crate) use range::*;
+
+#[cfg(all(test, target_os = "linux"))]
+mod testutil;
+
 #[cfg(feature = "failpoints")]
 pub(crate) mod failpoints;
 
