@@ -653,7 +653,7 @@ mod tests {
     }
 
     #[test]
-    fn clone_range_refuses_swap_files() {
+    fn clone_range_and_dedupe_refuse_swap_files() {
         for kind in REFLINK_KINDS {
             let Some(fs) = scratch(kind) else { continue };
             let dir = fs.path();
@@ -691,6 +691,15 @@ mod tests {
                 clone_range(s.as_fd(), 0, sw.as_fd(), 0, 4096),
                 busy,
             );
+            for (case, from, to) in [("from", &sw, &s), ("into", &s, &sw)] {
+                let mut targets = [crate::sys::DedupeTarget::new(to.as_fd(), 0)];
+                crate::sys::dedupe_range(from.as_fd(), 0, 4096, &mut targets).expect("dedupe");
+                assert_eq!(
+                    targets[0].status,
+                    crate::sys::DedupeStatus::Failed(Errno::TXTBSY),
+                    "{kind}: dedupe {case} a swap file"
+                );
+            }
             drop(sw);
             drop(swap);
         }

@@ -77,6 +77,31 @@ pub(crate) fn shared_bytes(fd: BorrowedFd<'_>, off: u64, len: u64) -> u64 {
         .sum()
 }
 
+/// Modification, change and access times and mode, to check what an operation left alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Stamp {
+    pub mtime: (i64, i64),
+    pub ctime: (i64, i64),
+    pub atime: (i64, i64),
+    pub mode: u32,
+}
+
+pub(crate) fn stamp(fd: BorrowedFd<'_>) -> Stamp {
+    let s = rustix::fs::fstat(fd).expect("fstat");
+    Stamp {
+        mtime: (s.st_mtime, s.st_mtime_nsec as i64),
+        ctime: (s.st_ctime, s.st_ctime_nsec as i64),
+        atime: (s.st_atime, s.st_atime_nsec as i64),
+        mode: s.st_mode,
+    }
+}
+
+/// Sleeps long enough for the kernel's coarse clock to tick, so that an operation which
+/// updates a timestamp is seen to change it.
+pub(crate) fn let_clock_tick() {
+    std::thread::sleep(std::time::Duration::from_millis(30));
+}
+
 /// Unwraps an errno result into a short name for assertion messages.
 pub(crate) fn outcome<T>(r: &Result<T, Errno>) -> String {
     match r {
