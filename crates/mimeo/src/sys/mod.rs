@@ -6,16 +6,18 @@ mod linux;
 #[cfg(target_os = "linux")]
 pub(crate) use linux::*;
 
-// Primitives for features still to come: dedupe (FIDEDUPERANGE) and range clones
-// (FICLONERANGE, clone granularity). Until those features use them, the re-exports are unused outside the
+// Primitives for features still to come: page-cache state (cachestat), dedupe
+// (FIDEDUPERANGE) and range clones (FICLONERANGE, clone granularity). Until those features use them, the re-exports are unused outside the
 // tests.
+#[cfg(target_os = "linux")]
+mod cache;
 #[cfg(target_os = "linux")]
 mod dedupe;
 #[cfg(target_os = "linux")]
 mod range;
 #[cfg(target_os = "linux")]
 #[allow(unused_imports)]
-pub(crate) use {dedupe::*, range::*};
+pub(crate) use {cache::*, dedupe::*, range::*};
 
 #[cfg(all(test, target_os = "linux"))]
 mod testutil;
