@@ -23,6 +23,8 @@ mod range;
 pub(crate) use {cache::*, dedupe::*, ident::*, range::*};
 
 #[cfg(all(test, target_os = "linux"))]
+mod extents_tests;
+#[cfg(all(test, target_os = "linux"))]
 mod testutil;
 
 #[cfg(feature = "failpoints")]
