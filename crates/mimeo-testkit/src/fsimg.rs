@@ -93,7 +93,13 @@ impl LoopFs {
     /// the kind's minimum), or returns `None` after printing which test was
     /// skipped and why. Panics instead when `MIMEO_REQUIRE_FS=1`.
     pub fn try_new(kind: FsKind, size_mib: u64) -> Option<LoopFs> {
-        match LoopFs::create(kind, size_mib) {
+        LoopFs::try_new_with(kind, size_mib, &[])
+    }
+
+    /// Like [`LoopFs::try_new`], with `extra` appended to the kind's own mkfs
+    /// arguments, e.g. `["-b", "size=8192"]` for an XFS with 8 KiB blocks.
+    pub fn try_new_with(kind: FsKind, size_mib: u64, extra: &[&str]) -> Option<LoopFs> {
+        match LoopFs::create(kind, size_mib, extra) {
             Ok(fs) => Some(fs),
             Err(reason) => {
                 let test = thread::current()
@@ -114,7 +120,7 @@ impl LoopFs {
     /// Like [`LoopFs::try_new`] but always panics when unavailable, for
     /// callers that have nothing useful to do without it.
     pub fn new(kind: FsKind, size_mib: u64) -> LoopFs {
-        LoopFs::create(kind, size_mib)
+        LoopFs::create(kind, size_mib, &[])
             .unwrap_or_else(|reason| panic!("cannot create {kind} filesystem: {reason}"))
     }
 
@@ -128,7 +134,7 @@ impl LoopFs {
         &self.mountpoint
     }
 
-    fn create(kind: FsKind, size_mib: u64) -> Result<LoopFs, String> {
+    fn create(kind: FsKind, size_mib: u64, extra: &[&str]) -> Result<LoopFs, String> {
         if !rustix::process::geteuid().is_root() {
             return Err("not running as root (loop mounts need root)".into());
         }
@@ -148,8 +154,13 @@ impl LoopFs {
             .map_err(|e| format!("size image: {e}"))?;
         drop(file);
 
-        let mkfs = capture(Command::new(kind.mkfs()).args(kind.mkfs_args()).arg(&image))
-            .map_err(|e| format!("cannot run {}: {e}", kind.mkfs()))?;
+        let mkfs = capture(
+            Command::new(kind.mkfs())
+                .args(kind.mkfs_args())
+                .args(extra)
+                .arg(&image),
+        )
+        .map_err(|e| format!("cannot run {}: {e}", kind.mkfs()))?;
         if !mkfs.success() {
             return Err(format!("mkfs failed: {mkfs}"));
         }

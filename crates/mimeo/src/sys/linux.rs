@@ -707,6 +707,15 @@ pub(crate) const FIEMAP_EXTENT_LAST: u32 = 0x1;
 pub(crate) const FIEMAP_EXTENT_UNKNOWN: u32 = 0x2;
 pub(crate) const FIEMAP_EXTENT_DELALLOC: u32 = 0x4;
 pub(crate) const FIEMAP_EXTENT_ENCODED: u32 = 0x8;
+// Both set on btrfs inline data (small files), whose `physical` is 0 as the bytes live in
+// metadata. Unused until du and shared reads, which must skip such extents.
+#[allow(dead_code)]
+pub(crate) const FIEMAP_EXTENT_NOT_ALIGNED: u32 = 0x100;
+#[allow(dead_code)]
+pub(crate) const FIEMAP_EXTENT_DATA_INLINE: u32 = 0x200;
+// Preallocated space that reads as zeros. Unused until du.
+#[allow(dead_code)]
+pub(crate) const FIEMAP_EXTENT_UNWRITTEN: u32 = 0x800;
 pub(crate) const FIEMAP_EXTENT_SHARED: u32 = 0x2000;
 
 #[repr(C)]

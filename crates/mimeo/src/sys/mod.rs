@@ -6,6 +6,27 @@ mod linux;
 #[cfg(target_os = "linux")]
 pub(crate) use linux::*;
 
+// Primitives for features still to come: page-cache state (cachestat), dedupe
+// (FIDEDUPERANGE), inode generations (FS_IOC_GETVERSION) and range clones
+// (FICLONERANGE, clone granularity). Until those features use them, the re-exports are unused outside the
+// tests.
+#[cfg(target_os = "linux")]
+mod cache;
+#[cfg(target_os = "linux")]
+mod dedupe;
+#[cfg(target_os = "linux")]
+mod ident;
+#[cfg(target_os = "linux")]
+mod range;
+#[cfg(target_os = "linux")]
+#[allow(unused_imports)]
+pub(crate) use {cache::*, dedupe::*, ident::*, range::*};
+
+#[cfg(all(test, target_os = "linux"))]
+mod extents_tests;
+#[cfg(all(test, target_os = "linux"))]
+mod testutil;
+
 #[cfg(feature = "failpoints")]
 pub(crate) mod failpoints;
 
