@@ -1,6 +1,6 @@
 //! Command-line flags as cp spells them, parsed by clap, then checked into engine options.
 
-use clap::{ArgAction, Parser, ValueEnum};
+use clap::{ArgAction, Command, CommandFactory, FromArgMatches, Parser, ValueEnum};
 use std::path::PathBuf;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -149,6 +149,28 @@ pub struct Args {
     pub operands: Vec<PathBuf>,
 }
 
+/// The command as it presents itself when run as `prog` (`mimeo`, or `cp` through a link).
+pub fn command(prog: &'static str) -> Command {
+    let cmd = Args::command()
+        .name(prog)
+        .bin_name(prog)
+        .override_usage(format!(
+            "{prog} [OPTIONS] SOURCE DEST\n       {prog} [OPTIONS] SOURCE... DIRECTORY\n       \
+         {prog} [OPTIONS] -t DIRECTORY SOURCE..."
+        ));
+    if prog == "mimeo" {
+        cmd
+    } else {
+        cmd.version(concat!("(mimeo) ", env!("CARGO_PKG_VERSION")))
+    }
+}
+
+/// Parses the process's arguments as `prog`.
+pub fn parse(prog: &'static str) -> Result<Args, clap::Error> {
+    let matches = command(prog).try_get_matches()?;
+    Args::from_arg_matches(&matches)
+}
+
 /// Parses sizes such as 65536, 128K, 1M, 8MiB.
 pub fn parse_size(s: &str) -> Result<usize, String> {
     let s = s.trim();
@@ -170,11 +192,12 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     #[test]
     fn clap_definition_is_consistent() {
         Args::command().debug_assert();
+        command("mimeo").debug_assert();
+        command("cp").debug_assert();
     }
 
     #[test]

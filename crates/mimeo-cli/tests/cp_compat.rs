@@ -1,0 +1,162 @@
+//! The command line against GNU cp 9.1 as the oracle.
+//!
+//! Each case builds the same small set-up in two directories, runs cp in one and mimeo in
+//! the other with the same arguments, and compares the outcome (success or failure, and exit
+//! 2 where cp reports a usage error), the resulting trees and, where the case says so, the
+//! messages word for word. mimeo runs through a link named `cp`, so its messages start with
+//! `cp:` as the oracle's do. Both run with `LC_ALL=C`, so that cp quotes with ASCII quotes.
+
+mod util;
+
+use std::fs;
+use std::os::unix::fs::{PermissionsExt, symlink};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use mimeo_testkit::{Captured, CompareOptions, capture, compare_trees};
+use tempfile::TempDir;
+
+/// The set-up every case starts from.
+fn setup(dir: &Path) {
+    let file = |name: &str, text: &str, mode: u32| {
+        let path = dir.join(name);
+        fs::write(&path, text).unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(mode)).unwrap();
+    };
+    file("a", "hello\n", 0o644);
+    file("x", "#!/bin/sh\n", 0o777);
+    file("old", "old\n", 0o644);
+    fs::create_dir(dir.join("d")).unwrap();
+    file("d/f", "in d\n", 0o640);
+    symlink("d", dir.join("link")).unwrap();
+    symlink("x", dir.join("lx")).unwrap();
+    fs::create_dir(dir.join("tgt")).unwrap();
+    fs::create_dir(dir.join("tgt2")).unwrap();
+}
+
+/// One case run by both programs.
+#[derive(Debug)]
+struct Pair {
+    args: Vec<String>,
+    cp: Captured,
+    ours: Captured,
+    cp_dir: TempDir,
+    our_dir: TempDir,
+}
+
+/// A directory holding `cp`, a link to the mimeo binary.
+fn mimeo_as_cp() -> (TempDir, PathBuf) {
+    let bin = tempfile::tempdir().unwrap();
+    let cp = bin.path().join("cp");
+    symlink(util::mimeo().get_program(), &cp).unwrap();
+    (bin, cp)
+}
+
+fn run_in(program: &Path, dir: &Path, args: &[&str]) -> Captured {
+    let mut cmd = Command::new(program);
+    cmd.args(args).current_dir(dir).env("LC_ALL", "C");
+    capture(&mut cmd).unwrap_or_else(|e| panic!("cannot run {program:?}: {e}"))
+}
+
+/// Runs `cp args...` and mimeo (as `cp`) with the same arguments in two fresh set-ups.
+fn differential(args: &[&str]) -> Pair {
+    let (cp_dir, our_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    setup(cp_dir.path());
+    setup(our_dir.path());
+    let (_bin, ours) = mimeo_as_cp();
+    Pair {
+        args: args.iter().map(|a| a.to_string()).collect(),
+        cp: run_in(Path::new("cp"), cp_dir.path(), args),
+        ours: run_in(&ours, our_dir.path(), args),
+        cp_dir,
+        our_dir,
+    }
+}
+
+impl Pair {
+    /// Both succeed or both fail; a usage error of cp's (it points to --help) is exit 2 for
+    /// mimeo; and both leave the same trees (type, bytes, mode, symlink targets).
+    #[track_caller]
+    fn assert_same_outcome(&self) -> &Pair {
+        assert_eq!(
+            self.cp.success(),
+            self.ours.success(),
+            "exit status differs for {:?}:\n{}\n{}",
+            self.args,
+            self.cp,
+            self.ours
+        );
+        if self.cp.stderr.contains("Try 'cp --help'") {
+            assert_eq!(
+                self.ours.code(),
+                2,
+                "{:?}: not a usage error:\n{}",
+                self.args,
+                self.ours
+            );
+        }
+        let diff = compare_trees(
+            self.cp_dir.path(),
+            self.our_dir.path(),
+            &CompareOptions::content_and_mode(),
+        )
+        .unwrap();
+        assert!(
+            diff.is_equal(),
+            "trees differ for {:?}:\n{diff}\n{}\n{}",
+            self.args,
+            self.cp,
+            self.ours
+        );
+        self
+    }
+
+    /// The same messages, word for word.
+    #[track_caller]
+    fn assert_same_stderr(&self) -> &Pair {
+        assert_eq!(
+            self.cp.stderr, self.ours.stderr,
+            "messages differ for {:?}",
+            self.args
+        );
+        self
+    }
+}
+
+#[test]
+fn called_as_cp_every_message_starts_with_cp() {
+    for args in [
+        &["a"][..],
+        &["nope", "out"],
+        &["d", "out"],
+        &["-T", "a", "b", "c"],
+        &["a", "nod/"],
+    ] {
+        let pair = differential(args);
+        pair.assert_same_outcome().assert_same_stderr();
+        assert!(pair.ours.stderr.starts_with("cp: "), "{}", pair.ours);
+        // Under its own name, the same messages name mimeo.
+        let plain = run_in(
+            util::mimeo().get_program().as_ref(),
+            pair.our_dir.path(),
+            args,
+        );
+        assert_eq!(
+            plain.stderr,
+            pair.cp.stderr.replace("cp", "mimeo"),
+            "{args:?}"
+        );
+    }
+    let (_bin, cp) = mimeo_as_cp();
+    let here = Path::new("/");
+    let help = run_in(&cp, here, &["--help"]);
+    assert!(help.success(), "{help}");
+    assert!(
+        help.stdout
+            .contains("Usage: cp [OPTIONS] SOURCE DEST\n       cp [OPTIONS] SOURCE..."),
+        "{help}"
+    );
+    assert!(!help.stdout.contains("mimeo [OPTIONS]"), "{help}");
+    let version = run_in(&cp, here, &["--version"]);
+    assert!(version.stdout.starts_with("cp (mimeo) "), "{version}");
+}
