@@ -1,6 +1,11 @@
 //! Command-line flags as cp spells them, parsed by clap, then checked into engine options.
+//!
+//! Every flag may repeat, and a later one overrides an earlier one, as in cp; the flags whose
+//! effects overlap (`-a`, `-d`, `-p`, `-H`, `-L`, `-P`, `--preserve`, `--no-preserve`) are
+//! kept in command-line order in `attr_flags`.
 
-use clap::{ArgAction, Command, CommandFactory, FromArgMatches, Parser, ValueEnum};
+use clap::parser::ValueSource;
+use clap::{ArgAction, ArgMatches, Command, CommandFactory, FromArgMatches, Parser, ValueEnum};
 use std::path::PathBuf;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -19,7 +24,8 @@ pub enum When {
         Regular files are cloned where the filesystem can share extents (btrfs, XFS), \
         copied inside the kernel where it cannot, and streamed only as a last resort.",
     override_usage = "mimeo [OPTIONS] SOURCE DEST\n       mimeo [OPTIONS] SOURCE... DIRECTORY\n       mimeo [OPTIONS] -t DIRECTORY SOURCE...",
-    disable_help_flag = true
+    disable_help_flag = true,
+    args_override_self = true
 )]
 pub struct Args {
     /// Same as -dR --preserve=all
@@ -78,8 +84,8 @@ pub struct Args {
     pub sparse: Option<When>,
 
     /// Copy all SOURCE arguments into DIRECTORY
-    #[arg(short = 't', long, value_name = "DIRECTORY")]
-    pub target_directory: Option<PathBuf>,
+    #[arg(short = 't', long, value_name = "DIRECTORY", action = ArgAction::Append)]
+    pub target_directory: Vec<PathBuf>,
 
     /// Treat DEST as a normal file
     #[arg(short = 'T', long)]
@@ -147,6 +153,32 @@ pub struct Args {
 
     #[arg(value_name = "SOURCE", required_unless_present = "generate")]
     pub operands: Vec<PathBuf>,
+
+    /// `-a`, `-d`, `-p`, `-H`, `-L`, `-P`, `--preserve` and `--no-preserve` in command-line
+    /// order: each sets some of the same settings, and the later one wins, as in cp.
+    #[arg(skip)]
+    pub attr_flags: Vec<AttrFlag>,
+}
+
+/// A flag that sets attributes to keep or how to treat symlinks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttrFlag {
+    /// `-a`: `-dR --preserve=all`.
+    Archive,
+    /// `-d`: `-P --preserve=links`.
+    NoDerefPreserveLinks,
+    /// `-H`.
+    DerefCommandLine,
+    /// `-L`.
+    DerefAlways,
+    /// `-P`.
+    DerefNever,
+    /// `-p`: mode, ownership and timestamps.
+    PreserveDefault,
+    /// `--preserve=LIST`.
+    Preserve(String),
+    /// `--no-preserve=LIST`.
+    NoPreserve(String),
 }
 
 /// The command as it presents itself when run as `prog` (`mimeo`, or `cp` through a link).
@@ -168,7 +200,47 @@ pub fn command(prog: &'static str) -> Command {
 /// Parses the process's arguments as `prog`.
 pub fn parse(prog: &'static str) -> Result<Args, clap::Error> {
     let matches = command(prog).try_get_matches()?;
-    Args::from_arg_matches(&matches)
+    let mut args = Args::from_arg_matches(&matches)?;
+    args.attr_flags = attr_flags(&matches);
+    Ok(args)
+}
+
+/// The attribute and symlink flags given, in command-line order.
+fn attr_flags(m: &ArgMatches) -> Vec<AttrFlag> {
+    let mut found: Vec<(usize, AttrFlag)> = Vec::new();
+    let given = |id: &str| m.value_source(id) == Some(ValueSource::CommandLine);
+    for (id, flag) in [
+        ("archive", AttrFlag::Archive),
+        ("no_deref_preserve_links", AttrFlag::NoDerefPreserveLinks),
+        ("deref_command_line", AttrFlag::DerefCommandLine),
+        ("dereference", AttrFlag::DerefAlways),
+        ("no_dereference", AttrFlag::DerefNever),
+        ("preserve_default", AttrFlag::PreserveDefault),
+    ] {
+        // clap keeps only the last of repeats. That is enough: a flag always sets the same
+        // values, so its last occurrence decides which of them hold.
+        if given(id) {
+            if let Some(i) = m.index_of(id) {
+                found.push((i, flag));
+            }
+        }
+    }
+    for (id, make) in [
+        ("preserve", AttrFlag::Preserve as fn(String) -> AttrFlag),
+        ("no_preserve", AttrFlag::NoPreserve),
+    ] {
+        if !given(id) {
+            continue;
+        }
+        let (Some(indices), Some(values)) = (m.indices_of(id), m.get_many::<String>(id)) else {
+            continue;
+        };
+        for (i, list) in indices.zip(values) {
+            found.push((i, make(list.clone())));
+        }
+    }
+    found.sort_by_key(|&(i, _)| i);
+    found.into_iter().map(|(_, f)| f).collect()
 }
 
 /// Parses sizes such as 65536, 128K, 1M, 8MiB.

@@ -1,7 +1,7 @@
 //! Checked configuration: engine options plus the (source, destination) pairs that cp's
 //! target rules give.
 
-use crate::args::{Args, When};
+use crate::args::{Args, AttrFlag, When};
 use mimeo::{CopyPair, Dereference, Options, Overwrite, Preserve, Reflink, Sparse};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -75,35 +75,47 @@ fn display(p: &Path) -> String {
     mimeo::path_display(p)
 }
 
+/// The attributes to keep and the symlink rule (None: the default) that the flags give when
+/// applied in order, each overriding what an earlier one set, as in cp.
+fn attributes(flags: &[AttrFlag]) -> Result<(Preserve, Option<Dereference>), ConfigError> {
+    let mut preserve = Preserve::default();
+    let mut dereference = None;
+    for flag in flags {
+        match flag {
+            AttrFlag::Archive => {
+                apply_list(&mut preserve, "all", true)?;
+                dereference = Some(Dereference::Never);
+            }
+            AttrFlag::NoDerefPreserveLinks => {
+                preserve.links = true;
+                dereference = Some(Dereference::Never);
+            }
+            AttrFlag::DerefCommandLine => dereference = Some(Dereference::CommandLine),
+            AttrFlag::DerefAlways => dereference = Some(Dereference::Always),
+            AttrFlag::DerefNever => dereference = Some(Dereference::Never),
+            AttrFlag::PreserveDefault => {
+                apply_list(&mut preserve, "mode,ownership,timestamps", true)?;
+            }
+            AttrFlag::Preserve(list) => apply_list(&mut preserve, list, true)?,
+            AttrFlag::NoPreserve(list) => apply_list(&mut preserve, list, false)?,
+        }
+    }
+    Ok((preserve, dereference))
+}
+
 impl Config {
     pub fn from_args(a: Args) -> Result<Config, ConfigError> {
-        let mut preserve = Preserve::default();
-        if a.archive {
-            preserve = Preserve::all();
+        if a.target_directory.len() > 1 {
+            return Err(usage("multiple target directories specified"));
         }
-        if a.preserve_default {
-            apply_list(&mut preserve, "mode,ownership,timestamps", true)?;
-        }
-        if a.no_deref_preserve_links {
-            preserve.links = true;
-        }
-        for list in &a.preserve {
-            apply_list(&mut preserve, list, true)?;
-        }
-        for list in &a.no_preserve {
-            apply_list(&mut preserve, list, false)?;
-        }
+        let (preserve, dereference) = attributes(&a.attr_flags)?;
         let recursive = a.recursive || a.archive;
-        let dereference = if a.dereference {
-            Dereference::Always
-        } else if a.deref_command_line {
-            Dereference::CommandLine
-        } else if a.no_dereference || a.archive || a.no_deref_preserve_links || recursive {
+        // Without -r, cp follows symlinks named as sources.
+        let dereference = dereference.unwrap_or(if recursive {
             Dereference::Never
         } else {
-            // Without -r, cp follows symlinks named as sources.
             Dereference::CommandLine
-        };
+        });
         let overwrite = if a.no_clobber && !a.force {
             Overwrite::NoClobber
         } else if a.update {
@@ -152,7 +164,7 @@ impl Config {
             };
         let pairs = resolve_targets(
             &a.operands,
-            a.target_directory.as_deref(),
+            a.target_directory.first().map(PathBuf::as_path),
             a.no_target_directory,
         )?;
         Ok(Config {

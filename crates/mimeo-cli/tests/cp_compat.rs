@@ -124,6 +124,64 @@ impl Pair {
 }
 
 #[test]
+fn repeated_flags_are_accepted_as_in_cp() {
+    for args in [
+        &["-r", "-R", "d", "out"][..],
+        &["-rR", "d", "out"],
+        &["-v", "-v", "a", "out"],
+        &["-v", "--verbose", "a", "out"],
+        &["-a", "-a", "d", "out"],
+        &["-f", "-f", "a", "old"],
+        &["-n", "-n", "a", "old"],
+        &["-u", "-u", "a", "out"],
+        &["-p", "-p", "x", "out"],
+        &["-d", "-d", "lx", "out"],
+        &["-P", "-P", "lx", "out"],
+        &["-L", "-L", "lx", "out"],
+        &["-H", "-H", "lx", "out"],
+        &["-x", "-x", "a", "out"],
+        &["-T", "-T", "a", "out"],
+        &["-rT", "-T", "d", "tgt"],
+        &["--reflink=auto", "--reflink=never", "a", "out"],
+        // The last --reflink counts: --reflink alone (always) fails where cloning cannot.
+        &["--reflink", "--reflink=auto", "a", "out"],
+        &["--sparse=always", "--sparse=never", "a", "out"],
+        &["--preserve=mode", "--preserve=timestamps", "x", "out"],
+        &[
+            "--no-preserve=links",
+            "--no-preserve=timestamps",
+            "x",
+            "out",
+        ],
+    ] {
+        differential(args).assert_same_outcome();
+    }
+}
+
+#[test]
+fn later_flags_override_earlier_ones_as_in_cp() {
+    for args in [
+        // -H, -L, -P, -d and -a each set how symlinks are treated: the last one counts.
+        &["-L", "-P", "lx", "out"][..],
+        &["-P", "-L", "lx", "out"],
+        &["-L", "-a", "lx", "out"],
+        &["-a", "-L", "lx", "out"],
+        &["-La", "lx", "out"],
+        &["-aL", "lx", "out"],
+        &["-H", "-d", "lx", "out"],
+        &["-d", "-H", "lx", "out"],
+        &["-L", "-r", "link", "out"],
+        // -p, -a, --preserve and --no-preserve apply in order.
+        &["--no-preserve=mode", "-p", "x", "out"],
+        &["--no-preserve=all", "-a", "x", "out"],
+        &["--no-preserve=mode", "--preserve", "x", "out"],
+        &["--no-preserve=mode", "--preserve=all", "x", "out"],
+    ] {
+        differential(args).assert_same_outcome();
+    }
+}
+
+#[test]
 fn called_as_cp_every_message_starts_with_cp() {
     for args in [
         &["a"][..],
@@ -159,4 +217,21 @@ fn called_as_cp_every_message_starts_with_cp() {
     assert!(!help.stdout.contains("mimeo [OPTIONS]"), "{help}");
     let version = run_in(&cp, here, &["--version"]);
     assert!(version.stdout.starts_with("cp (mimeo) "), "{version}");
+}
+
+#[test]
+fn more_than_one_target_directory_is_refused_as_in_cp() {
+    for args in [
+        &["-t", "tgt", "-t", "tgt2", "a"][..],
+        &["--target-directory=tgt", "-ttgt", "a"],
+    ] {
+        let pair = differential(args);
+        pair.assert_same_outcome();
+        assert_eq!(pair.ours.code(), 2, "{args:?}");
+        assert_eq!(
+            pair.ours.stderr.lines().next(),
+            pair.cp.stderr.lines().next(),
+            "{args:?}"
+        );
+    }
 }
