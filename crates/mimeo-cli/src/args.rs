@@ -1,11 +1,14 @@
 //! Command-line flags as cp spells them, parsed by clap, then checked into engine options.
 //!
-//! Every flag may repeat, and a later one overrides an earlier one, as in cp; the flags whose
-//! effects overlap (`-a`, `-d`, `-p`, `-H`, `-L`, `-P`, `--preserve`, `--no-preserve`) are
-//! kept in command-line order in `attr_flags`.
+//! A command line is first read by `cmdline` with GNU getopt_long's rules (abbreviations,
+//! cp's messages), then parsed by clap. Every flag may repeat, and a later one overrides an
+//! earlier one, as in cp; the flags whose effects overlap (`-a`, `-d`, `-p`, `-H`, `-L`,
+//! `-P`, `--preserve`, `--no-preserve`) are kept in command-line order in `attr_flags`.
 
+use crate::cmdline;
 use clap::parser::ValueSource;
 use clap::{ArgAction, ArgMatches, Command, CommandFactory, FromArgMatches, Parser, ValueEnum};
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -24,7 +27,11 @@ pub enum When {
         Regular files are cloned where the filesystem can share extents (btrfs, XFS), \
         copied inside the kernel where it cannot, and streamed only as a last resort.",
     override_usage = "mimeo [OPTIONS] SOURCE DEST\n       mimeo [OPTIONS] SOURCE... DIRECTORY\n       mimeo [OPTIONS] -t DIRECTORY SOURCE...",
+    after_long_help = "Long options and their values may be abbreviated to any unique prefix \
+        (--recur, --reflink=al). Options may be repeated: a later one overrides an earlier one, \
+        as in cp.",
     disable_help_flag = true,
+    disable_version_flag = true,
     args_override_self = true
 )]
 pub struct Args {
@@ -66,7 +73,7 @@ pub struct Args {
     pub preserve: Vec<String>,
 
     /// Don't preserve the attributes in ATTR_LIST
-    #[arg(long, value_name = "ATTR_LIST", action = ArgAction::Append)]
+    #[arg(long, value_name = "ATTR_LIST", action = ArgAction::Append, allow_hyphen_values = true)]
     pub no_preserve: Vec<String>,
 
     /// Copy directories recursively
@@ -80,11 +87,12 @@ pub struct Args {
 
     /// How to handle holes: auto (keep them, default), always (also make holes of zero
     /// runs when streaming), never (write every byte)
-    #[arg(long, value_name = "WHEN")]
+    #[arg(long, value_name = "WHEN", allow_hyphen_values = true)]
     pub sparse: Option<When>,
 
     /// Copy all SOURCE arguments into DIRECTORY
-    #[arg(short = 't', long, value_name = "DIRECTORY", action = ArgAction::Append)]
+    #[arg(short = 't', long, value_name = "DIRECTORY", action = ArgAction::Append,
+          allow_hyphen_values = true)]
     pub target_directory: Vec<PathBuf>,
 
     /// Treat DEST as a normal file
@@ -104,11 +112,11 @@ pub struct Args {
     pub one_file_system: bool,
 
     /// Worker threads for tree copies
-    #[arg(short = 'j', long, value_name = "N")]
+    #[arg(short = 'j', long, value_name = "N", allow_hyphen_values = true)]
     pub jobs: Option<usize>,
 
     /// Buffer size for streamed copies, e.g. 1M
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
     pub buffer_size: Option<usize>,
 
     /// Print JSON Lines on stdout: errors, entries (with -v) and a final summary
@@ -116,7 +124,12 @@ pub struct Args {
     pub json: bool,
 
     /// Show a progress bar on stderr: auto (when stderr is a terminal), always, never
-    #[arg(long, value_name = "WHEN", default_value = "auto")]
+    #[arg(
+        long,
+        value_name = "WHEN",
+        default_value = "auto",
+        allow_hyphen_values = true
+    )]
     pub progress: When,
 
     /// No progress bar
@@ -144,14 +157,18 @@ pub struct Args {
     pub sync: bool,
 
     /// Print a man page or shell completions (man, bash, zsh, fish, elvish) and exit
-    #[arg(long, value_name = "WHAT", hide = true)]
+    #[arg(long, value_name = "WHAT", hide = true, allow_hyphen_values = true)]
     pub generate: Option<String>,
 
     /// Print help
     #[arg(long, action = ArgAction::Help)]
     pub help: Option<bool>,
 
-    #[arg(value_name = "SOURCE", required_unless_present = "generate")]
+    /// Print version
+    #[arg(short = 'V', long, action = ArgAction::Version)]
+    pub version: Option<bool>,
+
+    #[arg(value_name = "SOURCE")]
     pub operands: Vec<PathBuf>,
 
     /// `-a`, `-d`, `-p`, `-H`, `-L`, `-P`, `--preserve` and `--no-preserve` in command-line
@@ -181,6 +198,15 @@ pub enum AttrFlag {
     NoPreserve(String),
 }
 
+/// How a command line ended without arguments to run with.
+#[derive(Debug)]
+pub enum Stop {
+    /// `--help` or `--version`: print this on stdout and exit 0.
+    Display(clap::Error),
+    /// A usage error, worded as cp words it.
+    Usage(String),
+}
+
 /// The command as it presents itself when run as `prog` (`mimeo`, or `cp` through a link).
 pub fn command(prog: &'static str) -> Command {
     let cmd = Args::command()
@@ -197,10 +223,21 @@ pub fn command(prog: &'static str) -> Command {
     }
 }
 
-/// Parses the process's arguments as `prog`.
-pub fn parse(prog: &'static str) -> Result<Args, clap::Error> {
-    let matches = command(prog).try_get_matches()?;
-    let mut args = Args::from_arg_matches(&matches)?;
+/// Parses `argv` (program name first) as `prog`.
+pub fn parse(prog: &'static str, argv: Vec<OsString>) -> Result<Args, Stop> {
+    let mut cmd = command(prog);
+    cmd.build();
+    let argv = cmdline::normalize(&cmd, argv).map_err(Stop::Usage)?;
+    let matches = cmd
+        .try_get_matches_from_mut(argv)
+        .map_err(|e| match e.kind() {
+            clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+                Stop::Display(e)
+            }
+            _ => Stop::Usage(cmdline::clap_message(&e)),
+        })?;
+    let mut args =
+        Args::from_arg_matches(&matches).map_err(|e| Stop::Usage(cmdline::clap_message(&e)))?;
     args.attr_flags = attr_flags(&matches);
     Ok(args)
 }

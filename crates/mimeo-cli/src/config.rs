@@ -2,6 +2,7 @@
 //! target rules give.
 
 use crate::args::{Args, AttrFlag, When};
+use crate::cmdline::choose;
 use mimeo::{CopyPair, Dereference, Options, Overwrite, Preserve, Reflink, Sparse};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -39,9 +40,27 @@ fn fatal(msg: impl Into<String>) -> ConfigError {
     ConfigError::Fatal(Fatal(msg.into()))
 }
 
+/// cp's attribute names, in the order its messages list them.
+const PRESERVE_ITEMS: &[&str] = &[
+    "mode",
+    "timestamps",
+    "ownership",
+    "links",
+    "context",
+    "xattr",
+    "all",
+];
+
+/// Applies one `--preserve=LIST` (`on`) or `--no-preserve=LIST`. Names may be abbreviated, as
+/// in cp; an empty one is ambiguous, as in cp.
 fn apply_list(p: &mut Preserve, list: &str, on: bool) -> Result<(), ConfigError> {
-    for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        match item {
+    let option = if on { "--preserve" } else { "--no-preserve" };
+    for item in list.split(',') {
+        let name = match choose(item, PRESERVE_ITEMS) {
+            Ok(i) => PRESERVE_ITEMS[i],
+            Err(bad) => return Err(usage(bad.message(item, option, PRESERVE_ITEMS))),
+        };
+        match name {
             "mode" => p.mode = on,
             "ownership" => p.ownership = on,
             "timestamps" => p.timestamps = on,
@@ -53,19 +72,14 @@ fn apply_list(p: &mut Preserve, list: &str, on: bool) -> Result<(), ConfigError>
             // SELinux contexts travel as the security.selinux xattr.
             "context" => {}
             "all" => {
-                let required = p.xattr_required;
-                *p = if on {
-                    Preserve::all()
-                } else {
-                    Preserve::default()
-                };
-                p.xattr_required = on && required;
+                // xattr_required stays as it was, as in cp.
+                p.mode = on;
+                p.ownership = on;
+                p.timestamps = on;
+                p.links = on;
+                p.xattr = on;
             }
-            other => {
-                return Err(usage(format!(
-                    "invalid argument '{other}' for '--preserve'"
-                )));
-            }
+            _ => unreachable!("{name} is not in PRESERVE_ITEMS"),
         }
     }
     Ok(())

@@ -1,6 +1,7 @@
 //! `mimeo`: the command. Parses arguments, runs the engine, renders events, picks the exit code.
 
 mod args;
+mod cmdline;
 mod config;
 mod output;
 mod progress;
@@ -23,12 +24,15 @@ fn main() -> ExitCode {
     if let Err(e) = signals::install(control.clone(), stopped.clone()) {
         output::error(&format!("cannot install signal handlers: {e}"));
     }
-    let args = match args::parse(output::prog()) {
+    let args = match args::parse(output::prog(), std::env::args_os().collect()) {
         Ok(a) => a,
-        Err(e) => {
-            let code = if e.use_stderr() { EXIT_USAGE } else { 0 };
-            let _ = e.print();
-            return ExitCode::from(code);
+        Err(args::Stop::Display(help)) => {
+            let _ = help.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(args::Stop::Usage(message)) => {
+            output::usage_error(&message);
+            return ExitCode::from(EXIT_USAGE);
         }
     };
     if let Some(what) = &args.generate {

@@ -182,13 +182,73 @@ fn later_flags_override_earlier_ones_as_in_cp() {
 }
 
 #[test]
+fn unique_abbreviations_of_long_options_and_values_work_as_in_cp() {
+    for args in [
+        &["--recur", "d", "out"][..],
+        &["--no-cl", "a", "old"],
+        &["--verb", "a", "out"],
+        &["--arch", "d", "out"],
+        &["--one", "a", "out"],
+        &["--no-t", "a", "out"],
+        &["--target=tgt", "a"],
+        &["--target", "tgt", "a"],
+        &["--u", "a", "out"],
+        // cp's reading of a prefix wins over mimeo's own long options (--dry-run,
+        // --progress).
+        &["--d", "lx", "out"],
+        &["--pr", "x", "out"],
+        // Values too, as cp's argmatch reads them.
+        &["--reflink=n", "a", "out"],
+        &["--refl=au", "a", "out"],
+        &["--sp", "n", "a", "out"],
+        &["--sparse=al", "a", "out"],
+        &["--preserve=mo,time", "x", "out"],
+        &["-p", "--no-preserve=t", "x", "out"],
+    ] {
+        differential(args)
+            .assert_same_outcome()
+            .assert_same_stderr();
+    }
+}
+
+#[test]
+fn bad_options_are_usage_errors_worded_as_in_cp() {
+    for args in [
+        &["--re", "a", "out"][..],
+        &["--re=x", "a", "out"],
+        &["--no-", "a", "out"],
+        &["--a", "d", "out"],
+        &["--c", "a", "out"],
+        &["--bogus", "a", "out"],
+        &["--bogus=3", "a", "out"],
+        &["-k", "a", "out"],
+        &["-vk", "a", "out"],
+        &["--verbose=3", "a", "out"],
+        &["--verb=3", "a", "out"],
+        &["--target-directory"],
+        &["a", "-t"],
+        &["--reflink=foo", "a", "out"],
+        &["--reflink=", "a", "out"],
+        &["--preserve=bogus", "a", "out"],
+        &["--preserve=mode,", "a", "out"],
+        &["--no-preserve=", "a", "out"],
+    ] {
+        let pair = differential(args);
+        pair.assert_same_outcome().assert_same_stderr();
+        assert_eq!(pair.ours.code(), 2, "{args:?}");
+    }
+}
+
+#[test]
 fn called_as_cp_every_message_starts_with_cp() {
     for args in [
-        &["a"][..],
+        &[][..],
+        &["a"],
         &["nope", "out"],
         &["d", "out"],
         &["-T", "a", "b", "c"],
         &["a", "nod/"],
+        &["--bogus"],
     ] {
         let pair = differential(args);
         pair.assert_same_outcome().assert_same_stderr();
