@@ -43,7 +43,8 @@ pub struct Args {
     #[arg(short = 'd')]
     pub no_deref_preserve_links: bool,
 
-    /// Replace an existing destination even if it cannot be opened (cancels -n)
+    /// Replace an existing destination even if it cannot be opened (mimeo replaces by rename,
+    /// so it always can); -n wins over it
     #[arg(short = 'f', long)]
     pub force: bool,
 
@@ -55,7 +56,7 @@ pub struct Args {
     #[arg(short = 'L', long = "dereference")]
     pub dereference: bool,
 
-    /// Do not overwrite an existing file
+    /// Do not overwrite an existing file (wins over -f)
     #[arg(short = 'n', long)]
     pub no_clobber: bool,
 

@@ -130,7 +130,8 @@ impl Config {
         } else {
             Dereference::CommandLine
         });
-        let overwrite = if a.no_clobber && !a.force {
+        // -n wins over -f whatever their order, as in cp 9.1.
+        let overwrite = if a.no_clobber {
             Overwrite::NoClobber
         } else if a.update {
             Overwrite::Update

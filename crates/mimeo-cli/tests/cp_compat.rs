@@ -121,6 +121,10 @@ impl Pair {
         );
         self
     }
+
+    fn ours(&self, name: &str) -> PathBuf {
+        self.our_dir.path().join(name)
+    }
 }
 
 #[test]
@@ -178,6 +182,25 @@ fn later_flags_override_earlier_ones_as_in_cp() {
         &["--no-preserve=mode", "--preserve=all", "x", "out"],
     ] {
         differential(args).assert_same_outcome();
+    }
+}
+
+#[test]
+fn no_clobber_wins_over_force_in_either_order() {
+    for args in [
+        &["-n", "-f", "a", "old"][..],
+        &["-f", "-n", "a", "old"],
+        &["-nf", "a", "old"],
+        &["-fn", "a", "old"],
+        &["--force", "--no-clobber", "a", "old"],
+    ] {
+        let pair = differential(args);
+        pair.assert_same_outcome();
+        assert_eq!(
+            fs::read_to_string(pair.ours("old")).unwrap(),
+            "old\n",
+            "{args:?}"
+        );
     }
 }
 
