@@ -87,7 +87,7 @@ pub struct Args {
     pub reflink: Option<When>,
 
     /// How to handle holes: auto (keep them, default), always (also make holes of zero
-    /// runs when streaming), never (write every byte)
+    /// runs when streaming), never (write every byte); --reflink=always needs auto
     #[arg(long, value_name = "WHEN", allow_hyphen_values = true)]
     pub sparse: Option<When>,
 

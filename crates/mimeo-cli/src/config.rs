@@ -149,6 +149,9 @@ impl Config {
             When::Always => Sparse::Always,
             When::Never => Sparse::Never,
         };
+        if reflink == Reflink::Always && sparse != Sparse::Auto {
+            return Err(usage("--reflink can be used only with --sparse=auto"));
+        }
         if a.jobs == Some(0) {
             return Err(usage("--jobs must be at least 1"));
         }

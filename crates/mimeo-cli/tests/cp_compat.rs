@@ -263,6 +263,39 @@ fn bad_options_are_usage_errors_worded_as_in_cp() {
 }
 
 #[test]
+fn reflink_always_needs_sparse_auto_as_in_cp() {
+    for args in [
+        &["--sparse=always", "--reflink", "a", "out"][..],
+        &["--reflink=always", "--sparse=always", "a", "out"],
+        &["--sparse=never", "--reflink", "a", "out"],
+        &["--reflink", "--sparse=never", "a", "out"],
+        &["--sparse=always", "--reflink=auto", "--reflink", "a", "out"],
+        &["--sparse=always", "--reflink"],
+    ] {
+        let pair = differential(args);
+        pair.assert_same_outcome().assert_same_stderr();
+        assert_eq!(pair.ours.code(), 2, "{args:?}");
+    }
+    // Only --reflink=always conflicts, and only the last --reflink and --sparse count.
+    for args in [
+        &["--sparse=always", "--reflink=auto", "a", "out"][..],
+        &["--sparse=always", "--reflink=never", "a", "out"],
+        &["--sparse=never", "--reflink=never", "a", "out"],
+        &[
+            "--reflink=always",
+            "--sparse=always",
+            "--reflink=auto",
+            "a",
+            "out",
+        ],
+    ] {
+        differential(args)
+            .assert_same_outcome()
+            .assert_same_stderr();
+    }
+}
+
+#[test]
 fn called_as_cp_every_message_starts_with_cp() {
     for args in [
         &[][..],
