@@ -112,6 +112,12 @@ pub struct Args {
     #[arg(short = 'x', long)]
     pub one_file_system: bool,
 
+    /// Set the SELinux context of copies to the default type, or to CTX: ignored, as cp does
+    /// without SELinux (with a warning for CTX)
+    #[arg(short = 'Z', long, value_name = "CTX", num_args = 0..=1, require_equals = true,
+          action = ArgAction::Append)]
+    pub context: Vec<OsString>,
+
     /// Worker threads for tree copies
     #[arg(short = 'j', long, value_name = "N", allow_hyphen_values = true)]
     pub jobs: Option<usize>,
@@ -176,6 +182,10 @@ pub struct Args {
     /// order: each sets some of the same settings, and the later one wins, as in cp.
     #[arg(skip)]
     pub attr_flags: Vec<AttrFlag>,
+
+    /// Whether `-Z` or `--context` was given (`context` holds only the values given).
+    #[arg(skip)]
+    pub context_given: bool,
 }
 
 /// A flag that sets attributes to keep or how to treat symlinks.
@@ -240,6 +250,7 @@ pub fn parse(prog: &'static str, argv: Vec<OsString>) -> Result<Args, Stop> {
     let mut args =
         Args::from_arg_matches(&matches).map_err(|e| Stop::Usage(cmdline::clap_message(&e)))?;
     args.attr_flags = attr_flags(&matches);
+    args.context_given = matches.value_source("context") == Some(ValueSource::CommandLine);
     Ok(args)
 }
 

@@ -117,6 +117,24 @@ fn attributes(flags: &[AttrFlag]) -> Result<(Preserve, Option<Dereference>), Con
     Ok((preserve, dereference))
 }
 
+/// Whether the running kernel has SELinux enabled (its filesystem is mounted).
+fn selinux_enabled() -> bool {
+    Path::new("/sys/fs/selinux/enforce").exists()
+}
+
+/// Warnings about the options, which cp prints as it reads them, before any other message.
+pub fn warnings(a: &Args) -> Vec<String> {
+    // cp without SELinux ignores -Z silently, and each --context=CTX with a warning. mimeo
+    // sets no contexts, so with SELinux it says so once.
+    if a.context_given && selinux_enabled() {
+        return vec!["warning: ignoring --context; mimeo cannot set SELinux contexts".into()];
+    }
+    a.context
+        .iter()
+        .map(|_| "warning: ignoring --context; it requires an SELinux-enabled kernel".into())
+        .collect()
+}
+
 impl Config {
     pub fn from_args(a: Args) -> Result<Config, ConfigError> {
         if a.target_directory.len() > 1 {

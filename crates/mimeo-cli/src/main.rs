@@ -38,6 +38,9 @@ fn main() -> ExitCode {
     if let Some(what) = &args.generate {
         return generate(what);
     }
+    for warning in config::warnings(&args) {
+        output::error(&warning);
+    }
     let config = match Config::from_args(args) {
         Ok(c) => c,
         Err(ConfigError::Usage(u)) => {

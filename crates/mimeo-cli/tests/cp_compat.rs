@@ -146,6 +146,7 @@ fn repeated_flags_are_accepted_as_in_cp() {
         &["-x", "-x", "a", "out"],
         &["-T", "-T", "a", "out"],
         &["-rT", "-T", "d", "tgt"],
+        &["-Z", "-Z", "a", "out"],
         &["--reflink=auto", "--reflink=never", "a", "out"],
         // The last --reflink counts: --reflink alone (always) fails where cloning cannot.
         &["--reflink", "--reflink=auto", "a", "out"],
@@ -333,6 +334,28 @@ fn called_as_cp_every_message_starts_with_cp() {
     assert!(!help.stdout.contains("mimeo [OPTIONS]"), "{help}");
     let version = run_in(&cp, here, &["--version"]);
     assert!(version.stdout.starts_with("cp (mimeo) "), "{version}");
+}
+
+#[test]
+fn selinux_context_options_are_ignored_as_by_cp_without_selinux() {
+    if Path::new("/sys/fs/selinux/enforce").exists() {
+        eprintln!("SKIPPED: SELinux is enabled here, where cp sets contexts and mimeo does not");
+        return;
+    }
+    for args in [
+        &["-Z", "a", "out"][..],
+        &["-Zv", "a", "out"],
+        &["--context", "a", "out"],
+        &["--context=system_u:object_r:user_tmp_t:s0", "a", "out"],
+        &["--cont=x", "--context", "a", "out"],
+        &["--context=", "-Z", "--context=y", "a", "out"],
+        &["-Z", "-r", "d", "out"],
+        &["--context=x"],
+    ] {
+        differential(args)
+            .assert_same_outcome()
+            .assert_same_stderr();
+    }
 }
 
 #[test]
