@@ -91,6 +91,10 @@ pub struct Args {
     #[arg(long, value_name = "WHEN", allow_hyphen_values = true)]
     pub sparse: Option<When>,
 
+    /// Remove any trailing slashes from each SOURCE that is copied into a directory
+    #[arg(long)]
+    pub strip_trailing_slashes: bool,
+
     /// Copy all SOURCE arguments into DIRECTORY
     #[arg(short = 't', long, value_name = "DIRECTORY", action = ArgAction::Append,
           allow_hyphen_values = true)]

@@ -366,6 +366,7 @@ mod tests {
 
     #[test]
     fn cp_reading_wins_on_shared_prefixes() {
+        assert_eq!(normalized(&["--st"]).unwrap(), ["--strip-trailing-slashes"]);
         assert_eq!(normalized(&["--pr=mode"]).unwrap(), ["--preserve=mode"]);
         assert_eq!(normalized(&["--sta"]).unwrap(), ["--stats"]);
         assert_eq!(

@@ -202,6 +202,7 @@ impl Config {
             &a.operands,
             a.target_directory.first().map(PathBuf::as_path),
             a.no_target_directory,
+            a.strip_trailing_slashes,
         )?;
         Ok(Config {
             options,
@@ -216,12 +217,22 @@ impl Config {
 }
 
 /// cp's rules: `-t DIR` or an existing directory as last operand copies into it; otherwise
-/// exactly two operands copy SOURCE to DEST.
+/// exactly two operands copy SOURCE to DEST. With `strip`, the sources copied into a
+/// directory lose their trailing slashes, as in cp (which leaves SOURCE in SOURCE DEST as
+/// given).
 pub fn resolve_targets(
     operands: &[PathBuf],
     target_dir: Option<&Path>,
     no_target_dir: bool,
+    strip: bool,
 ) -> Result<Vec<CopyPair>, ConfigError> {
+    let into_dir = |src: &PathBuf, dir: &Path| {
+        if strip {
+            into_dir(&strip_trailing_slashes(src), dir)
+        } else {
+            into_dir(src, dir)
+        }
+    };
     if target_dir.is_some() && no_target_dir {
         return Err(usage(
             "cannot combine --target-directory (-t) and --no-target-directory (-T)",
@@ -282,6 +293,14 @@ fn single(src: &Path, dest: &Path) -> Result<Vec<CopyPair>, ConfigError> {
     }])
 }
 
+/// `path` without the slashes that end it, except a lone root ("///" is "/"). "link/" names
+/// what a symlink points to, and "link" the symlink itself.
+fn strip_trailing_slashes(path: &Path) -> PathBuf {
+    let bytes = path.as_os_str().as_bytes();
+    let kept = bytes.iter().rposition(|&b| b != b'/').map_or(1, |i| i + 1);
+    PathBuf::from(std::ffi::OsStr::from_bytes(&bytes[..kept.min(bytes.len())]))
+}
+
 /// DIR/basename(SOURCE); a source ending in "." or ".." goes into DIR itself.
 fn into_dir(src: &Path, dir: &Path) -> CopyPair {
     let dst = match src.file_name() {
@@ -291,5 +310,29 @@ fn into_dir(src: &Path, dir: &Path) -> CopyPair {
     CopyPair {
         src: src.to_path_buf(),
         dst,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trailing_slashes_are_stripped_down_to_the_root() {
+        for (given, stripped) in [
+            ("link/", "link"),
+            ("a/b//", "a/b"),
+            ("a", "a"),
+            ("/", "/"),
+            ("///", "/"),
+            ("d/./", "d/."),
+            ("", ""),
+        ] {
+            assert_eq!(
+                strip_trailing_slashes(Path::new(given)),
+                Path::new(stripped),
+                "{given}"
+            );
+        }
     }
 }

@@ -158,6 +158,13 @@ fn repeated_flags_are_accepted_as_in_cp() {
             "x",
             "out",
         ],
+        &[
+            "--strip-trailing-slashes",
+            "--strip-trailing-slashes",
+            "-r",
+            "link/",
+            "tgt",
+        ],
     ] {
         differential(args).assert_same_outcome();
     }
@@ -217,9 +224,10 @@ fn unique_abbreviations_of_long_options_and_values_work_as_in_cp() {
         &["--target=tgt", "a"],
         &["--target", "tgt", "a"],
         &["--u", "a", "out"],
-        // cp's reading of a prefix wins over mimeo's own long options (--dry-run,
+        // cp's reading of a prefix wins over mimeo's own long options (--dry-run, --stats,
         // --progress).
         &["--d", "lx", "out"],
+        &["--st", "-r", "link/", "tgt"],
         &["--pr", "x", "out"],
         // Values too, as cp's argmatch reads them.
         &["--reflink=n", "a", "out"],
@@ -356,6 +364,29 @@ fn selinux_context_options_are_ignored_as_by_cp_without_selinux() {
             .assert_same_outcome()
             .assert_same_stderr();
     }
+}
+
+#[test]
+fn strip_trailing_slashes_applies_to_sources_copied_into_a_directory() {
+    for args in [
+        // link/ is the directory; stripped, link is the symlink itself.
+        &["-r", "--strip-trailing-slashes", "link/", "tgt"][..],
+        &["-r", "--strip-trailing-slashes", "-t", "tgt", "link//"],
+        &["-r", "--strip-trailing-slashes", "link/", "a", "tgt/"],
+        &["-r", "link/", "tgt"],
+        // cp leaves SOURCE in SOURCE DEST as given.
+        &["-r", "--strip-trailing-slashes", "link/", "out"],
+        &["-r", "--strip-trailing-slashes", "-T", "link/", "tgt2"],
+        // Without -r a symlink named as a source is followed anyway; -L follows every one.
+        &["--strip-trailing-slashes", "link/", "tgt"],
+        &["-rL", "--strip-trailing-slashes", "link/", "tgt"],
+    ] {
+        differential(args)
+            .assert_same_outcome()
+            .assert_same_stderr();
+    }
+    let pair = differential(&["-r", "--strip-trailing-slashes", "link/", "tgt"]);
+    assert!(util::meta(&pair.ours("tgt/link")).is_symlink());
 }
 
 #[test]

@@ -69,3 +69,19 @@ fn help_matches_the_committed_copy() {
         line_diff(&expected, &actual)
     );
 }
+
+#[test]
+fn help_lists_the_cp_compatible_options() {
+    let help = help();
+    for option in [
+        "-Z, --context[=<CTX>]",
+        "--strip-trailing-slashes",
+        "-n, --no-clobber",
+        "-f, --force",
+        "--reflink[=<WHEN>]",
+        "--sparse <WHEN>",
+        "abbreviated",
+    ] {
+        assert!(help.contains(option), "--help lacks {option}:\n{help}");
+    }
+}
