@@ -1,6 +1,14 @@
 //! Command-line flags as cp spells them, parsed by clap, then checked into engine options.
+//!
+//! A command line is first read by `cmdline` with GNU getopt_long's rules (abbreviations,
+//! cp's messages), then parsed by clap. Every flag may repeat, and a later one overrides an
+//! earlier one, as in cp; the flags whose effects overlap (`-a`, `-d`, `-p`, `-H`, `-L`,
+//! `-P`, `--preserve`, `--no-preserve`) are kept in command-line order in `attr_flags`.
 
-use clap::{ArgAction, Parser, ValueEnum};
+use crate::cmdline;
+use clap::parser::ValueSource;
+use clap::{ArgAction, ArgMatches, Command, CommandFactory, FromArgMatches, Parser, ValueEnum};
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -19,7 +27,12 @@ pub enum When {
         Regular files are cloned where the filesystem can share extents (btrfs, XFS), \
         copied inside the kernel where it cannot, and streamed only as a last resort.",
     override_usage = "mimeo [OPTIONS] SOURCE DEST\n       mimeo [OPTIONS] SOURCE... DIRECTORY\n       mimeo [OPTIONS] -t DIRECTORY SOURCE...",
-    disable_help_flag = true
+    after_long_help = "Long options and their values may be abbreviated to any unique prefix \
+        (--recur, --reflink=al). Options may be repeated: a later one overrides an earlier one, \
+        as in cp.",
+    disable_help_flag = true,
+    disable_version_flag = true,
+    args_override_self = true
 )]
 pub struct Args {
     /// Same as -dR --preserve=all
@@ -30,7 +43,8 @@ pub struct Args {
     #[arg(short = 'd')]
     pub no_deref_preserve_links: bool,
 
-    /// Replace an existing destination even if it cannot be opened (cancels -n)
+    /// Replace an existing destination even if it cannot be opened (mimeo replaces by rename,
+    /// so it always can); -n wins over it
     #[arg(short = 'f', long)]
     pub force: bool,
 
@@ -42,7 +56,7 @@ pub struct Args {
     #[arg(short = 'L', long = "dereference")]
     pub dereference: bool,
 
-    /// Do not overwrite an existing file
+    /// Do not overwrite an existing file (wins over -f)
     #[arg(short = 'n', long)]
     pub no_clobber: bool,
 
@@ -60,7 +74,7 @@ pub struct Args {
     pub preserve: Vec<String>,
 
     /// Don't preserve the attributes in ATTR_LIST
-    #[arg(long, value_name = "ATTR_LIST", action = ArgAction::Append)]
+    #[arg(long, value_name = "ATTR_LIST", action = ArgAction::Append, allow_hyphen_values = true)]
     pub no_preserve: Vec<String>,
 
     /// Copy directories recursively
@@ -73,13 +87,18 @@ pub struct Args {
     pub reflink: Option<When>,
 
     /// How to handle holes: auto (keep them, default), always (also make holes of zero
-    /// runs when streaming), never (write every byte)
-    #[arg(long, value_name = "WHEN")]
+    /// runs when streaming), never (write every byte); --reflink=always needs auto
+    #[arg(long, value_name = "WHEN", allow_hyphen_values = true)]
     pub sparse: Option<When>,
 
+    /// Remove any trailing slashes from each SOURCE that is copied into a directory
+    #[arg(long)]
+    pub strip_trailing_slashes: bool,
+
     /// Copy all SOURCE arguments into DIRECTORY
-    #[arg(short = 't', long, value_name = "DIRECTORY")]
-    pub target_directory: Option<PathBuf>,
+    #[arg(short = 't', long, value_name = "DIRECTORY", action = ArgAction::Append,
+          allow_hyphen_values = true)]
+    pub target_directory: Vec<PathBuf>,
 
     /// Treat DEST as a normal file
     #[arg(short = 'T', long)]
@@ -97,12 +116,18 @@ pub struct Args {
     #[arg(short = 'x', long)]
     pub one_file_system: bool,
 
+    /// Set the SELinux context of copies to the default type, or to CTX: ignored, as cp does
+    /// without SELinux (with a warning for CTX)
+    #[arg(short = 'Z', long, value_name = "CTX", num_args = 0..=1, require_equals = true,
+          action = ArgAction::Append)]
+    pub context: Vec<OsString>,
+
     /// Worker threads for tree copies
-    #[arg(short = 'j', long, value_name = "N")]
+    #[arg(short = 'j', long, value_name = "N", allow_hyphen_values = true)]
     pub jobs: Option<usize>,
 
     /// Buffer size for streamed copies, e.g. 1M
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
     pub buffer_size: Option<usize>,
 
     /// Print JSON Lines on stdout: errors, entries (with -v) and a final summary
@@ -110,7 +135,12 @@ pub struct Args {
     pub json: bool,
 
     /// Show a progress bar on stderr: auto (when stderr is a terminal), always, never
-    #[arg(long, value_name = "WHEN", default_value = "auto")]
+    #[arg(
+        long,
+        value_name = "WHEN",
+        default_value = "auto",
+        allow_hyphen_values = true
+    )]
     pub progress: When,
 
     /// No progress bar
@@ -138,15 +168,132 @@ pub struct Args {
     pub sync: bool,
 
     /// Print a man page or shell completions (man, bash, zsh, fish, elvish) and exit
-    #[arg(long, value_name = "WHAT", hide = true)]
+    #[arg(long, value_name = "WHAT", hide = true, allow_hyphen_values = true)]
     pub generate: Option<String>,
 
     /// Print help
     #[arg(long, action = ArgAction::Help)]
     pub help: Option<bool>,
 
-    #[arg(value_name = "SOURCE", required_unless_present = "generate")]
+    /// Print version
+    #[arg(short = 'V', long, action = ArgAction::Version)]
+    pub version: Option<bool>,
+
+    #[arg(value_name = "SOURCE")]
     pub operands: Vec<PathBuf>,
+
+    /// `-a`, `-d`, `-p`, `-H`, `-L`, `-P`, `--preserve` and `--no-preserve` in command-line
+    /// order: each sets some of the same settings, and the later one wins, as in cp.
+    #[arg(skip)]
+    pub attr_flags: Vec<AttrFlag>,
+
+    /// Whether `-Z` or `--context` was given (`context` holds only the values given).
+    #[arg(skip)]
+    pub context_given: bool,
+}
+
+/// A flag that sets attributes to keep or how to treat symlinks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttrFlag {
+    /// `-a`: `-dR --preserve=all`.
+    Archive,
+    /// `-d`: `-P --preserve=links`.
+    NoDerefPreserveLinks,
+    /// `-H`.
+    DerefCommandLine,
+    /// `-L`.
+    DerefAlways,
+    /// `-P`.
+    DerefNever,
+    /// `-p`: mode, ownership and timestamps.
+    PreserveDefault,
+    /// `--preserve=LIST`.
+    Preserve(String),
+    /// `--no-preserve=LIST`.
+    NoPreserve(String),
+}
+
+/// How a command line ended without arguments to run with.
+#[derive(Debug)]
+pub enum Stop {
+    /// `--help` or `--version`: print this on stdout and exit 0.
+    Display(clap::Error),
+    /// A usage error, worded as cp words it.
+    Usage(String),
+}
+
+/// The command as it presents itself when run as `prog` (`mimeo`, or `cp` through a link).
+pub fn command(prog: &'static str) -> Command {
+    let cmd = Args::command()
+        .name(prog)
+        .bin_name(prog)
+        .override_usage(format!(
+            "{prog} [OPTIONS] SOURCE DEST\n       {prog} [OPTIONS] SOURCE... DIRECTORY\n       \
+         {prog} [OPTIONS] -t DIRECTORY SOURCE..."
+        ));
+    if prog == "mimeo" {
+        cmd
+    } else {
+        cmd.version(concat!("(mimeo) ", env!("CARGO_PKG_VERSION")))
+    }
+}
+
+/// Parses `argv` (program name first) as `prog`.
+pub fn parse(prog: &'static str, argv: Vec<OsString>) -> Result<Args, Stop> {
+    let mut cmd = command(prog);
+    cmd.build();
+    let argv = cmdline::normalize(&cmd, argv).map_err(Stop::Usage)?;
+    let matches = cmd
+        .try_get_matches_from_mut(argv)
+        .map_err(|e| match e.kind() {
+            clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+                Stop::Display(e)
+            }
+            _ => Stop::Usage(cmdline::clap_message(&e)),
+        })?;
+    let mut args =
+        Args::from_arg_matches(&matches).map_err(|e| Stop::Usage(cmdline::clap_message(&e)))?;
+    args.attr_flags = attr_flags(&matches);
+    args.context_given = matches.value_source("context") == Some(ValueSource::CommandLine);
+    Ok(args)
+}
+
+/// The attribute and symlink flags given, in command-line order.
+fn attr_flags(m: &ArgMatches) -> Vec<AttrFlag> {
+    let mut found: Vec<(usize, AttrFlag)> = Vec::new();
+    let given = |id: &str| m.value_source(id) == Some(ValueSource::CommandLine);
+    for (id, flag) in [
+        ("archive", AttrFlag::Archive),
+        ("no_deref_preserve_links", AttrFlag::NoDerefPreserveLinks),
+        ("deref_command_line", AttrFlag::DerefCommandLine),
+        ("dereference", AttrFlag::DerefAlways),
+        ("no_dereference", AttrFlag::DerefNever),
+        ("preserve_default", AttrFlag::PreserveDefault),
+    ] {
+        // clap keeps only the last of repeats. That is enough: a flag always sets the same
+        // values, so its last occurrence decides which of them hold.
+        if given(id) {
+            if let Some(i) = m.index_of(id) {
+                found.push((i, flag));
+            }
+        }
+    }
+    for (id, make) in [
+        ("preserve", AttrFlag::Preserve as fn(String) -> AttrFlag),
+        ("no_preserve", AttrFlag::NoPreserve),
+    ] {
+        if !given(id) {
+            continue;
+        }
+        let (Some(indices), Some(values)) = (m.indices_of(id), m.get_many::<String>(id)) else {
+            continue;
+        };
+        for (i, list) in indices.zip(values) {
+            found.push((i, make(list.clone())));
+        }
+    }
+    found.sort_by_key(|&(i, _)| i);
+    found.into_iter().map(|(_, f)| f).collect()
 }
 
 /// Parses sizes such as 65536, 128K, 1M, 8MiB.
@@ -170,11 +317,12 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     #[test]
     fn clap_definition_is_consistent() {
         Args::command().debug_assert();
+        command("mimeo").debug_assert();
+        command("cp").debug_assert();
     }
 
     #[test]

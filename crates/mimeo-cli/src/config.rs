@@ -1,7 +1,8 @@
 //! Checked configuration: engine options plus the (source, destination) pairs that cp's
 //! target rules give.
 
-use crate::args::{Args, When};
+use crate::args::{Args, AttrFlag, When};
+use crate::cmdline::choose;
 use mimeo::{CopyPair, Dereference, Options, Overwrite, Preserve, Reflink, Sparse};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -39,9 +40,27 @@ fn fatal(msg: impl Into<String>) -> ConfigError {
     ConfigError::Fatal(Fatal(msg.into()))
 }
 
+/// cp's attribute names, in the order its messages list them.
+const PRESERVE_ITEMS: &[&str] = &[
+    "mode",
+    "timestamps",
+    "ownership",
+    "links",
+    "context",
+    "xattr",
+    "all",
+];
+
+/// Applies one `--preserve=LIST` (`on`) or `--no-preserve=LIST`. Names may be abbreviated, as
+/// in cp; an empty one is ambiguous, as in cp.
 fn apply_list(p: &mut Preserve, list: &str, on: bool) -> Result<(), ConfigError> {
-    for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        match item {
+    let option = if on { "--preserve" } else { "--no-preserve" };
+    for item in list.split(',') {
+        let name = match choose(item, PRESERVE_ITEMS) {
+            Ok(i) => PRESERVE_ITEMS[i],
+            Err(bad) => return Err(usage(bad.message(item, option, PRESERVE_ITEMS))),
+        };
+        match name {
             "mode" => p.mode = on,
             "ownership" => p.ownership = on,
             "timestamps" => p.timestamps = on,
@@ -53,19 +72,14 @@ fn apply_list(p: &mut Preserve, list: &str, on: bool) -> Result<(), ConfigError>
             // SELinux contexts travel as the security.selinux xattr.
             "context" => {}
             "all" => {
-                let required = p.xattr_required;
-                *p = if on {
-                    Preserve::all()
-                } else {
-                    Preserve::default()
-                };
-                p.xattr_required = on && required;
+                // xattr_required stays as it was, as in cp.
+                p.mode = on;
+                p.ownership = on;
+                p.timestamps = on;
+                p.links = on;
+                p.xattr = on;
             }
-            other => {
-                return Err(usage(format!(
-                    "invalid argument '{other}' for '--preserve'"
-                )));
-            }
+            _ => unreachable!("{name} is not in PRESERVE_ITEMS"),
         }
     }
     Ok(())
@@ -75,36 +89,67 @@ fn display(p: &Path) -> String {
     mimeo::path_display(p)
 }
 
+/// The attributes to keep and the symlink rule (None: the default) that the flags give when
+/// applied in order, each overriding what an earlier one set, as in cp.
+fn attributes(flags: &[AttrFlag]) -> Result<(Preserve, Option<Dereference>), ConfigError> {
+    let mut preserve = Preserve::default();
+    let mut dereference = None;
+    for flag in flags {
+        match flag {
+            AttrFlag::Archive => {
+                apply_list(&mut preserve, "all", true)?;
+                dereference = Some(Dereference::Never);
+            }
+            AttrFlag::NoDerefPreserveLinks => {
+                preserve.links = true;
+                dereference = Some(Dereference::Never);
+            }
+            AttrFlag::DerefCommandLine => dereference = Some(Dereference::CommandLine),
+            AttrFlag::DerefAlways => dereference = Some(Dereference::Always),
+            AttrFlag::DerefNever => dereference = Some(Dereference::Never),
+            AttrFlag::PreserveDefault => {
+                apply_list(&mut preserve, "mode,ownership,timestamps", true)?;
+            }
+            AttrFlag::Preserve(list) => apply_list(&mut preserve, list, true)?,
+            AttrFlag::NoPreserve(list) => apply_list(&mut preserve, list, false)?,
+        }
+    }
+    Ok((preserve, dereference))
+}
+
+/// Whether the running kernel has SELinux enabled (its filesystem is mounted).
+fn selinux_enabled() -> bool {
+    Path::new("/sys/fs/selinux/enforce").exists()
+}
+
+/// Warnings about the options, which cp prints as it reads them, before any other message.
+pub fn warnings(a: &Args) -> Vec<String> {
+    // cp without SELinux ignores -Z silently, and each --context=CTX with a warning. mimeo
+    // sets no contexts, so with SELinux it says so once.
+    if a.context_given && selinux_enabled() {
+        return vec!["warning: ignoring --context; mimeo cannot set SELinux contexts".into()];
+    }
+    a.context
+        .iter()
+        .map(|_| "warning: ignoring --context; it requires an SELinux-enabled kernel".into())
+        .collect()
+}
+
 impl Config {
     pub fn from_args(a: Args) -> Result<Config, ConfigError> {
-        let mut preserve = Preserve::default();
-        if a.archive {
-            preserve = Preserve::all();
+        if a.target_directory.len() > 1 {
+            return Err(usage("multiple target directories specified"));
         }
-        if a.preserve_default {
-            apply_list(&mut preserve, "mode,ownership,timestamps", true)?;
-        }
-        if a.no_deref_preserve_links {
-            preserve.links = true;
-        }
-        for list in &a.preserve {
-            apply_list(&mut preserve, list, true)?;
-        }
-        for list in &a.no_preserve {
-            apply_list(&mut preserve, list, false)?;
-        }
+        let (preserve, dereference) = attributes(&a.attr_flags)?;
         let recursive = a.recursive || a.archive;
-        let dereference = if a.dereference {
-            Dereference::Always
-        } else if a.deref_command_line {
-            Dereference::CommandLine
-        } else if a.no_dereference || a.archive || a.no_deref_preserve_links || recursive {
+        // Without -r, cp follows symlinks named as sources.
+        let dereference = dereference.unwrap_or(if recursive {
             Dereference::Never
         } else {
-            // Without -r, cp follows symlinks named as sources.
             Dereference::CommandLine
-        };
-        let overwrite = if a.no_clobber && !a.force {
+        });
+        // -n wins over -f whatever their order, as in cp 9.1.
+        let overwrite = if a.no_clobber {
             Overwrite::NoClobber
         } else if a.update {
             Overwrite::Update
@@ -122,6 +167,9 @@ impl Config {
             When::Always => Sparse::Always,
             When::Never => Sparse::Never,
         };
+        if reflink == Reflink::Always && sparse != Sparse::Auto {
+            return Err(usage("--reflink can be used only with --sparse=auto"));
+        }
         if a.jobs == Some(0) {
             return Err(usage("--jobs must be at least 1"));
         }
@@ -152,8 +200,9 @@ impl Config {
             };
         let pairs = resolve_targets(
             &a.operands,
-            a.target_directory.as_deref(),
+            a.target_directory.first().map(PathBuf::as_path),
             a.no_target_directory,
+            a.strip_trailing_slashes,
         )?;
         Ok(Config {
             options,
@@ -168,12 +217,22 @@ impl Config {
 }
 
 /// cp's rules: `-t DIR` or an existing directory as last operand copies into it; otherwise
-/// exactly two operands copy SOURCE to DEST.
+/// exactly two operands copy SOURCE to DEST. With `strip`, the sources copied into a
+/// directory lose their trailing slashes, as in cp (which leaves SOURCE in SOURCE DEST as
+/// given).
 pub fn resolve_targets(
     operands: &[PathBuf],
     target_dir: Option<&Path>,
     no_target_dir: bool,
+    strip: bool,
 ) -> Result<Vec<CopyPair>, ConfigError> {
+    let into_dir = |src: &PathBuf, dir: &Path| {
+        if strip {
+            into_dir(&strip_trailing_slashes(src), dir)
+        } else {
+            into_dir(src, dir)
+        }
+    };
     if target_dir.is_some() && no_target_dir {
         return Err(usage(
             "cannot combine --target-directory (-t) and --no-target-directory (-T)",
@@ -234,6 +293,14 @@ fn single(src: &Path, dest: &Path) -> Result<Vec<CopyPair>, ConfigError> {
     }])
 }
 
+/// `path` without the slashes that end it, except a lone root ("///" is "/"). "link/" names
+/// what a symlink points to, and "link" the symlink itself.
+fn strip_trailing_slashes(path: &Path) -> PathBuf {
+    let bytes = path.as_os_str().as_bytes();
+    let kept = bytes.iter().rposition(|&b| b != b'/').map_or(1, |i| i + 1);
+    PathBuf::from(std::ffi::OsStr::from_bytes(&bytes[..kept.min(bytes.len())]))
+}
+
 /// DIR/basename(SOURCE); a source ending in "." or ".." goes into DIR itself.
 fn into_dir(src: &Path, dir: &Path) -> CopyPair {
     let dst = match src.file_name() {
@@ -243,5 +310,29 @@ fn into_dir(src: &Path, dir: &Path) -> CopyPair {
     CopyPair {
         src: src.to_path_buf(),
         dst,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trailing_slashes_are_stripped_down_to_the_root() {
+        for (given, stripped) in [
+            ("link/", "link"),
+            ("a/b//", "a/b"),
+            ("a", "a"),
+            ("/", "/"),
+            ("///", "/"),
+            ("d/./", "d/."),
+            ("", ""),
+        ] {
+            assert_eq!(
+                strip_trailing_slashes(Path::new(given)),
+                Path::new(stripped),
+                "{given}"
+            );
+        }
     }
 }

@@ -1,12 +1,12 @@
 //! `mimeo`: the command. Parses arguments, runs the engine, renders events, picks the exit code.
 
 mod args;
+mod cmdline;
 mod config;
 mod output;
 mod progress;
 mod signals;
 
-use clap::Parser;
 use config::{Config, ConfigError};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -22,30 +22,33 @@ fn main() -> ExitCode {
     let control = Arc::new(mimeo::Control::new());
     let stopped = Arc::new(signals::Stopped::default());
     if let Err(e) = signals::install(control.clone(), stopped.clone()) {
-        output::err_line(&format!("mimeo: cannot install signal handlers: {e}\n"));
+        output::error(&format!("cannot install signal handlers: {e}"));
     }
-    let args = match args::Args::try_parse() {
+    let args = match args::parse(output::prog(), std::env::args_os().collect()) {
         Ok(a) => a,
-        Err(e) => {
-            let code = if e.use_stderr() { EXIT_USAGE } else { 0 };
-            let _ = e.print();
-            return ExitCode::from(code);
+        Err(args::Stop::Display(help)) => {
+            let _ = help.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(args::Stop::Usage(message)) => {
+            output::usage_error(&message);
+            return ExitCode::from(EXIT_USAGE);
         }
     };
     if let Some(what) = &args.generate {
         return generate(what);
     }
+    for warning in config::warnings(&args) {
+        output::error(&warning);
+    }
     let config = match Config::from_args(args) {
         Ok(c) => c,
         Err(ConfigError::Usage(u)) => {
-            output::err_line(&format!(
-                "mimeo: {}\nTry 'mimeo --help' for more information.\n",
-                u.0
-            ));
+            output::usage_error(&u.0);
             return ExitCode::from(EXIT_USAGE);
         }
         Err(ConfigError::Fatal(f)) => {
-            output::err_line(&format!("mimeo: {}\n", f.0));
+            output::error(&f.0);
             return ExitCode::from(EXIT_FAILED);
         }
     };
@@ -88,9 +91,8 @@ fn main() -> ExitCode {
 
 /// `--generate man|bash|zsh|fish|elvish`: the man page or a completion script on stdout.
 fn generate(what: &str) -> ExitCode {
-    use clap::CommandFactory;
     use std::io::Write;
-    let mut cmd = args::Args::command();
+    let mut cmd = args::command("mimeo");
     let mut text = Vec::new();
     let shell = match what {
         "man" => None,
@@ -99,8 +101,8 @@ fn generate(what: &str) -> ExitCode {
         "fish" => Some(clap_complete::Shell::Fish),
         "elvish" => Some(clap_complete::Shell::Elvish),
         other => {
-            output::err_line(&format!(
-                "mimeo: cannot generate '{other}': use man, bash, zsh, fish or elvish\n"
+            output::usage_error(&format!(
+                "cannot generate '{other}': use man, bash, zsh, fish or elvish"
             ));
             return ExitCode::from(EXIT_USAGE);
         }
@@ -114,7 +116,7 @@ fn generate(what: &str) -> ExitCode {
     match std::io::stdout().lock().write_all(&text) {
         // A reader that stops early (`| head`) is not an error.
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            output::err_line(&format!("mimeo: {e}\n"));
+            output::error(&e.to_string());
             ExitCode::from(EXIT_FAILED)
         }
         _ => ExitCode::SUCCESS,

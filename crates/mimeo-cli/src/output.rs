@@ -1,8 +1,37 @@
 //! Rendering engine events: cp-style messages on stderr, `-v` lines, or JSON Lines.
 
 use mimeo::{Event, Observer, Summary};
+use std::ffi::OsStr;
 use std::io::Write;
 use std::path::Path;
+use std::sync::OnceLock;
+
+/// The name every message starts with: `cp` when the command runs under that name (through
+/// a link named cp, say), as cp's own messages do; `mimeo` otherwise.
+pub fn prog() -> &'static str {
+    static PROG: OnceLock<&'static str> = OnceLock::new();
+    PROG.get_or_init(|| {
+        let argv0 = std::env::args_os().next().unwrap_or_default();
+        if Path::new(&argv0).file_name() == Some(OsStr::new("cp")) {
+            "cp"
+        } else {
+            "mimeo"
+        }
+    })
+}
+
+/// Prints `PROG: message` on stderr.
+pub fn error(message: &str) {
+    err_line(&format!("{}: {message}\n", prog()));
+}
+
+/// Prints a usage error as cp does: `PROG: message`, then where to find help.
+pub fn usage_error(message: &str) {
+    let prog = prog();
+    err_line(&format!(
+        "{prog}: {message}\nTry '{prog} --help' for more information.\n"
+    ));
+}
 
 /// Prints events as they come from the workers.
 #[derive(Debug)]
@@ -30,7 +59,7 @@ impl Observer for Printer {
                     line.push_str("}\n");
                     out(&line);
                 }
-                err_line(&format!("mimeo: {err}\n"));
+                error(&err.to_string());
             }
             Event::Copied {
                 src,
