@@ -167,6 +167,11 @@ pub struct Args {
     #[arg(long)]
     pub sync: bool,
 
+    /// Also remove temporaries and markers that runs on other hosts left behind (only when
+    /// no run on another host is still copying into the same tree)
+    #[arg(long)]
+    pub clean_other_hosts: bool,
+
     /// Print a man page or shell completions (man, bash, zsh, fish, elvish) and exit
     #[arg(long, value_name = "WHAT", hide = true, allow_hyphen_values = true)]
     pub generate: Option<String>,

@@ -203,8 +203,11 @@ fn find_long<'o>(opts: &'o [Opt], name: &str, given: &str) -> Result<&'o Opt, St
     if let Some(long) = pick.and_then(by_long) {
         return Ok(long);
     }
+    // Where cp finds the prefix ambiguous too, its message (and its list) is the one given.
     let mut all = cps;
-    all.extend(ours.iter().filter(|l| !CP_LONG_OPTIONS.contains(l)));
+    if all.len() < 2 {
+        all.extend(ours.iter().filter(|l| !CP_LONG_OPTIONS.contains(l)));
+    }
     if all.len() < 2 {
         // Unknown, or only one of cp's options that mimeo does not have.
         return Err(format!("unrecognized option '{given}'"));

@@ -86,7 +86,7 @@ fn apply_list(p: &mut Preserve, list: &str, on: bool) -> Result<(), ConfigError>
 }
 
 fn display(p: &Path) -> String {
-    mimeo::path_display(p)
+    crate::output::display(p)
 }
 
 /// The attributes to keep and the symlink rule (None: the default) that the flags give when
@@ -173,16 +173,15 @@ impl Config {
         if a.jobs == Some(0) {
             return Err(usage("--jobs must be at least 1"));
         }
-        let mut options = Options {
-            reflink,
-            sparse,
-            preserve,
-            dereference,
-            overwrite,
-            recursive,
-            one_file_system: a.one_file_system,
-            ..Options::default()
-        };
+        let mut options = Options::default();
+        options.reflink = reflink;
+        options.sparse = sparse;
+        options.preserve = preserve;
+        options.dereference = dereference;
+        options.overwrite = overwrite;
+        options.recursive = recursive;
+        options.one_file_system = a.one_file_system;
+        options.clean_other_hosts = a.clean_other_hosts;
         if let Some(j) = a.jobs {
             options.jobs = j;
         }

@@ -41,8 +41,8 @@ pub struct Printer {
 }
 
 impl Observer for Printer {
-    fn event(&self, event: &Event<'_>) {
-        match event {
+    fn event(&self, event: Event) {
+        match &event {
             Event::Failed(err) => {
                 if self.json {
                     let mut line = String::from("{\"type\":\"error\",\"path\":");
@@ -139,7 +139,7 @@ pub fn summary_json(s: &Summary) -> String {
             "\"hard_links\":{},\"specials\":{},\"skipped\":{},\"bytes\":{},",
             "\"by_method\":{{\"clone\":{},\"offload\":{},\"stream\":{}}},",
             "\"files_by_method\":{{\"clone\":{},\"offload\":{},\"stream\":{}}},",
-            "\"holes_bytes\":{},\"errors\":{},\"vanished\":{},\"interrupted\":{},\"elapsed_s\":{:.6}}}\n"
+            "\"hole_bytes\":{},\"errors\":{},\"vanished\":{},\"interrupted\":{},\"elapsed_s\":{:.6}}}\n"
         ),
         s.files,
         s.directories,
@@ -204,7 +204,17 @@ pub fn summary_text(s: &Summary) -> String {
 }
 
 fn quote(p: &Path) -> String {
-    format!("'{}'", mimeo::path_display(p))
+    format!("'{}'", display(p))
+}
+
+/// A path as text for messages; bytes that are not UTF-8 are shown escaped.
+pub fn display(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = path.as_os_str().as_bytes();
+    match std::str::from_utf8(bytes) {
+        Ok(s) => s.to_string(),
+        Err(_) => bytes.escape_ascii().to_string(),
+    }
 }
 
 pub fn out(s: &str) {
@@ -229,7 +239,7 @@ fn entry_object(kind: &str, src: &Path, dst: &Path) -> String {
 }
 
 fn push_json_path(out: &mut String, p: &Path) {
-    push_json_str(out, &mimeo::path_display(p));
+    push_json_str(out, &display(p));
 }
 
 fn push_json_str(out: &mut String, s: &str) {

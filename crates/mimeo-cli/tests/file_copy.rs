@@ -216,7 +216,7 @@ fn sparse_always_turns_zero_runs_into_holes_when_streaming() {
     let (data, holes) = (c["bytes"].as_u64(), c["hole_bytes"].as_u64());
     assert_eq!(data.zip(holes).map(|(d, h)| d + h), Some(6 * MIB), "{r:#?}");
     assert!(holes >= Some(4 * MIB), "{r:#?}");
-    assert_eq!(r.count("holes_bytes"), holes.unwrap_or(0), "{r:#?}");
+    assert_eq!(r.count("hole_bytes"), holes.unwrap_or(0), "{r:#?}");
     assert_same_bytes(&src, &dst);
     let allocated = st_blocks(&dst).unwrap() * 512;
     assert!(

@@ -1992,13 +1992,20 @@ fn bad_arguments_are_reported_cp_style_and_create_nothing() {
             argvec!["-T", &file, &dir],
             false,
             1,
-            "cannot overwrite directory with non-directory".into(),
+            format!(
+                "cannot overwrite directory '{}' with non-directory",
+                dir.display()
+            ),
         ),
         (
             argvec!["-rT", &dir, &file],
             false,
             1,
-            "cannot overwrite non-directory with directory".into(),
+            format!(
+                "cannot overwrite non-directory '{}' with directory '{}'",
+                file.display(),
+                dir.display()
+            ),
         ),
         (
             argvec!["-T", &file, &dir, &new],

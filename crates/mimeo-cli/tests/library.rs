@@ -97,11 +97,9 @@ fn preserves_metadata_and_syncs_when_asked() {
             },
         };
         rustix::fs::utimensat(CWD, &src, &times, AtFlags::empty()).unwrap();
-        let opts = Options {
-            preserve: Preserve::all(),
-            sync: true,
-            ..Options::default()
-        };
+        let mut opts = Options::default();
+        opts.preserve = Preserve::all();
+        opts.sync = true;
         // Once new, once replacing.
         for round in 0..2 {
             mimeo::copy_file(&src, &dst, &opts).unwrap();
@@ -144,10 +142,8 @@ fn refuses_the_same_file_and_what_is_not_a_file() {
     assert!(fs::symlink_metadata(p("sym")).unwrap().is_symlink());
     assert!(!p("new").exists());
     // A symlink followed on request is copied as the file it points to.
-    let follow = Options {
-        dereference: mimeo::Dereference::Always,
-        ..Options::default()
-    };
+    let mut follow = Options::default();
+    follow.dereference = mimeo::Dereference::Always;
     mimeo::copy_file(&p("sym"), &p("new"), &follow).unwrap();
     assert_same_bytes(&p("src"), &p("new"));
 }

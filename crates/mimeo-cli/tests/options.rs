@@ -201,9 +201,9 @@ fn json_summary_counts_the_generated_tree() {
     }
     assert_eq!(r.summary()["interrupted"], false);
     assert!(r.summary()["elapsed_s"].as_f64().unwrap() >= 0.0);
-    // bytes is the data written, holes_bytes the rest of the files' sizes.
+    // bytes is the data written, hole_bytes the rest of the files' sizes.
     assert_eq!(
-        r.count("bytes") + r.count("holes_bytes"),
+        r.count("bytes") + r.count("hole_bytes"),
         stats.bytes,
         "{r:#?}"
     );
@@ -236,7 +236,7 @@ fn json_summary_counts_the_generated_tree() {
         "only copied events expected"
     );
     assert_eq!(sum(&files, "bytes"), r.count("bytes"));
-    assert_eq!(sum(&files, "hole_bytes"), r.count("holes_bytes"));
+    assert_eq!(sum(&files, "hole_bytes"), r.count("hole_bytes"));
     for m in methods {
         let by: Vec<&Value> = files.iter().copied().filter(|e| e["method"] == m).collect();
         assert_eq!(by.len() as u64, r.count(&format!("files_by_method.{m}")));

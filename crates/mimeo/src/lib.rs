@@ -6,44 +6,91 @@
 //! parallel with directory file descriptors, and everything `cp -a` keeps is kept.
 //!
 //! The engine never prints: it reports through an [`Observer`] and returns a [`Summary`].
+//!
+//! # Examples
+//!
+//! Copy a tree as `cp -a` would, and look at how the data travelled:
+//!
+//! ```
+//! # let dir = tempfile::tempdir()?;
+//! # let (src, dst) = (dir.path().join("src"), dir.path().join("dst"));
+//! # std::fs::create_dir(&src)?;
+//! # std::fs::write(src.join("file"), vec![7u8; 100_000])?;
+//! let summary = mimeo::copy(
+//!     &[mimeo::CopyPair::new(&src, &dst)],
+//!     &mimeo::Options::archive(),
+//!     &mimeo::NoObserver,
+//! );
+//! assert_eq!(summary.errors, 0);
+//! assert_eq!(summary.files, 1);
+//! // Cloned on btrfs or XFS, offloaded or streamed elsewhere.
+//! assert_eq!(summary.clone_bytes + summary.offload_bytes + summary.stream_bytes, 100_000);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Stop a copy from another thread, and receive its events in batches:
+//!
+//! ```
+//! use mimeo::{Control, CopyPair, Event, EventChannel, Options};
+//! use std::time::Duration;
+//!
+//! # let dir = tempfile::tempdir()?;
+//! # let (src, dst) = (dir.path().join("src"), dir.path().join("dst"));
+//! # std::fs::create_dir(&src)?;
+//! # for i in 0..100 { std::fs::write(src.join(i.to_string()), b"x")?; }
+//! let control = Control::new();
+//! let (observer, batches) = EventChannel::new(64, Duration::from_millis(100), true);
+//! let summary = std::thread::scope(|s| {
+//!     let copy = s.spawn(|| {
+//!         let pairs = [CopyPair::new(&src, &dst)];
+//!         mimeo::copy_with(&pairs, &Options::archive(), &observer, &control)
+//!     });
+//!     control.stop(); // e.g. from a signal handler
+//!     copy.join().unwrap()
+//! });
+//! drop(observer);
+//! let copied = batches.iter().flatten().filter(|e| matches!(e, Event::Copied { .. })).count();
+//! // Stopped early: whatever was copied is complete, and nothing partial is left.
+//! assert!(summary.interrupted || copied == 101);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Layers
+//!
+//! The modules form a stack; each uses only those below it:
+//!
+//! - `sched`: who runs which work item ([`copy_with`], [`LocalPool`], [`Scheduler`]);
+//! - `tree`: roots, the per-directory pass, directory completion, the planning walk
+//!   ([`work`]: the plain-data unit of work and its [`Executor`](work::Executor));
+//! - `place`: the overwrite decision, crash safety, hard-link groups;
+//! - `data`: clone / offload / stream, verify, metadata;
+//! - `sys`: the only module that calls the kernel;
+//! - `report` ([`Error`], [`Event`], [`Summary`], [`Control`]) and [`Options`], used by all.
 
-#![cfg_attr(not(test), warn(missing_docs))]
-#![allow(missing_docs)]
+#![deny(missing_docs)]
 
-mod error;
-mod file;
-mod journal;
-mod links;
-mod meta;
+mod data;
 mod options;
 mod place;
-mod single;
-mod special;
-mod summary;
-mod survey;
+mod report;
+mod sched;
 mod sys;
 mod tree;
-mod verify;
-mod walk;
 
-pub use error::{Cause, Error, Op, Result, io_message};
-pub use file::{FileOutcome, Method};
 pub use options::{
     DEFAULT_BUFFER_SIZE, Dereference, Options, Overwrite, Preserve, Reflink, Sparse, default_jobs,
 };
-pub use single::copy_file;
-pub use summary::{Control, EntryKind, Event, NoObserver, Observer, Summary};
-pub use survey::{Action, Totals, dry_run, scan};
-pub use tree::{CopyPair, copy, copy_with};
+pub use report::{
+    Action, Cause, Control, EntryKind, Error, Event, EventChannel, FileOutcome, Method, NoObserver,
+    Observer, Op, Refusal, Result, Summary,
+};
+pub use sched::{LocalPool, Scheduler, copy, copy_with};
+pub use tree::{CopyPair, Totals, copy_file, dry_run, scan};
 
-use std::path::Path;
-
-/// A path as text for messages; bytes that are not UTF-8 are shown escaped.
-pub fn path_display(path: &Path) -> String {
-    use std::os::unix::ffi::OsStrExt;
-    let bytes = path.as_os_str().as_bytes();
-    match std::str::from_utf8(bytes) {
-        Ok(s) => s.to_string(),
-        Err(_) => bytes.escape_ascii().to_string(),
-    }
+/// The unit of work and its executor, for schedulers other than the local pool (another
+/// process, another host). See [`Scheduler`].
+pub mod work {
+    pub use crate::tree::{
+        DirDone, DirInfo, EntryType, Executor, Lineage, Stat, WorkItem, WorkKind, Worker, XattrList,
+    };
 }

@@ -1,4 +1,5 @@
 //! What a copy should do: data-path policy, preserved metadata, link handling, overwrite policy.
+//! Plain configuration: this module imports nothing of the engine.
 
 /// When to share extents with the source instead of copying bytes (`--reflink`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -26,11 +27,17 @@ pub enum Sparse {
 
 /// Which metadata to carry over (`--preserve`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct Preserve {
+    /// Permission bits, set-id and sticky bits, and POSIX ACLs.
     pub mode: bool,
+    /// Owner and group (only root can give files away; others keep the group if they can).
     pub ownership: bool,
+    /// Access and modification times, in nanoseconds.
     pub timestamps: bool,
+    /// Every extended attribute.
     pub xattr: bool,
+    /// Hard-link groups: files that are links of one inode stay links of one inode.
     pub links: bool,
     /// Whether a failure to preserve xattrs that the destination cannot hold is an error
     /// (`--preserve=xattr` asked explicitly) or silently tolerated (`-a`), as in cp.
@@ -65,6 +72,7 @@ pub enum Dereference {
 
 /// What to do when a destination entry already exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Overwrite {
     /// Replace it atomically (temporary + rename).
     #[default]
@@ -75,13 +83,27 @@ pub enum Overwrite {
     Update,
 }
 
-/// Options of one copy run.
+/// Options of one copy run. Start from [`Options::default`] (cp's defaults) or
+/// [`Options::archive`] (`cp -a`) and change fields:
+///
+/// ```
+/// let mut opts = mimeo::Options::archive();
+/// opts.jobs = 4;
+/// opts.overwrite = mimeo::Overwrite::Update;
+/// assert!(opts.recursive && opts.preserve.links);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Options {
+    /// When to share extents with the source.
     pub reflink: Reflink,
+    /// How holes are handled.
     pub sparse: Sparse,
+    /// Which metadata to carry over.
     pub preserve: Preserve,
+    /// When source symlinks are followed.
     pub dereference: Dereference,
+    /// What to do with existing destination entries.
     pub overwrite: Overwrite,
     /// Copy directories recursively (`-r`). Without it, directories are refused.
     pub recursive: bool,
@@ -97,6 +119,10 @@ pub struct Options {
     pub nocache: bool,
     /// Re-read each copied file and compare it with its source (`--verify`).
     pub verify: bool,
+    /// Also remove the temporaries and in-progress markers that runs on other hosts left in
+    /// the directories copied into. Only for when no run elsewhere is still going on: from
+    /// here, another host's run can never be proven dead.
+    pub clean_other_hosts: bool,
 }
 
 /// Default number of workers for tree copies: one per CPU, at most 8. Measured with W4
@@ -116,6 +142,18 @@ pub fn default_jobs() -> usize {
 /// cold; 2 MiB and up cost 15–20% more system time once the buffer leaves the CPU caches.
 pub const DEFAULT_BUFFER_SIZE: usize = 256 << 10;
 
+impl Options {
+    /// What `cp -a` does: recursive, symlinks copied as symlinks, everything preserved.
+    pub fn archive() -> Self {
+        Options {
+            preserve: Preserve::all(),
+            dereference: Dereference::Never,
+            recursive: true,
+            ..Options::default()
+        }
+    }
+}
+
 impl Default for Options {
     fn default() -> Self {
         Options {
@@ -131,6 +169,7 @@ impl Default for Options {
             sync: false,
             nocache: false,
             verify: false,
+            clean_other_hosts: false,
         }
     }
 }

@@ -142,6 +142,30 @@ pub(crate) fn open_dir_beneath(anchor: BorrowedFd<'_>, rel: &[u8]) -> Result<Own
     if rel.is_empty() {
         return rfs::openat(anchor, c".", flags, Mode::empty());
     }
+    open_in_chunks(anchor, rel, |base, part| {
+        match rfs::openat2(base, part, flags, Mode::empty(), resolve) {
+            Err(Errno::NOSYS) => open_components(base, part.to_bytes()),
+            other => other,
+        }
+    })
+}
+
+/// Opens the directory at `rel` below `anchor` following symlinks in every component, as
+/// `-L` asks (a symlink may lead anywhere). An empty `rel` reopens the anchor itself.
+pub(crate) fn open_dir_following(anchor: BorrowedFd<'_>, rel: &[u8]) -> Result<OwnedFd> {
+    if rel.is_empty() {
+        return open_dir(anchor, c".", true);
+    }
+    open_in_chunks(anchor, rel, |base, part| open_dir(base, part, true))
+}
+
+/// Opens a non-empty path with `open_part`, a chunk of at most [`CHUNK`] bytes at a time, so
+/// that paths longer than `PATH_MAX` work.
+fn open_in_chunks(
+    anchor: BorrowedFd<'_>,
+    rel: &[u8],
+    open_part: impl Fn(BorrowedFd<'_>, &CStr) -> Result<OwnedFd>,
+) -> Result<OwnedFd> {
     let mut cur: Option<OwnedFd> = None;
     let mut rest = rel;
     while !rest.is_empty() {
@@ -157,11 +181,7 @@ pub(crate) fn open_dir_beneath(anchor: BorrowedFd<'_>, rel: &[u8]) -> Result<Own
         let part = cstring(&rest[..take]);
         rest = rest[take..].strip_prefix(b"/").unwrap_or(&rest[take..]);
         let base = cur.as_ref().map_or(anchor, |fd| fd.as_fd());
-        let next = match rfs::openat2(base, &part, flags, Mode::empty(), resolve) {
-            Err(Errno::NOSYS) => open_components(base, part.as_bytes())?,
-            other => other?,
-        };
-        cur = Some(next);
+        cur = Some(open_part(base, &part)?);
     }
     Ok(cur.expect("non-empty path"))
 }
@@ -651,10 +671,6 @@ pub(crate) fn euid() -> u32 {
 
 pub(crate) fn egid() -> u32 {
     rustix::process::getegid().as_raw()
-}
-
-pub(crate) fn io_err(e: Errno) -> std::io::Error {
-    std::io::Error::from_raw_os_error(e.raw_os_error())
 }
 
 // ---- durability and page cache ----

@@ -6,25 +6,41 @@
 //! `statx` of the destination, `open` and `statx` of the source, the temporary's `open`,
 //! `FICLONE`, `rename` and two `close`s.
 
-use crate::error::{Error, Op};
-use crate::file::{self, FileOutcome};
+use super::context::{Ctx, DstFacts, Here, Loc};
+use super::entry::copy_opened;
+use super::roots::{cow_matters, is_cow, stat_error};
 use crate::options::{Dereference, Options};
-use crate::place;
-use crate::summary::{Control, NoObserver};
+use crate::report::{Control, Error, FileOutcome, NoObserver, Op, Refusal, Reporter};
 use crate::sys::{self, Errno, Meta};
-use crate::tree::{self, DstFacts, Here, Run};
 use rustix::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::Arc;
 
 /// Copies one regular file to `dst`, replacing an existing `dst` atomically.
 ///
 /// `dst` is the exact destination path (no "copy into a directory" rule is applied). The
-/// options work as for a tree copy; `dst` and `src` naming the same file is refused.
+/// options work as for a tree copy.
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// # let (src, dst) = (dir.path().join("src"), dir.path().join("dst"));
+/// std::fs::write(&src, b"hello")?;
+/// let outcome = mimeo::copy_file(&src, &dst, &mimeo::Options::default())?;
+/// assert_eq!(outcome.bytes, 5);
+/// assert_eq!(std::fs::read(&dst)?, b"hello");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+///
+/// A missing or unreadable source, a source that is not a regular file
+/// ([`Refusal::NotRegular`]), `src` and `dst` being the same file ([`Refusal::SameFile`]),
+/// an existing `dst` kept because of [`Overwrite::NoClobber`](crate::Overwrite) or `-u`
+/// ([`Refusal::Exists`]), and any failure of the copy itself. Nothing is left at `dst`
+/// after an error, and an existing `dst` is unchanged.
 pub fn copy_file(src: &Path, dst: &Path, opts: &Options) -> Result<FileOutcome, Error> {
     let control = Control::new();
-    let run = Run::new(opts, &NoObserver, &control);
+    let ctx = Ctx::new(opts, Reporter::new(&NoObserver, &control));
     let src_bytes = src.as_os_str().as_bytes();
     let dst_bytes = dst.as_os_str().as_bytes();
     let follow = opts.dereference != Dereference::Never || src_bytes.ends_with(b"/");
@@ -38,32 +54,37 @@ pub fn copy_file(src: &Path, dst: &Path, opts: &Options) -> Result<FileOutcome, 
         if symlink {
             not_regular(src)
         } else {
-            tree::stat_error(src.to_path_buf(), e)
+            stat_error(src.to_path_buf(), e)
         }
     })?;
-    let meta = sys::fstat(file.as_fd()).map_err(|e| tree::stat_error(src.to_path_buf(), e))?;
+    let meta = sys::fstat(file.as_fd()).map_err(|e| stat_error(src.to_path_buf(), e))?;
     if !meta.is_reg() {
         return Err(not_regular(src));
     }
-
     let found = sys::stat_at(sys::CWD, &dst_name, false).ok();
-    if found.is_some_and(|d| {
-        place::is_same_file(&meta, || None, &d, place::followed(sys::CWD, &dst_name))
-    }) {
-        return Err(tree::same_file(src, dst));
-    }
-
     let prefix_len = dst_bytes
         .iter()
         .rposition(|&b| b == b'/')
         .map_or(0, |i| i + 1);
-    let prefix = &dst_bytes[..prefix_len];
-    let facts = dst_facts(&run, dst, prefix, found.as_ref())?;
-    let empty_rel: Arc<[u8]> = Arc::from(&b""[..]);
-    let here = Here::by_path(src, dst, prefix, &empty_rel, facts, meta.dev);
+    let dst_prefix = &dst_bytes[..prefix_len];
+    let here = Here {
+        src_dir: sys::CWD,
+        dst_dir: sys::CWD,
+        loc: Loc::Alone {
+            src,
+            dst,
+            dst_prefix,
+        },
+        root: None,
+        dir: None,
+        marker: None,
+        dst: dst_facts(opts, dst, dst_prefix, found.as_ref())?,
+        root_src_dev: meta.dev,
+        sized_dev: u64::MAX,
+    };
     let mut buf = Vec::new();
-    file::copy_opened(
-        &run,
+    copy_opened(
+        &ctx,
         &here,
         &mut buf,
         &src_name,
@@ -72,20 +93,19 @@ pub fn copy_file(src: &Path, dst: &Path, opts: &Options) -> Result<FileOutcome, 
         &meta,
         found.as_ref(),
     )?
-    .ok_or_else(|| Error::refused(Op::Refuse, dst, "destination exists"))
+    .ok_or_else(|| Error::refused(Op::Refuse, dst, Refusal::Exists))
 }
 
 /// What the copy needs to know of the destination's directory. Its device is the existing
 /// destination's, so the directory itself is only looked at for a new file, for the set-gid
 /// bit when owners are kept, and for --reflink=never.
 fn dst_facts(
-    run: &Run<'_>,
+    opts: &Options,
     dst: &Path,
     prefix: &[u8],
     found: Option<&Meta>,
 ) -> Result<DstFacts, Error> {
-    let opts = run.opts;
-    let cow_matters = tree::cow_matters(opts);
+    let cow_matters = cow_matters(opts);
     if let Some(d) = found {
         if !opts.preserve.ownership && !cow_matters {
             return Ok(DstFacts {
@@ -96,13 +116,13 @@ fn dst_facts(
         }
     }
     let dir = sys::cstring(if prefix.is_empty() { b"." } else { prefix });
-    let create_error = |e: Errno| Error::io(Op::Create, dst, sys::io_err(e));
+    let create_error = |e: Errno| Error::sys(Op::Create, dst, e);
     if cow_matters {
         let fd = sys::open_dir(sys::CWD, &dir, true).map_err(create_error)?;
         let m = sys::fstat(fd.as_fd()).map_err(create_error)?;
         return Ok(DstFacts {
             dev: m.dev,
-            cow: tree::is_cow(fd.as_fd()),
+            cow: is_cow(fd.as_fd()),
             setgid: m.mode & sys::S_ISGID != 0,
         });
     }
@@ -115,5 +135,5 @@ fn dst_facts(
 }
 
 fn not_regular(src: &Path) -> Error {
-    Error::refused(Op::Refuse, src, "not a regular file")
+    Error::refused(Op::Refuse, src, Refusal::NotRegular)
 }

@@ -6,8 +6,8 @@
 //! from the device, then both sides are hashed with BLAKE3 in parallel over the union of their
 //! data ranges (a hole reads as zeros, so holes common to both are skipped, not hashed).
 
-use crate::error::{Error, Op};
-use crate::file::Method;
+use crate::report::{Error, Op};
+use crate::report::{Method, Refusal};
 use crate::sys::{self, Errno, Meta};
 use rustix::fd::BorrowedFd;
 use std::path::PathBuf;
@@ -16,17 +16,15 @@ use std::path::PathBuf;
 #[derive(Debug)]
 pub(crate) enum Mismatch {
     Io { errno: Errno, on_source: bool },
-    Differs(String),
+    Differs(Refusal),
 }
 
 impl Mismatch {
     pub fn into_error(self, src: PathBuf, dst: PathBuf) -> Error {
         match self {
-            Mismatch::Io { errno, on_source } => Error::io(
-                Op::Verify,
-                if on_source { src } else { dst },
-                sys::io_err(errno),
-            ),
+            Mismatch::Io { errno, on_source } => {
+                Error::sys(Op::Verify, if on_source { src } else { dst }, errno)
+            }
             Mismatch::Differs(why) => Error::refused(Op::Verify, dst, why),
         }
     }
@@ -48,10 +46,10 @@ pub(crate) fn same_content(
         on_source: true,
     })?;
     if dmeta.size != smeta.size || smeta.size != meta.size {
-        return Err(Mismatch::Differs(format!(
-            "size {} differs from the source's {}",
-            dmeta.size, smeta.size
-        )));
+        return Err(Mismatch::Differs(Refusal::SizeDiffers {
+            copy: dmeta.size,
+            source: smeta.size,
+        }));
     }
     if method == Method::Clone && shares_all_extents(src, dst) {
         return Ok(());
@@ -88,9 +86,7 @@ pub(crate) fn same_content(
     if a == b {
         Ok(())
     } else {
-        Err(Mismatch::Differs(
-            "content differs from the source (BLAKE3)".into(),
-        ))
+        Err(Mismatch::Differs(Refusal::ContentDiffers))
     }
 }
 

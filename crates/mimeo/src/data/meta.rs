@@ -2,12 +2,13 @@
 //!
 //! chown comes first because it clears set-id bits and because security xattrs must be set
 //! by the final owner's rules; mode comes after xattrs because an ACL rewrites the group bits.
-//! None of these touch mtime, so times may come before the mode. They must: a new regular file
-//! carries an "incomplete" mode (sticky bit) until its final chmod, and that chmod has to be the
-//! very last step, or a copy killed between chmod and utimensat would look complete to `-u`.
+//! None of these touch mtime, so times may come before the mode. They must: a file copied on
+//! its own carries an "incomplete" mode (sticky bit) until its final chmod, and that chmod has
+//! to be the very last step, or a copy killed between chmod and utimensat would look complete
+//! to `-u`.
 
-use crate::error::{Error, Op};
 use crate::options::Options;
+use crate::report::{Error, Op};
 use crate::sys::{self, Errno, Meta, XattrTarget};
 use rustix::fd::BorrowedFd;
 use std::ffi::{CStr, CString};
@@ -32,6 +33,29 @@ impl Process {
             umask: sys::current_umask(),
         })
     }
+}
+
+/// The mode a regular file is created with when it needs no mark of its own (a temporary, or
+/// a new file in a directory that carries an in-progress marker): the final permission bits
+/// when the owner it gets at creation is already the right one, only the owner's bits when a
+/// chown is still to come (so that nobody else can open it meanwhile, DESIGN §4). Never
+/// set-id bits: those come after the chown, which would clear them. `dst_setgid`: the
+/// directory is set-gid, so the file gets the directory's group, not ours.
+pub(crate) fn creation_mode(
+    opts: &Options,
+    process: &Process,
+    dst_setgid: bool,
+    src: &Meta,
+) -> u32 {
+    let p = opts.preserve;
+    let perm = if p.mode {
+        src.perm() & 0o777
+    } else {
+        src.perm() & 0o777 & !process.umask
+    };
+    let owner_changes =
+        p.ownership && (dst_setgid || (src.uid, src.gid) != (process.euid, process.egid));
+    if owner_changes { perm & 0o700 } else { perm }
 }
 
 /// A destination entry whose metadata is being set.
@@ -76,7 +100,7 @@ fn read_xattrs(
     match sys::list_xattrs(src, &mut names) {
         Ok(()) => {}
         Err(Errno::NOTSUP) => return Ok(Vec::new()),
-        Err(e) => return Err(Error::io(Op::ListXattr, path(), sys::io_err(e))),
+        Err(e) => return Err(Error::sys(Op::ListXattr, path(), e)),
     }
     let mut out = Vec::new();
     for name in names
@@ -89,7 +113,7 @@ fn read_xattrs(
             Ok(()) => out.push((name, value)),
             // Removed between list and get: nothing to copy.
             Err(Errno::NODATA) => {}
-            Err(e) => return Err(Error::io(Op::GetXattr, path(), sys::io_err(e))),
+            Err(e) => return Err(Error::sys(Op::GetXattr, path(), e)),
         }
     }
     Ok(out)
@@ -137,11 +161,11 @@ impl Apply<'_> {
                 Dst::Fd(fd) => sys::futimens(fd, a, m),
                 Dst::At { dir, name, .. } => sys::lutimens_at(dir, name, a, m),
             };
-            r.map_err(|e| Error::io(Op::SetTimes, path(), sys::io_err(e)))?;
+            r.map_err(|e| Error::sys(Op::SetTimes, path(), e))?;
         }
         if let Some(perm) = self.final_perm(owner_kept) {
             if self.current_perm != Some(perm) {
-                chmod(dst, perm).map_err(|e| Error::io(Op::Chmod, path(), sys::io_err(e)))?;
+                chmod(dst, perm).map_err(|e| Error::sys(Op::Chmod, path(), e))?;
             }
         }
         Ok(())
@@ -160,7 +184,7 @@ impl Apply<'_> {
                 let _ = chown(dst, None, Some(gid));
                 Ok(false)
             }
-            Err(e) => Err(Error::io(Op::Chown, path(), sys::io_err(e))),
+            Err(e) => Err(Error::sys(Op::Chown, path(), e)),
         }
     }
 
@@ -186,7 +210,7 @@ impl Apply<'_> {
                 Err(Errno::NOTSUP) if !self.opts.preserve.xattr_required => {}
                 Err(Errno::PERM)
                     if !self.opts.preserve.xattr_required && self.process.euid != 0 => {}
-                Err(e) => return Err(Error::io(Op::SetXattr, path(), sys::io_err(e))),
+                Err(e) => return Err(Error::sys(Op::SetXattr, path(), e)),
             }
         }
         Ok(())

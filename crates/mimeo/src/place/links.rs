@@ -6,7 +6,20 @@
 //! the first claims the inode and copies it, the others wait for it and then link.
 
 use std::collections::HashMap;
+use std::ffi::CString;
 use std::sync::{Arc, Condvar, Mutex};
+
+/// Where the first copy of a hard-link group was made, as plain data: a root, the directory
+/// below it, and a name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LinkLoc {
+    /// The root (command-line pair) it was copied under.
+    pub root: u32,
+    /// The directory below the root's destination; None for the root entry itself, which
+    /// sits in the root's destination parent.
+    pub dir: Option<Arc<[u8]>>,
+    pub name: CString,
+}
 
 #[derive(Debug)]
 enum State<L> {

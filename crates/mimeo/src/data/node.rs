@@ -1,0 +1,85 @@
+//! Writing a regular file's bytes into an existing FIFO, socket or device node, as cp does
+//! (how images are written to block devices). The node is opened without blocking, and a
+//! FIFO without a reader, or a full one, is waited for in short polls, so that a stop request
+//! is still seen.
+
+use super::copy::{DataError, interrupted};
+use crate::report::{Control, Op};
+use crate::sys::{self, Errno};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::ffi::CStr;
+use std::time::Duration;
+
+/// How long one wait for a FIFO's reader, or for room in it, lasts before the stop switch is
+/// looked at again.
+const POLL: Duration = Duration::from_millis(50);
+
+/// Opens the existing node `dir/name` for writing. A FIFO that nobody reads yet is waited for.
+pub(crate) fn open_node(
+    dir: BorrowedFd<'_>,
+    name: &CStr,
+    control: &Control,
+) -> Result<OwnedFd, DataError> {
+    loop {
+        match sys::open_node_for_writing(dir, name) {
+            Err(Errno::NXIO)
+                if sys::stat_at(dir, name, false).is_ok_and(|m| m.file_type() == sys::S_IFIFO) =>
+            {
+                interrupted(control)?;
+                std::thread::sleep(POLL);
+            }
+            Err(errno) => {
+                return Err(DataError {
+                    op: Op::Create,
+                    errno,
+                });
+            }
+            Ok(fd) => return Ok(fd),
+        }
+    }
+}
+
+/// Writes the whole of `src`, read from its start to its end, into the node `dst`. Returns
+/// the bytes written.
+pub(crate) fn stream_into(
+    src: BorrowedFd<'_>,
+    dst: &OwnedFd,
+    buf: &mut Vec<u8>,
+    buffer_size: usize,
+    control: &Control,
+) -> Result<u64, DataError> {
+    let bs = buffer_size.clamp(4096, 1 << 20);
+    if buf.len() < bs {
+        buf.resize(bs, 0);
+    }
+    let mut pos = 0u64;
+    loop {
+        interrupted(control)?;
+        let n = sys::pread(src, &mut buf[..bs], pos).map_err(|errno| DataError {
+            op: Op::Read,
+            errno,
+        })?;
+        if n == 0 {
+            return Ok(pos);
+        }
+        let mut data = &buf[..n];
+        while !data.is_empty() {
+            match sys::write(dst.as_fd(), data) {
+                Ok(w) => data = &data[w..],
+                Err(Errno::INTR) => {}
+                Err(Errno::AGAIN) => {
+                    interrupted(control)?;
+                    sys::wait_writable(dst.as_fd(), POLL.as_millis() as i32);
+                }
+                Err(errno) => {
+                    return Err(DataError {
+                        op: Op::Write,
+                        errno,
+                    });
+                }
+            }
+        }
+        control.add_bytes(crate::report::Method::Stream, n as u64);
+        pos += n as u64;
+    }
+}

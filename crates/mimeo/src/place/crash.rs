@@ -1,0 +1,379 @@
+//! Crash safety (DESIGN §5): whatever stops a run, every destination entry is complete,
+//! absent, or detectably incomplete, and a re-run finishes the job. This module owns every
+//! mechanism behind that:
+//!
+//! - **Temporaries.** An existing destination is replaced by writing a temporary in the same
+//!   directory and renaming it over the old entry ([`commit_temp`]), so readers see the old
+//!   or the new file, never a mix.
+//! - **Markers.** A file killed (SIGKILL) after its data but before its times or mode are set
+//!   looks complete by size and mtime. So while one part of a directory's work (its pass, or
+//!   a share of a large directory's entries) creates entries, the directory holds an empty
+//!   marker of that part ([`PartMarker`]), removed when the part's entries are all complete.
+//!   A later `-u` that finds a marker of a dead run removes it and takes an entry there as up
+//!   to date only if it is provably finished (see `decide`).
+//! - **The sticky mark.** A file created where no marker covers it (a file copied on its
+//!   own) carries the sticky bit until its final chmod ([`incomplete_mode`]).
+//! - **Run identity.** Temporaries and markers are named `.mimeo-HOST-PID-START-N.tmp` and
+//!   `….partial`: a host id, the process id and the process's start time, so that names are
+//!   unique across the hosts that share a filesystem, and a leftover is removed only when its
+//!   run is provably dead: on this host, with no process of that id and start time
+//!   ([`Scratch::remove_leftovers`]). Another host's leftovers are removed only when asked.
+
+use crate::options::Options;
+use crate::sys::{self, DType, DirReader, Errno, Meta};
+use rustix::fd::BorrowedFd;
+use std::cell::OnceCell;
+use std::ffi::{CStr, CString};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The process that made a scratch entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Owner {
+    /// A host id: the first 32 bits of /etc/machine-id (or a hash of the host name).
+    pub host: u32,
+    pub pid: u32,
+    /// The process's start time, in clock ticks since boot (`/proc/PID/stat`, field 22):
+    /// tells a reused pid from the original process.
+    pub start: u64,
+}
+
+impl Owner {
+    /// This process.
+    pub fn current() -> Owner {
+        static ME: OnceLock<Owner> = OnceLock::new();
+        *ME.get_or_init(|| {
+            let pid = std::process::id();
+            Owner {
+                host: host_id(),
+                pid,
+                start: start_time(pid).unwrap_or(0),
+            }
+        })
+    }
+
+    /// Whether the owner is provably gone: it ran on this host and no process with its id and
+    /// start time runs now. Another host's run is never provably gone from here.
+    fn is_dead(&self) -> bool {
+        let me = Owner::current();
+        if self.host != me.host {
+            return false;
+        }
+        if self.pid == me.pid {
+            return self.start != me.start;
+        }
+        start_time(self.pid) != Some(self.start)
+    }
+}
+
+/// A host id that other hosts sharing the filesystem do not have: the start of
+/// /etc/machine-id, or a hash of the host name where there is none.
+fn host_id() -> u32 {
+    let from_machine_id = std::fs::read_to_string("/etc/machine-id")
+        .ok()
+        .and_then(|s| u32::from_str_radix(s.trim().get(..8)?, 16).ok());
+    from_machine_id.unwrap_or_else(|| {
+        let name = rustix::system::uname();
+        let mut h: u32 = 0x811c_9dc5;
+        for &b in name.nodename().to_bytes() {
+            h = (h ^ b as u32).wrapping_mul(0x0100_0193);
+        }
+        h
+    })
+}
+
+/// Field 22 of `/proc/PID/stat`: when the process started, in clock ticks since boot.
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and parentheses: count from its end.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_ascii_whitespace().nth(19)?.parse().ok()
+}
+
+/// What a scratch entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Temp,
+    Marker,
+}
+
+/// Parses a scratch entry's name: its kind and owner. Names of older versions,
+/// `.mimeo-PID-N.tmp`, are taken as this host's, with an unknown start time.
+pub(crate) fn parse(name: &[u8]) -> Option<(Kind, Owner)> {
+    let rest = name.strip_prefix(b".mimeo-")?;
+    let (rest, kind) = match rest.strip_suffix(b".tmp") {
+        Some(r) => (r, Kind::Temp),
+        None => (rest.strip_suffix(b".partial")?, Kind::Marker),
+    };
+    let parts: Vec<&str> = std::str::from_utf8(rest).ok()?.split('-').collect();
+    let hex = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_hexdigit());
+    let owner = match parts[..] {
+        [host, pid, start, n] if hex(host) && hex(start) && hex(n) => Owner {
+            host: u32::from_str_radix(host, 16).ok()?,
+            pid: pid.parse().ok()?,
+            start: u64::from_str_radix(start, 16).ok()?,
+        },
+        [pid, n] if hex(n) => {
+            let pid = pid.parse().ok()?;
+            let me = Owner::current();
+            Owner {
+                host: me.host,
+                pid,
+                // A legacy entry of a running process counts as that process's.
+                start: start_time(pid).unwrap_or(u64::MAX),
+            }
+        }
+        _ => return None,
+    };
+    Some((kind, owner))
+}
+
+/// Names for this process's scratch entries. One counter for the whole process: several runs
+/// of one process (library callers) may write into the same directory at once.
+fn scratch_name(dir_prefix: &[u8], kind: Kind) -> CString {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let me = Owner::current();
+    let suffix = match kind {
+        Kind::Temp => "tmp",
+        Kind::Marker => "partial",
+    };
+    let mut name = dir_prefix.to_vec();
+    name.extend_from_slice(
+        format!(
+            ".mimeo-{:08x}-{}-{:x}-{n:x}.{suffix}",
+            me.host, me.pid, me.start
+        )
+        .as_bytes(),
+    );
+    sys::cstring(&name)
+}
+
+/// Creates something under a fresh temporary name in a directory with `make`, retrying on a
+/// name clash. `dir_prefix` is the directory's path with a trailing slash when names are
+/// resolved from the working directory (a file copied on its own), empty otherwise.
+pub(crate) fn with_temp<T>(
+    dir_prefix: &[u8],
+    mut make: impl FnMut(&CStr) -> sys::Result<T>,
+) -> sys::Result<(T, CString)> {
+    loop {
+        let name = scratch_name(dir_prefix, Kind::Temp);
+        match make(&name) {
+            Ok(v) => return Ok((v, name)),
+            Err(Errno::EXIST) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Moves a finished temporary over the destination name; on failure the temporary is
+/// removed and the old entry stays.
+///
+/// An entry without data of its own written by us (a clone, an empty file, a link, a special
+/// file) is renamed over the destination in one step. A file whose data was written
+/// (`dirty`) is exchanged with it instead (`RENAME_EXCHANGE`) and the old entry, now under the
+/// temporary name, is unlinked: the destination name still always refers to the old or the
+/// new file, but ext4 does not force the new file's data to disk as it does when a rename
+/// replaces a file (its `auto_da_alloc` heuristic), which made each replacement cost a flush.
+pub(crate) fn commit_temp(
+    dir: BorrowedFd<'_>,
+    temp: &CStr,
+    dst_name: &CStr,
+    dirty: bool,
+) -> sys::Result<()> {
+    if dirty && sys::exchange(dir, temp, dst_name).is_ok() {
+        // Whatever stood at the destination is now under the temporary name.
+        let _ = sys::unlink(dir, temp, false);
+        return Ok(());
+    }
+    // A plain rename (also when the destination vanished, or the filesystem lacks exchange).
+    sys::rename(dir, temp, dir, dst_name).inspect_err(|_| {
+        let _ = sys::unlink(dir, temp, false);
+    })
+}
+
+/// The marker of one part of a directory's work, created before the part's first new entry
+/// and removed when the part is done. Each part has its own, so parts of one directory run
+/// by different workers, processes or hosts need no shared state.
+#[derive(Debug, Default)]
+pub(crate) struct PartMarker {
+    /// The marker's name once created; None when it could not be created.
+    made: OnceCell<Option<CString>>,
+}
+
+impl PartMarker {
+    /// Makes sure `dir` holds this part's marker before a new entry is created in it. False
+    /// when the marker cannot be created: new files are then marked one by one.
+    pub fn ensure(&self, dir: BorrowedFd<'_>) -> bool {
+        self.made
+            .get_or_init(|| {
+                let name = scratch_name(b"", Kind::Marker);
+                sys::mknod(dir, &name, sys::S_IFREG | 0o600, 0)
+                    .ok()
+                    .map(|()| name)
+            })
+            .is_some()
+    }
+
+    /// Removes the marker, if this part made one, from `dir`, the directory it was made in:
+    /// every entry of the part is complete (or was removed).
+    pub fn remove_in(self, dir: BorrowedFd<'_>) {
+        if let Some(Some(name)) = self.made.into_inner() {
+            let _ = sys::unlink(dir, &name, false);
+        }
+    }
+}
+
+/// Which other runs' leftovers a run may remove.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sweep {
+    /// Leftovers of provably dead runs of this host.
+    DeadHere,
+    /// Also every leftover of other hosts (the user says no run elsewhere is going on).
+    AlsoOtherHosts,
+}
+
+impl Sweep {
+    pub fn of(opts: &Options) -> Sweep {
+        if opts.clean_other_hosts {
+            Sweep::AlsoOtherHosts
+        } else {
+            Sweep::DeadHere
+        }
+    }
+
+    fn may_remove(self, owner: &Owner) -> bool {
+        owner.is_dead() || (self == Sweep::AlsoOtherHosts && owner.host != Owner::current().host)
+    }
+}
+
+/// Removes the temporaries and markers that dead runs left in a destination directory being
+/// merged into, so that a re-run leaves the tree equal to the source. Returns whether the
+/// directory is suspect: it holds, or held, another run's marker, so its entries may be
+/// incomplete (a live run elsewhere may still be writing them).
+pub(crate) fn remove_leftovers(reader: &mut DirReader, dir: BorrowedFd<'_>, sweep: Sweep) -> bool {
+    let mut found = Vec::new();
+    let mut suspect = false;
+    let me = Owner::current();
+    let _ = reader.read_all(dir, |name, t| {
+        if t == DType::Dir {
+            return;
+        }
+        if let Some((kind, owner)) = parse(name.to_bytes()) {
+            if owner == me {
+                return;
+            }
+            suspect |= kind == Kind::Marker;
+            if sweep.may_remove(&owner) {
+                found.push(name.to_owned());
+            }
+        }
+    });
+    for name in found {
+        let _ = sys::unlink(dir, &name, false);
+    }
+    suspect
+}
+
+/// Whether a directory holds another run's marker (`--dry-run` of `-u`, which changes
+/// nothing).
+pub(crate) fn has_foreign_marker(reader: &mut DirReader, dir: BorrowedFd<'_>) -> bool {
+    let me = Owner::current();
+    let mut marked = false;
+    let _ = reader.read_all(dir, |name, t| {
+        marked |= t != DType::Dir
+            && parse(name.to_bytes()).is_some_and(|(k, o)| k == Kind::Marker && o != me);
+    });
+    marked
+}
+
+/// A regular file created where no marker covers it carries the sticky bit, which no complete
+/// copy of a file without it carries: a copy interrupted before its final chmod is
+/// recognisable as incomplete.
+pub(crate) fn marked_incomplete(d: &Meta, src: &Meta) -> bool {
+    d.mode & sys::S_ISVTX != 0 && src.mode & sys::S_ISVTX == 0
+}
+
+/// The mode a new regular file gets, marked incomplete, until its data and metadata are
+/// complete.
+pub(crate) fn incomplete_mode(src: &Meta) -> u32 {
+    sys::S_ISVTX | (src.perm() & 0o700)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(owner: Owner, n: u64, suffix: &str) -> String {
+        format!(
+            ".mimeo-{:08x}-{}-{:x}-{n:x}.{suffix}",
+            owner.host, owner.pid, owner.start
+        )
+    }
+
+    #[test]
+    fn names_carry_the_owner_and_parse_back() {
+        let me = Owner::current();
+        assert!(me.start > 0, "start time read from /proc");
+        let made = scratch_name(b"dir/", Kind::Temp);
+        let made = made.to_bytes().strip_prefix(b"dir/").unwrap();
+        assert_eq!(parse(made), Some((Kind::Temp, me)));
+        assert_eq!(
+            parse(name(me, 7, "partial").as_bytes()),
+            Some((Kind::Marker, me))
+        );
+        for bad in [
+            &b"mimeo-1-2.tmp"[..],
+            b".mimeo-x-0.tmp",
+            b".mimeo-4000000-.tmp",
+            b".mimeo-4000000-1.tmp.bak",
+            b".mimeo-4000000-1.partial~",
+            b".mimeo-zz-1-2-3.tmp",
+        ] {
+            assert_eq!(parse(bad), None, "{}", bad.escape_ascii());
+        }
+    }
+
+    #[test]
+    fn only_provably_dead_runs_of_this_host_are_dead() {
+        let me = Owner::current();
+        assert!(!me.is_dead(), "this process");
+        // A pid that cannot exist (above pid_max's ceiling).
+        let gone = Owner {
+            pid: 4_000_000,
+            ..me
+        };
+        assert!(gone.is_dead());
+        // This very pid, started at another time: the pid was reused.
+        let earlier = Owner {
+            start: me.start - 1,
+            ..me
+        };
+        assert!(earlier.is_dead());
+        // pid 1 runs, with its own start time.
+        let init = Owner {
+            pid: 1,
+            start: start_time(1).unwrap(),
+            ..me
+        };
+        assert!(!init.is_dead());
+        // The same (dead) pid on another host sharing the filesystem: never provably dead.
+        let elsewhere = Owner {
+            host: me.host ^ 1,
+            ..gone
+        };
+        assert!(!elsewhere.is_dead());
+        assert!(!Sweep::DeadHere.may_remove(&elsewhere));
+        assert!(Sweep::AlsoOtherHosts.may_remove(&elsewhere));
+        assert!(!Sweep::AlsoOtherHosts.may_remove(&me));
+        // Names of older versions: this host, dead when the pid is gone.
+        assert_eq!(
+            parse(b".mimeo-4000000-1f.tmp").map(|(k, o)| (k, o.is_dead())),
+            Some((Kind::Temp, true))
+        );
+        assert_eq!(
+            parse(b".mimeo-1-0.partial").map(|(k, o)| (k, o.is_dead())),
+            Some((Kind::Marker, false))
+        );
+    }
+}

@@ -1,0 +1,179 @@
+//! The one decision about an existing destination entry. The copy, `--dry-run` and `-u` all
+//! ask [`decide`], so what a dry run says is what a copy does.
+
+use super::crash;
+use crate::data::meta::Process;
+use crate::options::{Options, Overwrite};
+use crate::report::{Action, Error, Op, Refusal};
+use crate::sys::Meta;
+use std::path::PathBuf;
+
+/// What to do with a source entry at its destination name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Decision {
+    /// Nothing is there: create it.
+    Create,
+    /// Replace the existing entry atomically (temporary + rename).
+    Replace,
+    /// Write the regular source's bytes into the existing FIFO, socket or device node, as cp
+    /// does (how images are written to block devices). Atomic replacement is for regular
+    /// files only.
+    WriteInto,
+    /// Leave the existing entry alone (`-n`, or `-u` with an up-to-date copy).
+    Skip,
+    /// A directory onto an existing directory: merge into it.
+    Merge,
+    /// Refuse the copy of this entry.
+    Refuse(Conflict),
+}
+
+/// Why an entry cannot be copied onto what is there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Conflict {
+    SameFile,
+    DirectoryInTheWay,
+    NonDirectoryInTheWay,
+}
+
+impl Conflict {
+    /// The error, named as cp names it.
+    pub fn error(self, src: PathBuf, dst: PathBuf) -> Error {
+        match self {
+            Conflict::SameFile => Error::refused(Op::Refuse, src, Refusal::SameFile { dst }),
+            Conflict::DirectoryInTheWay => {
+                Error::refused(Op::Create, dst, Refusal::DirectoryInTheWay)
+            }
+            Conflict::NonDirectoryInTheWay => {
+                Error::refused(Op::CreateDir, dst, Refusal::NonDirectoryInTheWay { src })
+            }
+        }
+    }
+}
+
+impl Decision {
+    /// What a dry run reports for it; None for a refusal, which it reports as the error.
+    pub fn action(self) -> Option<Action> {
+        Some(match self {
+            Decision::Create => Action::Create,
+            Decision::Replace => Action::Replace,
+            Decision::WriteInto => Action::WriteInto,
+            Decision::Skip => Action::Skip,
+            Decision::Merge => Action::Merge,
+            Decision::Refuse(_) => return None,
+        })
+    }
+}
+
+/// What the decision needs besides the two entries.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Rules<'a> {
+    pub opts: &'a Options,
+    pub process: &'a Process,
+    /// The destination directory held another run's in-progress marker: `-u` takes an entry
+    /// there as up to date only if it is provably finished.
+    pub suspect: bool,
+}
+
+/// Decides what to do with `src` at a destination name where `dst` is (None: nothing).
+/// `src_target` and `dst_target` give what a symlink points to (the entry followed); they are
+/// only called when a symlink is involved.
+pub(crate) fn decide(
+    rules: &Rules<'_>,
+    src: &Meta,
+    dst: Option<&Meta>,
+    src_target: impl FnOnce() -> Option<Meta>,
+    dst_target: impl FnOnce() -> Option<Meta>,
+) -> Decision {
+    let Some(d) = dst else {
+        return Decision::Create;
+    };
+    if is_same_file(src, src_target, d, dst_target) {
+        return Decision::Refuse(Conflict::SameFile);
+    }
+    if src.is_dir() {
+        return if d.is_dir() {
+            Decision::Merge
+        } else {
+            Decision::Refuse(Conflict::NonDirectoryInTheWay)
+        };
+    }
+    if d.is_dir() {
+        return Decision::Refuse(Conflict::DirectoryInTheWay);
+    }
+    let into_node = src.is_reg() && is_node(d);
+    let replace = if into_node {
+        Decision::WriteInto
+    } else {
+        Decision::Replace
+    };
+    match rules.opts.overwrite {
+        Overwrite::NoClobber => Decision::Skip,
+        Overwrite::Replace => replace,
+        // A node is never a copy: cp's rule (not older than the source) decides.
+        Overwrite::Update if into_node && d.mtime >= src.mtime => Decision::Skip,
+        Overwrite::Update if !into_node && is_complete_copy(rules, d, src) => Decision::Skip,
+        Overwrite::Update => replace,
+    }
+}
+
+/// Whether copying `src` onto `dst` would copy a file onto itself, by cp's rule
+/// (`same_file_ok` in coreutils). Symlinks count by what they point to: a source symlink
+/// onto its own target, or a source onto a destination symlink that points to it, would
+/// destroy the data, so both are refused. Two distinct symlinks are fine (one replaces the
+/// other). A dangling symlink is never the same file.
+pub(crate) fn is_same_file(
+    src: &Meta,
+    src_target: impl FnOnce() -> Option<Meta>,
+    dst: &Meta,
+    dst_target: impl FnOnce() -> Option<Meta>,
+) -> bool {
+    if src.id() == dst.id() {
+        return true;
+    }
+    if src.is_symlink() && dst.is_symlink() {
+        return false;
+    }
+    let s = if src.is_symlink() {
+        src_target()
+    } else {
+        Some(*src)
+    };
+    let Some(s) = s else { return false };
+    let d = if dst.is_symlink() {
+        dst_target()
+    } else {
+        Some(*dst)
+    };
+    d.is_some_and(|d| d.id() == s.id())
+}
+
+/// A FIFO, socket or device node.
+fn is_node(m: &Meta) -> bool {
+    !(m.is_reg() || m.is_dir() || m.is_symlink())
+}
+
+/// `-u`: the destination is of the same type, the same size and not older, and not marked
+/// incomplete. In a suspect directory it must also be provably finished.
+fn is_complete_copy(rules: &Rules<'_>, d: &Meta, src: &Meta) -> bool {
+    if d.file_type() != src.file_type() {
+        return false;
+    }
+    if d.is_reg() && crash::marked_incomplete(d, src) {
+        return false;
+    }
+    if rules.suspect && !provably_finished(rules, d, src) {
+        return false;
+    }
+    let same_size = !d.is_reg() || d.size == src.size;
+    same_size && d.mtime >= src.mtime
+}
+
+/// Whether what a copy sets last, in order (owner, then times, then mode), matches the source
+/// exactly. Without preserved times nothing proves that a copy got past its data, so nothing is
+/// taken as finished.
+fn provably_finished(rules: &Rules<'_>, d: &Meta, src: &Meta) -> bool {
+    let p = rules.opts.preserve;
+    let owner = !p.ownership || rules.process.euid != 0 || (d.uid, d.gid) == (src.uid, src.gid);
+    let mode = !p.mode || d.is_symlink() || d.perm() == src.perm();
+    p.timestamps && d.mtime == src.mtime && owner && mode
+}

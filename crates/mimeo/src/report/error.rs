@@ -1,0 +1,387 @@
+//! Typed errors: every failure names the path and the operation, and its cause is either an
+//! errno or a [`Refusal`] that callers can match on.
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// The operation that failed, named as cp names it in its messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Op {
+    /// Reading an entry's metadata.
+    Stat,
+    /// Opening a source, or an existing destination directory.
+    Open,
+    /// Creating a regular file (or writing into an existing node).
+    Create,
+    /// Creating a directory.
+    CreateDir,
+    /// Listing a directory.
+    ReadDir,
+    /// Reading file data.
+    Read,
+    /// Writing file data.
+    Write,
+    /// Cloning extents (`FICLONE`, `FICLONERANGE`).
+    Clone,
+    /// Setting a file's size (a trailing hole).
+    Truncate,
+    /// Creating a hard link.
+    Link,
+    /// Creating a symbolic link.
+    Symlink,
+    /// Reading a symbolic link's target.
+    ReadLink,
+    /// Creating a FIFO, socket or device node.
+    MakeNode,
+    /// Moving a finished temporary over its destination.
+    Rename,
+    /// Removing an entry.
+    Remove,
+    /// Setting owner and group.
+    Chown,
+    /// Setting permission bits.
+    Chmod,
+    /// Setting access and modification times.
+    SetTimes,
+    /// Listing extended attributes.
+    ListXattr,
+    /// Reading an extended attribute.
+    GetXattr,
+    /// Setting an extended attribute.
+    SetXattr,
+    /// The source disappeared between being listed and being copied.
+    Vanished,
+    /// The copy was refused before anything was written (same file, into itself, type clash).
+    Refuse,
+    /// The source changed while it was being copied.
+    Changed,
+    /// Flushing to stable storage (`--sync`).
+    Sync,
+    /// The copy's content differs from its source (`--verify`).
+    Verify,
+    /// The run was stopped (SIGINT/SIGTERM) while this entry was in progress; it was removed.
+    Interrupted,
+}
+
+impl Op {
+    /// A stable lower-case name, used in JSON output.
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Stat => "stat",
+            Op::Open => "open",
+            Op::Create => "create",
+            Op::CreateDir => "create_dir",
+            Op::ReadDir => "read_dir",
+            Op::Read => "read",
+            Op::Write => "write",
+            Op::Clone => "clone",
+            Op::Truncate => "truncate",
+            Op::Link => "link",
+            Op::Symlink => "symlink",
+            Op::ReadLink => "readlink",
+            Op::MakeNode => "mknod",
+            Op::Rename => "rename",
+            Op::Remove => "remove",
+            Op::Chown => "chown",
+            Op::Chmod => "chmod",
+            Op::SetTimes => "set_times",
+            Op::ListXattr => "list_xattr",
+            Op::GetXattr => "get_xattr",
+            Op::SetXattr => "set_xattr",
+            Op::Vanished => "vanished",
+            Op::Refuse => "refuse",
+            Op::Changed => "changed",
+            Op::Sync => "sync",
+            Op::Verify => "verify",
+            Op::Interrupted => "interrupted",
+        }
+    }
+
+    /// The verb phrase cp uses: "cannot {phrase} 'path'".
+    fn phrase(self) -> &'static str {
+        match self {
+            Op::Stat => "cannot stat",
+            Op::Open => "cannot open",
+            Op::Create => "cannot create regular file",
+            Op::CreateDir => "cannot create directory",
+            Op::ReadDir => "cannot access",
+            Op::Read => "error reading",
+            Op::Write => "error writing",
+            Op::Clone => "failed to clone",
+            Op::Truncate => "failed to extend",
+            Op::Link => "cannot create hard link",
+            Op::Symlink => "cannot create symbolic link",
+            Op::ReadLink => "cannot read symbolic link",
+            Op::MakeNode => "cannot create special file",
+            Op::Rename => "cannot move into place",
+            Op::Remove => "cannot remove",
+            Op::Chown => "failed to preserve ownership for",
+            Op::Chmod => "setting permissions for",
+            Op::SetTimes => "preserving times for",
+            Op::ListXattr => "failed to list extended attributes of",
+            Op::GetXattr => "failed to read extended attributes of",
+            Op::SetXattr => "failed to set extended attributes of",
+            Op::Vanished => "source vanished:",
+            Op::Refuse => "refusing to copy",
+            Op::Changed => "source changed while copying",
+            Op::Sync => "failed to flush",
+            Op::Verify => "verification failed for",
+            Op::Interrupted => "interrupted while copying",
+        }
+    }
+}
+
+/// A rule that refused an operation. The [`Error`]'s path is the entry refused; variants that
+/// involve a second entry carry it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// Source and destination are one file (by dev/ino, symlinks followed as cp follows
+    /// them). The path is the source; `dst` the destination.
+    SameFile {
+        /// The destination that is the same file.
+        dst: PathBuf,
+    },
+    /// A directory would be copied into itself or below itself. The path is the source.
+    IntoItself {
+        /// The destination below the source.
+        dst: PathBuf,
+    },
+    /// A directory without `-r`. The path is the directory.
+    NotRecursive,
+    /// A directory would replace an existing non-directory. The path is the destination.
+    NonDirectoryInTheWay {
+        /// The source directory.
+        src: PathBuf,
+    },
+    /// A non-directory would replace an existing directory. The path is the destination.
+    DirectoryInTheWay,
+    /// Under `-L`, a directory that is its own ancestor. The path is the source.
+    Cycle,
+    /// [`copy_file`](crate::copy_file) was given something other than a regular file.
+    NotRegular,
+    /// The source was listed as a regular file and is something else now.
+    NoLongerRegular,
+    /// The source's size or mtime changed while its data was copied; the copy was removed.
+    ChangedWhileCopied,
+    /// [`copy_file`](crate::copy_file) under `-n`: the destination exists and was kept.
+    Exists,
+    /// `--verify`: the copy's size differs from the source's.
+    SizeDiffers {
+        /// The copy's size.
+        copy: u64,
+        /// The source's size.
+        source: u64,
+    },
+    /// `--verify`: the copy's content differs from the source's (BLAKE3).
+    ContentDiffers,
+}
+
+/// What went wrong, beyond the operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Cause {
+    /// A system call failed with this errno.
+    Os(i32),
+    /// A rule of mimeo or cp refused the operation.
+    Refused(Refusal),
+}
+
+/// A failure on one entry: path + operation + cause.
+///
+/// It is cheap to clone and can be sent to other threads. [`Display`](fmt::Display) gives
+/// cp's sentence for it, without a program-name prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Error {
+    /// The entry the operation was about (source or destination, as cp names it).
+    pub path: PathBuf,
+    /// What was being done.
+    pub op: Op,
+    /// Why it failed.
+    pub cause: Cause,
+}
+
+impl Error {
+    /// A failed system call.
+    pub fn os(op: Op, path: impl Into<PathBuf>, errno: i32) -> Self {
+        Error {
+            path: path.into(),
+            op,
+            cause: Cause::Os(errno),
+        }
+    }
+
+    /// A failed system call, from an `io::Error` (EIO when it carries no errno).
+    pub fn io(op: Op, path: impl Into<PathBuf>, err: &io::Error) -> Self {
+        Error::os(op, path, err.raw_os_error().unwrap_or(libc::EIO))
+    }
+
+    /// A failed system call, from the kernel layer's errno.
+    pub(crate) fn sys(op: Op, path: impl Into<PathBuf>, errno: rustix::io::Errno) -> Self {
+        Error::os(op, path, errno.raw_os_error())
+    }
+
+    /// A refusal by a rule.
+    pub fn refused(op: Op, path: impl Into<PathBuf>, why: Refusal) -> Self {
+        Error {
+            path: path.into(),
+            op,
+            cause: Cause::Refused(why),
+        }
+    }
+
+    /// The errno, when a system call failed.
+    pub fn errno(&self) -> Option<i32> {
+        match &self.cause {
+            Cause::Os(e) => Some(*e),
+            Cause::Refused(_) => None,
+        }
+    }
+
+    /// The refusal, when a rule refused the operation.
+    pub fn refusal(&self) -> Option<&Refusal> {
+        match &self.cause {
+            Cause::Refused(r) => Some(r),
+            Cause::Os(_) => None,
+        }
+    }
+
+    /// The cause alone: strerror's words ("No such file or directory"), or the refusal's.
+    pub fn message(&self) -> String {
+        match &self.cause {
+            Cause::Os(e) => strerror(*e),
+            Cause::Refused(r) => self.refusal_sentence(r),
+        }
+    }
+
+    /// Whether this error means the source disappeared under us.
+    pub fn is_vanished(&self) -> bool {
+        self.op == Op::Vanished
+    }
+
+    /// cp's full sentence for a refusal, paths included.
+    fn refusal_sentence(&self, r: &Refusal) -> String {
+        let path = quoted(&self.path);
+        match r {
+            Refusal::SameFile { dst } => format!("{path} and {} are the same file", quoted(dst)),
+            Refusal::IntoItself { dst } => format!(
+                "cannot copy a directory, {path}, into itself, {}",
+                quoted(dst)
+            ),
+            Refusal::NotRecursive => format!("-r not specified; omitting directory {path}"),
+            Refusal::NonDirectoryInTheWay { src } => format!(
+                "cannot overwrite non-directory {path} with directory {}",
+                quoted(src)
+            ),
+            Refusal::DirectoryInTheWay => {
+                format!("cannot overwrite directory {path} with non-directory")
+            }
+            Refusal::Cycle => {
+                format!("{path}: directory cycle detected; not copying it again")
+            }
+            Refusal::NotRegular => format!("cannot copy {path}: not a regular file"),
+            Refusal::NoLongerRegular => format!("{path}: no longer a regular file; not copied"),
+            Refusal::ChangedWhileCopied => {
+                format!("{path}: file changed as we read it; not copied")
+            }
+            Refusal::Exists => format!("not replacing {path}"),
+            Refusal::SizeDiffers { copy, source } => format!(
+                "verification failed for {path}: size {copy} differs from the source's {source}"
+            ),
+            Refusal::ContentDiffers => {
+                format!("verification failed for {path}: content differs from the source (BLAKE3)")
+            }
+        }
+    }
+}
+
+/// `'path'`, with bytes that are not UTF-8 escaped.
+fn quoted(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = path.as_os_str().as_bytes();
+    match std::str::from_utf8(bytes) {
+        Ok(s) => format!("'{s}'"),
+        Err(_) => format!("'{}'", bytes.escape_ascii()),
+    }
+}
+
+/// strerror's text for an errno, without Rust's " (os error N)" suffix.
+fn strerror(errno: i32) -> String {
+    let text = io::Error::from_raw_os_error(errno).to_string();
+    match text.rfind(" (os error ") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.cause {
+            Cause::Refused(r) => f.write_str(&self.refusal_sentence(r)),
+            Cause::Os(e) => write!(
+                f,
+                "{} {}: {}",
+                self.op.phrase(),
+                quoted(&self.path),
+                strerror(*e)
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<Error> for io::Error {
+    /// An `io::Error` of the errno, or of kind `Other` for a refusal, with the message.
+    fn from(e: Error) -> io::Error {
+        match e.cause {
+            Cause::Os(errno) => io::Error::from_raw_os_error(errno),
+            Cause::Refused(_) => io::Error::other(e.to_string()),
+        }
+    }
+}
+
+/// Results of the engine.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_are_cps() {
+        let e = Error::os(Op::Stat, "a/b", libc::ENOENT);
+        assert_eq!(
+            e.to_string(),
+            "cannot stat 'a/b': No such file or directory"
+        );
+        let e = Error::refused(Op::Refuse, "l", Refusal::SameFile { dst: "foo".into() });
+        assert_eq!(e.to_string(), "'l' and 'foo' are the same file");
+        let e = Error::refused(
+            Op::CreateDir,
+            "f",
+            Refusal::NonDirectoryInTheWay { src: "d".into() },
+        );
+        assert_eq!(
+            e.to_string(),
+            "cannot overwrite non-directory 'f' with directory 'd'"
+        );
+        let odd = std::ffi::OsStr::from_bytes(b"x\xff");
+        let e = Error::os(Op::Open, odd, libc::EACCES);
+        assert_eq!(e.to_string(), "cannot open 'x\\xff': Permission denied");
+    }
+
+    use std::os::unix::ffi::OsStrExt;
+
+    #[test]
+    fn errors_are_clone_and_convert_to_io_errors() {
+        let e = Error::os(Op::Read, "f", libc::EIO);
+        let io: io::Error = e.clone().into();
+        assert_eq!(io.raw_os_error(), Some(libc::EIO));
+        assert_eq!(e.errno(), Some(libc::EIO));
+        assert!(e.refusal().is_none());
+    }
+}

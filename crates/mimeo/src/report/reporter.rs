@@ -1,0 +1,89 @@
+//! The engine's side of reporting: failures, copied and skipped entries go to the observer
+//! and the counters; paths are only built when the observer wants them.
+
+use super::control::Control;
+use super::error::{Error, Op};
+use super::event::{Action, EntryKind, Event, Observer};
+use super::outcome::FileOutcome;
+use super::summary::{Counters, Summary};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Where one run reports.
+pub(crate) struct Reporter<'a> {
+    observer: &'a dyn Observer,
+    wants_entries: bool,
+    counters: Counters,
+    pub control: &'a Control,
+}
+
+impl<'a> Reporter<'a> {
+    pub fn new(observer: &'a dyn Observer, control: &'a Control) -> Self {
+        Reporter {
+            observer,
+            wants_entries: observer.wants_entries(),
+            counters: Counters::default(),
+            control,
+        }
+    }
+
+    /// A failed entry. An entry removed because the run was stopped is not a failure of its
+    /// own: the run reports that it was interrupted.
+    pub fn fail(&self, err: Error) {
+        if err.op == Op::Interrupted {
+            return;
+        }
+        self.counters.error(&err);
+        self.observer.event(Event::Failed(err));
+    }
+
+    /// An entry copied completely.
+    pub fn copied(
+        &self,
+        src: impl FnOnce() -> PathBuf,
+        dst: impl FnOnce() -> PathBuf,
+        kind: EntryKind,
+        outcome: Option<FileOutcome>,
+    ) {
+        self.counters.entry(kind, outcome.as_ref());
+        self.control.add_entry();
+        if self.wants_entries {
+            self.observer.event(Event::Copied {
+                src: src(),
+                dst: dst(),
+                kind,
+                outcome,
+            });
+        }
+    }
+
+    /// An entry left alone (`-n`, `-u`).
+    pub fn skipped(&self, src: impl FnOnce() -> PathBuf, dst: impl FnOnce() -> PathBuf) {
+        self.counters.skipped();
+        if self.wants_entries {
+            self.observer.event(Event::Skipped {
+                src: src(),
+                dst: dst(),
+            });
+        }
+    }
+
+    /// `--dry-run`: what the copy would do with an entry.
+    pub fn planned(&self, src: PathBuf, dst: PathBuf, kind: EntryKind, action: Action) {
+        self.counters.entry(kind, None);
+        self.observer.event(Event::Planned {
+            src,
+            dst,
+            kind,
+            action,
+        });
+    }
+
+    /// The counts so far, and tells the observer the run has finished.
+    pub fn finish(&self, elapsed: Duration) -> Summary {
+        self.observer.finished();
+        let mut summary = self.counters.summary(elapsed);
+        summary.interrupted = self.control.is_stopped();
+        summary
+    }
+}

@@ -1,0 +1,177 @@
+//! The local scheduler: a bounded pool of threads ([`pool`](super::pool)) with completion
+//! counting for directories.
+
+use super::Scheduler;
+use super::pool::{self, Spawner};
+use crate::options::Options;
+use crate::report::{Control, Observer, Summary};
+use crate::sys;
+use crate::tree::{CopyPair, DirDone, Executor, WorkItem, WorkKind};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Copies every pair, sharing one hard-link map across them. Errors are reported to the
+/// observer and counted; the run goes on.
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// # let (src, dst) = (dir.path().join("src"), dir.path().join("dst"));
+/// std::fs::create_dir_all(src.join("sub"))?;
+/// std::fs::write(src.join("sub/file"), b"data")?;
+/// let summary = mimeo::copy(
+///     &[mimeo::CopyPair::new(&src, &dst)],
+///     &mimeo::Options::archive(),
+///     &mimeo::NoObserver,
+/// );
+/// assert_eq!((summary.files, summary.directories, summary.errors), (1, 2, 0));
+/// assert_eq!(std::fs::read(dst.join("sub/file"))?, b"data");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn copy(pairs: &[CopyPair], opts: &Options, observer: &dyn Observer) -> Summary {
+    copy_with(pairs, opts, observer, &Control::new())
+}
+
+/// [`copy`] with a [`Control`]: live progress for another thread, and a stop switch. A
+/// stopped run removes the entries it had in progress and reports `interrupted`.
+///
+/// ```
+/// use mimeo::{Control, CopyPair, Event, Observer, Options};
+/// use std::sync::Mutex;
+///
+/// /// Keeps the destination of every file copied.
+/// #[derive(Default)]
+/// struct Log(Mutex<Vec<std::path::PathBuf>>);
+///
+/// impl Observer for Log {
+///     fn event(&self, event: Event) {
+///         if let Event::Copied { dst, .. } = event {
+///             self.0.lock().unwrap().push(dst);
+///         }
+///     }
+/// }
+///
+/// # let dir = tempfile::tempdir()?;
+/// # let (src, dst) = (dir.path().join("src"), dir.path().join("dst"));
+/// # std::fs::create_dir(&src)?;
+/// # std::fs::write(src.join("a"), b"a")?;
+/// let (log, control) = (Log::default(), Control::new());
+/// let summary = std::thread::scope(|s| {
+///     // Another thread may watch `control.bytes_done()` or call `control.stop()`.
+///     s.spawn(|| mimeo::copy_with(&[CopyPair::new(&src, &dst)], &Options::archive(), &log, &control))
+///         .join()
+///         .unwrap()
+/// });
+/// assert!(!summary.interrupted);
+/// assert_eq!(log.0.lock().unwrap().len(), 2); // the file, then its directory
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn copy_with(
+    pairs: &[CopyPair],
+    opts: &Options,
+    observer: &dyn Observer,
+    control: &Control,
+) -> Summary {
+    let (exec, initial) = Executor::new(pairs, opts, observer, control);
+    // Files alone need no more workers than there are files.
+    let jobs = if initial.iter().all(|i| matches!(i.kind, WorkKind::Root)) {
+        opts.jobs.min(initial.len())
+    } else {
+        opts.jobs
+    };
+    LocalPool::new(jobs).run(&exec, initial);
+    exec.finish()
+}
+
+/// The local scheduler: `jobs` threads taking items from work-stealing deques, each worker
+/// depth-first. Every worker copies with a descriptor table of its own
+/// (`unshare(CLONE_FILES)`), so opening and closing files does not contend on one table.
+#[derive(Debug, Clone, Copy)]
+pub struct LocalPool {
+    jobs: usize,
+}
+
+impl LocalPool {
+    /// A pool of `jobs` threads (at least one).
+    pub fn new(jobs: usize) -> Self {
+        LocalPool { jobs: jobs.max(1) }
+    }
+}
+
+/// A directory waiting for its pass and everything it spawned.
+struct Gate {
+    /// The pass itself, plus every item spawned under it and not finished yet.
+    pending: AtomicUsize,
+    /// What completing it needs, once its pass has returned.
+    done: Mutex<Option<DirDone>>,
+    /// The directory it was spawned under.
+    parent: Option<Arc<Gate>>,
+}
+
+/// An item and the directory that must wait for it.
+struct Task {
+    item: WorkItem,
+    gate: Option<Arc<Gate>>,
+}
+
+impl Scheduler for LocalPool {
+    fn run(&self, exec: &Executor<'_>, initial: Vec<WorkItem>) {
+        let tasks = initial
+            .into_iter()
+            .map(|item| Task { item, gate: None })
+            .collect();
+        pool::run(
+            self.jobs,
+            tasks,
+            || {
+                sys::private_fd_table();
+                exec.worker()
+            },
+            |worker, task: Task, spawner: &Spawner<'_, Task>| {
+                // Items spawned by a directory's pass gate that directory; items spawned by
+                // anything else gate what that item gates.
+                let gate = if matches!(task.item.kind, WorkKind::Dir(_)) {
+                    Some(Arc::new(Gate {
+                        pending: AtomicUsize::new(1),
+                        done: Mutex::new(None),
+                        parent: task.gate.clone(),
+                    }))
+                } else {
+                    task.gate.clone()
+                };
+                let done = exec.run(worker, task.item, &mut |item| {
+                    if let Some(g) = &gate {
+                        g.pending.fetch_add(1, Ordering::SeqCst);
+                    }
+                    spawner.push(Task {
+                        item,
+                        gate: gate.clone(),
+                    });
+                });
+                if let Some(done) = done {
+                    let g = gate.as_ref().expect("a directory's pass has a gate");
+                    *g.done.lock().unwrap_or_else(|e| e.into_inner()) = Some(done);
+                }
+                if let Some(g) = gate {
+                    release(exec, g);
+                }
+            },
+        );
+    }
+}
+
+/// One thing a directory waited for is done; the last one completes it, and so on upwards.
+fn release(exec: &Executor<'_>, gate: Arc<Gate>) {
+    let mut gate = gate;
+    loop {
+        if gate.pending.fetch_sub(1, Ordering::SeqCst) != 1 {
+            return;
+        }
+        if let Some(done) = gate.done.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            exec.complete(done);
+        }
+        match gate.parent.clone() {
+            Some(p) => gate = p,
+            None => return,
+        }
+    }
+}

@@ -1,0 +1,255 @@
+//! The state one run shares across its workers ([`Ctx`]), the opened roots, and where an
+//! entry is being copied ([`Here`]).
+
+use super::work::DirInfo;
+use crate::data::copy::NoCloneDevs;
+use crate::data::meta::Process;
+use crate::options::Options;
+use crate::place::crash::{PartMarker, Sweep};
+use crate::place::decide::Rules;
+use crate::place::links::{LinkLoc, LinkMap};
+use crate::report::Reporter;
+use crate::sys::{self, Meta};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::ffi::{CStr, CString, OsStr};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// State shared by every worker of one run.
+pub(crate) struct Ctx<'a> {
+    pub opts: &'a Options,
+    pub report: Reporter<'a>,
+    pub process: Process,
+    pub links: LinkMap<LinkLoc>,
+    pub no_clone: NoCloneDevs,
+    pub sweep: Sweep,
+    pub roots: Vec<Root>,
+}
+
+impl<'a> Ctx<'a> {
+    pub fn new(opts: &'a Options, report: Reporter<'a>) -> Self {
+        #[cfg(feature = "failpoints")]
+        sys::failpoints::setup();
+        Ctx {
+            opts,
+            report,
+            process: Process::current(),
+            links: LinkMap::new(),
+            no_clone: NoCloneDevs::default(),
+            sweep: Sweep::of(opts),
+            roots: Vec::new(),
+        }
+    }
+
+    /// The rules of the overwrite decision in a directory (`suspect`: see [`DirInfo`]).
+    pub fn rules(&self, suspect: bool) -> Rules<'_> {
+        Rules {
+            opts: self.opts,
+            process: &self.process,
+            suspect,
+        }
+    }
+
+    pub fn root(&self, index: u32) -> &Root {
+        &self.roots[index as usize]
+    }
+}
+
+/// A command-line source, resolved to parent directory + name on both sides.
+pub(crate) struct Root {
+    pub src_parent: OwnedFd,
+    pub src_name: CString,
+    pub dst_parent: OwnedFd,
+    pub dst_name: CString,
+    pub meta: Meta,
+    /// The source itself is followed if it is a symlink (`-L`, `-H`, a trailing slash).
+    pub follow: bool,
+    pub src_path: PathBuf,
+    pub dst_path: PathBuf,
+    /// Facts of the destination's parent directory.
+    pub dst: DstFacts,
+    /// The source device whose files' sizes can be trusted (see [`Here::sized_dev`]).
+    pub sized_dev: u64,
+    /// A directory root's source and destination directories, opened before the workers
+    /// start so that every worker can use them (see `sched`).
+    pub dirs: Option<(OwnedFd, OwnedFd)>,
+}
+
+impl Root {
+    /// The root's source and destination directories (a directory root only).
+    pub fn dirs(&self) -> (BorrowedFd<'_>, BorrowedFd<'_>) {
+        let (s, d) = self.dirs.as_ref().expect("a directory root");
+        (s.as_fd(), d.as_fd())
+    }
+}
+
+/// What a destination directory is like, as far as copying into it goes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DstFacts {
+    pub dev: u64,
+    /// Copy-on-write: `copy_file_range` may share extents there (only --reflink=never cares).
+    pub cow: bool,
+    /// Set-gid: new entries take the directory's group.
+    pub setgid: bool,
+}
+
+/// Where, relative to the run's roots, an entry is.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Loc<'a> {
+    /// A root entry itself: its names and paths are the root's.
+    Root(u32),
+    /// An entry of the directory `rel` below a root.
+    Below(u32, &'a [u8]),
+    /// A file copied on its own ([`copy_file`](crate::copy_file)): no root; names are the
+    /// paths given, resolved from the working directory.
+    Alone {
+        src: &'a Path,
+        dst: &'a Path,
+        /// The destination's directory with a trailing slash (empty for the working
+        /// directory itself), which temporaries are put in.
+        dst_prefix: &'a [u8],
+    },
+}
+
+/// Where an entry is being copied: its source and destination directories, and what is known
+/// of them.
+pub(crate) struct Here<'a> {
+    pub src_dir: BorrowedFd<'a>,
+    pub dst_dir: BorrowedFd<'a>,
+    pub loc: Loc<'a>,
+    /// The root the entry is under (none for a file copied on its own).
+    pub root: Option<&'a Root>,
+    /// The directory's work info, for entries below a root directory.
+    pub dir: Option<&'a DirInfo>,
+    /// The marker of the part of the directory's work that copies this entry.
+    pub marker: Option<&'a PartMarker>,
+    pub dst: DstFacts,
+    pub root_src_dev: u64,
+    /// The device of a root on a filesystem whose files report their true size, so an empty
+    /// file there needs no read; files elsewhere (procfs, sysfs, ...) are read to the end.
+    pub sized_dev: u64,
+}
+
+impl<'a> Here<'a> {
+    /// A root entry, copied from its source parent into its destination parent.
+    pub fn at_root(index: u32, root: &'a Root) -> Here<'a> {
+        Here {
+            src_dir: root.src_parent.as_fd(),
+            dst_dir: root.dst_parent.as_fd(),
+            loc: Loc::Root(index),
+            root: Some(root),
+            dir: None,
+            marker: None,
+            dst: root.dst,
+            root_src_dev: root.meta.dev,
+            sized_dev: root.sized_dev,
+        }
+    }
+
+    /// An entry of a directory below a root.
+    pub fn below(
+        index: u32,
+        root: &'a Root,
+        rel: &'a [u8],
+        dirs: (BorrowedFd<'a>, BorrowedFd<'a>),
+        info: &'a DirInfo,
+        marker: &'a PartMarker,
+    ) -> Here<'a> {
+        Here {
+            src_dir: dirs.0,
+            dst_dir: dirs.1,
+            loc: Loc::Below(index, rel),
+            root: Some(root),
+            dir: Some(info),
+            marker: Some(marker),
+            dst: DstFacts {
+                setgid: info.dst_setgid,
+                ..root.dst
+            },
+            root_src_dev: root.meta.dev,
+            sized_dev: root.sized_dev,
+        }
+    }
+
+    /// The destination directory's path prefix for temporary names.
+    pub fn dst_prefix(&self) -> &'a [u8] {
+        match self.loc {
+            Loc::Alone { dst_prefix, .. } => dst_prefix,
+            _ => b"",
+        }
+    }
+
+    /// Whether the destination directory held another run's marker.
+    pub fn suspect(&self) -> bool {
+        self.dir.is_some_and(|d| d.suspect)
+    }
+
+    pub fn src_path(&self, name: &CStr) -> PathBuf {
+        match self.loc {
+            Loc::Root(_) => self.root.expect("root").src_path.clone(),
+            Loc::Below(_, rel) => join(&self.root.expect("root").src_path, rel, name),
+            Loc::Alone { src, .. } => src.to_path_buf(),
+        }
+    }
+
+    pub fn dst_path(&self, name: &CStr) -> PathBuf {
+        match self.loc {
+            Loc::Root(_) => self.root.expect("root").dst_path.clone(),
+            Loc::Below(_, rel) => join(&self.root.expect("root").dst_path, rel, name),
+            Loc::Alone { dst, .. } => dst.to_path_buf(),
+        }
+    }
+
+    /// Where a hard-link group's first copy made here as `dst_name` is, for the links that
+    /// follow; none for a file copied on its own.
+    pub fn link_loc(&self, dst_name: &CStr) -> Option<LinkLoc> {
+        let (root, dir) = match self.loc {
+            Loc::Root(i) => (i, None),
+            Loc::Below(i, rel) => (i, Some(rel.into())),
+            Loc::Alone { .. } => return None,
+        };
+        Some(LinkLoc {
+            root,
+            dir,
+            name: dst_name.to_owned(),
+        })
+    }
+
+    /// Whether `loc`'s directory is this entry's destination directory.
+    pub fn holds(&self, loc: &LinkLoc) -> bool {
+        match (self.loc, &loc.dir) {
+            (Loc::Root(i), None) => i == loc.root,
+            (Loc::Below(i, rel), Some(dir)) => i == loc.root && rel == &dir[..],
+            _ => false,
+        }
+    }
+
+    /// Flushes the destination directory's entries.
+    pub fn sync_dst_dir(&self) -> sys::Result<()> {
+        let Loc::Alone { dst_prefix, .. } = self.loc else {
+            return sys::fsync(self.dst_dir);
+        };
+        let dir = if dst_prefix.is_empty() {
+            c".".to_owned()
+        } else {
+            sys::cstring(dst_prefix)
+        };
+        sys::fsync(sys::open_dir(self.dst_dir, &dir, true)?.as_fd())
+    }
+}
+
+/// `base/rel/name`: the display path of an entry below a root.
+pub(crate) fn join(base: &Path, rel: &[u8], name: &CStr) -> PathBuf {
+    let mut p = rel_path(base, rel);
+    p.push(OsStr::from_bytes(name.to_bytes()));
+    p
+}
+
+/// The display path of a directory below a root.
+pub(crate) fn rel_path(base: &Path, rel: &[u8]) -> PathBuf {
+    if rel.is_empty() {
+        base.to_path_buf()
+    } else {
+        base.join(OsStr::from_bytes(rel))
+    }
+}

@@ -1,0 +1,472 @@
+//! Directories: creating (or merging into) a destination directory, the per-directory pass,
+//! shares of a large directory's entries, and the explicit completion step that applies a
+//! directory's metadata after everything below it.
+//!
+//! A pass opens the source and destination directories by their paths below the root with
+//! `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` (following symlinks on the source side
+//! only under `-L`), so a directory swapped for a symlink mid-run is refused rather than
+//! followed, and no worker keeps more than a few descriptors open.
+
+use super::context::{Ctx, Here, rel_path};
+use super::entry::{Buffers, Changed, copy_entry};
+use super::roots::{open_error, stat_error};
+use super::work::{
+    DirDone, DirInfo, EntryType, Lineage, Stat, WorkItem, WorkKind, XattrList, join_rel,
+};
+use crate::data::meta::{self, Apply, Dst, Xattrs};
+use crate::options::{Dereference, Overwrite};
+use crate::place::crash::{self, PartMarker};
+use crate::place::decide::{Decision, decide};
+use crate::report::{EntryKind, Error, Op, Refusal};
+use crate::sys::{self, DType, Errno, Meta, XattrTarget};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::ffi::{CStr, CString};
+
+/// Entries per share when a large directory's files are spread among workers.
+const CHUNK: usize = 512;
+
+/// Creates the destination directory `dst_dir/dst_name` for the source directory `name` of
+/// `src_dir`, or merges into an existing one. Returns whether it was created and whether it
+/// has the set-gid bit, or None after reporting why not.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn make_dst_dir(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    name: &CStr,
+    dst_name: &CStr,
+    src: Option<Meta>,
+    follow: bool,
+) -> Option<(bool, bool)> {
+    let dst_path = || here.dst_path(dst_name);
+    match sys::mkdir(here.dst_dir, dst_name, 0o700) {
+        Ok(()) => Some((true, here.dst.setgid)),
+        Err(Errno::EXIST) => {
+            let d = match sys::stat_at(here.dst_dir, dst_name, false) {
+                Ok(d) => d,
+                Err(e) => {
+                    ctx.report.fail(Error::sys(Op::Stat, dst_path(), e));
+                    return None;
+                }
+            };
+            // Only merges look at the source here; a new directory needs no stat.
+            let src = match src {
+                Some(m) => m,
+                None => match sys::stat_at(here.src_dir, name, follow) {
+                    Ok(m) => m,
+                    Err(e) => {
+                        ctx.report.fail(stat_error(here.src_path(name), e));
+                        return None;
+                    }
+                },
+            };
+            let decision = decide(
+                &ctx.rules(here.suspect()),
+                &src,
+                Some(&d),
+                || sys::stat_at(here.src_dir, name, true).ok(),
+                || sys::stat_at(here.dst_dir, dst_name, true).ok(),
+            );
+            match decision {
+                Decision::Merge => Some((false, d.mode & sys::S_ISGID != 0)),
+                Decision::Refuse(c) => {
+                    ctx.report.fail(c.error(here.src_path(name), dst_path()));
+                    None
+                }
+                other => unreachable!("a directory onto a directory is merged, not {other:?}"),
+            }
+        }
+        Err(e) => {
+            ctx.report.fail(Error::sys(Op::CreateDir, dst_path(), e));
+            None
+        }
+    }
+}
+
+/// A source directory met below a root: creates its destination and returns the work item
+/// of its pass, or None when there is none to run (an error, or a `-x` mount point, which is
+/// created and completed at once, as cp does).
+#[allow(clippy::too_many_arguments)]
+fn subdir(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    root: u32,
+    rel: &[u8],
+    lineage: &Lineage,
+    name: &CStr,
+    meta: Option<Meta>,
+    follow: bool,
+) -> Option<WorkItem> {
+    if let Some(m) = &meta {
+        if follow && lineage.ancestors.contains(&m.id()) {
+            ctx.report.fail(Error::refused(
+                Op::Refuse,
+                here.src_path(name),
+                Refusal::Cycle,
+            ));
+            return None;
+        }
+    }
+    let crosses = meta.is_some_and(|m| ctx.opts.one_file_system && m.dev != here.root_src_dev);
+    let (created, dst_setgid) = make_dst_dir(ctx, here, name, name, meta, follow)?;
+    let info = DirInfo {
+        created,
+        dst_setgid,
+        suspect: false,
+        lineage: lineage.clone(),
+    };
+    let path = join_rel(rel, name.to_bytes());
+    if crosses {
+        let m = meta.expect("stat taken under -x");
+        let xattrs = dir_xattrs_at(ctx, here.src_dir, name, &|| here.src_path(name));
+        complete(
+            ctx,
+            DirDone {
+                root,
+                path,
+                info,
+                source: Some((m.into(), xattrs)),
+            },
+        );
+        return None;
+    }
+    Some(WorkItem {
+        root,
+        path,
+        kind: WorkKind::Dir(info),
+        stat: meta.map(Stat::from),
+    })
+}
+
+/// A directory's xattrs, read through a descriptor of its own.
+fn dir_xattrs_at(
+    ctx: &Ctx<'_>,
+    dir: BorrowedFd<'_>,
+    name: &CStr,
+    path: &dyn Fn() -> std::path::PathBuf,
+) -> XattrList {
+    if !ctx.opts.preserve.xattr && !ctx.opts.preserve.mode {
+        return Vec::new();
+    }
+    match sys::open_dir(dir, name, false) {
+        Ok(fd) => plain(
+            meta::source_xattrs(ctx.opts, XattrTarget::Fd(fd.as_fd()), path).unwrap_or_else(|e| {
+                ctx.report.fail(e);
+                Vec::new()
+            }),
+        ),
+        Err(_) => Vec::new(),
+    }
+}
+
+fn plain(xattrs: Xattrs) -> XattrList {
+    xattrs
+        .into_iter()
+        .map(|(n, v)| (n.into_bytes(), v))
+        .collect()
+}
+
+/// Opens a source directory below a root: never through a symlink, except under `-L`.
+fn open_src(ctx: &Ctx<'_>, anchor: BorrowedFd<'_>, rel: &[u8]) -> sys::Result<OwnedFd> {
+    if ctx.opts.dereference == Dereference::Always {
+        sys::open_dir_following(anchor, rel)
+    } else {
+        sys::open_dir_beneath(anchor, rel)
+    }
+}
+
+/// One directory's own pass: lists its entries and copies them; subdirectories (and shares
+/// of a large directory's entries) are handed to `spawn`. Returns what completing the
+/// directory needs, once everything spawned is complete.
+pub(crate) fn pass(
+    ctx: &Ctx<'_>,
+    w: &mut Buffers,
+    root_index: u32,
+    rel: &[u8],
+    info: DirInfo,
+    spawn: &mut dyn FnMut(WorkItem),
+) -> DirDone {
+    let root = ctx.root(root_index);
+    let (src_anchor, dst_anchor) = root.dirs();
+    let src_path = || rel_path(&root.src_path, rel);
+    let mut done = DirDone {
+        root: root_index,
+        path: rel.to_vec(),
+        info,
+        source: None,
+    };
+    let src = match open_src(ctx, src_anchor, rel) {
+        Ok(fd) => fd,
+        Err(e) => {
+            ctx.report.fail(open_error(src_path(), e));
+            return done;
+        }
+    };
+    let mut lineage = Lineage::default();
+    match sys::fstat(src.as_fd()) {
+        Ok(m) => {
+            let xattrs = meta::source_xattrs(ctx.opts, XattrTarget::Fd(src.as_fd()), &src_path)
+                .unwrap_or_else(|e| {
+                    ctx.report.fail(e);
+                    Vec::new()
+                });
+            lineage.sgid = if ctx.opts.preserve.mode {
+                m.mode & sys::S_ISGID != 0
+            } else if done.info.created {
+                done.info.lineage.sgid
+            } else {
+                done.info.dst_setgid
+            };
+            if ctx.opts.dereference == Dereference::Always {
+                lineage.ancestors = done.info.lineage.ancestors.clone();
+                lineage.ancestors.push(m.id());
+            }
+            done.source = Some((m.into(), plain(xattrs)));
+        }
+        Err(e) => ctx.report.fail(stat_error(src_path(), e)),
+    }
+    let dst = match sys::open_dir_beneath(dst_anchor, rel) {
+        Ok(fd) => fd,
+        Err(e) => {
+            let p = rel_path(&root.dst_path, rel);
+            ctx.report.fail(Error::sys(Op::Open, p, e));
+            return done;
+        }
+    };
+    // Merging into a directory that a killed run may have written: its temporaries and
+    // markers go, and under -u its entries are then checked strictly. -n keeps everything
+    // as it is, markers included, since it replaces nothing.
+    let mut info = done.info.clone();
+    if !info.created && ctx.opts.overwrite != Overwrite::NoClobber {
+        info.suspect = crash::remove_leftovers(&mut w.reader, dst.as_fd(), ctx.sweep);
+    }
+    let mut entries = Vec::new();
+    if let Err(e) = w
+        .reader
+        .read_all(src.as_fd(), |name, t| entries.push((name.to_owned(), t)))
+    {
+        ctx.report.fail(Error::sys(Op::ReadDir, src_path(), e));
+    }
+    // Subdirectories first, so other workers can start on them while we copy files.
+    let (dirs, mut rest): (Vec<_>, Vec<_>) =
+        entries.into_iter().partition(|(_, t)| *t == DType::Dir);
+    let marker = PartMarker::default();
+    {
+        let here = Here::below(
+            root_index,
+            root,
+            rel,
+            (src.as_fd(), dst.as_fd()),
+            &info,
+            &marker,
+        );
+        for (name, t) in &dirs {
+            child(ctx, w, &here, &lineage, name, *t, spawn);
+        }
+        // A large directory's files are shared among workers.
+        if rest.len() > 2 * CHUNK && ctx.opts.jobs > 1 {
+            while rest.len() > CHUNK {
+                let tail = rest.split_off(rest.len() - CHUNK);
+                spawn(WorkItem {
+                    root: root_index,
+                    path: rel.to_vec(),
+                    kind: WorkKind::Entries {
+                        dir: info.clone(),
+                        lineage: lineage.clone(),
+                        names: tail
+                            .into_iter()
+                            .map(|(n, t)| (n.into_bytes(), t.into()))
+                            .collect(),
+                    },
+                    stat: None,
+                });
+            }
+        }
+        for (name, t) in &rest {
+            child(ctx, w, &here, &lineage, name, *t, spawn);
+        }
+    }
+    marker.remove_in(dst.as_fd());
+    done
+}
+
+/// A share of a large directory's entries.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn entries(
+    ctx: &Ctx<'_>,
+    w: &mut Buffers,
+    root_index: u32,
+    rel: &[u8],
+    info: &DirInfo,
+    lineage: &Lineage,
+    names: Vec<(Vec<u8>, EntryType)>,
+    spawn: &mut dyn FnMut(WorkItem),
+) {
+    let root = ctx.root(root_index);
+    let (src_anchor, dst_anchor) = root.dirs();
+    // Reopened here: a descriptor of the worker that listed the directory is not valid in
+    // this worker's table.
+    let src = match open_src(ctx, src_anchor, rel) {
+        Ok(fd) => fd,
+        Err(e) => {
+            ctx.report
+                .fail(open_error(rel_path(&root.src_path, rel), e));
+            return;
+        }
+    };
+    let dst = match sys::open_dir_beneath(dst_anchor, rel) {
+        Ok(fd) => fd,
+        Err(e) => {
+            ctx.report
+                .fail(Error::sys(Op::Open, rel_path(&root.dst_path, rel), e));
+            return;
+        }
+    };
+    let marker = PartMarker::default();
+    {
+        let here = Here::below(
+            root_index,
+            root,
+            rel,
+            (src.as_fd(), dst.as_fd()),
+            info,
+            &marker,
+        );
+        for (name, t) in names {
+            let name = CString::new(name).expect("file names contain no NUL byte");
+            child(ctx, w, &here, lineage, &name, t.into(), spawn);
+        }
+    }
+    marker.remove_in(dst.as_fd());
+}
+
+/// Copies one entry of a directory listing, by its `d_type`.
+fn child(
+    ctx: &Ctx<'_>,
+    w: &mut Buffers,
+    here: &Here<'_>,
+    lineage: &Lineage,
+    name: &CStr,
+    t: DType,
+    spawn: &mut dyn FnMut(WorkItem),
+) {
+    if ctx.report.control.is_stopped() {
+        return;
+    }
+    let follow = ctx.opts.dereference == Dereference::Always;
+    let meta = match t {
+        DType::Reg if !follow => None,
+        DType::Dir if !ctx.opts.one_file_system => None,
+        _ => match sys::stat_at(here.src_dir, name, follow) {
+            Ok(m) => Some(m),
+            Err(e) => {
+                ctx.report.fail(stat_error(here.src_path(name), e));
+                return;
+            }
+        },
+    };
+    let super::context::Loc::Below(root, rel) = here.loc else {
+        unreachable!("listed entries are below a root");
+    };
+    let mut meta = meta;
+    loop {
+        if (t == DType::Dir && meta.is_none()) || meta.is_some_and(|m| m.is_dir()) {
+            if let Some(item) = subdir(ctx, here, root, rel, lineage, name, meta, follow) {
+                spawn(item);
+            }
+            return;
+        }
+        match copy_entry(ctx, here, &mut w.data, name, name, meta, follow) {
+            Ok(()) => return,
+            // Listed as a file, something else now: copy what is there now.
+            Err(Changed(m)) => meta = Some(m),
+        }
+    }
+}
+
+/// Copies a root entry that is not a directory to recurse into.
+pub(crate) fn root_entry(ctx: &Ctx<'_>, w: &mut Buffers, index: u32) {
+    if ctx.report.control.is_stopped() {
+        return;
+    }
+    let root = ctx.root(index);
+    let here = Here::at_root(index, root);
+    let mut meta = root.meta;
+    while let Err(Changed(m)) = copy_entry(
+        ctx,
+        &here,
+        &mut w.data,
+        &root.src_name,
+        &root.dst_name,
+        Some(meta),
+        root.follow,
+    ) {
+        if m.is_dir() {
+            // Was a file when resolved and is a directory now: cp would refuse it as one
+            // without -r, and a root directory with -r is never dispatched here.
+            ctx.report.fail(Error::refused(
+                Op::Refuse,
+                root.src_path.clone(),
+                Refusal::NotRecursive,
+            ));
+            return;
+        }
+        meta = m;
+    }
+}
+
+/// Completes a directory once its pass and everything it spawned are complete: applies its
+/// metadata (owner, xattrs, times, mode), flushes it with `--sync`, and reports it. A stopped
+/// run completes nothing.
+pub(crate) fn complete(ctx: &Ctx<'_>, done: DirDone) {
+    if ctx.report.control.is_stopped() {
+        return;
+    }
+    let Some((stat, xattrs)) = done.source else {
+        return;
+    };
+    let root = ctx.root(done.root);
+    let (_, dst_anchor) = root.dirs();
+    let dst_path = || rel_path(&root.dst_path, &done.path);
+    let src_path = || rel_path(&root.src_path, &done.path);
+    let fd = match sys::open_dir_beneath(dst_anchor, &done.path) {
+        Ok(fd) => fd,
+        Err(e) => {
+            ctx.report.fail(Error::sys(Op::Open, dst_path(), e));
+            return;
+        }
+    };
+    let info = &done.info;
+    let meta = Meta::from(stat);
+    let xattrs: Xattrs = xattrs
+        .into_iter()
+        .map(|(n, v)| (sys::cstring(&n), v))
+        .collect();
+    let apply = Apply {
+        opts: ctx.opts,
+        process: &ctx.process,
+        src: &meta,
+        created: info.created,
+        created_owner: (info.created && !info.dst_setgid)
+            .then_some((ctx.process.euid, ctx.process.egid)),
+        inherit_sgid: info.created && info.lineage.sgid,
+        current_perm: info
+            .created
+            .then_some(0o700 | if info.dst_setgid { sys::S_ISGID } else { 0 }),
+    };
+    let flushed = || {
+        if ctx.opts.sync {
+            sys::fsync(fd.as_fd()).map_err(|e| Error::sys(Op::Sync, dst_path(), e))
+        } else {
+            Ok(())
+        }
+    };
+    match apply
+        .run(Dst::Fd(fd.as_fd()), &xattrs, &dst_path)
+        .and_then(|()| flushed())
+    {
+        Ok(()) => ctx
+            .report
+            .copied(src_path, dst_path, EntryKind::Directory, None),
+        Err(e) => ctx.report.fail(e),
+    }
+}

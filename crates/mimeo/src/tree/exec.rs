@@ -1,0 +1,203 @@
+//! The executor: runs work items for a scheduler.
+
+use super::context::{Ctx, Here};
+use super::dir::{self, make_dst_dir};
+use super::entry::Buffers;
+use super::roots::{CopyPair, open_error};
+use super::work::{DirDone, DirInfo, Lineage, Stat, WorkItem, WorkKind};
+use crate::options::Options;
+use crate::report::{Control, Observer, Reporter, Summary};
+use crate::sys;
+use rustix::fd::AsFd;
+use std::time::Instant;
+
+/// Runs the work items of one tree copy. A scheduler (the local pool of
+/// [`copy_with`](crate::copy_with), or one that spreads items over processes) takes the
+/// initial items from [`Executor::new`], hands each item to [`Executor::run`] on some worker,
+/// and calls [`Executor::complete`] with each [`DirDone`] once every item spawned while
+/// producing it, and everything those spawned, has run.
+///
+/// Descriptors: [`Executor::new`] opens the roots; those descriptors are valid in every
+/// thread started afterwards, also in threads that give themselves a private descriptor table
+/// (`unshare(CLONE_FILES)`), which the local pool does. Everything else a worker opens, it
+/// closes before `run` returns.
+pub struct Executor<'a> {
+    ctx: Ctx<'a>,
+    start: Instant,
+}
+
+impl std::fmt::Debug for Executor<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Executor")
+            .field("roots", &self.ctx.roots.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A worker's reusable buffers; make one per thread with [`Executor::worker`].
+pub struct Worker(Buffers);
+
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker").finish_non_exhaustive()
+    }
+}
+
+impl<'a> Executor<'a> {
+    /// Resolves every pair and returns the executor with the initial work items: one per
+    /// source. A failure of one pair (missing source, a directory without `-r`, a directory
+    /// into itself) is reported to `observer`, and the others go on.
+    ///
+    /// The destination directory of each directory source is created here (or merged into),
+    /// so that its descriptor exists before any worker starts.
+    pub fn new(
+        pairs: &[CopyPair],
+        opts: &'a Options,
+        observer: &'a dyn Observer,
+        control: &'a Control,
+    ) -> (Executor<'a>, Vec<WorkItem>) {
+        let start = Instant::now();
+        sys::raise_nofile_limit();
+        let mut ctx = Ctx::new(opts, Reporter::new(observer, control));
+        let mut items = Vec::new();
+        for pair in pairs {
+            let mut root = match super::context::Root::resolve(opts, pair) {
+                Ok(root) => root,
+                Err(e) => {
+                    ctx.report.fail(e);
+                    continue;
+                }
+            };
+            let index = ctx.roots.len() as u32;
+            let stat = Some(Stat::from(root.meta));
+            let kind = if root.meta.is_dir() {
+                match open_root_dirs(&ctx, index, &mut root) {
+                    Some(info) => WorkKind::Dir(info),
+                    None => continue,
+                }
+            } else {
+                WorkKind::Root
+            };
+            ctx.roots.push(root);
+            items.push(WorkItem {
+                root: index,
+                path: Vec::new(),
+                kind,
+                stat,
+            });
+        }
+        (Executor { ctx, start }, items)
+    }
+
+    /// A worker's buffers, for [`Executor::run`].
+    pub fn worker(&self) -> Worker {
+        Worker(Buffers::new())
+    }
+
+    /// The options of the run.
+    pub fn options(&self) -> &Options {
+        self.ctx.opts
+    }
+
+    /// The run's control (stop switch and live counters).
+    pub fn control(&self) -> &Control {
+        self.ctx.report.control
+    }
+
+    /// Runs one item. Items it discovers are handed to `spawn`. For a directory's pass it
+    /// returns what completing the directory needs; see [`Executor::complete`].
+    pub fn run(
+        &self,
+        worker: &mut Worker,
+        item: WorkItem,
+        spawn: &mut dyn FnMut(WorkItem),
+    ) -> Option<DirDone> {
+        if self.control().is_stopped() {
+            return None;
+        }
+        match item.kind {
+            WorkKind::Root => {
+                dir::root_entry(&self.ctx, &mut worker.0, item.root);
+                None
+            }
+            WorkKind::Dir(info) => Some(dir::pass(
+                &self.ctx,
+                &mut worker.0,
+                item.root,
+                &item.path,
+                info,
+                spawn,
+            )),
+            WorkKind::Entries {
+                dir,
+                lineage,
+                names,
+            } => {
+                dir::entries(
+                    &self.ctx,
+                    &mut worker.0,
+                    item.root,
+                    &item.path,
+                    &dir,
+                    &lineage,
+                    names,
+                    spawn,
+                );
+                None
+            }
+        }
+    }
+
+    /// Completes a directory: applies its metadata, now that everything below it is done.
+    pub fn complete(&self, done: DirDone) {
+        dir::complete(&self.ctx, done);
+    }
+
+    /// Ends the run: the summary of what this executor did.
+    pub fn finish(self) -> Summary {
+        self.ctx.report.finish(self.start.elapsed())
+    }
+}
+
+/// A directory root: opens its source first (so an unreadable root leaves nothing behind),
+/// then creates or merges into its destination and opens that. Returns the info of its pass.
+fn open_root_dirs(ctx: &Ctx<'_>, index: u32, root: &mut super::context::Root) -> Option<DirInfo> {
+    let src = match sys::open_dir(root.src_parent.as_fd(), &root.src_name, root.follow) {
+        Ok(fd) => fd,
+        Err(e) => {
+            ctx.report.fail(open_error(root.src_path.clone(), e));
+            return None;
+        }
+    };
+    let here = Here::at_root(index, root);
+    let (created, dst_setgid) = make_dst_dir(
+        ctx,
+        &here,
+        &root.src_name,
+        &root.dst_name,
+        Some(root.meta),
+        root.follow,
+    )?;
+    let dst = match sys::open_dir(root.dst_parent.as_fd(), &root.dst_name, false) {
+        Ok(fd) => fd,
+        Err(e) => {
+            ctx.report.fail(crate::report::Error::sys(
+                crate::report::Op::Open,
+                root.dst_path.clone(),
+                e,
+            ));
+            return None;
+        }
+    };
+    let lineage = Lineage {
+        sgid: root.dst.setgid,
+        ancestors: Vec::new(),
+    };
+    root.dirs = Some((src, dst));
+    Some(DirInfo {
+        created,
+        dst_setgid,
+        suspect: false,
+        lineage,
+    })
+}

@@ -1,0 +1,19 @@
+//! Trees: resolving the command-line roots, the per-directory pass and the per-entry copy,
+//! explicit directory completion, and the planning walk (`--dry-run`, progress totals). Work
+//! is plain data ([`WorkItem`]) run by an [`Executor`]; which thread or process runs it is the
+//! scheduler's business (the layer above).
+
+mod context;
+mod dir;
+mod entry;
+mod exec;
+mod plan;
+mod roots;
+mod single;
+mod work;
+
+pub use exec::{Executor, Worker};
+pub use plan::{Totals, dry_run, scan};
+pub use roots::CopyPair;
+pub use single::copy_file;
+pub use work::{DirDone, DirInfo, EntryType, Lineage, Stat, WorkItem, WorkKind, XattrList};

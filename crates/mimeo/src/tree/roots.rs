@@ -1,0 +1,175 @@
+//! Command-line sources: each pair resolved to parent directory + name on both sides, with
+//! the refusals that need the whole pair (a directory without `-r`, a directory into itself).
+
+use super::context::{DstFacts, Root};
+use crate::options::{Dereference, Options, Reflink};
+use crate::report::{Error, Op, Refusal};
+use crate::sys::{self, Errno};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+
+/// One source and the exact destination path it is copied to (cp's target rules already
+/// applied by the caller).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CopyPair {
+    /// The source, as given.
+    pub src: PathBuf,
+    /// Where it goes.
+    pub dst: PathBuf,
+}
+
+impl CopyPair {
+    /// A pair of `src` and `dst`.
+    pub fn new(src: impl Into<PathBuf>, dst: impl Into<PathBuf>) -> Self {
+        CopyPair {
+            src: src.into(),
+            dst: dst.into(),
+        }
+    }
+}
+
+impl Root {
+    /// Resolves a command-line pair. Creates nothing.
+    pub(crate) fn resolve(opts: &Options, pair: &CopyPair) -> Result<Root, Error> {
+        let src_path = &pair.src;
+        let dst_path = &pair.dst;
+        let trailing_slash = src_path.as_os_str().as_bytes().ends_with(b"/");
+        let follow = opts.dereference != Dereference::Never || trailing_slash;
+        let (src_parent, src_name) = split(src_path);
+        let src_parent = sys::open_dir(sys::CWD, &src_parent, true)
+            .map_err(|e| stat_error(src_path.clone(), e))?;
+        let meta = sys::stat_at(src_parent.as_fd(), &src_name, follow)
+            .map_err(|e| stat_error(src_path.clone(), e))?;
+        if meta.is_dir() && !opts.recursive {
+            return Err(Error::refused(Op::Refuse, src_path, Refusal::NotRecursive));
+        }
+        let (dst_parent_path, dst_name) = split(dst_path);
+        let create_op = if meta.is_dir() {
+            Op::CreateDir
+        } else {
+            Op::Create
+        };
+        let dst_parent = sys::open_dir(sys::CWD, &dst_parent_path, true)
+            .map_err(|e| Error::sys(create_op, dst_path, e))?;
+        let parent_meta =
+            sys::fstat(dst_parent.as_fd()).map_err(|e| Error::sys(Op::Stat, dst_path, e))?;
+        if meta.is_dir() && is_inside(dst_parent.as_fd(), meta.id()) {
+            return Err(Error::refused(
+                Op::Refuse,
+                src_path,
+                Refusal::IntoItself {
+                    dst: dst_path.clone(),
+                },
+            ));
+        }
+        let cow = cow_matters(opts) && is_cow(dst_parent.as_fd());
+        // Known per tree for directories; a file given alone is checked only if it is empty.
+        let sized_dev =
+            if meta.is_dir() && sys::sizes_are_true_at(src_parent.as_fd(), &src_name, follow) {
+                meta.dev
+            } else {
+                u64::MAX
+            };
+        Ok(Root {
+            src_parent,
+            src_name,
+            dst_parent,
+            dst_name,
+            meta,
+            follow,
+            src_path: src_path.clone(),
+            dst_path: dst_path.clone(),
+            dst: DstFacts {
+                dev: parent_meta.dev,
+                cow,
+                setgid: parent_meta.mode & sys::S_ISGID != 0,
+            },
+            sized_dev,
+            dirs: None,
+        })
+    }
+}
+
+/// Only --reflink=never needs to know whether the destination is copy-on-write (to keep
+/// copy_file_range from sharing extents there).
+pub(crate) fn cow_matters(opts: &Options) -> bool {
+    opts.reflink == Reflink::Never
+}
+
+pub(crate) fn is_cow(dir: BorrowedFd<'_>) -> bool {
+    matches!(
+        sys::fs_type(dir),
+        Ok(sys::BTRFS_MAGIC
+            | sys::XFS_MAGIC
+            | sys::BCACHEFS_MAGIC
+            | sys::OCFS2_MAGIC
+            | sys::ZFS_MAGIC)
+    )
+}
+
+/// Splits a command-line path into its parent directory and final name. A path that ends in
+/// "." or ".." or is "/" names the directory itself: parent = the path, name = ".".
+fn split(path: &Path) -> (CString, CString) {
+    let bytes = path.as_os_str().as_bytes();
+    match path.components().next_back() {
+        Some(Component::Normal(name)) if !bytes.ends_with(b"/.") => {
+            let parent = path
+                .parent()
+                .map(|p| p.as_os_str().as_bytes())
+                .unwrap_or(b"");
+            let parent = if parent.is_empty() {
+                b"." as &[u8]
+            } else {
+                parent
+            };
+            // A trailing slash stays on the name: the kernel then insists on a directory
+            // (ENOTDIR for a file) and follows a symlink to one, as POSIX says.
+            let mut name = name.as_bytes().to_vec();
+            if bytes.ends_with(b"/") {
+                name.push(b'/');
+            }
+            (sys::cstring(parent), sys::cstring(&name))
+        }
+        _ => (sys::cstring(bytes), sys::cstring(b".")),
+    }
+}
+
+/// Whether the directory `id` is `dir` or one of its ancestors (by dev/ino, walking "..").
+fn is_inside(dir: BorrowedFd<'_>, id: (u64, u64)) -> bool {
+    let Ok(mut cur_meta) = sys::fstat(dir) else {
+        return false;
+    };
+    let mut cur: Option<OwnedFd> = None;
+    loop {
+        if cur_meta.id() == id {
+            return true;
+        }
+        let at = cur.as_ref().map_or(dir, |fd| fd.as_fd());
+        let Ok(up) = sys::open_dir(at, c"..", false) else {
+            return false;
+        };
+        let Ok(up_meta) = sys::fstat(up.as_fd()) else {
+            return false;
+        };
+        if up_meta.id() == cur_meta.id() {
+            return false;
+        }
+        cur = Some(up);
+        cur_meta = up_meta;
+    }
+}
+
+pub(crate) fn stat_error(path: PathBuf, e: Errno) -> Error {
+    Error::sys(Op::Stat, path, e)
+}
+
+/// An open failure; ENOENT on something just listed means it vanished.
+pub(crate) fn open_error(path: PathBuf, e: Errno) -> Error {
+    if e == Errno::NOENT {
+        Error::sys(Op::Vanished, path, e)
+    } else {
+        Error::sys(Op::Open, path, e)
+    }
+}

@@ -1,0 +1,238 @@
+//! The unit of work: plain data that can cross a thread, a channel or a process boundary.
+//!
+//! A work item names a root (an index into the run's command-line pairs, the same in every
+//! process of a run), a path below it, what to do there, and the source's metadata when it is
+//! already known. It holds no descriptor, pointer or counter: open descriptors are the
+//! executor's business, and completion counting is the scheduler's. With the `serde`
+//! feature, every type here can be serialized.
+
+use crate::sys::{DType, Meta};
+
+/// One unit of work of a tree copy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct WorkItem {
+    /// The root it belongs to: an index into the pairs the run was started with.
+    pub root: u32,
+    /// The path below the root, the same on the source and the destination side: components
+    /// separated by `/`, empty for the root itself. Bytes, since names need not be UTF-8.
+    pub path: Vec<u8>,
+    /// What to do there.
+    pub kind: WorkKind,
+    /// The source's metadata, when it is already known.
+    pub stat: Option<Stat>,
+}
+
+/// What a [`WorkItem`] asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
+pub enum WorkKind {
+    /// A command-line source that is not a directory to recurse into: copy the entry itself.
+    Root,
+    /// A directory whose destination exists: its pass lists the source, copies the entries
+    /// and spawns its subdirectories (and, for a large directory, shares of its entries).
+    Dir(DirInfo),
+    /// A share of a large directory's entries, listed by the directory's pass.
+    Entries {
+        /// The directory they are in.
+        dir: DirInfo,
+        /// What the directory passes down, for entries that turn out to be directories.
+        lineage: Lineage,
+        /// Their names and types as the listing gave them.
+        names: Vec<(Vec<u8>, EntryType)>,
+    },
+}
+
+/// What the work on a directory needs to know of it, decided when it was created.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
+pub struct DirInfo {
+    /// The destination directory was created by this run (a merged one keeps its mode unless
+    /// modes are preserved).
+    pub created: bool,
+    /// The destination directory has the set-gid bit: new entries take its group.
+    pub dst_setgid: bool,
+    /// The destination held another run's in-progress marker: `-u` checks its entries
+    /// strictly.
+    pub suspect: bool,
+    /// What its parent passed down.
+    pub lineage: Lineage,
+}
+
+/// What a directory passes down to its subdirectories, known once its pass has read its
+/// source.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
+pub struct Lineage {
+    /// The directory ends up set-gid, so a new subdirectory inherits the bit (as cp, which
+    /// creates parents first, gets it).
+    pub sgid: bool,
+    /// Under `-L`: the source directories from the root down to it, by (dev, ino), to refuse
+    /// a symlink that leads back up (a cycle). Empty otherwise.
+    pub ancestors: Vec<(u64, u64)>,
+}
+
+/// An entry's type as a directory listing gives it (`d_type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum EntryType {
+    /// A directory.
+    Dir,
+    /// A regular file.
+    File,
+    /// A symbolic link.
+    Symlink,
+    /// A FIFO, socket or device node.
+    Other,
+    /// The filesystem did not say: the entry is looked at.
+    Unknown,
+}
+
+/// The metadata of a source entry, as plain data (a subset of `statx`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
+pub struct Stat {
+    /// Type and permission bits (`st_mode`).
+    pub mode: u32,
+    /// Owner.
+    pub uid: u32,
+    /// Group.
+    pub gid: u32,
+    /// Number of hard links.
+    pub nlink: u32,
+    /// Inode number.
+    pub ino: u64,
+    /// Device of the filesystem.
+    pub dev: u64,
+    /// Device number, for device nodes.
+    pub rdev: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// Allocated 512-byte blocks.
+    pub blocks: u64,
+    /// Access time: seconds and nanoseconds.
+    pub atime: (i64, u32),
+    /// Modification time: seconds and nanoseconds.
+    pub mtime: (i64, u32),
+}
+
+/// A finished directory pass: what completing the directory needs, once every item the pass
+/// spawned (and everything those spawned) is complete. Hand it to
+/// [`Executor::complete`](crate::work::Executor::complete).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct DirDone {
+    /// The root.
+    pub root: u32,
+    /// The directory below it.
+    pub path: Vec<u8>,
+    /// What the pass was given.
+    pub info: DirInfo,
+    /// The source directory's metadata and the xattrs to set, when the pass could read them.
+    pub source: Option<(Stat, XattrList)>,
+}
+
+/// Extended attributes as (name, value) pairs.
+pub type XattrList = Vec<(Vec<u8>, Vec<u8>)>;
+
+impl From<Meta> for Stat {
+    fn from(m: Meta) -> Stat {
+        Stat {
+            mode: m.mode,
+            uid: m.uid,
+            gid: m.gid,
+            nlink: m.nlink,
+            ino: m.ino,
+            dev: m.dev,
+            rdev: m.rdev,
+            size: m.size,
+            blocks: m.blocks,
+            atime: m.atime,
+            mtime: m.mtime,
+        }
+    }
+}
+
+impl From<Stat> for Meta {
+    fn from(s: Stat) -> Meta {
+        Meta {
+            mode: s.mode,
+            uid: s.uid,
+            gid: s.gid,
+            nlink: s.nlink,
+            ino: s.ino,
+            dev: s.dev,
+            rdev: s.rdev,
+            size: s.size,
+            blocks: s.blocks,
+            atime: s.atime,
+            mtime: s.mtime,
+        }
+    }
+}
+
+impl From<DType> for EntryType {
+    fn from(t: DType) -> EntryType {
+        match t {
+            DType::Dir => EntryType::Dir,
+            DType::Reg => EntryType::File,
+            DType::Symlink => EntryType::Symlink,
+            DType::Other => EntryType::Other,
+            DType::Unknown => EntryType::Unknown,
+        }
+    }
+}
+
+impl From<EntryType> for DType {
+    fn from(t: EntryType) -> DType {
+        match t {
+            EntryType::Dir => DType::Dir,
+            EntryType::File => DType::Reg,
+            EntryType::Symlink => DType::Symlink,
+            EntryType::Other => DType::Other,
+            EntryType::Unknown => DType::Unknown,
+        }
+    }
+}
+
+/// Joins a directory path below a root and a name.
+pub(crate) fn join_rel(rel: &[u8], name: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(rel.len() + 1 + name.len());
+    v.extend_from_slice(rel);
+    if !rel.is_empty() {
+        v.push(b'/');
+    }
+    v.extend_from_slice(name);
+    v
+}
+
+#[cfg(all(test, feature = "serde"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn work_items_cross_a_process_boundary_as_json() {
+        let item = WorkItem {
+            root: 3,
+            path: b"a/\xffb".to_vec(),
+            kind: WorkKind::Entries {
+                dir: DirInfo {
+                    created: true,
+                    ..DirInfo::default()
+                },
+                lineage: Lineage {
+                    sgid: true,
+                    ancestors: vec![(1, 2)],
+                },
+                names: vec![(b"x".to_vec(), EntryType::File)],
+            },
+            stat: None,
+        };
+        let text = serde_json::to_string(&item).unwrap();
+        assert_eq!(serde_json::from_str::<WorkItem>(&text).unwrap(), item);
+    }
+}
