@@ -722,3 +722,69 @@ fn atime_before_the_read_is_kept_on_relatime() {
     assert_trees_equal("mimeo -a src dst on relatime", &c, &m, &full());
     assert_eq!(meta(&m.join("a")).atime(), 1_500_000_000);
 }
+
+/// A directory with a default ACL passes ACLs on to what is made in it. With `-a` (ACLs are
+/// part of the mode) an entry whose source has no ACL must not keep an inherited one, and an
+/// entry whose source has one gets exactly that, as with cp; without `-p` the inherited ACLs
+/// stay, as with cp.
+#[test]
+fn copies_into_a_directory_with_a_default_acl_match_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = LoopFs::try_new(kind, 300) else {
+            continue;
+        };
+        let setup = |base: &Path| {
+            let src = base.join("src");
+            fs::create_dir_all(src.join("sub")).unwrap();
+            fs::write(src.join("plain"), b"no acl\n").unwrap();
+            fs::write(src.join("sub/plain"), b"no acl\n").unwrap();
+            fs::write(src.join("with-acl"), b"acl\n").unwrap();
+            run_ok(
+                "setfacl",
+                &["-m", "u:1234:r", src.join("with-acl").to_str().unwrap()],
+            );
+            run_ok("mkfifo", &[src.join("fifo")]);
+            for p in ["plain", "sub/plain", "with-acl", "fifo", "sub", ""] {
+                fixed_times(&src.join(p));
+            }
+            let dst = base.join("dst");
+            fs::create_dir(&dst).unwrap();
+            run_ok(
+                "setfacl",
+                &["-d", "-m", "u:4321:rwx", dst.to_str().unwrap()],
+            );
+            // Made after the default ACL: it inherits it.
+            fs::create_dir(dst.join("sub")).unwrap();
+        };
+        // (arguments, what to compare below the base)
+        let cases: [(&[&str], &str); 3] = [
+            (&["-a", "src", "dst/new"], "dst/new"),
+            (&["-r", "src", "dst/new"], "dst/new"),
+            (
+                &["-a", "src/plain", "src/with-acl", "src/fifo", "dst/sub"],
+                "dst/sub",
+            ),
+        ];
+        for (args, result) in cases {
+            let base = fs
+                .path()
+                .join(format!("case-{}", args.join("_").replace('/', "-")));
+            let (c, m) = (base.join("c"), base.join("m"));
+            for dir in [&c, &m] {
+                fs::create_dir_all(dir).unwrap();
+                setup(dir);
+            }
+            cp_ok(Some(&c), args);
+            mimeo_ok(Some(&m), args);
+            let what = format!("{kind}: mimeo {}", args.join(" "));
+            let opts = CompareOptions {
+                // Without -p, cp and mimeo both give new entries the times of the copy, and
+                // a directory copied into changes its own.
+                mtime: args[0] == "-a" && result == "dst/new",
+                atime: false,
+                ..full()
+            };
+            assert_trees_equal(&what, &c.join(result), &m.join(result), &opts);
+        }
+    }
+}

@@ -576,6 +576,31 @@ pub(crate) fn set_xattr(t: XattrTarget<'_>, name: &CStr, value: &[u8]) -> Result
     }
 }
 
+/// Whether an open file has the xattr `name` (a zero-sized read: no value is copied).
+pub(crate) fn has_xattr(fd: BorrowedFd<'_>, name: &CStr) -> bool {
+    let mut none: [MaybeUninit<u8>; 0] = [];
+    matches!(
+        rfs::fgetxattr(fd, name, &mut none[..]),
+        Ok(_) | Err(Errno::RANGE)
+    )
+}
+
+/// Removes the xattr `name`; a missing one is not an error.
+pub(crate) fn remove_xattr(t: XattrTarget<'_>, name: &CStr) -> Result<()> {
+    let r = match t {
+        XattrTarget::Fd(fd) => rfs::fremovexattr(fd, name),
+        XattrTarget::NoFollow(p) => rfs::lremovexattr(p, name),
+    };
+    match r {
+        Err(Errno::NODATA) => Ok(()),
+        other => other,
+    }
+}
+
+/// The POSIX ACL xattrs.
+pub(crate) const ACL_ACCESS: &CStr = c"system.posix_acl_access";
+pub(crate) const ACL_DEFAULT: &CStr = c"system.posix_acl_default";
+
 // ---- directories ----
 
 /// Reads directory entries with getdents64 into a reused buffer.

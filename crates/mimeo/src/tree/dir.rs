@@ -112,6 +112,9 @@ fn subdir(
         created,
         dst_setgid,
         suspect: false,
+        // A new directory inherits its parent's default ACL; a merged one is looked at by
+        // its pass.
+        default_acl: created && here.dst.default_acl,
         lineage: lineage.clone(),
     };
     let path = join_rel(rel, name.to_bytes());
@@ -238,6 +241,10 @@ pub(crate) fn pass(
     let mut info = done.info.clone();
     if !info.created && ctx.opts.overwrite != Overwrite::NoClobber {
         info.suspect = crash::remove_leftovers(&mut w.reader, dst.as_fd(), ctx.sweep);
+    }
+    if !info.created && ctx.opts.preserve.mode {
+        info.default_acl = sys::has_xattr(dst.as_fd(), sys::ACL_DEFAULT);
+        done.info.default_acl = info.default_acl;
     }
     let mut entries = Vec::new();
     if let Err(e) = w
@@ -452,6 +459,7 @@ pub(crate) fn complete(ctx: &Ctx<'_>, done: DirDone) {
         current_perm: info
             .created
             .then_some(0o700 | if info.dst_setgid { sys::S_ISGID } else { 0 }),
+        inherited_acl: info.default_acl,
     };
     let flushed = || {
         if ctx.opts.sync {

@@ -209,6 +209,7 @@ pub(crate) fn copy_opened(
             None => initial,
         }),
         inherit_sgid: false,
+        inherited_acl: here.dst.default_acl,
     };
     apply
         .run(Dst::Fd(dst.as_fd()), &xattrs, &dst_path)
@@ -303,6 +304,7 @@ fn write_into_node(
         created_owner: None,
         current_perm: None,
         inherit_sgid: false,
+        inherited_acl: false,
     };
     apply.run(Dst::Fd(dst.as_fd()), &xattrs, &dst_path)?;
     let outcome = FileOutcome::new(Method::Stream, bytes, 0);
@@ -409,6 +411,7 @@ fn create_and_finish(
         created_owner: (!here.dst.setgid).then_some((ctx.process.euid, ctx.process.egid)),
         current_perm: (!symlink).then_some(meta.perm() & 0o700),
         inherit_sgid: false,
+        inherited_acl: here.dst.default_acl,
     };
     let dst = Dst::At {
         dir: here.dst_dir,

@@ -198,6 +198,7 @@ fn open_root_dirs(ctx: &Ctx<'_>, index: u32, root: &mut super::context::Root) ->
         created,
         dst_setgid,
         suspect: false,
+        default_acl: created && root.dst.default_acl,
         lineage,
     })
 }
