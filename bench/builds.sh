@@ -6,7 +6,7 @@
 #
 # DIR holds a release `mimeo` and the `copy_loop` example of one build (for instance
 # `target/release/{mimeo,examples/copy_loop}` copied aside before the change). On loop-mounted
-# XFS, btrfs and ext4 it measures, alternating the two builds in one hyperfine run:
+# XFS, btrfs and ext4 it measures, the two builds taking turns:
 #   W1  `mimeo -a` of the corpus (/usr without its largest vendored trees; --quick: /usr/include)
 #       and of a tree of small files, within each filesystem;
 #   W2  copy_loop: one file copied over and over (10 KB and 100 MB), ops/s;
@@ -36,7 +36,6 @@ while (($#)); do
 done
 [[ -x $BEFORE/mimeo && -x $AFTER/mimeo ]] || die "--before and --after need DIRs with a mimeo binary"
 [[ $(id -u) == 0 ]] || die "needs root (loop mounts)"
-command -v hyperfine >/dev/null || die "hyperfine is not installed"
 
 WORK=$BENCH/.work/builds
 RAW=$WORK/raw
@@ -73,13 +72,40 @@ small_tree() {
 
 report() { printf '%s\n' "$*" >>"$OUT"; }
 
-# ratio FILE : after/before mean time from a two-command hyperfine JSON (before first).
+# alternate OUT PREPARE BEFORE_CMD AFTER_CMD : runs the two commands RUNS times each, taking
+# turns (before, after, after, before, ...) so that whatever else loads the machine falls on
+# both alike; PREPARE runs before each. Writes "build seconds" lines to OUT.
+alternate() {
+    local out=$1 prepare=$2 i build cmd t0 t1
+    : >"$out"
+    for ((i = 0; i <= RUNS; i++)); do
+        for build in before after; do
+            ((i % 2)) && build=$([[ $build == before ]] && echo after || echo before)
+            cmd=$3
+            [[ $build == after ]] && cmd=$4
+            bash -c "$prepare"
+            t0=$EPOCHREALTIME
+            bash -c "$cmd" >/dev/null
+            t1=$EPOCHREALTIME
+            # The first round is a warm-up.
+            ((i > 0)) && echo "$build $(python3 -c "print($t1 - $t0)")" >>"$out"
+        done
+    done
+    return 0
+}
+
+# ratio FILE : after / before of the median times in an `alternate` file, and both medians
+# with their spread (min-max).
 ratio() {
     python3 - "$1" <<'EOF'
-import json, sys
-r = json.load(open(sys.argv[1]))["results"]
-b, a = r[0], r[1]
-print(f"{a['mean'] / b['mean']:.3f} | {b['mean']:.3f} ± {b['stddev']:.3f} s | {a['mean']:.3f} ± {a['stddev']:.3f} s")
+import sys, statistics
+v = {"before": [], "after": []}
+for line in open(sys.argv[1]):
+    k, x = line.split()
+    v[k].append(float(x))
+b, a = (statistics.median(v[k]) for k in ("before", "after"))
+span = lambda k: f"{min(v[k]):.3f}-{max(v[k]):.3f}"
+print(f"{a / b:.3f} | {b:.3f} s ({span('before')}) | {a:.3f} s ({span('after')})")
 EOF
 }
 
@@ -89,7 +115,7 @@ report "# Two builds of mimeo, back to back ($(date +%F), $TAG)"
 report ""
 report "- before: $(cat "$BEFORE/COMMIT" 2>/dev/null || echo "$BEFORE"); after: $(git -C "$ROOT" rev-parse --short HEAD)"
 report "- machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), Linux $(uname -r); loop images with direct I/O"
-report "- each row: one hyperfine run alternating the builds ($RUNS runs each, a warm-up each); ratio = after / before (below 1: after is faster)"
+report "- W1 rows: the builds take turns ($RUNS runs each after a warm-up round); the ratio is after / before of the median times (below 1: after is faster), with the spread (min-max)"
 report ""
 
 SMALL=$( ((QUICK)) && echo 5000 || echo 30000)
@@ -118,12 +144,10 @@ report "|---|---|---|---|---|---|"
 for fs in xfs btrfs ext4; do
     mnt=$(fs_mnt "$fs")
     for tree in usr small; do
-        json=$RAW/w1-$fs-$tree.json
-        hyperfine -N --runs "$RUNS" --warmup 1 --export-json "$json" \
-            --prepare "rm -rf $mnt/out; sync" \
-            -n before "$BEFORE/mimeo -a $mnt/$tree $mnt/out" \
-            -n after "$AFTER/mimeo -a $mnt/$tree $mnt/out" >/dev/null
-        report "| $fs | $tree | $(count_entries "$mnt/$tree") | $(ratio "$json") |"
+        times=$RAW/w1-$fs-$tree.txt
+        alternate "$times" "rm -rf $mnt/out; sync" \
+            "$BEFORE/mimeo -a $mnt/$tree $mnt/out" "$AFTER/mimeo -a $mnt/$tree $mnt/out"
+        report "| $fs | $tree | $(count_entries "$mnt/$tree") | $(ratio "$times") |"
         rm -rf "$mnt/out"
     done
 done

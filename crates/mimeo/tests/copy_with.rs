@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use mimeo::work::{DirDone, Executor, WorkItem, WorkKind};
+use mimeo::work::{DirDone, Executor, WorkItem, WorkKind, Worker};
 use mimeo::{Control, CopyPair, EntryKind, Event, EventChannel, Observer, Options, Overwrite};
 use mimeo_testkit::oracle::{Allow, assert_archive_equal, is_scratch, no_half_files};
 use mimeo_testkit::{FsKind, GenOptions, LoopFs, generate};
@@ -178,7 +178,12 @@ fn run_serialized(exec: &Executor<'_>, initial: Vec<WorkItem>) {
         .map(|i| (serde_json::to_string(&i).unwrap(), None))
         .collect();
     let mut worker = exec.worker();
-    fn release(exec: &Executor<'_>, pending: &mut Pending, key: Option<DirKey>) {
+    fn release(
+        exec: &Executor<'_>,
+        worker: &mut Worker,
+        pending: &mut Pending,
+        key: Option<DirKey>,
+    ) {
         let Some(key) = key else { return };
         let entry = pending.get_mut(&key).unwrap();
         entry.0 -= 1;
@@ -187,7 +192,7 @@ fn run_serialized(exec: &Executor<'_>, initial: Vec<WorkItem>) {
         }
         let (_, done) = pending.remove(&key).unwrap();
         let done: DirDone = serde_json::from_str(&done.unwrap()).unwrap();
-        exec.complete(done);
+        exec.complete(worker, done);
         // The parent directory waited for this one.
         let (root, path) = key;
         let parent = match path.iter().rposition(|&b| b == b'/') {
@@ -196,7 +201,7 @@ fn run_serialized(exec: &Executor<'_>, initial: Vec<WorkItem>) {
             None => None,
         };
         let parent = parent.filter(|p| pending.contains_key(p));
-        release(exec, pending, parent);
+        release(exec, worker, pending, parent);
     }
     while let Some((text, gate)) = queue.pop_front() {
         let item: WorkItem = serde_json::from_str(&text).unwrap();
@@ -221,7 +226,7 @@ fn run_serialized(exec: &Executor<'_>, initial: Vec<WorkItem>) {
         if let Some(done) = done {
             pending.get_mut(&key).unwrap().1 = Some(serde_json::to_string(&done).unwrap());
         }
-        release(exec, &mut pending, mine);
+        release(exec, &mut worker, &mut pending, mine);
     }
     assert!(
         pending.is_empty(),

@@ -141,7 +141,44 @@ pub(crate) struct Apply<'a> {
     pub inherited_acl: bool,
 }
 
-impl Apply<'_> {
+impl<'a> Apply<'a> {
+    /// The step for an entry this process just made in a directory that has the set-gid bit
+    /// (`dst_setgid`, so the entry took the directory's group) or a default ACL
+    /// (`default_acl`), with the permission bits it has now (`current_perm`, when known).
+    pub fn for_new(
+        opts: &'a Options,
+        process: &'a Process,
+        src: &'a Meta,
+        dst_setgid: bool,
+        default_acl: bool,
+        current_perm: Option<u32>,
+    ) -> Self {
+        Apply {
+            opts,
+            process,
+            src,
+            created: true,
+            created_owner: (!dst_setgid).then_some((process.euid, process.egid)),
+            current_perm,
+            inherit_sgid: false,
+            inherited_acl: default_acl,
+        }
+    }
+
+    /// The step for an existing entry that the data was written into (a FIFO or device).
+    pub fn for_existing(opts: &'a Options, process: &'a Process, src: &'a Meta) -> Self {
+        Apply {
+            opts,
+            process,
+            src,
+            created: false,
+            created_owner: None,
+            current_perm: None,
+            inherit_sgid: false,
+            inherited_acl: false,
+        }
+    }
+
     /// Applies owner, xattrs, times and mode to `dst`. `path` names it in errors; it is only
     /// built when one happens.
     pub fn run(

@@ -6,7 +6,7 @@ use super::pool::{self, Spawner};
 use crate::options::Options;
 use crate::report::{Control, Observer, Summary};
 use crate::sys;
-use crate::tree::{CopyPair, DirDone, Executor, WorkItem, WorkKind};
+use crate::tree::{CopyPair, DirDone, Executor, WorkItem, WorkKind, Worker};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -152,7 +152,7 @@ impl Scheduler for LocalPool {
                     *g.done.lock().unwrap_or_else(|e| e.into_inner()) = Some(done);
                 }
                 if let Some(g) = gate {
-                    release(exec, g);
+                    release(exec, worker, g);
                 }
             },
         );
@@ -160,14 +160,14 @@ impl Scheduler for LocalPool {
 }
 
 /// One thing a directory waited for is done; the last one completes it, and so on upwards.
-fn release(exec: &Executor<'_>, gate: Arc<Gate>) {
+fn release(exec: &Executor<'_>, worker: &mut Worker, gate: Arc<Gate>) {
     let mut gate = gate;
     loop {
         if gate.pending.fetch_sub(1, Ordering::SeqCst) != 1 {
             return;
         }
         if let Some(done) = gate.done.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            exec.complete(done);
+            exec.complete(worker, done);
         }
         match gate.parent.clone() {
             Some(p) => gate = p,
