@@ -1,21 +1,9 @@
 //! `mimeo`: the command. Parses arguments, runs the engine, renders events, picks the exit code.
 
-mod args;
-mod cmdline;
-mod config;
-mod output;
-mod progress;
-mod signals;
-
-use config::{Config, ConfigError};
+use mimeo_cli::config::{Config, ConfigError};
+use mimeo_cli::{EXIT_FAILED, EXIT_USAGE, args, config, exit_code, output, progress, signals};
 use std::process::ExitCode;
 use std::sync::Arc;
-
-/// Exit statuses: 0 all copied; 1 some entry failed; 2 usage error; 24 only sources that
-/// vanished during the run failed (rsync's convention); 128 + N when stopped by signal N.
-const EXIT_FAILED: u8 = 1;
-const EXIT_USAGE: u8 = 2;
-const EXIT_VANISHED: u8 = 24;
 
 fn main() -> ExitCode {
     // First of all, so that a signal at any later moment is a clean stop.
@@ -78,15 +66,7 @@ fn main() -> ExitCode {
     } else if config.stats {
         output::out(&output::summary_text(&summary));
     }
-    if let Some(code) = stopped.exit_code() {
-        ExitCode::from(code)
-    } else if summary.errors > 0 && summary.errors == summary.vanished {
-        ExitCode::from(EXIT_VANISHED)
-    } else if summary.errors > 0 {
-        ExitCode::from(EXIT_FAILED)
-    } else {
-        ExitCode::SUCCESS
-    }
+    ExitCode::from(exit_code(&summary, &stopped))
 }
 
 /// `--generate man|bash|zsh|fish|elvish`: the man page or a completion script on stdout.

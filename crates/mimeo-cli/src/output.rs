@@ -6,10 +6,17 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::OnceLock;
 
+static PROG: OnceLock<&'static str> = OnceLock::new();
+
+/// Names the command for its messages (before any is printed): another front end of the
+/// engine sets its own name.
+pub fn set_prog(name: &'static str) {
+    let _ = PROG.set(name);
+}
+
 /// The name every message starts with: `cp` when the command runs under that name (through
 /// a link named cp, say), as cp's own messages do; `mimeo` otherwise.
 pub fn prog() -> &'static str {
-    static PROG: OnceLock<&'static str> = OnceLock::new();
     PROG.get_or_init(|| {
         let argv0 = std::env::args_os().next().unwrap_or_default();
         if Path::new(&argv0).file_name() == Some(OsStr::new("cp")) {

@@ -35,8 +35,40 @@ pub struct Progress {
     ticker: Option<JoinHandle<()>>,
 }
 
+/// The live counters a progress line shows: a run's [`Control`], or the sum of several
+/// processes' counters.
+pub trait Live: Send + Sync {
+    /// Bytes written so far by one method.
+    fn bytes_by(&self, method: Method) -> u64;
+    /// Entries completed so far.
+    fn entries_done(&self) -> u64;
+}
+
+impl Live for Control {
+    fn bytes_by(&self, method: Method) -> u64 {
+        Control::bytes_by(self, method)
+    }
+
+    fn entries_done(&self) -> u64 {
+        Control::entries_done(self)
+    }
+}
+
 impl Progress {
+    /// Starts the line for a run of `pairs`, reading `control`'s counters.
     pub fn start(pairs: &[CopyPair], opts: &Options, control: Arc<Control>, sync: bool) -> Self {
+        Progress::start_with(pairs, opts, control.clone(), control, sync)
+    }
+
+    /// Starts the line for a run of `pairs` whose counters are `live` (`control` stops the
+    /// scan of totals).
+    pub fn start_with(
+        pairs: &[CopyPair],
+        opts: &Options,
+        control: Arc<Control>,
+        live: Arc<dyn Live>,
+        sync: bool,
+    ) -> Self {
         let totals = Arc::new(Totals::default());
         let done = Arc::new(AtomicBool::new(false));
         {
@@ -68,7 +100,7 @@ impl Progress {
                     let mut meter = Meter::default();
                     while !done.load(Relaxed) {
                         let now = Instant::now();
-                        let snap = snapshot(&control, &totals, &mut meter, now, sync);
+                        let snap = snapshot(&*live, &totals, &mut meter, now, sync);
                         bar.set_message(render(terminal_width(), &snap));
                         // Parked, not asleep: `finish` wakes it at once, so the bar never
                         // delays the end of a copy.
@@ -101,13 +133,14 @@ fn terminal_width() -> usize {
 
 /// Reads the counters once.
 fn snapshot(
-    control: &Control,
+    control: &dyn Live,
     totals: &Totals,
     meter: &mut Meter,
     now: Instant,
     sync: bool,
 ) -> Snapshot {
-    let bytes_done = control.bytes_done();
+    let by_method = [Method::Clone, Method::Offload, Method::Stream].map(|m| control.bytes_by(m));
+    let bytes_done = by_method.iter().sum();
     let entries_done = control.entries_done();
     Snapshot {
         bytes_done,
@@ -116,7 +149,7 @@ fn snapshot(
         entries_total: totals.entries.load(Relaxed).max(entries_done),
         scan_complete: totals.complete.load(Relaxed),
         rate: meter.rate(now, bytes_done),
-        by_method: [Method::Clone, Method::Offload, Method::Stream].map(|m| control.bytes_by(m)),
+        by_method,
         sync,
     }
 }

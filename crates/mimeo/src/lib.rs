@@ -88,8 +88,12 @@ pub use sched::{LocalPool, Scheduler, copy, copy_with};
 pub use tree::{CopyPair, Totals, copy_file, dry_run, scan};
 
 /// The unit of work and its executor, for schedulers other than the local pool (another
-/// process, another host). See [`Scheduler`].
+/// process, another host): see [`Scheduler`]. A process's share of such a run can still run
+/// on a thread pool ([`Pool`](work::Pool)), and hard-link groups can be kept where every
+/// process agrees on them ([`LinkGroups`](work::LinkGroups)).
 pub mod work {
+    pub use crate::place::links::{LinkClaim, LinkGroups, LinkLoc};
+    pub use crate::sched::{Feed, Pool, Spawner};
     pub use crate::tree::{
         DirDone, DirInfo, EntryType, Executor, Lineage, Stat, WorkItem, WorkKind, Worker, XattrList,
     };

@@ -1,24 +1,62 @@
 //! Hard-link groups: (dev, ino) of a source with nlink > 1 → the destination made for it first.
 //!
-//! Only multiply-linked inodes are remembered, and an entry is dropped once every one of its
+//! Who copies a group's first member and where the others find it is asked of a
+//! [`LinkGroups`]. The run's own is a [`LinkMap`] in memory; a scheduler that spreads one run
+//! over processes gives the executor one that asks the process owning the inode (see
+//! `Executor::with_link_groups`), so that a group stays one group whichever process reaches
+//! its members.
+//!
+//! The map remembers only multiply-linked inodes, and drops an entry once every one of its
 //! links has been seen, so memory follows the number of link groups in flight, not the
 //! number of files. Members of a group may be reached by different workers at the same time:
 //! the first claims the inode and copies it, the others wait for it and then link.
 
 use std::collections::HashMap;
-use std::ffi::CString;
 use std::sync::{Arc, Condvar, Mutex};
 
-/// Where the first copy of a hard-link group was made, as plain data: a root, the directory
-/// below it, and a name.
+/// Where the first copy of a hard-link group was made, as plain data that means the same in
+/// every process of a run: a root, the directory below it, and a name.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct LinkLoc {
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct LinkLoc {
     /// The root (command-line pair) it was copied under.
     pub root: u32,
-    /// The directory below the root's destination; None for the root entry itself, which
-    /// sits in the root's destination parent.
-    pub dir: Option<Arc<[u8]>>,
-    pub name: CString,
+    /// The directory below the root's destination, components separated by `/`; None for the
+    /// root entry itself, which sits in the root's destination parent.
+    pub dir: Option<Vec<u8>>,
+    /// Its name in that directory (no NUL byte).
+    pub name: Vec<u8>,
+}
+
+/// The answer to one sighting of a multiply-linked source ([`LinkGroups::claim`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum LinkClaim {
+    /// Copy it: this sighting makes the group's first copy, and must then call
+    /// [`LinkGroups::settle`] for the inode, whatever happens.
+    First,
+    /// Link to this earlier copy.
+    LinkTo(LinkLoc),
+}
+
+/// The hard-link groups of one run: which sighting of an inode copies it, and where the other
+/// sightings find that copy.
+///
+/// The executor calls [`claim`](LinkGroups::claim) for every sighting of a source with more
+/// than one link (with `--preserve=links`), and [`settle`](LinkGroups::settle) once for every
+/// [`LinkClaim::First`] it was given. Implementations must be safe to call from many threads
+/// at once. The default is a map in the process's memory; a run spread over processes gives
+/// every process's executor one that agrees with the others (for example by asking a process
+/// chosen by a hash of the inode).
+pub trait LinkGroups: Sync {
+    /// One sighting of inode `id` (dev, ino), which has `nlink` links. May wait while another
+    /// sighting of the same inode is being copied; after a failed first copy, a waiting
+    /// sighting gets [`LinkClaim::First`] in its turn.
+    fn claim(&self, id: (u64, u64), nlink: u64) -> LinkClaim;
+
+    /// The first copy of inode `id`, claimed by a [`LinkClaim::First`], is now at `loc`, or
+    /// failed (None).
+    fn settle(&self, id: (u64, u64), loc: Option<LinkLoc>);
 }
 
 #[derive(Debug)]
@@ -44,40 +82,13 @@ struct Entry<L> {
 /// What a worker should do with a multiply-linked source.
 #[derive(Debug)]
 pub(crate) enum Claim<L> {
-    /// Copy it, then call [`FirstCopy::done`] or [`FirstCopy::failed`].
-    First(FirstCopy<L>),
+    /// Copy it, then [`LinkMap::settle`] it.
+    First,
     /// Link to this earlier copy.
     LinkTo(L),
 }
 
-/// The duty of the worker that copies a group's first member.
-#[derive(Debug)]
-pub(crate) struct FirstCopy<L> {
-    slot: Arc<Slot<L>>,
-    finished: bool,
-}
-
-impl<L> FirstCopy<L> {
-    pub fn done(mut self, location: L) {
-        self.finish(State::Done(location));
-    }
-
-    fn finish(&mut self, state: State<L>) {
-        *self.slot.state.lock().unwrap_or_else(|e| e.into_inner()) = state;
-        self.finished = true;
-        self.slot.ready.notify_all();
-    }
-}
-
-impl<L> Drop for FirstCopy<L> {
-    fn drop(&mut self) {
-        if !self.finished {
-            self.finish(State::Failed);
-        }
-    }
-}
-
-/// The run's map of link groups.
+/// The link groups of a run, in memory.
 #[derive(Debug)]
 pub(crate) struct LinkMap<L> {
     map: Mutex<HashMap<(u64, u64), Entry<L>>>,
@@ -90,34 +101,40 @@ impl<L: Clone> LinkMap<L> {
         }
     }
 
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(u64, u64), Entry<L>>> {
+        self.map.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Registers one sighting of inode `id` with `nlink` links.
     pub fn claim(&self, id: (u64, u64), nlink: u64) -> Claim<L> {
         let slot = {
-            let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+            let mut map = self.lock();
             match map.get_mut(&id) {
                 None => {
-                    let slot = Arc::new(Slot {
-                        state: Mutex::new(State::Copying),
-                        ready: Condvar::new(),
-                    });
                     if nlink > 1 {
+                        let slot = Arc::new(Slot {
+                            state: Mutex::new(State::Copying),
+                            ready: Condvar::new(),
+                        });
                         map.insert(
                             id,
                             Entry {
-                                slot: slot.clone(),
+                                slot,
                                 unseen: nlink - 1,
                             },
                         );
                     }
-                    return Claim::First(FirstCopy {
-                        slot,
-                        finished: false,
-                    });
+                    return Claim::First;
                 }
                 Some(entry) => {
                     entry.unseen = entry.unseen.saturating_sub(1);
                     let slot = entry.slot.clone();
-                    if entry.unseen == 0 {
+                    if entry.unseen == 0
+                        && matches!(
+                            *slot.state.lock().unwrap_or_else(|e| e.into_inner()),
+                            State::Done(_)
+                        )
+                    {
                         map.remove(&id);
                     }
                     slot
@@ -134,12 +151,72 @@ impl<L: Clone> LinkMap<L> {
                 State::Failed => {
                     // The first copy failed: this member becomes the group's copy.
                     *state = State::Copying;
-                    return Claim::First(FirstCopy {
-                        slot: slot.clone(),
-                        finished: false,
-                    });
+                    return Claim::First;
                 }
             }
+        }
+    }
+
+    /// The first copy of `id` is at `loc`, or failed (None). The entry stays until every link
+    /// of the inode has been seen.
+    pub fn settle(&self, id: (u64, u64), loc: Option<L>) {
+        let mut map = self.lock();
+        let Some(entry) = map.get(&id) else {
+            return;
+        };
+        let slot = entry.slot.clone();
+        let done = loc.is_some();
+        *slot.state.lock().unwrap_or_else(|e| e.into_inner()) = match loc {
+            Some(l) => State::Done(l),
+            None => State::Failed,
+        };
+        slot.ready.notify_all();
+        if done && entry.unseen == 0 {
+            map.remove(&id);
+        }
+    }
+}
+
+impl LinkGroups for LinkMap<LinkLoc> {
+    fn claim(&self, id: (u64, u64), nlink: u64) -> LinkClaim {
+        match LinkMap::claim(self, id, nlink) {
+            Claim::First => LinkClaim::First,
+            Claim::LinkTo(loc) => LinkClaim::LinkTo(loc),
+        }
+    }
+
+    fn settle(&self, id: (u64, u64), loc: Option<LinkLoc>) {
+        LinkMap::settle(self, id, loc);
+    }
+}
+
+/// The duty of the worker that copies a group's first member: settles the inode when done
+/// with, as failed unless [`FirstCopy::done`] said where the copy is.
+pub(crate) struct FirstCopy<'a> {
+    groups: &'a dyn LinkGroups,
+    id: (u64, u64),
+    finished: bool,
+}
+
+impl<'a> FirstCopy<'a> {
+    pub fn new(groups: &'a dyn LinkGroups, id: (u64, u64)) -> Self {
+        FirstCopy {
+            groups,
+            id,
+            finished: false,
+        }
+    }
+
+    pub fn done(mut self, location: LinkLoc) {
+        self.finished = true;
+        self.groups.settle(self.id, Some(location));
+    }
+}
+
+impl Drop for FirstCopy<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.groups.settle(self.id, None);
         }
     }
 }
@@ -148,38 +225,49 @@ impl<L: Clone> LinkMap<L> {
 mod tests {
     use super::*;
 
+    fn first(c: Claim<&'static str>) -> bool {
+        matches!(c, Claim::First)
+    }
+
     #[test]
     fn first_copies_then_others_link_and_entry_is_dropped() {
         let map: LinkMap<&'static str> = LinkMap::new();
-        let Claim::First(first) = map.claim((1, 2), 3) else {
-            panic!("first sighting must copy");
-        };
-        first.done("a");
+        assert!(first(map.claim((1, 2), 3)), "first sighting must copy");
+        map.settle((1, 2), Some("a"));
         assert!(matches!(map.claim((1, 2), 3), Claim::LinkTo("a")));
         assert!(matches!(map.claim((1, 2), 3), Claim::LinkTo("a")));
-        assert!(map.map.lock().unwrap().is_empty(), "all links seen");
+        assert!(map.lock().is_empty(), "all links seen");
+    }
+
+    #[test]
+    fn the_entry_stays_until_the_first_copy_is_settled() {
+        // Every link seen before the first copy is done: the entry must survive until then.
+        let map = Arc::new(LinkMap::<u32>::new());
+        assert!(matches!(map.claim((3, 3), 2), Claim::First));
+        let m = map.clone();
+        let waiter = std::thread::spawn(move || matches!(m.claim((3, 3), 2), Claim::LinkTo(5)));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        map.settle((3, 3), Some(5));
+        assert!(waiter.join().unwrap());
+        assert!(map.lock().is_empty());
     }
 
     #[test]
     fn a_failed_first_copy_hands_the_group_to_the_next_member() {
         let map: LinkMap<&'static str> = LinkMap::new();
-        let Claim::First(first) = map.claim((1, 2), 2) else {
-            panic!()
-        };
-        drop(first);
-        assert!(matches!(map.claim((1, 2), 2), Claim::First(_)));
+        assert!(first(map.claim((1, 2), 2)));
+        map.settle((1, 2), None);
+        assert!(first(map.claim((1, 2), 2)));
     }
 
     #[test]
     fn waiters_block_until_the_first_copy_is_done() {
         let map = Arc::new(LinkMap::<u32>::new());
-        let Claim::First(first) = map.claim((7, 7), 3) else {
-            panic!()
-        };
+        assert!(matches!(map.claim((7, 7), 3), Claim::First));
         let m = map.clone();
         let waiter = std::thread::spawn(move || matches!(m.claim((7, 7), 3), Claim::LinkTo(9)));
         std::thread::sleep(std::time::Duration::from_millis(20));
-        first.done(9);
+        map.settle((7, 7), Some(9));
         assert!(waiter.join().unwrap());
     }
 }

@@ -7,8 +7,10 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 /// Counts of a finished run. Summaries of parts of a run (threads, processes, hosts) add up
-/// with [`Summary::merge`].
+/// with [`Summary::merge`]. With the `serde` feature it can be serialized, to be merged in
+/// another process.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct Summary {
     /// Regular files copied (hard links to an earlier copy not included).

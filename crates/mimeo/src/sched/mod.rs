@@ -6,6 +6,7 @@ mod local;
 mod pool;
 
 pub use local::{LocalPool, copy, copy_with};
+pub use pool::{Feed, Pool, Spawner};
 
 use crate::tree::{Executor, WorkItem};
 

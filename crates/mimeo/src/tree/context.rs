@@ -7,7 +7,7 @@ use crate::data::meta::Process;
 use crate::options::Options;
 use crate::place::crash::{PartMarker, Sweep};
 use crate::place::decide::Rules;
-use crate::place::links::{LinkLoc, LinkMap};
+use crate::place::links::{LinkGroups, LinkLoc, LinkMap};
 use crate::report::Reporter;
 use crate::sys::{self, Meta};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -21,6 +21,9 @@ pub(crate) struct Ctx<'a> {
     pub report: Reporter<'a>,
     pub process: Process,
     pub links: LinkMap<LinkLoc>,
+    /// The run's link groups when they are kept elsewhere than in `links` (a run spread over
+    /// processes).
+    pub groups: Option<&'a dyn LinkGroups>,
     pub no_clone: NoCloneDevs,
     pub sweep: Sweep,
     pub roots: Vec<Root>,
@@ -35,6 +38,7 @@ impl<'a> Ctx<'a> {
             report,
             process: Process::current(),
             links: LinkMap::new(),
+            groups: None,
             no_clone: NoCloneDevs::default(),
             sweep: Sweep::of(opts),
             roots: Vec::new(),
@@ -48,6 +52,11 @@ impl<'a> Ctx<'a> {
             process: &self.process,
             suspect,
         }
+    }
+
+    /// Where the run's hard-link groups are kept.
+    pub fn link_groups(&self) -> &dyn LinkGroups {
+        self.groups.unwrap_or(&self.links)
     }
 
     pub fn root(&self, index: u32) -> &Root {
@@ -208,13 +217,13 @@ impl<'a> Here<'a> {
     pub fn link_loc(&self, dst_name: &CStr) -> Option<LinkLoc> {
         let (root, dir) = match self.loc {
             Loc::Root(i) => (i, None),
-            Loc::Below(i, rel) => (i, Some(rel.into())),
+            Loc::Below(i, rel) => (i, Some(rel.to_vec())),
             Loc::Alone { .. } => return None,
         };
         Some(LinkLoc {
             root,
             dir,
-            name: dst_name.to_owned(),
+            name: dst_name.to_bytes().to_vec(),
         })
     }
 

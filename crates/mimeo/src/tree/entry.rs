@@ -12,7 +12,7 @@ use crate::data::verify;
 use crate::options::Overwrite;
 use crate::place::crash;
 use crate::place::decide::{Decision, decide};
-use crate::place::links::{Claim, FirstCopy, LinkLoc};
+use crate::place::links::{FirstCopy, LinkClaim, LinkLoc};
 use crate::report::{EntryKind, Error, FileOutcome, Method, Op, Refusal};
 use crate::sys::{self, Errno, Meta, XattrTarget};
 use rustix::fd::{AsFd, OwnedFd};
@@ -427,29 +427,31 @@ fn create_and_finish(
 }
 
 /// The outcome of looking a multiply-linked source up in the link map.
-enum LinkStep {
+enum LinkStep<'a> {
     /// Linked to an earlier copy (or left alone): nothing more to do.
     Done,
     /// Copy it; `Some` when it is a group's first copy and others will link to it.
-    Copy(Option<FirstCopy<LinkLoc>>),
+    Copy(Option<FirstCopy<'a>>),
 }
 
 /// With `--preserve=links`, links to an earlier copy of the same inode, or claims the inode.
-fn link_or_claim(
-    ctx: &Ctx<'_>,
+fn link_or_claim<'a>(
+    ctx: &'a Ctx<'_>,
     here: &Here<'_>,
     src_name: &CStr,
     dst_name: &CStr,
     meta: &Meta,
-) -> Result<LinkStep, Error> {
+) -> Result<LinkStep<'a>, Error> {
     if here.root.is_none() || !ctx.opts.preserve.links || meta.nlink < 2 || meta.is_dir() {
         // A file copied on its own (`copy_file`) has no group to join.
         return Ok(LinkStep::Copy(None));
     }
-    let loc = match ctx.links.claim(meta.id(), meta.nlink as u64) {
-        Claim::First(first) => return Ok(LinkStep::Copy(Some(first))),
-        Claim::LinkTo(loc) => loc,
+    let groups = ctx.link_groups();
+    let loc = match groups.claim(meta.id(), meta.nlink as u64) {
+        LinkClaim::First => return Ok(LinkStep::Copy(Some(FirstCopy::new(groups, meta.id())))),
+        LinkClaim::LinkTo(loc) => loc,
     };
+    let loc_name = sys::cstring(&loc.name);
     let dst_path = || here.dst_path(dst_name);
     let other = if here.holds(&loc) {
         None
@@ -461,7 +463,7 @@ fn link_or_claim(
         Some(None) => ctx.root(loc.root).dst_parent.as_fd(),
         None => here.dst_dir,
     };
-    match sys::link(from, &loc.name, here.dst_dir, dst_name) {
+    match sys::link(from, &loc_name, here.dst_dir, dst_name) {
         Ok(()) => {}
         Err(Errno::EXIST) => {
             if decide_at(ctx, here, src_name, dst_name, meta)? == Decision::Skip {
@@ -469,7 +471,7 @@ fn link_or_claim(
                 return Ok(LinkStep::Done);
             }
             let ((), temp) = crash::with_temp(here.dst_prefix(), |t| {
-                sys::link(from, &loc.name, here.dst_dir, t)
+                sys::link(from, &loc_name, here.dst_dir, t)
             })
             .map_err(|e| Error::sys(Op::Link, dst_path(), e))?;
             crash::commit_temp(here.dst_dir, &temp, dst_name, false)
@@ -501,7 +503,7 @@ fn open_link_dir(ctx: &Ctx<'_>, loc: &LinkLoc) -> sys::Result<Option<OwnedFd>> {
 }
 
 /// Records where a group's first copy now lives, for the links that follow.
-fn first_done(first: Option<FirstCopy<LinkLoc>>, here: &Here<'_>, dst_name: &CStr) {
+fn first_done(first: Option<FirstCopy<'_>>, here: &Here<'_>, dst_name: &CStr) {
     if let (Some(first), Some(loc)) = (first, here.link_loc(dst_name)) {
         first.done(loc);
     }

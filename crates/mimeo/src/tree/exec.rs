@@ -6,6 +6,7 @@ use super::entry::Buffers;
 use super::roots::{CopyPair, open_error};
 use super::work::{DirDone, DirInfo, Lineage, Stat, WorkItem, WorkKind};
 use crate::options::Options;
+use crate::place::links::LinkGroups;
 use crate::report::{Control, Observer, Reporter, Summary};
 use crate::sys;
 use rustix::fd::AsFd;
@@ -87,6 +88,58 @@ impl<'a> Executor<'a> {
             });
         }
         (Executor { ctx, start }, items)
+    }
+
+    /// The executor of a run that another process started with [`Executor::new`]: opens the
+    /// same roots, creating nothing and reporting nothing that the first process reported.
+    /// `pairs` are that executor's [`Executor::pairs`], so that root indices in work items
+    /// mean the same in both; the destination directories of directory roots must exist
+    /// (the first process made them).
+    ///
+    /// # Errors
+    ///
+    /// The first root that cannot be resolved or opened here: this process cannot take part
+    /// in the run.
+    pub fn attach(
+        pairs: &[CopyPair],
+        opts: &'a Options,
+        observer: &'a dyn Observer,
+        control: &'a Control,
+    ) -> Result<Executor<'a>, crate::report::Error> {
+        let start = Instant::now();
+        sys::raise_nofile_limit();
+        let mut ctx = Ctx::new(opts, Reporter::new(observer, control));
+        for pair in pairs {
+            let mut root = super::context::Root::resolve(opts, pair)?;
+            if root.meta.is_dir() {
+                let src = sys::open_dir(root.src_parent.as_fd(), &root.src_name, root.follow)
+                    .map_err(|e| open_error(root.src_path.clone(), e))?;
+                let dst = sys::open_dir(root.dst_parent.as_fd(), &root.dst_name, false)
+                    .map_err(|e| open_error(root.dst_path.clone(), e))?;
+                root.dirs = Some((src, dst));
+            }
+            ctx.roots.push(root);
+        }
+        Ok(Executor { ctx, start })
+    }
+
+    /// The pairs whose roots this executor opened, in the order of the roots that work items
+    /// name ([`WorkItem::root`]): what [`Executor::attach`] needs in another process.
+    pub fn pairs(&self) -> Vec<CopyPair> {
+        self.ctx
+            .roots
+            .iter()
+            .map(|r| CopyPair::new(&r.src_path, &r.dst_path))
+            .collect()
+    }
+
+    /// Keeps the run's hard-link groups in `groups` instead of this executor's own map: a run
+    /// spread over processes gives each process's executor one that agrees with the others,
+    /// so that a group whose members different processes reach stays one group. Call it
+    /// before the first [`Executor::run`].
+    pub fn with_link_groups(mut self, groups: &'a dyn LinkGroups) -> Self {
+        self.ctx.groups = Some(groups);
+        self
     }
 
     /// A worker's buffers, for [`Executor::run`].

@@ -1,0 +1,31 @@
+//! The `mimeo` command's parts, shared with other front ends of the engine (`mimeo-mpi`):
+//! cp's command line, the configuration it makes, the rendering of events and summaries, the
+//! progress line, signal handling and the exit statuses.
+
+pub mod args;
+pub mod cmdline;
+pub mod config;
+pub mod output;
+pub mod progress;
+pub mod signals;
+
+/// Exit status: some entry failed.
+pub const EXIT_FAILED: u8 = 1;
+/// Exit status: a usage error.
+pub const EXIT_USAGE: u8 = 2;
+/// Exit status: only sources that vanished during the run failed (rsync's convention).
+pub const EXIT_VANISHED: u8 = 24;
+
+/// The exit status of a run: 0 all copied; 1 some entry failed; 24 only sources that vanished
+/// during the run failed; 128 + N when stopped by signal N.
+pub fn exit_code(summary: &mimeo::Summary, stopped: &signals::Stopped) -> u8 {
+    if let Some(code) = stopped.exit_code() {
+        code
+    } else if summary.errors > 0 && summary.errors == summary.vanished {
+        EXIT_VANISHED
+    } else if summary.errors > 0 {
+        EXIT_FAILED
+    } else {
+        0
+    }
+}
