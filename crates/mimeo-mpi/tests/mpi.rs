@@ -1,0 +1,438 @@
+//! `mimeo-mpi` under `mpirun` with 1 to 4 ranks on this machine: trees copy equal to their
+//! source with any number of ranks, link groups stay groups across ranks, a lost rank or a
+//! killed mpirun ends the run at once and `-u` finishes the tree, SIGINT cleans up.
+
+use mimeo_testkit::files::{assert_same_bytes, random_file};
+use mimeo_testkit::oracle::{Allow, assert_archive_equal, is_scratch, no_half_files};
+use mimeo_testkit::{FsKind, GenOptions, LoopFs, gen_small, generate};
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// `mpirun -np N mimeo-mpi ARGS...`, each rank printing its own counts on stderr.
+fn mpirun(np: usize, args: &[&dyn AsRef<std::ffi::OsStr>]) -> Command {
+    let mut cmd = Command::new("mpirun");
+    cmd.args(["--allow-run-as-root", "--oversubscribe", "-np"])
+        .arg(np.to_string())
+        .arg(env!("CARGO_BIN_EXE_mimeo-mpi"))
+        .args(args.iter().map(|a| a.as_ref()))
+        .env("MIMEO_MPI_RANK_STATS", "1")
+        .stdin(Stdio::null());
+    cmd
+}
+
+/// What a finished run said.
+#[derive(Debug)]
+struct Run {
+    code: Option<i32>,
+    summary: Value,
+    /// Each rank's own counts, by rank.
+    ranks: BTreeMap<u64, Value>,
+    stderr: String,
+}
+
+fn parse(out: Output) -> Run {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let summary = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["type"] == "summary")
+        .unwrap_or(Value::Null);
+    let ranks = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| Some((v["rank"].as_u64()?, v)))
+        .collect();
+    Run {
+        code: out.status.code(),
+        summary,
+        ranks,
+        stderr,
+    }
+}
+
+fn run(np: usize, args: &[&dyn AsRef<std::ffi::OsStr>]) -> Run {
+    let out = mpirun(np, args).output().expect("mpirun runs");
+    parse(out)
+}
+
+/// Copies `src` to `dst` with `-a` on `np` ranks and checks the result.
+#[track_caller]
+fn copy_exact(what: &str, np: usize, src: &Path, dst: &Path) -> Run {
+    let r = run(np, &[&"-aT", &"--json", &src, &dst]);
+    assert_eq!(r.code, Some(0), "{what}: {r:#?}");
+    assert_eq!(r.summary["errors"], 0, "{what}: {r:#?}");
+    assert_archive_equal(what, src, dst);
+    assert_eq!(scratch(dst), Vec::<PathBuf>::new(), "{what}");
+    // Every rank reported, and the merged summary is their sum.
+    assert_eq!(r.ranks.len(), np, "{what}: {r:#?}");
+    for key in ["files", "directories", "hard_links", "bytes"] {
+        let sum: u64 = r.ranks.values().map(|v| v[key].as_u64().unwrap()).sum();
+        assert_eq!(Some(sum), r.summary[key].as_u64(), "{what}: {key}");
+    }
+    r
+}
+
+/// mimeo's own scratch entries (temporaries, markers) below `root`.
+fn scratch(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in fs::read_dir(&dir).unwrap().flatten() {
+            if is_scratch(&e.file_name()) {
+                out.push(e.path());
+            }
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            }
+        }
+    }
+    out
+}
+
+/// A tree like the benchmark corpus: many small files in many directories, a few larger
+/// ones, and hard-link groups whose members sit in different directories.
+fn corpus_like(src: &Path) {
+    gen_small(&src.join("small"), 1200, 7).unwrap();
+    let big = src.join("big");
+    fs::create_dir_all(&big).unwrap();
+    for i in 0..6u64 {
+        random_file(&big.join(format!("b{i}")), (1 + i % 3) << 20);
+    }
+    link_groups(&src.join("linked"), 12, 6);
+}
+
+/// `dirs` directories of plain files, and `groups` inodes each linked from several of them.
+fn link_groups(root: &Path, dirs: usize, groups: usize) {
+    let first = root.join("origin");
+    fs::create_dir_all(&first).unwrap();
+    for g in 0..groups {
+        fs::write(
+            first.join(format!("g{g}")),
+            format!("group {g}\n").repeat(g + 1),
+        )
+        .unwrap();
+    }
+    for d in 0..dirs {
+        let dir = root.join(format!("d{d:02}"));
+        fs::create_dir_all(dir.join("sub")).unwrap();
+        for f in 0..30 {
+            fs::write(dir.join(format!("f{f}")), format!("{d}/{f}")).unwrap();
+        }
+        for g in (0..groups).filter(|g| (g + d) % 2 == 0) {
+            fs::hard_link(
+                first.join(format!("g{g}")),
+                dir.join("sub").join(format!("l{g}")),
+            )
+            .unwrap();
+        }
+    }
+}
+
+/// Destination files by source inode: every group of links in `src` must be one inode in
+/// `dst`, and distinct source inodes distinct destination inodes.
+fn assert_link_groups(what: &str, src: &Path, dst: &Path) {
+    let mut groups: HashMap<u64, Vec<PathBuf>> = HashMap::new();
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        for e in fs::read_dir(src.join(&rel)).unwrap().flatten() {
+            let m = e.metadata().unwrap();
+            let r = rel.join(e.file_name());
+            if m.is_dir() {
+                stack.push(r);
+            } else if m.is_file() && m.nlink() > 1 {
+                groups.entry(m.ino()).or_default().push(r);
+            }
+        }
+    }
+    assert!(!groups.is_empty(), "{what}: the source has link groups");
+    let mut seen = HashMap::new();
+    for members in groups.values() {
+        let inos: Vec<u64> = members
+            .iter()
+            .map(|m| fs::metadata(dst.join(m)).unwrap().ino())
+            .collect();
+        assert!(
+            inos.iter().all(|&i| i == inos[0]),
+            "{what}: {members:?} became {inos:?}"
+        );
+        assert_eq!(
+            seen.insert(inos[0], members.len()),
+            None,
+            "{what}: groups merged"
+        );
+        assert_eq!(
+            fs::metadata(dst.join(&members[0])).unwrap().nlink() as usize,
+            members.len(),
+            "{what}: {members:?}"
+        );
+    }
+}
+
+#[test]
+fn trees_copy_equal_to_the_source_with_any_number_of_ranks() {
+    for kind in FsKind::ALL {
+        let Some(fs) = LoopFs::try_new(kind, 700) else {
+            continue;
+        };
+        let tricky = fs.path().join("tricky");
+        generate(&tricky, &GenOptions::new(0x15, 500)).unwrap();
+        let corpus = fs.path().join("corpus");
+        corpus_like(&corpus);
+        for np in 1..=4 {
+            for (name, src) in [("tricky", &tricky), ("corpus", &corpus)] {
+                let dst = fs.path().join(format!("{name}-{np}"));
+                let what = format!("{kind}: {name} on {np} rank(s)");
+                let r = copy_exact(&what, np, src, &dst);
+                if kind.reflinks() {
+                    // Extents shared: every byte cloned.
+                    assert_eq!(
+                        r.summary["by_method"]["clone"], r.summary["bytes"],
+                        "{what}"
+                    );
+                }
+                if name == "corpus" {
+                    assert_link_groups(&what, src, &dst);
+                }
+                fs::remove_dir_all(&dst).unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+fn link_groups_whose_members_different_ranks_reach_stay_one_group() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    link_groups(&src, 40, 24);
+    let mut spread = 0;
+    for round in 0..4 {
+        for np in [2, 3, 4] {
+            let dst = tmp.path().join(format!("dst-{round}-{np}"));
+            let what = format!("round {round}, {np} ranks");
+            let r = copy_exact(&what, np, &src, &dst);
+            assert_link_groups(&what, &src, &dst);
+            // Links made by more than one rank: the groups crossed ranks.
+            let linking = r
+                .ranks
+                .values()
+                .filter(|v| v["hard_links"].as_u64().unwrap() > 0)
+                .count();
+            spread += usize::from(linking > 1);
+            fs::remove_dir_all(&dst).unwrap();
+        }
+    }
+    assert!(spread > 0, "no run had links made by two ranks");
+}
+
+/// The tree of the single-node interruption tests, with larger files so that a copy lasts.
+fn interruption_tree(src: &Path) {
+    gen_small(src, 1500, 21).unwrap();
+    let big = src.join("big");
+    fs::create_dir_all(&big).unwrap();
+    for i in 0..12u64 {
+        random_file(&big.join(format!("b{i}")), (4 + i % 4) << 20);
+    }
+}
+
+/// Flags of the interruption runs: streamed, to be slow enough to hit.
+const SLOW: [&str; 3] = ["-aT", "--reflink=never", "--sparse=never"];
+
+fn spawn_slow(np: usize, src: &Path, dst: &Path) -> Child {
+    mpirun(np, &[&SLOW[0], &SLOW[1], &SLOW[2], &"--json", &src, &dst])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// The processes whose parent is `pid`.
+fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = fs::read_to_string(format!("/proc/{p}/stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid ...
+        let after = &stat[stat.rfind(')').unwrap() + 2..];
+        if after.split(' ').nth(1) == Some(&pid.to_string()) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Sends signal `sig` to `pid` (with kill(1): the crate has no unsafe code).
+fn kill(pid: u32, sig: i32) {
+    let _ = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status();
+}
+
+/// Waits until the copy has started writing into `dst`.
+fn wait_started(dst: &Path) {
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(30) {
+        if dst.join("big").exists() || fs::read_dir(dst).map(|d| d.count() > 3).unwrap_or(false) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    panic!("the copy into {dst:?} did not start");
+}
+
+/// Waits for `child`, at most `secs`; its output.
+fn finish_within(mut child: Child, secs: u64, what: &str) -> Run {
+    let t0 = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return parse(child.wait_with_output().unwrap());
+        }
+        if t0.elapsed() > Duration::from_secs(secs) {
+            let _ = child.kill();
+            panic!("{what}: still running after {secs} s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `-aT -u` on `np` ranks finishes the tree exactly.
+#[track_caller]
+fn update_finishes(what: &str, np: usize, src: &Path, dst: &Path) {
+    let r = run(np, &[&"-aT", &"-u", &"--json", &src, &dst]);
+    assert_eq!(r.code, Some(0), "{what}, then -u: {r:#?}");
+    assert_archive_equal(&format!("{what}, then -u"), src, dst);
+    assert_eq!(scratch(dst), Vec::<PathBuf>::new(), "{what}, then -u");
+}
+
+#[test]
+fn sigkill_of_one_rank_fails_the_run_within_seconds_and_update_finishes_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    interruption_tree(&src);
+    for (round, victim) in [(0usize, 1usize), (1, 0), (2, 2)] {
+        let dst = tmp.path().join(format!("dst{round}"));
+        let child = spawn_slow(3, &src, &dst);
+        wait_started(&dst);
+        let mut ranks = children(child.id());
+        ranks.sort();
+        assert_eq!(ranks.len(), 3, "three ranks under mpirun");
+        let t0 = Instant::now();
+        kill(ranks[victim], 9);
+        let what = format!("round {round}: SIGKILL of one rank");
+        let r = finish_within(child, 20, &what);
+        let took = t0.elapsed();
+        assert_ne!(r.code, Some(0), "{what}: {r:#?}");
+        assert!(
+            took < Duration::from_secs(15),
+            "{what}: ended after {took:?}"
+        );
+        let allow = Allow {
+            temps: true,
+            marked: true,
+            stale: None,
+        };
+        no_half_files(&src, &dst, &allow).unwrap_or_else(|e| panic!("{what}: {e}"));
+        update_finishes(&what, 2, &src, &dst);
+    }
+}
+
+#[test]
+fn sigkill_of_mpirun_then_update_gives_an_exact_tree() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    interruption_tree(&src);
+    for (round, delay_ms) in [(0usize, 0u64), (1, 300), (2, 900)] {
+        let dst = tmp.path().join(format!("dst{round}"));
+        let mut child = spawn_slow(4, &src, &dst);
+        wait_started(&dst);
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        let ranks = children(child.id());
+        child.kill().unwrap();
+        child.wait().unwrap();
+        // The ranks go with their launcher.
+        let t0 = Instant::now();
+        while ranks
+            .iter()
+            .any(|p| Path::new(&format!("/proc/{p}")).exists())
+        {
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "ranks outlived mpirun"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let what = format!("round {round}: SIGKILL of mpirun");
+        let allow = Allow {
+            temps: true,
+            marked: true,
+            stale: None,
+        };
+        no_half_files(&src, &dst, &allow).unwrap_or_else(|e| panic!("{what}: {e}"));
+        update_finishes(&what, 1 + round % 3, &src, &dst);
+    }
+}
+
+#[test]
+fn sigint_to_mpirun_stops_every_rank_which_cleans_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    interruption_tree(&src);
+    let dst = tmp.path().join("dst");
+    let child = spawn_slow(3, &src, &dst);
+    wait_started(&dst);
+    kill(child.id(), 2);
+    let r = finish_within(child, 20, "SIGINT");
+    assert_ne!(r.code, Some(0), "{r:#?}");
+    // No temporaries and no half files: every rank removed what it had in progress.
+    let allow = Allow {
+        temps: false,
+        marked: true,
+        stale: None,
+    };
+    no_half_files(&src, &dst, &allow).unwrap_or_else(|e| panic!("SIGINT: {e}"));
+    let temps: Vec<PathBuf> = scratch(&dst)
+        .into_iter()
+        .filter(|p| p.to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert_eq!(temps, Vec::<PathBuf>::new(), "{}", r.stderr);
+    update_finishes("SIGINT", 3, &src, &dst);
+}
+
+#[test]
+fn a_4_gib_file_on_4_ranks_is_exact_and_cloned() {
+    // Splitting one file into ranges across ranks is not there yet: one rank copies it.
+    let Some(fs) = LoopFs::try_new(FsKind::Xfs, 4096 + 1024) else {
+        return;
+    };
+    let src = fs.path().join("big");
+    {
+        use std::io::Write;
+        let mut f = fs::File::create(&src).unwrap();
+        let mut chunk = vec![0u8; 1 << 20];
+        for i in 0..4096u64 {
+            for (j, b) in chunk.iter_mut().enumerate().step_by(4096) {
+                *b = (i as u8) ^ (j >> 12) as u8;
+            }
+            chunk[..8].copy_from_slice(&i.to_le_bytes());
+            f.write_all(&chunk).unwrap();
+        }
+        f.sync_all().unwrap();
+    }
+    let dst = fs.path().join("copy");
+    let r = run(4, &[&"-a", &"--json", &src, &dst]);
+    assert_eq!(r.code, Some(0), "{r:#?}");
+    assert_eq!(r.summary["by_method"]["clone"], 4u64 << 30, "{r:#?}");
+    assert_same_bytes(&src, &dst);
+    let m = fs::metadata(&dst).unwrap();
+    assert_eq!(m.len(), 4 << 30);
+}
