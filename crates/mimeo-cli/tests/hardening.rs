@@ -27,6 +27,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use mimeo_testkit::compare::read_xattrs;
+use mimeo_testkit::files::interruption_tree;
 use mimeo_testkit::oracle::{
     Allow, FileState, assert_archive_equal, assert_trees_equal, file_state, is_scratch,
 };
@@ -954,16 +955,6 @@ fn injected_errors_in_a_tree_fail_only_their_files() {
 
 // ---------------------------------------------------------------------------
 // 5. interruption
-
-/// A tree for interruption tests: many small files and a few larger ones.
-fn interruption_tree(src: &Path) {
-    gen_small(src, 1500, 21).unwrap();
-    let big = src.join("big");
-    fs::create_dir_all(&big).unwrap();
-    for i in 0..8u64 {
-        random_file(&big.join(format!("b{i}")), (1 + i % 4) << 20);
-    }
-}
 
 /// The interruption tree under `root/src`, the destination path `root/dst`, a function that
 /// builds `mimeo -aT --update` (streamed, to be slow enough to hit, plus `extra`) from the

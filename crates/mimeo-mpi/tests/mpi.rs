@@ -2,7 +2,7 @@
 //! source with any number of ranks, link groups stay groups across ranks, a lost rank or a
 //! killed mpirun ends the run at once and `-u` finishes the tree, SIGINT cleans up.
 
-use mimeo_testkit::files::{assert_same_bytes, random_file};
+use mimeo_testkit::files::{assert_same_bytes, interruption_tree, random_file};
 use mimeo_testkit::oracle::{Allow, assert_archive_equal, is_scratch, no_half_files};
 use mimeo_testkit::{FsKind, GenOptions, LoopFs, gen_small, generate};
 use serde_json::Value;
@@ -230,21 +230,11 @@ fn link_groups_whose_members_different_ranks_reach_stay_one_group() {
     assert!(spread > 0, "no run had links made by two ranks");
 }
 
-/// The tree of the single-node interruption tests, with larger files so that a copy lasts.
-fn interruption_tree(src: &Path) {
-    gen_small(src, 1500, 21).unwrap();
-    let big = src.join("big");
-    fs::create_dir_all(&big).unwrap();
-    for i in 0..12u64 {
-        random_file(&big.join(format!("b{i}")), (4 + i % 4) << 20);
-    }
-}
-
-/// Flags of the interruption runs: streamed, to be slow enough to hit.
-const SLOW: [&str; 3] = ["-aT", "--reflink=never", "--sparse=never"];
+/// Flags of the interruption runs: streamed and flushed file by file, to be slow enough to hit.
+const SLOW: [&str; 4] = ["-aT", "--reflink=never", "--sparse=never", "--sync"];
 
 fn spawn_slow(np: usize, src: &Path, dst: &Path) -> Child {
-    mpirun(np, &[&SLOW[0], &SLOW[1], &SLOW[2], &"--json", &src, &dst])
+    mpirun(np, &[&SLOW[0], &SLOW[1], &SLOW[2], &SLOW[3], &"--json", &src, &dst])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -33,6 +33,17 @@ pub fn random_file(path: &Path, size: u64) {
     sparse_file(path, size, &[(0, size)]);
 }
 
+/// The tree of the interruption tests (single-node and MPI alike): 1500 small files and, in
+/// `big/`, eight larger ones of 1–4 MiB.
+pub fn interruption_tree(src: &Path) {
+    crate::treegen::gen_small(src, 1500, 21).unwrap();
+    let big = src.join("big");
+    std::fs::create_dir_all(&big).unwrap();
+    for i in 0..8u64 {
+        random_file(&big.join(format!("b{i}")), (1 + i % 4) << 20);
+    }
+}
+
 /// Asserts that two files have the same size and bytes (reading only the
 /// data segments, so huge sparse files are cheap).
 #[track_caller]

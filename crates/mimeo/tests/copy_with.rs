@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use mimeo::work::{DirDone, Executor, WorkItem, WorkKind, Worker};
+use mimeo::work::{DirDone, Executor, LinkClaim, LinkGroups, LinkLoc, WorkItem, WorkKind, Worker};
 use mimeo::{Control, CopyPair, EntryKind, Event, EventChannel, Observer, Options, Overwrite};
 use mimeo_testkit::oracle::{Allow, assert_archive_equal, is_scratch, no_half_files};
 use mimeo_testkit::{FsKind, GenOptions, LoopFs, generate};
@@ -171,13 +171,20 @@ type Pending = BTreeMap<DirKey, (usize, Option<String>)>;
 /// every completion passes through JSON on its way, as it would between processes. Directory
 /// completion is counted by path, not by anything the engine keeps.
 fn run_serialized(exec: &Executor<'_>, initial: Vec<WorkItem>) {
+    run_serialized_on(&[exec], initial);
+}
+
+/// [`run_serialized`] over several executors of one run (as in several processes): the n-th
+/// item runs on executor n modulo their number, and so do completions.
+fn run_serialized_on(execs: &[&Executor<'_>], initial: Vec<WorkItem>) {
     // Pending items per directory, and the directory each queued item gates.
     let mut pending: Pending = BTreeMap::new();
     let mut queue: VecDeque<(String, Option<DirKey>)> = initial
         .into_iter()
         .map(|i| (serde_json::to_string(&i).unwrap(), None))
         .collect();
-    let mut worker = exec.worker();
+    let mut workers: Vec<Worker> = execs.iter().map(|e| e.worker()).collect();
+    let mut turn = 0usize;
     fn release(
         exec: &Executor<'_>,
         worker: &mut Worker,
@@ -204,6 +211,8 @@ fn run_serialized(exec: &Executor<'_>, initial: Vec<WorkItem>) {
         release(exec, worker, pending, parent);
     }
     while let Some((text, gate)) = queue.pop_front() {
+        turn += 1;
+        let (exec, worker) = (execs[turn % execs.len()], &mut workers[turn % execs.len()]);
         let item: WorkItem = serde_json::from_str(&text).unwrap();
         let is_pass = matches!(item.kind, WorkKind::Dir(_));
         let key = (item.root, item.path.clone());
@@ -216,7 +225,7 @@ fn run_serialized(exec: &Executor<'_>, initial: Vec<WorkItem>) {
             gate.clone()
         };
         let mut spawned = Vec::new();
-        let done = exec.run(&mut worker, item, &mut |i| spawned.push(i));
+        let done = exec.run(worker, item, &mut |i| spawned.push(i));
         for i in spawned {
             if let Some(k) = &mine {
                 pending.get_mut(k).unwrap().0 += 1;
@@ -226,7 +235,7 @@ fn run_serialized(exec: &Executor<'_>, initial: Vec<WorkItem>) {
         if let Some(done) = done {
             pending.get_mut(&key).unwrap().1 = Some(serde_json::to_string(&done).unwrap());
         }
-        release(exec, &mut worker, &mut pending, mine);
+        release(exec, worker, &mut pending, mine);
     }
     assert!(
         pending.is_empty(),
@@ -265,4 +274,85 @@ fn a_scheduler_of_plain_serialized_items_copies_the_same_tree() {
                 + summary.specials
         );
     }
+}
+
+/// Link groups kept outside the executors, as a run over several processes keeps them: here
+/// one map that both executors of the test ask.
+#[derive(Default)]
+struct SharedLinks {
+    map: Mutex<BTreeMap<(u64, u64), Option<LinkLoc>>>,
+    claims: AtomicU64,
+}
+
+impl LinkGroups for SharedLinks {
+    fn claim(&self, id: (u64, u64), _nlink: u64) -> LinkClaim {
+        self.claims.fetch_add(1, Ordering::Relaxed);
+        let mut map = self.map.lock().unwrap();
+        match map.get(&id) {
+            // One thread: a first copy is always settled before the next sighting.
+            Some(Some(loc)) => LinkClaim::LinkTo(loc.clone()),
+            _ => {
+                map.insert(id, None);
+                LinkClaim::First
+            }
+        }
+    }
+
+    fn settle(&self, id: (u64, u64), loc: Option<LinkLoc>) {
+        self.map.lock().unwrap().insert(id, loc);
+    }
+}
+
+#[test]
+fn executors_of_one_run_in_two_places_share_the_work_and_the_link_groups() {
+    for kind in FsKind::ALL {
+        let Some(fs) = LoopFs::try_new(kind, 300) else {
+            continue;
+        };
+        let (src, dst) = (fs.path().join("src"), fs.path().join("dst"));
+        tree(&src, 47, 600);
+        // Link groups whose members sit in different directories, so different executors.
+        for d in 0..6 {
+            fs::create_dir_all(src.join(format!("links{d}"))).unwrap();
+        }
+        for g in 0..5 {
+            let first = src.join("links0").join(format!("g{g}"));
+            fs::write(&first, format!("group {g}")).unwrap();
+            for d in 1..6 {
+                fs::hard_link(&first, src.join(format!("links{d}")).join(format!("g{g}"))).unwrap();
+            }
+        }
+        let (control, opts, links) = (Control::new(), Options::archive(), SharedLinks::default());
+        let first = Tally::default();
+        let (a, initial) = Executor::new(&[CopyPair::new(&src, &dst)], &opts, &first, &control);
+        let a = a.with_link_groups(&links);
+        // The other place opens the roots the first resolved, and creates nothing.
+        let second = Tally::default();
+        let b = Executor::attach(&a.pairs(), &opts, &second, &control)
+            .unwrap()
+            .with_link_groups(&links);
+        run_serialized_on(&[&a, &b], initial);
+        let (sa, sb) = (a.finish(), b.finish());
+        assert_eq!((sa.errors, sb.errors), (0, 0), "{kind}");
+        assert!(sa.files > 0 && sb.files > 0, "{kind}: both did work");
+        assert!(sa.hard_links + sb.hard_links >= 25, "{kind}");
+        assert!(links.claims.load(Ordering::Relaxed) >= 30, "{kind}");
+        assert_archive_equal(&format!("{kind}: two executors"), &src, &dst);
+    }
+}
+
+#[test]
+fn attaching_needs_the_roots_the_first_executor_made() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
+    fs::create_dir(&src).unwrap();
+    let (control, opts) = (Control::new(), Options::archive());
+    let pairs = [CopyPair::new(&src, &dst)];
+    // Nothing made yet: the destination root is missing, and attach creates nothing.
+    let err = Executor::attach(&pairs, &opts, &mimeo::NoObserver, &control).unwrap_err();
+    assert_eq!(err.path, dst);
+    assert!(!dst.exists());
+    let (a, _) = Executor::new(&pairs, &opts, &mimeo::NoObserver, &control);
+    assert_eq!(a.pairs(), pairs);
+    assert!(Executor::attach(&a.pairs(), &opts, &mimeo::NoObserver, &control).is_ok());
 }
