@@ -234,11 +234,16 @@ fn link_groups_whose_members_different_ranks_reach_stay_one_group() {
 const SLOW: [&str; 4] = ["-aT", "--reflink=never", "--sparse=never", "--sync"];
 
 fn spawn_slow(np: usize, src: &Path, dst: &Path) -> Child {
-    mpirun(np, &[&SLOW[0], &SLOW[1], &SLOW[2], &SLOW[3], &"--json", &src, &dst])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+    mpirun(
+        np,
+        &[
+            &SLOW[0], &SLOW[1], &SLOW[2], &SLOW[3], &"--json", &src, &dst,
+        ],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap()
 }
 
 /// The processes whose parent is `pid`.
