@@ -190,6 +190,7 @@ fn run(world: &SimpleCommunicator, control: Arc<mimeo::Control>, stopped: &signa
         links: &links,
         live,
         jobs: config.options.jobs,
+        max_jobs: config.options.max_jobs,
     };
     scheduler.run(&exec, items);
     drop(scheduler);

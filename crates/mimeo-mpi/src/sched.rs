@@ -220,7 +220,9 @@ pub struct MpiScheduler<'n, 'w> {
     pub links: &'n DistLinks,
     /// Rank 0's sum of the ranks' counters.
     pub live: Option<Arc<AllLive>>,
+    /// Workers to start with, and the most the pool may grow to while they wait on storage.
     pub jobs: usize,
+    pub max_jobs: usize,
 }
 
 /// Why the messaging loop ended.
@@ -238,7 +240,7 @@ impl Scheduler for MpiScheduler<'_, '_> {
         let mut net = self.net.lock().unwrap_or_else(|e| e.into_inner());
         let net: &mut Net<'_> = &mut net;
         let mut end = End::Done;
-        Pool::new(self.jobs).run(
+        Pool::growing(self.jobs, self.max_jobs).run(
             || exec.worker(),
             |worker, task, spawner| handle(exec, &owed, worker, task, spawner),
             |feed| {

@@ -9,6 +9,7 @@
 //! ([`Feed`]) while the caller's driver runs, for a scheduler that shares work with other
 //! processes; it ends when the driver has returned and no task is left.
 
+use super::grow::{Growth, Sample, WINDOW};
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
@@ -40,6 +41,8 @@ impl<T> Spawner<'_, T> {
 struct Shared<T> {
     injector: Injector<T>,
     stealers: Vec<Stealer<T>>,
+    /// Workers started so far: the first `started` stealers.
+    started: AtomicUsize,
     /// Tasks queued or running.
     pending: AtomicUsize,
     /// An open pool's driver is still running: more tasks may come from outside.
@@ -51,38 +54,57 @@ struct Shared<T> {
     panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
 }
 
-/// Runs `handle` on every task, starting from `initial`, with `jobs` workers. Each worker
-/// owns a state made by `make_state` (buffers reused across its tasks).
+impl<T> Shared<T> {
+    /// No task is queued or running, and none can come any more.
+    fn finished(&self) -> bool {
+        self.pending.load(Ordering::SeqCst) == 0 && !self.open.load(Ordering::SeqCst)
+    }
+}
+
+/// How many workers: `start` at once, and up to `max` while they wait on I/O (see `grow`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Sizing {
+    pub start: usize,
+    pub max: usize,
+}
+
+/// Runs `handle` on every task, starting from `initial`. Each worker owns a state made by
+/// `make_state` (buffers reused across its tasks). With `grow`, workers are added up to
+/// `sizing.max` while they wait on the disk (see `grow`).
 pub(crate) fn run<T, S>(
-    jobs: usize,
+    sizing: Sizing,
     initial: Vec<T>,
     make_state: impl Fn() -> S + Sync,
     handle: impl Fn(&mut S, T, &Spawner<'_, T>) + Sync,
+    grow: bool,
 ) where
     T: Send,
 {
     if initial.is_empty() {
         return;
     }
-    run_with(jobs, initial, false, make_state, handle, |_| ());
+    run_with(sizing, initial, false, make_state, handle, grow, |_| ());
 }
 
 /// The pool itself: `open` keeps the workers waiting for tasks from `drive` until it returns.
 fn run_with<T, S>(
-    jobs: usize,
+    sizing: Sizing,
     initial: Vec<T>,
     open: bool,
     make_state: impl Fn() -> S + Sync,
     handle: impl Fn(&mut S, T, &Spawner<'_, T>) + Sync,
+    grow: bool,
     drive: impl FnOnce(&Feed<'_, T>),
 ) where
     T: Send,
 {
-    let jobs = jobs.max(1);
-    let workers: Vec<Worker<T>> = (0..jobs).map(|_| Worker::new_lifo()).collect();
+    let start = sizing.start.max(1);
+    let max = sizing.max.max(start);
+    let workers: Vec<Worker<T>> = (0..max).map(|_| Worker::new_lifo()).collect();
     let shared = Shared {
         injector: Injector::new(),
         stealers: workers.iter().map(|w| w.stealer()).collect(),
+        started: AtomicUsize::new(0),
         pending: AtomicUsize::new(initial.len()),
         open: AtomicBool::new(open),
         sleeping: AtomicUsize::new(0),
@@ -93,48 +115,29 @@ fn run_with<T, S>(
     for t in initial {
         shared.injector.push(t);
     }
+    let deques = Mutex::new(workers.into_iter().map(Some).collect::<Vec<_>>());
+    let (deques, shared_ref, make_state, handle) = (&deques, &shared, &make_state, &handle);
     std::thread::scope(|scope| {
-        for (index, local) in workers.into_iter().enumerate() {
-            let shared = &shared;
-            let make_state = &make_state;
-            let handle = &handle;
-            std::thread::Builder::new()
-                .name(format!("mimeo-{index}"))
-                .spawn_scoped(scope, move || {
-                    let mut state = make_state();
-                    let spawner = Spawner {
-                        local: &local,
-                        shared,
-                    };
-                    while let Some(task) = next_task(&local, shared, index) {
-                        // A panicking task must still count as done, or the other workers
-                        // would wait for it forever; the panic is raised again at the end.
-                        let outcome =
-                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                                handle(&mut state, task, &spawner)
-                            }));
-                        if let Err(payload) = outcome {
-                            let mut first = shared.panic.lock().unwrap_or_else(|e| e.into_inner());
-                            first.get_or_insert(payload);
-                        }
-                        if shared.pending.fetch_sub(1, Ordering::SeqCst) == 1 {
-                            let _guard = shared.lock.lock();
-                            shared.wake.notify_all();
-                        }
-                    }
-                })
-                .expect("spawn worker thread");
+        for index in 0..start {
+            start_worker(scope, index, deques, shared_ref, make_state, handle);
         }
-        let feed = Feed { shared: &shared };
+        if max > start && grow {
+            scope.spawn(move || {
+                let start_one =
+                    |index| start_worker(scope, index, deques, shared_ref, make_state, handle);
+                grow_while_waiting(shared_ref, max, &start_one)
+            });
+        }
+        let feed = Feed { shared: shared_ref };
         // Close the pool also when the driver panics, or the workers would wait forever.
         let driven = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drive(&feed)));
-        shared.open.store(false, Ordering::SeqCst);
+        shared_ref.open.store(false, Ordering::SeqCst);
         {
-            let _guard = shared.lock.lock();
-            shared.wake.notify_all();
+            let _guard = shared_ref.lock.lock();
+            shared_ref.wake.notify_all();
         }
         if let Err(payload) = driven {
-            let mut first = shared.panic.lock().unwrap_or_else(|e| e.into_inner());
+            let mut first = shared_ref.panic.lock().unwrap_or_else(|e| e.into_inner());
             first.get_or_insert(payload);
         }
     });
@@ -143,11 +146,95 @@ fn run_with<T, S>(
     }
 }
 
+/// Starts worker `index` with its deque.
+fn start_worker<'scope, 'env, T: Send, S>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    index: usize,
+    deques: &'env Mutex<Vec<Option<Worker<T>>>>,
+    shared: &'env Shared<T>,
+    make_state: &'env (impl Fn() -> S + Sync),
+    handle: &'env (impl Fn(&mut S, T, &Spawner<'_, T>) + Sync),
+) {
+    let local = deques.lock().unwrap_or_else(|e| e.into_inner())[index]
+        .take()
+        .expect("each worker starts once");
+    std::thread::Builder::new()
+        .name(format!("mimeo-{index}"))
+        .spawn_scoped(scope, move || {
+            let mut state = make_state();
+            let spawner = Spawner {
+                local: &local,
+                shared,
+            };
+            while let Some(task) = next_task(&local, shared, index) {
+                // A panicking task must still count as done, or the other workers would
+                // wait for it forever; the panic is raised again at the end.
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    handle(&mut state, task, &spawner)
+                }));
+                if let Err(payload) = outcome {
+                    let mut first = shared.panic.lock().unwrap_or_else(|e| e.into_inner());
+                    first.get_or_insert(payload);
+                }
+                if shared.pending.fetch_sub(1, Ordering::SeqCst) == 1 {
+                    let _guard = shared.lock.lock();
+                    shared.wake.notify_all();
+                }
+            }
+        })
+        .expect("spawn worker thread");
+    // Counted once running, so that stealing only looks at deques that can hold work.
+    shared.started.fetch_add(1, Ordering::SeqCst);
+}
+
+/// The controller: samples the pool every window and starts the workers the growth policy
+/// asks for, until the run ends.
+fn grow_while_waiting<T>(shared: &Shared<T>, max: usize, spawn_worker: &(dyn Fn(usize) + Sync)) {
+    // Without the kernel's count of storage reads, nothing tells a cold copy from a warm one.
+    let Some(reads0) = crate::sys::storage_reads() else {
+        return;
+    };
+    let begun = std::time::Instant::now();
+    let cpu0 = crate::sys::process_cpu_time();
+    let mut policy = Growth::new(crate::sys::cpus(), max);
+    loop {
+        {
+            // Sleeps a window, or less when the run ends (the last task wakes everyone).
+            let guard = shared.lock.lock().unwrap_or_else(|e| e.into_inner());
+            if shared.finished() {
+                return;
+            }
+            let _ = shared
+                .wake
+                .wait_timeout(guard, WINDOW)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+        let pending = shared.pending.load(Ordering::SeqCst);
+        if shared.finished() {
+            return;
+        }
+        let workers = shared.started.load(Ordering::SeqCst);
+        let sample = Sample {
+            wall: begun.elapsed(),
+            cpu: crate::sys::process_cpu_time().saturating_sub(cpu0),
+            storage_reads: crate::sys::storage_reads()
+                .unwrap_or(0)
+                .saturating_sub(reads0),
+            workers,
+            pending,
+        };
+        let add = policy.step(sample);
+        for index in workers..(workers + add).min(max) {
+            spawn_worker(index);
+        }
+    }
+}
+
 /// A pool of worker threads that stays open to tasks from outside while its driver runs: the
 /// local share of a run that other processes share too. Each worker takes tasks from its own
-/// deque depth-first and steals the oldest tasks of the others, as in [`LocalPool`]; the
-/// driver (on the calling thread) hands tasks in and takes the oldest ones out through a
-/// [`Feed`].
+/// deque depth-first and steals the oldest tasks of the others, as in [`LocalPool`], which it
+/// also grows like while its workers wait on storage; the driver (on the calling thread) hands
+/// tasks in and takes the oldest ones out through a [`Feed`].
 ///
 /// [`LocalPool`]: crate::LocalPool
 ///
@@ -176,13 +263,26 @@ fn run_with<T, S>(
 /// ```
 #[derive(Debug, Clone, Copy)]
 pub struct Pool {
-    jobs: usize,
+    sizing: Sizing,
 }
 
 impl Pool {
     /// A pool of `jobs` worker threads (at least one).
     pub fn new(jobs: usize) -> Self {
-        Pool { jobs: jobs.max(1) }
+        Pool::growing(jobs, jobs)
+    }
+
+    /// A pool of `start` worker threads that grows up to `max` while its workers wait on
+    /// storage, as the local pool of [`copy_with`](crate::copy_with) does (see
+    /// [`Options::max_jobs`](crate::Options::max_jobs)).
+    pub fn growing(start: usize, max: usize) -> Self {
+        let start = start.max(1);
+        Pool {
+            sizing: Sizing {
+                start,
+                max: max.max(start),
+            },
+        }
     }
 
     /// Runs `drive` on the calling thread while the workers run `handle` on every task it
@@ -197,7 +297,16 @@ impl Pool {
     ) where
         T: Send,
     {
-        run_with(self.jobs, Vec::new(), true, make_state, handle, drive);
+        let grow = self.sizing.max > self.sizing.start;
+        run_with(
+            self.sizing,
+            Vec::new(),
+            true,
+            make_state,
+            handle,
+            grow,
+            drive,
+        );
     }
 }
 
@@ -275,7 +384,7 @@ fn next_task<T>(local: &Worker<T>, shared: &Shared<T>, me: usize) -> Option<T> {
         if let Some(t) = steal(local, shared, me) {
             return Some(t);
         }
-        if shared.pending.load(Ordering::SeqCst) == 0 && !shared.open.load(Ordering::SeqCst) {
+        if shared.finished() {
             return None;
         }
         // Nothing to take yet: sleep until a push, the end, or a short timeout (a push can
@@ -298,7 +407,10 @@ fn steal<T>(local: &Worker<T>, shared: &Shared<T>, me: usize) -> Option<T> {
             Steal::Retry => retry = true,
             Steal::Empty => {}
         }
-        let n = shared.stealers.len();
+        let n = shared
+            .started
+            .load(Ordering::SeqCst)
+            .min(shared.stealers.len());
         for k in 1..n {
             match shared.stealers[(me + k) % n].steal() {
                 Steal::Success(t) => return Some(t),
@@ -322,7 +434,7 @@ mod tests {
         // A binary tree of depth 12 built by the tasks themselves.
         let count = AtomicU64::new(0);
         run(
-            4,
+            Sizing { start: 4, max: 4 },
             vec![0u32],
             || (),
             |_, depth, s| {
@@ -332,6 +444,7 @@ mod tests {
                     s.push(depth + 1);
                 }
             },
+            true,
         );
         assert_eq!(count.load(Ordering::Relaxed), (1 << 13) - 1);
     }
@@ -340,7 +453,7 @@ mod tests {
     fn a_panicking_task_ends_the_run_and_is_raised_again() {
         let result = std::panic::catch_unwind(|| {
             run(
-                2,
+                Sizing { start: 2, max: 2 },
                 vec![0u32, 1, 2],
                 || (),
                 |_, n, _| {
@@ -348,6 +461,7 @@ mod tests {
                         panic!("task failed");
                     }
                 },
+                true,
             )
         });
         assert!(result.is_err());
@@ -355,6 +469,12 @@ mod tests {
 
     #[test]
     fn no_initial_tasks_returns_at_once() {
-        run(2, Vec::<u8>::new(), || (), |_, _, _| unreachable!());
+        run(
+            Sizing { start: 2, max: 8 },
+            Vec::<u8>::new(),
+            || (),
+            |_, _, _| unreachable!(),
+            true,
+        );
     }
 }
