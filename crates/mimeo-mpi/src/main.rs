@@ -213,6 +213,8 @@ fn run(world: &SimpleCommunicator, control: Arc<mimeo::Control>, stopped: &signa
     }
     if lead {
         print_summary(&config, &summary);
+        // Only now: a rank that ends with a failure makes mpirun stop the others at once.
+        net.broadcast(msg::Tag::Bye, &[code]);
     }
     code
 }
@@ -254,8 +256,10 @@ fn receive_start(world: &SimpleCommunicator) -> Start {
     msg::decode(&body).unwrap_or(Start::Exit(EXIT_FAILED))
 }
 
-/// Rank 0 merges every rank's summary and tells every rank the exit status; the others send
-/// theirs and wait for it. A rank that does not answer in time fails the run.
+/// Rank 0 merges every rank's summary into the run's, with the run's exit status (it tells
+/// the others once it has printed); the others send theirs and wait for rank 0 to be done,
+/// then end with status 0, so that the job's status is rank 0's. A rank that does not answer
+/// in time fails the run.
 fn gather(net: &mut Net<'_>, own: Summary, stopped: &signals::Stopped) -> (Summary, u8) {
     let deadline = Instant::now() + net.timeout;
     let status = |s: &Summary| match exit_code(s, stopped) {
@@ -267,9 +271,7 @@ fn gather(net: &mut Net<'_>, own: Summary, stopped: &signals::Stopped) -> (Summa
         net.send(0, msg::Tag::Summary, &msg::encode(&own));
         while Instant::now() < deadline {
             match net.poll() {
-                Some((0, msg::Tag::Bye, body)) => {
-                    return (own, body.first().copied().unwrap_or(EXIT_FAILED));
-                }
+                Some((0, msg::Tag::Bye, _)) => return (own, 0),
                 Some(_) => {}
                 None => std::thread::sleep(Duration::from_millis(1)),
             }
@@ -296,6 +298,5 @@ fn gather(net: &mut Net<'_>, own: Summary, stopped: &signals::Stopped) -> (Summa
         output::error(&format!("{missing} rank(s) did not report their summary"));
         code = EXIT_FAILED;
     }
-    net.broadcast(msg::Tag::Bye, &[code]);
     (merged, code)
 }

@@ -431,3 +431,25 @@ fn a_4_gib_file_on_4_ranks_is_exact_and_cloned() {
     let m = fs::metadata(&dst).unwrap();
     assert_eq!(m.len(), 4 << 30);
 }
+
+#[test]
+fn a_failed_source_gives_mimeos_status_and_rank_0_still_prints_the_summary() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    link_groups(&src, 6, 3);
+    let into = tmp.path().join("into");
+    fs::create_dir(&into).unwrap();
+    let missing = tmp.path().join("missing");
+    for np in [1, 3] {
+        let r = run(np, &[&"-a", &"--json", &missing, &src, &into]);
+        assert_eq!(r.code, Some(1), "{np} ranks: {r:#?}");
+        assert_eq!(r.summary["errors"], 1, "{np} ranks: {r:#?}");
+        assert!(r.summary["files"].as_u64().unwrap() > 0, "{r:#?}");
+        assert_archive_equal("the other source", &src, &into.join("src"));
+        fs::remove_dir_all(into.join("src")).unwrap();
+    }
+    // A usage error: every rank stops with cp's status 2 and one message.
+    let r = run(2, &[&"--no-such-option", &src, &into]);
+    assert_eq!(r.code, Some(2), "{r:#?}");
+    assert_eq!(r.stderr.matches("unrecognized option").count(), 1, "{r:#?}");
+}
