@@ -20,7 +20,11 @@
 //! - **Failures**: rank 0 sends a heartbeat every half second and the others their counters
 //!   every quarter second. A rank that hears nothing from its peer for the timeout stops its
 //!   copy (which removes the entries in progress) and aborts the job. A stopped run (a
-//!   signal) is told to every rank, whose items then end at once.
+//!   signal) is told to every rank, whose items then end at once. MPI's default error
+//!   handler stays: an error (a send to a dead rank) aborts the job instead of hanging. No
+//!   rank ever blocks in a collective while copying (the only ones come before the first
+//!   item), and a blocking send only goes to a rank that is polling (see stealing), so a
+//!   rank that dies cannot leave the others waiting.
 
 use crate::links::DistLinks;
 use crate::msg::{self, Counters, Tag, Token, Work};
