@@ -23,8 +23,9 @@
 //!   signal) is told to every rank, whose items then end at once. MPI's default error
 //!   handler stays: an error (a send to a dead rank) aborts the job instead of hanging. No
 //!   rank ever blocks in a collective while copying (the only ones come before the first
-//!   item), and a blocking send only goes to a rank that is polling (see stealing), so a
-//!   rank that dies cannot leave the others waiting.
+//!   item); small messages leave without waiting for their receiver, and large ones (work)
+//!   only go to a rank that is polling (see stealing), so a rank that dies cannot leave the
+//!   others waiting.
 
 use crate::links::DistLinks;
 use crate::msg::{self, Counters, Tag, Token, Work};
