@@ -4,7 +4,12 @@
 # `mimeo -a`, the differences from the source of every copy (the testkit's comparer), and
 # what the ranks sent each other (for the cost model). See bench/README.md, W13.
 #
-#   bench/w13-mpi.sh [--quick] [--runs N] [--tag TAG] [--out DIR]
+#   bench/w13-mpi.sh [--quick] [--runs N] [--trees corpus,big] [--bind-to POLICY] [--tag TAG]
+#                    [--out DIR] [--name NAME]
+#
+# mpirun binds each rank to one core by default (with at most as many ranks as cores), and a
+# mimeo-mpi rank then starts one worker, since it sizes its pool by the CPUs it may use.
+# `--bind-to none` lets every rank use every core, as single-node mimeo does.
 #
 # Needs root (loop devices, mount), OpenMPI, hyperfine, and dcp: $DCP, or built by
 # ../shared/peers/mpifileutils/build.sh (libcircle, lwgrp, dtcmp and mpiFileUtils from their
@@ -21,11 +26,14 @@ source "$BENCH/lib/fs.sh"
 # shellcheck source=bench/lib/workloads.sh
 source "$BENCH/lib/workloads.sh"
 
-QUICK=0 RUNS=2 TAG="" OUT=""
+QUICK=0 RUNS=2 TAG="" OUT="" TREES="corpus big" BIND="" NAME=w13-mpi
 while (($#)); do
     case $1 in
         --quick) QUICK=1 ;;
         --runs) RUNS=$2; shift ;;
+        --trees) TREES=${2//,/ }; shift ;;
+        --bind-to) BIND=$2; shift ;;
+        --name) NAME=$2; shift ;;
         --tag) TAG=$2; shift ;;
         --out) OUT=$2; shift ;;
         -h | --help) sed -n 2,12p "$0"; exit 0 ;;
@@ -80,12 +88,13 @@ fi
 DCP_VERSION=$(sed -n '/^# Versions: /{s/^# Versions: //;N;s/\n# / /;s/ as mpifileutils.*//;p}' \
     "$ROOT/../shared/peers/mpifileutils/build.sh" 2>/dev/null || true)
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe)
+[[ -z $BIND ]] || MPIRUN+=(--bind-to "$BIND")
 MPI_VERSION=$(mpirun --version | head -n 1)
 cat >"$RAW/meta.json" <<JSON
 {"date": "$(date +%F)", "host": "$TAG", "commit": "$(git -C "$ROOT" rev-parse --short HEAD)",
  "cpus": $(nproc), "mem_gib": $(($(meminfo_kb MemTotal) / 1048576)), "kernel": "$(uname -r)",
  "mpi": "$MPI_VERSION", "dcp": "${DCP_VERSION:-unknown}", "runs": $RUNS, "quick": $QUICK,
- "corpus_root": "$CORPUS_ROOT", "big_mib": $BIG_MIB}
+ "corpus_root": "$CORPUS_ROOT", "big_mib": $BIG_MIB, "bind_to": "${BIND:-default}"}
 JSON
 
 # ---- filesystems and trees -----------------------------------------------------------------
@@ -132,7 +141,7 @@ hf "$out" true "$((RUNS + 1))" 0 "mpirun np1 true" "${MPIRUN[*]} -np 1 true" \
 record kind=launch file="${out##*/}"
 for fs in xfs ext4; do
     mnt=$(fs_mnt "$fs")
-    for tree in corpus big; do
+    for tree in $TREES; do
         src=$mnt/src/$tree dst=$mnt/dst/$tree
         log "W13 $fs/$tree"
         hfargs=()
@@ -162,5 +171,5 @@ for fs in xfs ext4; do
     done
 done
 
-python3 "$BENCH/lib/w13report.py" "$RAW" "$OUT/$(date +%F)-$TAG-w13-mpi"
-log "results: $OUT/$(date +%F)-$TAG-w13-mpi.md and .json"
+python3 "$BENCH/lib/w13report.py" "$RAW" "$OUT/$(date +%F)-$TAG-$NAME"
+log "results: $OUT/$(date +%F)-$TAG-$NAME.md and .json"

@@ -12,6 +12,7 @@ from pathlib import Path
 
 raw, out = Path(sys.argv[1]), Path(sys.argv[2])
 meta = json.loads((raw / "meta.json").read_text())
+meta["dcp"] = meta["dcp"].strip().rstrip(",")
 records = [json.loads(l) for l in (raw / "records.jsonl").read_text().splitlines() if l.strip()]
 trees = {(r["fs"], r["tree"]): r for r in records if r["kind"] == "tree"}
 nps = [1, 2, 4]
@@ -21,7 +22,8 @@ md = [
     f"# W13: mimeo-mpi against dcp -p ({meta['date']}, {meta['host']})",
     "",
     f"Machine: {meta['cpus']} cores, {meta['mem_gib']} GiB, Linux {meta['kernel']}; commit "
-    f"{meta['commit']}; {meta['mpi']}; dcp: {meta['dcp']}. Every rank runs on "
+    f"{meta['commit']}; {meta['mpi']}; dcp: {meta['dcp']}; `mpirun --bind-to` "
+    f"{meta.get('bind_to', 'default')}. Every rank runs on "
     "this one machine (`mpirun --oversubscribe`), so more ranks add processes, not cores or "
     "disks: the scaling columns show the cost of the distribution, not what more nodes give. "
     f"hyperfine, {meta['runs']} run(s) per tool, the destination removed and `sync`ed before "
