@@ -147,10 +147,12 @@ impl Apply<'_> {
         path: &dyn Fn() -> PathBuf,
     ) -> Result<(), Error> {
         let p = self.opts.preserve;
+        // Without --preserve=ownership the owner is still the source's when the entry was
+        // created with it (a user copying their own file): set-id bits then stay, as in cp.
         let owner_kept = if p.ownership {
             self.chown(dst, path)?
         } else {
-            false
+            self.created_owner == Some((self.src.uid, self.src.gid))
         };
         if !xattrs.is_empty() {
             self.set_xattrs(dst, xattrs, path)?;

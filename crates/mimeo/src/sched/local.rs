@@ -6,7 +6,7 @@ use super::pool::{self, Spawner};
 use crate::options::Options;
 use crate::report::{Control, Observer, Summary};
 use crate::sys;
-use crate::tree::{CopyPair, DirDone, Executor, WorkItem, WorkKind};
+use crate::tree::{CopyPair, DirDone, Executor, Hooks, NoHooks, WorkItem, WorkKind};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -71,7 +71,21 @@ pub fn copy_with(
     observer: &dyn Observer,
     control: &Control,
 ) -> Summary {
-    let (exec, initial) = Executor::new(pairs, opts, observer, control);
+    copy_hooked(pairs, opts, observer, control, &NoHooks)
+}
+
+/// [`copy_with`] with [`Hooks`]: the caller leaves out entries of each directory
+/// ([`Hooks::ignore`]) or copies some kinds of entries itself ([`Hooks::copy_entry`]), as
+/// `shutil.copytree` does with its `ignore` and `copy_function`. See [`Hooks`] for an
+/// example.
+pub fn copy_hooked(
+    pairs: &[CopyPair],
+    opts: &Options,
+    observer: &dyn Observer,
+    control: &Control,
+    hooks: &dyn Hooks,
+) -> Summary {
+    let (exec, initial) = Executor::with_hooks(pairs, opts, observer, control, hooks);
     // Files alone need no more workers than there are files.
     let jobs = if initial.iter().all(|i| matches!(i.kind, WorkKind::Root)) {
         opts.jobs.min(initial.len())

@@ -5,7 +5,7 @@
 mod local;
 mod pool;
 
-pub use local::{LocalPool, copy, copy_with};
+pub use local::{LocalPool, copy, copy_hooked, copy_with};
 
 use crate::tree::{Executor, WorkItem};
 

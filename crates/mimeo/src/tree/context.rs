@@ -1,6 +1,7 @@
 //! The state one run shares across its workers ([`Ctx`]), the opened roots, and where an
 //! entry is being copied ([`Here`]).
 
+use super::hooks::HookSet;
 use super::work::DirInfo;
 use crate::data::copy::NoCloneDevs;
 use crate::data::meta::Process;
@@ -24,10 +25,11 @@ pub(crate) struct Ctx<'a> {
     pub no_clone: NoCloneDevs,
     pub sweep: Sweep,
     pub roots: Vec<Root>,
+    pub hooks: HookSet<'a>,
 }
 
 impl<'a> Ctx<'a> {
-    pub fn new(opts: &'a Options, report: Reporter<'a>) -> Self {
+    pub fn new(opts: &'a Options, report: Reporter<'a>, hooks: HookSet<'a>) -> Self {
         #[cfg(feature = "failpoints")]
         sys::failpoints::setup();
         Ctx {
@@ -38,6 +40,7 @@ impl<'a> Ctx<'a> {
             no_clone: NoCloneDevs::default(),
             sweep: Sweep::of(opts),
             roots: Vec::new(),
+            hooks,
         }
     }
 

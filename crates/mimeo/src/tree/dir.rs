@@ -8,7 +8,8 @@
 //! followed, and no worker keeps more than a few descriptors open.
 
 use super::context::{Ctx, Here, rel_path};
-use super::entry::{Buffers, Changed, copy_entry};
+use super::entry::{Buffers, Changed, copy_entry, entry_kind};
+use super::hooks::Hooked;
 use super::roots::{open_error, stat_error};
 use super::work::{
     DirDone, DirInfo, EntryType, Lineage, Stat, WorkItem, WorkKind, XattrList, join_rel,
@@ -246,6 +247,9 @@ pub(crate) fn pass(
     {
         ctx.report.fail(Error::sys(Op::ReadDir, src_path(), e));
     }
+    if ctx.hooks.ignores {
+        leave_out_ignored(ctx, &src_path(), &mut entries);
+    }
     // Subdirectories first, so other workers can start on them while we copy files.
     let (dirs, mut rest): (Vec<_>, Vec<_>) =
         entries.into_iter().partition(|(_, t)| *t == DType::Dir);
@@ -287,6 +291,23 @@ pub(crate) fn pass(
     }
     marker.remove_in(dst.as_fd());
     done
+}
+
+/// Drops the entries the caller's [`Hooks::ignore`](crate::Hooks::ignore) leaves out.
+fn leave_out_ignored(ctx: &Ctx<'_>, dir: &std::path::Path, entries: &mut Vec<(CString, DType)>) {
+    use std::os::unix::ffi::OsStrExt;
+    let names: Vec<&std::ffi::OsStr> = entries
+        .iter()
+        .map(|(n, _)| std::ffi::OsStr::from_bytes(n.to_bytes()))
+        .collect();
+    let ignored = ctx.hooks.hooks.ignore(dir, &names);
+    drop(names);
+    let mut index = 0;
+    entries.retain(|_| {
+        let keep = !ignored.get(index).copied().unwrap_or(false);
+        index += 1;
+        keep
+    });
 }
 
 /// A share of a large directory's entries.
@@ -375,6 +396,9 @@ fn child(
             }
             return;
         }
+        if hooked(ctx, here, name, name, meta.as_ref()) {
+            return;
+        }
         match copy_entry(ctx, here, &mut w.data, name, name, meta, follow) {
             Ok(()) => return,
             // Listed as a file, something else now: copy what is there now.
@@ -390,6 +414,9 @@ pub(crate) fn root_entry(ctx: &Ctx<'_>, w: &mut Buffers, index: u32) {
     }
     let root = ctx.root(index);
     let here = Here::at_root(index, root);
+    if hooked(ctx, &here, &root.src_name, &root.dst_name, Some(&root.meta)) {
+        return;
+    }
     let mut meta = root.meta;
     while let Err(Changed(m)) = copy_entry(
         ctx,
@@ -412,6 +439,30 @@ pub(crate) fn root_entry(ctx: &Ctx<'_>, w: &mut Buffers, index: u32) {
         }
         meta = m;
     }
+}
+
+/// Hands a non-directory entry (a regular file when `meta` is None) to the caller's
+/// [`Hooks::copy_entry`](crate::Hooks::copy_entry) if it takes that kind. Returns whether the
+/// entry is dealt with.
+fn hooked(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    name: &CStr,
+    dst_name: &CStr,
+    meta: Option<&Meta>,
+) -> bool {
+    let kind = meta.map_or(EntryKind::File, entry_kind);
+    if !ctx.hooks.takes(kind) {
+        return false;
+    }
+    let (src, dst) = (here.src_path(name), here.dst_path(dst_name));
+    match ctx.hooks.hooks.copy_entry(&src, &dst, kind) {
+        Ok(Hooked::Copied) => ctx.report.copied(|| src, || dst, kind, None),
+        Ok(Hooked::Skipped) => ctx.report.skipped(|| src, || dst),
+        Ok(Hooked::Declined) => return false,
+        Err(e) => ctx.report.fail(e),
+    }
+    true
 }
 
 /// Completes a directory once its pass and everything it spawned are complete: applies its

@@ -341,17 +341,24 @@ pub(crate) fn copy_special(
     dst_name: &CStr,
     meta: &Meta,
 ) -> Result<(), Error> {
-    let kind = match meta.file_type() {
-        sys::S_IFIFO => EntryKind::Fifo,
-        0o140000 => EntryKind::Socket,
-        0o020000 => EntryKind::CharDevice,
-        _ => EntryKind::BlockDevice,
-    };
+    let kind = entry_kind(meta);
     // Created without group/other bits; the final mode comes after the owner.
     let mode = meta.file_type() | (meta.perm() & 0o700);
     create_and_finish(ctx, here, name, dst_name, meta, kind, Op::MakeNode, |t| {
         sys::mknod(here.dst_dir, t, mode, meta.rdev)
     })
+}
+
+/// The kind of a non-directory entry, from its metadata.
+pub(crate) fn entry_kind(meta: &Meta) -> EntryKind {
+    match meta.file_type() {
+        sys::S_IFREG => EntryKind::File,
+        sys::S_IFLNK => EntryKind::Symlink,
+        sys::S_IFIFO => EntryKind::Fifo,
+        0o140000 => EntryKind::Socket,
+        0o020000 => EntryKind::CharDevice,
+        _ => EntryKind::BlockDevice,
+    }
 }
 
 /// Creates the entry with `make` (under a temporary name when the destination exists), then

@@ -3,6 +3,7 @@
 use super::context::{Ctx, Here};
 use super::dir::{self, make_dst_dir};
 use super::entry::Buffers;
+use super::hooks::{HookSet, Hooks, NoHooks};
 use super::roots::{CopyPair, open_error};
 use super::work::{DirDone, DirInfo, Lineage, Stat, WorkItem, WorkKind};
 use crate::options::Options;
@@ -56,9 +57,21 @@ impl<'a> Executor<'a> {
         observer: &'a dyn Observer,
         control: &'a Control,
     ) -> (Executor<'a>, Vec<WorkItem>) {
+        Executor::with_hooks(pairs, opts, observer, control, &NoHooks)
+    }
+
+    /// [`Executor::new`] with [`Hooks`]: the caller decides which entries of each directory
+    /// are copied, and may copy some kinds of entries itself.
+    pub fn with_hooks(
+        pairs: &[CopyPair],
+        opts: &'a Options,
+        observer: &'a dyn Observer,
+        control: &'a Control,
+        hooks: &'a dyn Hooks,
+    ) -> (Executor<'a>, Vec<WorkItem>) {
         let start = Instant::now();
         sys::raise_nofile_limit();
-        let mut ctx = Ctx::new(opts, Reporter::new(observer, control));
+        let mut ctx = Ctx::new(opts, Reporter::new(observer, control), HookSet::new(hooks));
         let mut items = Vec::new();
         for pair in pairs {
             let mut root = match super::context::Root::resolve(opts, pair) {
