@@ -118,7 +118,7 @@ pub(crate) fn archive<'py>(
         return Err(PyNotADirectoryError::new_err((
             libc::ENOTDIR,
             crate::errors::strerror(libc::ENOTDIR),
-            dst.obj.clone().unbind(),
+            dst.fs.clone().unbind(),
         )));
     }
     let pairs: Vec<CopyPair> = sources

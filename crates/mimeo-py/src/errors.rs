@@ -6,7 +6,7 @@ use mimeo::{Cause, Error, Refusal};
 use pyo3::exceptions::PyOSError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyType;
+use pyo3::types::{PyString, PyType};
 
 /// One of the exception classes of `mimeo._errors` (`Error`, `SameFileError`,
 /// `SpecialFileError`).
@@ -69,8 +69,10 @@ pub(crate) fn same_file(py: Python<'_>, src: &Bound<'_, PyAny>, dst: &Bound<'_, 
 
 /// `SpecialFileError("`name` is a named pipe")`, as `shutil` words it.
 pub(crate) fn special_file(py: Python<'_>, path: &Bound<'_, PyAny>, what: &str) -> PyErr {
-    match path.str() {
-        Ok(p) => raise(py, "SpecialFileError", format!("`{p}` is a {what}")),
+    // Formatted by Python: a name that is not UTF-8 keeps its surrogate escapes.
+    let words = PyString::new(py, "`%s` is a %s").rem((path, what));
+    match words {
+        Ok(w) => raise(py, "SpecialFileError", w),
         Err(e) => e,
     }
 }
@@ -79,9 +81,9 @@ pub(crate) fn special_file(py: Python<'_>, path: &Bound<'_, PyAny>, what: &str) 
 pub(crate) fn file_error(py: Python<'_>, err: &Error, src: &Arg<'_>, dst: &Arg<'_>) -> PyErr {
     let name = |p: &std::path::Path| -> PyResult<Bound<'_, PyAny>> {
         if p == src.path {
-            Ok(src.obj.clone())
+            Ok(src.fs.clone())
         } else if p == dst.path {
-            Ok(dst.obj.clone())
+            Ok(dst.fs.clone())
         } else {
             src.like(p)
         }
@@ -91,10 +93,10 @@ pub(crate) fn file_error(py: Python<'_>, err: &Error, src: &Arg<'_>, dst: &Arg<'
             Cause::Os(errno) => os_error(py, *errno, Some(&name(&err.path)?), None),
             Cause::Refused(Refusal::SameFile { .. }) => same_file(py, &src.obj, &dst.obj),
             Cause::Refused(Refusal::DirectoryInTheWay) => {
-                os_error(py, libc::EISDIR, Some(&dst.obj), None)
+                os_error(py, libc::EISDIR, Some(&dst.fs), None)
             }
             Cause::Refused(Refusal::NonDirectoryInTheWay { .. } | Refusal::Exists) => {
-                os_error(py, libc::EEXIST, Some(&dst.obj), None)
+                os_error(py, libc::EEXIST, Some(&dst.fs), None)
             }
             Cause::Refused(Refusal::IntoItself { .. }) => raise(
                 py,
@@ -109,17 +111,23 @@ pub(crate) fn file_error(py: Python<'_>, err: &Error, src: &Arg<'_>, dst: &Arg<'
 
 /// The `why` of a `(src, dst, why)` triple: `str()` of the exception `shutil` would have
 /// caught for this failure.
-pub(crate) fn why(py: Python<'_>, err: &Error, src: &Arg<'_>, dst: &Arg<'_>) -> PyResult<String> {
+pub(crate) fn why<'py>(
+    py: Python<'py>,
+    err: &Error,
+    src: &Arg<'py>,
+    dst: &Arg<'py>,
+) -> PyResult<Bound<'py, PyAny>> {
     let e = match &err.cause {
         Cause::Os(errno) => os_error(py, *errno, Some(&src.like(&err.path)?), None),
+        // Both refusals name the destination entry.
         Cause::Refused(Refusal::DirectoryInTheWay) => {
-            os_error(py, libc::EISDIR, Some(&dst.obj), None)
+            os_error(py, libc::EISDIR, Some(&dst.like(&err.path)?), None)
         }
         Cause::Refused(Refusal::NonDirectoryInTheWay { .. }) => {
-            os_error(py, libc::EEXIST, Some(&dst.obj), None)
+            os_error(py, libc::EEXIST, Some(&dst.like(&err.path)?), None)
         }
         Cause::Refused(Refusal::SameFile { .. }) => same_file(py, &src.obj, &dst.obj),
-        _ => return Ok(err.to_string()),
+        _ => return Ok(PyString::new(py, &err.to_string()).into_any()),
     };
-    Ok(e.value(py).str()?.to_string())
+    Ok(e.value(py).str()?.into_any())
 }

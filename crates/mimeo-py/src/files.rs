@@ -62,6 +62,7 @@ pub(crate) fn copy_one<'py>(
         }
     }
     let mut opts = extras.options(defaults(), f.preserve());
+    opts.open_mode = true;
     opts.dereference = if follow {
         Dereference::Always
     } else {
@@ -125,18 +126,18 @@ fn not_regular<'py>(
         Ok(m) => m.file_type(),
         Err(e) => {
             let errno = e.raw_os_error().unwrap_or(libc::EIO);
-            return Err(os_error(py, errno, Some(&src.obj), None));
+            return Err(os_error(py, errno, Some(&src.fs), None));
         }
     };
     if t.is_symlink() {
         return copy_symlink(py, src, dst, opts);
     }
     Err(if t.is_dir() {
-        os_error(py, libc::EISDIR, Some(&src.obj), None)
+        os_error(py, libc::EISDIR, Some(&src.fs), None)
     } else if t.is_fifo() {
         special_file(py, &src.obj, "named pipe")
     } else if t.is_socket() {
-        os_error(py, libc::ENXIO, Some(&src.obj), None)
+        os_error(py, libc::ENXIO, Some(&src.fs), None)
     } else if t.is_char_device() || t.is_block_device() {
         special_file(py, &src.obj, "device node")
     } else {
@@ -174,7 +175,7 @@ fn copy_symlink<'py>(
             py,
             libc::EEXIST,
             Some(&src.like(&target)?),
-            Some(&dst.obj),
+            Some(&dst.fs),
         ));
     }
     Ok(dst.obj.clone())

@@ -11,7 +11,10 @@ use std::path::{Path, PathBuf};
 
 /// A path argument: the object as given, its path, and whether `os.fspath` gave bytes.
 pub(crate) struct Arg<'py> {
+    /// The object as given (returned as given, and shown in `SameFileError`'s words).
     pub obj: Bound<'py, PyAny>,
+    /// What `os.fspath` made of it: the `filename` of exceptions, as in `shutil`'s.
+    pub fs: Bound<'py, PyAny>,
     pub path: PathBuf,
     pub bytes: bool,
 }
@@ -37,6 +40,7 @@ impl<'py> Arg<'py> {
         };
         Ok(Arg {
             obj: obj.clone(),
+            fs,
             path: path.into(),
             bytes,
         })
@@ -44,8 +48,10 @@ impl<'py> Arg<'py> {
 
     /// An argument made by the binding itself (a joined path), of the same type as `self`.
     pub fn derived(&self, path: PathBuf) -> PyResult<Arg<'py>> {
+        let obj = to_py(self.obj.py(), &path, self.bytes)?;
         Ok(Arg {
-            obj: to_py(self.obj.py(), &path, self.bytes)?,
+            fs: obj.clone(),
+            obj,
             path,
             bytes: self.bytes,
         })

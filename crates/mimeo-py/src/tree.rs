@@ -14,7 +14,7 @@
 use crate::errors::{os_error, raise, why};
 use crate::extras::{Extras, defaults, stat_preserve};
 use crate::files::FileFn;
-use crate::paths::{Arg, to_py};
+use crate::paths::{Arg, join_basename, to_py};
 use crate::run::{Collect, Reporting, supervise};
 use mimeo::{
     Cause, Control, CopyPair, Dereference, EntryKind, Hooked, Hooks, Op, Options, Refusal,
@@ -32,8 +32,9 @@ pub(crate) static OWN: PyOnceLock<[Py<PyAny>; 3]> = PyOnceLock::new();
 
 /// How files are copied.
 enum CopyFn {
-    /// mimeo's `copy2`: by the engine itself.
-    Copy2,
+    /// mimeo's `copy2`: by the engine itself (the options are for files copied into a
+    /// directory that is in their way, as `shutil.copy2` does).
+    Copy2(Options),
     /// mimeo's `copy` or `copyfile`: by the engine, one file at a time, without the GIL.
     Native(Options),
     /// Any other callable, called as `copy_function(srcname, dstname)`.
@@ -145,7 +146,7 @@ impl Hooks for TreeHooks<'_> {
 
     fn takes(&self, kind: EntryKind) -> bool {
         match &self.copy {
-            CopyFn::Copy2 => matches!(kind, EntryKind::Fifo | EntryKind::Socket),
+            CopyFn::Copy2(_) => matches!(kind, EntryKind::Fifo | EntryKind::Socket),
             CopyFn::Native(_) => {
                 matches!(kind, EntryKind::File | EntryKind::Fifo | EntryKind::Socket)
             }
@@ -179,8 +180,16 @@ impl Hooks for TreeHooks<'_> {
                 self.own_failure(src, dst, mimeo::Error::os(Op::Open, src, libc::ENXIO))
             }
             (_, CopyFn::Native(opts)) => {
-                match mimeo::copy_file_with(src, dst, opts, self.control) {
-                    Ok(_) => return Ok(Hooked::Copied),
+                let copied = mimeo::copy_file_with(src, dst, opts, self.control)
+                    .map(drop)
+                    .or_else(|e| match e.refusal() {
+                        Some(Refusal::DirectoryInTheWay) => {
+                            into_directory(src, dst, opts, self.control)
+                        }
+                        _ => Err(e),
+                    });
+                match copied {
+                    Ok(()) => return Ok(Hooked::Copied),
                     Err(e) if e.op == Op::Interrupted => {}
                     Err(e) => self.own_failure(src, dst, e),
                 }
@@ -220,14 +229,14 @@ pub(crate) fn copytree<'py>(
     let dst = Arg::new(dst)?;
     // os.scandir(src) comes first in shutil: its failures are raised as they are.
     match std::fs::metadata(&src.path) {
-        Err(e) => return Err(io_error(py, &e, &src.obj)),
-        Ok(m) if !m.is_dir() => return Err(os_error(py, libc::ENOTDIR, Some(&src.obj), None)),
+        Err(e) => return Err(io_error(py, &e, &src.fs)),
+        Ok(m) if !m.is_dir() => return Err(os_error(py, libc::ENOTDIR, Some(&src.fs), None)),
         Ok(_) => {}
     }
     // Then os.makedirs(dst, exist_ok=dirs_exist_ok).
     match std::fs::symlink_metadata(&dst.path) {
         Ok(_) if !args.dirs_exist_ok || !std::fs::metadata(&dst.path).is_ok_and(|m| m.is_dir()) => {
-            return Err(os_error(py, libc::EEXIST, Some(&dst.obj), None));
+            return Err(os_error(py, libc::EEXIST, Some(&dst.fs), None));
         }
         Ok(_) => {}
         Err(_) => {
@@ -284,9 +293,26 @@ pub(crate) fn copytree<'py>(
         if args.ignore_dangling_symlinks && dangling(&e) {
             continue;
         }
-        let (s, d) = counterpart(&e.path, &src, &dst)?;
+        let (s, d) = counterpart(&e.path, &src, &dst);
+        let mut e = e;
+        if let (CopyFn::Copy2(opts), Some(Refusal::DirectoryInTheWay)) = (&hooks.copy, e.refusal())
+        {
+            let file = std::fs::metadata(&s).is_ok_and(|m| m.is_file())
+                && (!args.symlinks || std::fs::symlink_metadata(&s).is_ok_and(|m| m.is_file()));
+            if file {
+                match py.detach(|| into_directory(&s, &d, opts, &control)) {
+                    Ok(()) => continue,
+                    Err(again) => e = again,
+                }
+            }
+        }
+        let names = if s == src.path && d == dst.path {
+            (src.obj.clone(), dst.obj.clone())
+        } else {
+            (src.like(&s)?, dst.like(&d)?)
+        };
         let text = why(py, &e, &src, &dst)?;
-        triples.push(PyTuple::new(py, [s, d, text.into_pyobject(py)?.into_any()])?.into_any());
+        triples.push(PyTuple::new(py, [names.0, names.1, text])?.into_any());
     }
     for (s, d, e) in hooks.own.into_inner().unwrap_or_else(|e| e.into_inner()) {
         let text = why(py, &e, &src, &dst)?;
@@ -308,21 +334,22 @@ pub(crate) fn copytree<'py>(
 
 /// How files are to be copied, from `copy_function`.
 fn copy_fn(py: Python<'_>, f: Option<&Bound<'_, PyAny>>, extras: &Extras<'_>) -> PyResult<CopyFn> {
-    let Some(f) = f else {
-        return Ok(CopyFn::Copy2);
-    };
-    let own = OWN.get(py).expect("set when the module was made");
-    let native = |which: FileFn| {
+    let opts = |which: FileFn| {
         let mut o = extras.options(defaults(), which.preserve());
         o.dereference = Dereference::Always;
-        CopyFn::Native(o)
+        o.open_mode = true;
+        o
     };
+    let Some(f) = f else {
+        return Ok(CopyFn::Copy2(opts(FileFn::Copy2)));
+    };
+    let own = OWN.get(py).expect("set when the module was made");
     Ok(if f.is(&own[2]) {
-        CopyFn::Copy2
+        CopyFn::Copy2(opts(FileFn::Copy2))
     } else if f.is(&own[1]) {
-        native(FileFn::Copy)
+        CopyFn::Native(opts(FileFn::Copy))
     } else if f.is(&own[0]) {
-        native(FileFn::CopyFile)
+        CopyFn::Native(opts(FileFn::CopyFile))
     } else if f.is_callable() {
         CopyFn::Python(f.clone().unbind())
     } else {
@@ -343,10 +370,10 @@ fn at_root(py: Python<'_>, e: &mimeo::Error, src: &Arg<'_>, dst: &Arg<'_>) -> Op
         e.path == src.path && matches!(e.op, Op::Stat | Op::Open | Op::ReadDir | Op::Vanished);
     let on_dst = e.path == dst.path && matches!(e.op, Op::Stat | Op::Open | Op::CreateDir);
     match &e.cause {
-        Cause::Os(errno) if on_src => Some(os_error(py, *errno, Some(&src.obj), None)),
-        Cause::Os(errno) if on_dst => Some(os_error(py, *errno, Some(&dst.obj), None)),
+        Cause::Os(errno) if on_src => Some(os_error(py, *errno, Some(&src.fs), None)),
+        Cause::Os(errno) if on_dst => Some(os_error(py, *errno, Some(&dst.fs), None)),
         Cause::Refused(Refusal::NonDirectoryInTheWay { .. }) if e.path == dst.path => {
-            Some(os_error(py, libc::EEXIST, Some(&dst.obj), None))
+            Some(os_error(py, libc::EEXIST, Some(&dst.fs), None))
         }
         Cause::Refused(Refusal::IntoItself { .. }) => Some(raise(
             py,
@@ -366,16 +393,10 @@ fn dangling(e: &mimeo::Error) -> bool {
         && std::fs::metadata(&e.path).is_err()
 }
 
-/// The source and destination names of the entry a failure is about, as `shutil` joins them
-/// (the arguments themselves for the roots).
-fn counterpart<'py>(
-    path: &Path,
-    src: &Arg<'py>,
-    dst: &Arg<'py>,
-) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+/// The source and destination of the entry a failure is about, as `shutil` joins them.
+fn counterpart(path: &Path, src: &Arg<'_>, dst: &Arg<'_>) -> (PathBuf, PathBuf) {
     let below = |root: &Path| path.strip_prefix(root).ok().map(Path::to_path_buf);
-    let (from_src, from_dst) = (below(&src.path), below(&dst.path));
-    let rel = match (from_src, from_dst) {
+    let rel = match (below(&src.path), below(&dst.path)) {
         (Some(a), Some(b)) => {
             if a.as_os_str().len() <= b.as_os_str().len() {
                 a
@@ -384,13 +405,20 @@ fn counterpart<'py>(
             }
         }
         (Some(r), None) | (None, Some(r)) => r,
-        (None, None) => return Ok((src.like(path)?, dst.like(path)?)),
+        (None, None) => return (path.into(), path.into()),
     };
     if rel.as_os_str().is_empty() {
-        return Ok((src.obj.clone(), dst.obj.clone()));
+        return (src.path.clone(), dst.path.clone());
     }
-    Ok((
-        src.like(&src.path.join(&rel))?,
-        dst.like(&dst.path.join(&rel))?,
-    ))
+    (src.path.join(&rel), dst.path.join(&rel))
+}
+
+/// `shutil.copy` and `copy2` copy a file onto an existing directory into that directory.
+fn into_directory(
+    src: &Path,
+    dst: &Path,
+    opts: &Options,
+    control: &Control,
+) -> Result<(), mimeo::Error> {
+    mimeo::copy_file_with(src, &join_basename(dst, src), opts, control).map(drop)
 }

@@ -123,6 +123,10 @@ pub struct Options {
     /// the directories copied into. Only for when no run elsewhere is still going on: from
     /// here, another host's run can never be proven dead.
     pub clean_other_hosts: bool,
+    /// Without [`Preserve::mode`], new regular files get the mode `open(2)` gives them (0666
+    /// less the umask), as Python's `shutil.copyfile` makes them, instead of the source's
+    /// permission bits less the umask, as cp makes them.
+    pub open_mode: bool,
 }
 
 /// Default number of workers for tree copies: one per CPU, at most 8. Measured with W4
@@ -170,6 +174,7 @@ impl Default for Options {
             nocache: false,
             verify: false,
             clean_other_hosts: false,
+            open_mode: false,
         }
     }
 }

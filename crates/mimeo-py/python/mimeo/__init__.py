@@ -11,6 +11,7 @@ GIL released. Each function also takes the keyword-only extras ``workers=``, ``r
 :mod:`mimeo.aio` has asyncio versions of them all.
 """
 
+from . import aio
 from ._errors import Error, SameFileError, SpecialFileError
 from ._mimeo import (
     Progress,
@@ -30,6 +31,7 @@ __all__ = [
     "SpecialFileError",
     "Summary",
     "__version__",
+    "aio",
     "archive",
     "copy",
     "copy2",

@@ -50,6 +50,8 @@ pub(crate) fn creation_mode(
     let p = opts.preserve;
     let perm = if p.mode {
         src.perm() & 0o777
+    } else if opts.open_mode {
+        0o666 & !process.umask
     } else {
         src.perm() & 0o777 & !process.umask
     };
@@ -231,6 +233,7 @@ impl Apply<'_> {
             // the kernel then drops set-id bits of a regular file (open) and of a directory
             // (mkdir, which only inherits set-gid from its parent); mknod keeps them.
             let bits = match self.src.file_type() {
+                sys::S_IFREG if self.opts.open_mode => return Some(0o666 & !self.process.umask),
                 sys::S_IFREG => 0o777,
                 sys::S_IFDIR => 0o1777,
                 _ => 0o7777,
