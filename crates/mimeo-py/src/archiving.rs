@@ -163,6 +163,7 @@ pub(crate) fn archive<'py>(
         collect: Some(&collect),
         bytes,
         last: None,
+        called: None,
     });
     let counts = supervise(py, &control, reporting, || {
         mimeo::copy_with(&pairs, &opts, &collect, &control)

@@ -94,6 +94,7 @@ fn run_file(
         collect: None,
         bytes: src.bytes,
         last: Some((src.path.clone(), dst.path.clone())),
+        called: None,
     });
     let (s, d) = (&src.path, &dst.path);
     let control = Control::new();

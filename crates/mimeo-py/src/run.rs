@@ -1,5 +1,5 @@
 //! Running a copy with the interpreter released: the copy runs on a thread of its own while
-//! the calling thread waits without the GIL, waking every 20 ms to let Python handle signals
+//! the calling thread waits without the GIL, waking every 10 ms to let Python handle signals
 //! (Ctrl-C stops the copy: [`Control::stop`] removes the entries in progress) and, at most ten
 //! times a second, to call the caller's `progress` with what was done since its last call.
 
@@ -11,7 +11,7 @@ use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// How often the waiting thread lets Python run its signal handlers.
-const TICK: Duration = Duration::from_millis(20);
+const TICK: Duration = Duration::from_millis(10);
 /// The shortest time between two calls of `progress`.
 const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 
@@ -102,6 +102,8 @@ pub(crate) struct Reporting<'a, 'py> {
     pub bytes: bool,
     /// `(src, dst)` to report at the end, for a copy without a collector (one file).
     pub last: Option<(PathBuf, PathBuf)>,
+    /// When `progress` was last called.
+    pub called: Option<Instant>,
 }
 
 impl Reporting<'_, '_> {
@@ -130,6 +132,7 @@ impl Reporting<'_, '_> {
             copied: list.unbind(),
             done,
         };
+        self.called = Some(Instant::now());
         self.progress.call1((p,))?;
         Ok(())
     }
@@ -163,7 +166,6 @@ pub(crate) fn supervise<T: Send>(
             })
             .expect("spawn the copy thread");
         let mut pending: Option<PyErr> = None;
-        let mut last_call: Option<Instant> = None;
         let start = Instant::now();
         loop {
             let finished = py.detach(|| {
@@ -186,8 +188,7 @@ pub(crate) fn supervise<T: Send>(
                 continue;
             }
             if let Some(r) = reporting.as_mut() {
-                if last_call.unwrap_or(start).elapsed() >= PROGRESS_EVERY {
-                    last_call = Some(Instant::now());
+                if r.called.unwrap_or(start).elapsed() >= PROGRESS_EVERY {
                     if let Err(e) = r.call(control, false) {
                         control.stop();
                         pending = Some(e);
@@ -204,7 +205,7 @@ pub(crate) fn supervise<T: Send>(
         }
         if let Some(r) = reporting.as_mut() {
             // At most ten calls a second, the last one included.
-            if let Some(at) = last_call {
+            if let Some(at) = r.called {
                 let wait = PROGRESS_EVERY.saturating_sub(at.elapsed());
                 py.detach(|| std::thread::sleep(wait));
             }

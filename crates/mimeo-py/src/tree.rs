@@ -272,6 +272,7 @@ pub(crate) fn copytree<'py>(
         collect: Some(&collect),
         bytes: src.bytes,
         last: None,
+        called: None,
     });
     let pairs = [CopyPair::new(&src.path, &dst.path)];
     supervise(py, &control, reporting, || {
