@@ -6,6 +6,7 @@ import errno
 import os
 import shutil
 import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -77,7 +78,8 @@ def test_dangling_symlinks_fail_or_are_left_out_as_in_shutil(
     # link's own (mimeo judges it from the link's): from `src`, the two agree on this tree.
     monkeypatch.chdir(src)
     os.symlink("nowhere", src / "dangling")
-    os.symlink("loop", src / "a" / "loop")
+    # shutil before 3.10 does not pass ignore_dangling_symlinks on below the top directory.
+    os.symlink("loop", (src / "a" if sys.version_info >= (3, 10) else src) / "loop")
     differential_copytree(
         testkit, src, base, ignore_dangling_symlinks=ignore_dangling
     )
