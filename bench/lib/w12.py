@@ -36,6 +36,12 @@ def rm(path):
     os.sync()
 
 
+def alternating(n):
+    """The two tools' order in each of n runs: each goes first in every other run."""
+    for run in range(n):
+        yield run, (("shutil", "mimeo") if run % 2 == 0 else ("mimeo", "shutil"))
+
+
 def timed(f, *args, **kwargs):
     start = time.perf_counter()
     f(*args, **kwargs)
@@ -45,8 +51,7 @@ def timed(f, *args, **kwargs):
 def tree_case(mnt, runs, testkit):
     src = os.path.join(mnt, "src", "usr")
     out = {"shutil": [], "mimeo": [], "differences": None}
-    for run in range(runs):
-        order = ("shutil", "mimeo") if run % 2 == 0 else ("mimeo", "shutil")
+    for run, order in alternating(runs):
         for who in order:
             dst = os.path.join(mnt, f"w12-tree-{who}")
             rm(dst)
@@ -78,8 +83,7 @@ def small_case(mnt, calls, repeats):
     out = {}
     for mode in ("new", "replace"):
         out[mode] = {"shutil": [], "mimeo": []}
-        for rep in range(repeats):
-            order = ("shutil", "mimeo") if rep % 2 == 0 else ("mimeo", "shutil")
+        for _, order in alternating(repeats):
             for who in order:
                 d = os.path.join(base, who)
                 rm(d)
@@ -103,8 +107,7 @@ def big_case(mnt, runs):
         while f.read(1 << 24):
             pass
     out = {"shutil": [], "mimeo": []}
-    for run in range(runs):
-        order = ("shutil", "mimeo") if run % 2 == 0 else ("mimeo", "shutil")
+    for _, order in alternating(runs):
         for who in order:
             dst = os.path.join(mnt, f"w12-big-{who}")
             rm(dst)

@@ -19,82 +19,69 @@ use extras::Extras;
 use files::FileFn;
 use pyo3::prelude::*;
 
-/// copyfile(src, dst, *, follow_symlinks=True, workers=None, reflink="auto", progress=None, preserve=None)
-/// --
-///
-/// Copy the data of the file ``src`` to ``dst`` and return ``dst``, as
-/// :func:`shutil.copyfile` does. The data is cloned where the filesystem can share extents
-/// (btrfs, XFS), copied inside the kernel elsewhere; an existing ``dst`` is replaced
-/// atomically, and a symlink at ``dst`` is replaced rather than written through.
-///
-/// With ``follow_symlinks=False`` a symlink ``src`` is copied as a new symlink.
-/// Raises :class:`SameFileError` when both name the same file, ``SpecialFileError`` for a
-/// named pipe, and ``OSError`` subclasses with ``errno`` and ``filename`` set as shutil sets
-/// them. ``reflink`` is ``"auto"``, ``"always"`` (clone or fail) or ``"never"``;
-/// ``progress`` is called with a :class:`Progress` at most ten times a second;
-/// ``preserve`` names metadata to keep (``"mode,timestamps"``, ``["xattr"]``, ``"all"``).
-#[pyfunction]
-#[pyo3(signature = (src, dst, *, follow_symlinks=true, workers=None, reflink="auto", progress=None, preserve=None))]
-#[allow(clippy::too_many_arguments)]
-fn copyfile<'py>(
-    py: Python<'py>,
-    src: &Bound<'py, PyAny>,
-    dst: &Bound<'py, PyAny>,
-    follow_symlinks: bool,
-    workers: Option<i64>,
-    reflink: &str,
-    progress: Option<Bound<'py, PyAny>>,
-    preserve: Option<Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let extras = Extras::new(workers, reflink, progress, preserve.as_ref())?;
-    files::copy_one(py, FileFn::CopyFile, src, dst, follow_symlinks, extras)
+/// One of `shutil`'s file functions: the same signature for each, with its own docstring.
+macro_rules! file_function {
+    ($(#[$doc:meta])* $name:ident, $which:expr) => {
+        $(#[$doc])*
+        #[pyfunction]
+        #[pyo3(signature = (src, dst, *, follow_symlinks=true, workers=None, reflink="auto", progress=None, preserve=None))]
+        #[allow(clippy::too_many_arguments)]
+        fn $name<'py>(
+            py: Python<'py>,
+            src: &Bound<'py, PyAny>,
+            dst: &Bound<'py, PyAny>,
+            follow_symlinks: bool,
+            workers: Option<i64>,
+            reflink: &str,
+            progress: Option<Bound<'py, PyAny>>,
+            preserve: Option<Bound<'py, PyAny>>,
+        ) -> PyResult<Bound<'py, PyAny>> {
+            let extras = Extras::new(workers, reflink, progress, preserve.as_ref())?;
+            files::copy_one(py, $which, src, dst, follow_symlinks, extras)
+        }
+    };
 }
 
-/// copy(src, dst, *, follow_symlinks=True, workers=None, reflink="auto", progress=None, preserve=None)
-/// --
-///
-/// Copy the data and permission bits of ``src`` to ``dst`` and return the new file's path,
-/// as :func:`shutil.copy` does: when ``dst`` is a directory the copy goes into it under the
-/// source's base name. See :func:`copyfile` for the rest.
-#[pyfunction]
-#[pyo3(signature = (src, dst, *, follow_symlinks=true, workers=None, reflink="auto", progress=None, preserve=None))]
-#[allow(clippy::too_many_arguments)]
-fn copy<'py>(
-    py: Python<'py>,
-    src: &Bound<'py, PyAny>,
-    dst: &Bound<'py, PyAny>,
-    follow_symlinks: bool,
-    workers: Option<i64>,
-    reflink: &str,
-    progress: Option<Bound<'py, PyAny>>,
-    preserve: Option<Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let extras = Extras::new(workers, reflink, progress, preserve.as_ref())?;
-    files::copy_one(py, FileFn::Copy, src, dst, follow_symlinks, extras)
-}
+file_function!(
+    /// copyfile(src, dst, *, follow_symlinks=True, workers=None, reflink="auto", progress=None, preserve=None)
+    /// --
+    ///
+    /// Copy the data of the file ``src`` to ``dst`` and return ``dst``, as
+    /// :func:`shutil.copyfile` does. The data is cloned where the filesystem can share extents
+    /// (btrfs, XFS), copied inside the kernel elsewhere; an existing ``dst`` is replaced
+    /// atomically, and a symlink at ``dst`` is replaced rather than written through.
+    ///
+    /// With ``follow_symlinks=False`` a symlink ``src`` is copied as a new symlink.
+    /// Raises :class:`SameFileError` when both name the same file, ``SpecialFileError`` for a
+    /// named pipe, and ``OSError`` subclasses with ``errno`` and ``filename`` set as shutil sets
+    /// them. ``reflink`` is ``"auto"``, ``"always"`` (clone or fail) or ``"never"``;
+    /// ``progress`` is called with a :class:`Progress` at most ten times a second;
+    /// ``preserve`` names metadata to keep (``"mode,timestamps"``, ``["xattr"]``, ``"all"``).
+    copyfile,
+    FileFn::CopyFile
+);
 
-/// copy2(src, dst, *, follow_symlinks=True, workers=None, reflink="auto", progress=None, preserve=None)
-/// --
-///
-/// Copy ``src`` to ``dst`` with its permission bits, access and modification times (in
-/// nanoseconds) and extended attributes, and return the new file's path, as
-/// :func:`shutil.copy2` does. See :func:`copy` and :func:`copyfile`.
-#[pyfunction]
-#[pyo3(signature = (src, dst, *, follow_symlinks=true, workers=None, reflink="auto", progress=None, preserve=None))]
-#[allow(clippy::too_many_arguments)]
-fn copy2<'py>(
-    py: Python<'py>,
-    src: &Bound<'py, PyAny>,
-    dst: &Bound<'py, PyAny>,
-    follow_symlinks: bool,
-    workers: Option<i64>,
-    reflink: &str,
-    progress: Option<Bound<'py, PyAny>>,
-    preserve: Option<Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let extras = Extras::new(workers, reflink, progress, preserve.as_ref())?;
-    files::copy_one(py, FileFn::Copy2, src, dst, follow_symlinks, extras)
-}
+file_function!(
+    /// copy(src, dst, *, follow_symlinks=True, workers=None, reflink="auto", progress=None, preserve=None)
+    /// --
+    ///
+    /// Copy the data and permission bits of ``src`` to ``dst`` and return the new file's path,
+    /// as :func:`shutil.copy` does: when ``dst`` is a directory the copy goes into it under the
+    /// source's base name. See :func:`copyfile` for the rest.
+    copy,
+    FileFn::Copy
+);
+
+file_function!(
+    /// copy2(src, dst, *, follow_symlinks=True, workers=None, reflink="auto", progress=None, preserve=None)
+    /// --
+    ///
+    /// Copy ``src`` to ``dst`` with its permission bits, access and modification times (in
+    /// nanoseconds) and extended attributes, and return the new file's path, as
+    /// :func:`shutil.copy2` does. See :func:`copy` and :func:`copyfile`.
+    copy2,
+    FileFn::Copy2
+);
 
 /// copytree(src, dst, symlinks=False, ignore=None, copy_function=copy2, ignore_dangling_symlinks=False, dirs_exist_ok=False, *, workers=None, reflink="auto", progress=None, preserve=None)
 /// --

@@ -349,10 +349,11 @@ pub(crate) fn copy_special(
     })
 }
 
-/// The kind of a non-directory entry, from its metadata.
+/// The kind of an entry, from its metadata.
 pub(crate) fn entry_kind(meta: &Meta) -> EntryKind {
     match meta.file_type() {
         sys::S_IFREG => EntryKind::File,
+        sys::S_IFDIR => EntryKind::Directory,
         sys::S_IFLNK => EntryKind::Symlink,
         sys::S_IFIFO => EntryKind::Fifo,
         0o140000 => EntryKind::Socket,

@@ -6,13 +6,14 @@
 //! two descriptors open however deep the tree is.
 
 use super::context::{Root, join, rel_path};
+use super::entry::entry_kind;
 use super::roots::{CopyPair, open_error, stat_error};
 use super::work::join_rel;
 use crate::data::meta::Process;
 use crate::options::{Dereference, Options, Overwrite};
 use crate::place::crash;
 use crate::place::decide::{Decision, Rules, decide};
-use crate::report::{Control, EntryKind, Error, NoObserver, Observer, Op, Reporter, Summary};
+use crate::report::{Control, Error, NoObserver, Observer, Op, Reporter, Summary};
 use crate::sys::{self, DType, DirReader, Meta};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::CStr;
@@ -87,7 +88,7 @@ pub fn dry_run(pairs: &[CopyPair], opts: &Options, observer: &dyn Observer) -> S
             );
             match decision.action() {
                 Some(action) => {
-                    report.planned(src, dst, kind_of(meta), action);
+                    report.planned(src, dst, entry_kind(meta), action);
                     decision != Decision::Skip
                 }
                 None => {
@@ -101,18 +102,6 @@ pub fn dry_run(pairs: &[CopyPair], opts: &Options, observer: &dyn Observer) -> S
         });
     }
     report.finish(start.elapsed())
-}
-
-fn kind_of(m: &Meta) -> EntryKind {
-    match m.file_type() {
-        sys::S_IFREG => EntryKind::File,
-        sys::S_IFDIR => EntryKind::Directory,
-        sys::S_IFLNK => EntryKind::Symlink,
-        sys::S_IFIFO => EntryKind::Fifo,
-        0o140000 => EntryKind::Socket,
-        0o020000 => EntryKind::CharDevice,
-        _ => EntryKind::BlockDevice,
-    }
 }
 
 /// Where an entry's destination would be, when its directory exists.
