@@ -20,24 +20,28 @@ source "$BENCH/lib/fs.sh"
 source "$BENCH/lib/workloads.sh"
 
 QUICK=0
+ONLY=tree,small,big
 TAG=2core-vm
 OUT=$BENCH/results
 while (($#)); do
     case $1 in
         --quick) QUICK=1; OUT=$WORK/results ;;
+        --only) ONLY=$2; shift ;;
         --tag) TAG=$2; shift ;;
         --out) OUT=$2; shift ;;
-        *) die "usage: bench/python.sh [--quick] [--tag TAG] [--out DIR]" ;;
+        *) die "usage: bench/python.sh [--quick] [--only tree,small,big] [--tag TAG] [--out DIR]" ;;
     esac
     shift
 done
 [[ $(id -u) -eq 0 ]] || die "run as root (loop devices, mount)"
+# A run of some cases only gets a file of its own (…-python-small.md).
+[[ $ONLY == tree,small,big ]] || SUFFIX=-${ONLY//,/-}
 
 if ((QUICK)); then
-    CORPUS_ROOT=/usr/include; RUNS=2; CALLS=500; REPEATS=3; BIG_MIB=256
+    CORPUS_ROOT=/usr/include; RUNS=2; CALLS=100; REPEATS=6; BIG_MIB=256
     declare -A IMG_SIZE=([btrfs]=4G [xfs]=4G [ext4]=4G)
 else
-    CORPUS_ROOT=/usr; RUNS=3; CALLS=3000; REPEATS=5; BIG_MIB=1024
+    CORPUS_ROOT=/usr; RUNS=3; CALLS=200; REPEATS=30; BIG_MIB=1024
     declare -A IMG_SIZE=([btrfs]=12G [xfs]=16G [ext4]=20G)
 fi
 CORPUS_EXCLUDE=${CORPUS_EXCLUDE:-"lib/jvm lib/google-cloud-sdk lib/llvm-* lib/android-sdk share/dotnet local/lib/rustup local/rustup local/cargo local/share/dotnet opt"}
@@ -65,7 +69,10 @@ for fs in btrfs xfs ext4; do
     fs_setup "$fs" "${IMG_SIZE[$fs]}"
     mnt=$(fs_mnt "$fs")
     mkdir -p "$mnt/src"
-    copy_excluding "$CORPUS_ROOT" "$mnt/src/usr" ""
+    if [[ ,$ONLY, == *,tree,* ]]; then
+        copy_excluding "$CORPUS_ROOT" "$mnt/src/usr" ""
+        log "$fs: corpus $(count_entries "$mnt/src/usr") entries, $(human "$(size_bytes "$mnt/src/usr")")"
+    fi
     "$VENV/bin/python" - "$mnt/big" "$BIG_MIB" <<'PY'
 import sys
 block = bytes(range(256)) * 4096
@@ -73,7 +80,6 @@ with open(sys.argv[1], "wb") as f:
     for i in range(int(sys.argv[2])):
         f.write(block[i % 256:] + block[:i % 256])
 PY
-    log "$fs: corpus $(count_entries "$mnt/src/usr") entries, $(human "$(size_bytes "$mnt/src/usr")")"
     specs+=(--fs "$fs=$mnt")
 done
 sync
@@ -85,5 +91,5 @@ meta=$(printf '{"date": "%s", "commit": "%s", "machine": "%s, %s cores, %s GiB",
     "$(($(meminfo_kb MemTotal) / 1048576))" "$CORPUS_ROOT")
 "$VENV/bin/python" "$BENCH/lib/w12.py" "${specs[@]}" --runs "$RUNS" --calls "$CALLS" \
     --repeats "$REPEATS" --big-mib "$BIG_MIB" --testkit "$TESTKIT" --meta "$meta" \
-    --out "$OUT/$(date +%F)-$TAG-python"
-log "results: $OUT/$(date +%F)-$TAG-python.md"
+    --cases "$ONLY" --out "$OUT/$(date +%F)-$TAG-python${SUFFIX:-}"
+log "results: $OUT/$(date +%F)-$TAG-python${SUFFIX:-}.md"

@@ -74,6 +74,8 @@ def tree_case(mnt, runs, testkit):
 
 
 def small_case(mnt, calls, repeats):
+    """copy2 of one 10 KB file, `repeats` blocks of `calls` calls per tool, the tools taking
+    turns block by block, so that a change in the machine's load hits both alike."""
     base = os.path.join(mnt, "w12-small")
     rm(base)
     os.makedirs(base)
@@ -83,12 +85,12 @@ def small_case(mnt, calls, repeats):
     out = {}
     for mode in ("new", "replace"):
         out[mode] = {"shutil": [], "mimeo": []}
-        for _, order in alternating(repeats):
+        for block, order in alternating(repeats):
             for who in order:
                 d = os.path.join(base, who)
                 rm(d)
                 os.makedirs(d)
-                names = [os.path.join(d, str(i)) for i in range(calls)]
+                names = [os.path.join(d, f"{block}-{i}") for i in range(calls)]
                 if mode == "replace":
                     names = [os.path.join(d, "dst")] * calls
                     shutil.copy2(src, names[0])
@@ -143,6 +145,7 @@ def main():
     p.add_argument("--testkit", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--meta", default="{}")
+    p.add_argument("--cases", default="tree,small,big")
     a = p.parse_args()
     results = {"meta": json.loads(a.meta), "fs": {}}
     results["meta"].update(
@@ -151,12 +154,17 @@ def main():
     )
     for spec in a.fs:
         name, mnt = spec.split("=", 1)
-        print(f"W12 on {name}: tree", file=sys.stderr, flush=True)
-        r = {"tree": tree_case(mnt, a.runs, a.testkit)}
-        print(f"W12 on {name}: small", file=sys.stderr, flush=True)
-        r["small"] = small_case(mnt, a.calls, a.repeats)
-        print(f"W12 on {name}: big", file=sys.stderr, flush=True)
-        r["big"] = big_case(mnt, a.runs)
+        cases = a.cases.split(",")
+        r = {}
+        if "tree" in cases:
+            print(f"W12 on {name}: tree", file=sys.stderr, flush=True)
+            r["tree"] = tree_case(mnt, a.runs, a.testkit)
+        if "small" in cases:
+            print(f"W12 on {name}: small", file=sys.stderr, flush=True)
+            r["small"] = small_case(mnt, a.calls, a.repeats)
+        if "big" in cases:
+            print(f"W12 on {name}: big", file=sys.stderr, flush=True)
+            r["big"] = big_case(mnt, a.runs)
         results["fs"][name] = r
         print(json.dumps(r)[:400], file=sys.stderr, flush=True)
     with open(a.out + ".json", "w") as f:
@@ -175,23 +183,31 @@ def main():
         "|---|---|" + "---|" * len(results["fs"]),
     ]
     fsr = results["fs"]
+    cases = a.cases.split(",")
     def row(label, target, pick):
         return f"| {label} | {target} | " + " | ".join(pick(fsr[n]) for n in fsr) + " |"
-    lines.append(row(f"`copytree` of the corpus ({a.runs} runs)", "≤ 0.2× XFS, btrfs; ≤ 0.5× ext4",
-                     lambda r: fmt_ratio(r["tree"])))
-    lines.append(row("`copy2` of 10 KB to new names, per call", "≤ 1.0×", lambda r: fmt_ratio(r["small"]["new"])))
-    lines.append(row("`copy2` of 10 KB onto one name, per call", "≤ 1.0×", lambda r: fmt_ratio(r["small"]["replace"])))
-    lines.append(row(f"`copy2` of {a.big_mib} MiB", "≤ 0.01× XFS, btrfs", lambda r: fmt_ratio(r["big"])))
+    if "tree" in cases:
+        lines.append(row(f"`copytree` of the corpus ({a.runs} runs)", "≤ 0.2× XFS, btrfs; ≤ 0.5× ext4",
+                         lambda r: fmt_ratio(r["tree"])))
+    if "small" in cases:
+        lines.append(row(f"`copy2` of 10 KB to new names, per call ({a.repeats} blocks of {a.calls})", "≤ 1.0×", lambda r: fmt_ratio(r["small"]["new"])))
+        lines.append(row(f"`copy2` of 10 KB onto one name, per call ({a.repeats} blocks of {a.calls})", "≤ 1.0×", lambda r: fmt_ratio(r["small"]["replace"])))
+    if "big" in cases:
+        lines.append(row(f"`copy2` of {a.big_mib} MiB ({a.runs} runs)", "≤ 0.01× XFS, btrfs", lambda r: fmt_ratio(r["big"])))
     lines += ["", "Absolute medians (mimeo / shutil):", "",
               "| case | " + " | ".join(fsr) + " |", "|---|" + "---|" * len(fsr)]
-    lines.append("| corpus | " + " | ".join(f"{fmt_time(r['tree']['mimeo'])} / {fmt_time(r['tree']['shutil'])}" for r in fsr.values()) + " |")
-    for mode in ("new", "replace"):
-        lines.append(f"| 10 KB {mode}, per call | " + " | ".join(
-            f"{fmt_time(r['small'][mode]['mimeo'], 1e6, 'µs')} / {fmt_time(r['small'][mode]['shutil'], 1e6, 'µs')}" for r in fsr.values()) + " |")
-    lines.append(f"| {a.big_mib} MiB | " + " | ".join(f"{fmt_time(r['big']['mimeo'], 1e3, 'ms')} / {fmt_time(r['big']['shutil'], 1e3, 'ms')}" for r in fsr.values()) + " |")
-    lines += ["", "Fidelity: `mimeo-testkit compare` of the two copies of the corpus after the last run:", ""]
-    for n, r in fsr.items():
-        lines.append(f"- {n}: {r['tree']['differences']}" + (f"; shutil.Error entries {r['tree']['errors']}" if r['tree'].get('errors') else ""))
+    if "tree" in cases:
+        lines.append("| corpus | " + " | ".join(f"{fmt_time(r['tree']['mimeo'])} / {fmt_time(r['tree']['shutil'])}" for r in fsr.values()) + " |")
+    if "small" in cases:
+        for mode in ("new", "replace"):
+            lines.append(f"| 10 KB {mode}, per call | " + " | ".join(
+                f"{fmt_time(r['small'][mode]['mimeo'], 1e6, 'µs')} / {fmt_time(r['small'][mode]['shutil'], 1e6, 'µs')}" for r in fsr.values()) + " |")
+    if "big" in cases:
+        lines.append(f"| {a.big_mib} MiB | " + " | ".join(f"{fmt_time(r['big']['mimeo'], 1e3, 'ms')} / {fmt_time(r['big']['shutil'], 1e3, 'ms')}" for r in fsr.values()) + " |")
+    if "tree" in cases:
+        lines += ["", "Fidelity: `mimeo-testkit compare` of the two copies of the corpus after the last run:", ""]
+        for n, r in fsr.items():
+            lines.append(f"- {n}: {r['tree']['differences']}" + (f"; shutil.Error entries {r['tree']['errors']}" if r['tree'].get('errors') else ""))
     with open(a.out + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
