@@ -3,7 +3,7 @@
 
 use crate::args::{Args, AttrFlag, When};
 use crate::cmdline::choose;
-use mimeo::{CopyPair, Dereference, Options, Overwrite, Preserve, Reflink, Sparse};
+use mimeo::{Backup, CopyPair, Dereference, Options, Overwrite, Preserve, Reflink, Sparse};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -61,7 +61,10 @@ fn apply_list(p: &mut Preserve, list: &str, on: bool) -> Result<(), ConfigError>
             Err(bad) => return Err(usage(bad.message(item, option, PRESERVE_ITEMS))),
         };
         match name {
-            "mode" => p.mode = on,
+            "mode" => {
+                p.mode = on;
+                p.default_mode = !on;
+            }
             "ownership" => p.ownership = on,
             "timestamps" => p.timestamps = on,
             "links" => p.links = on,
@@ -74,6 +77,7 @@ fn apply_list(p: &mut Preserve, list: &str, on: bool) -> Result<(), ConfigError>
             "all" => {
                 // xattr_required stays as it was, as in cp.
                 p.mode = on;
+                p.default_mode = !on;
                 p.ownership = on;
                 p.timestamps = on;
                 p.links = on;
@@ -117,6 +121,72 @@ fn attributes(flags: &[AttrFlag]) -> Result<(Preserve, Option<Dereference>), Con
     Ok((preserve, dereference))
 }
 
+/// cp's backup types, with the names argmatch accepts for each.
+const BACKUP_TYPES: &[(&str, BackupType)] = &[
+    ("none", BackupType::None),
+    ("off", BackupType::None),
+    ("simple", BackupType::Simple),
+    ("never", BackupType::Simple),
+    ("existing", BackupType::Existing),
+    ("nil", BackupType::Existing),
+    ("numbered", BackupType::Numbered),
+    ("t", BackupType::Numbered),
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BackupType {
+    None,
+    Simple,
+    Existing,
+    Numbered,
+}
+
+/// A backup type named as argmatch reads it: exactly, or by a prefix whose every match means
+/// the same type. `what` names the source in cp's message.
+fn backup_type(value: &str, what: &str) -> Result<BackupType, ConfigError> {
+    let exact = BACKUP_TYPES.iter().find(|(n, _)| *n == value);
+    let mut begun = BACKUP_TYPES.iter().filter(|(n, _)| n.starts_with(value));
+    let found = match (exact, begun.next()) {
+        (Some(&(_, t)), _) => Ok(t),
+        (None, Some(&(_, t))) if begun.all(|&(_, u)| u == t) => Ok(t),
+        (None, Some(_)) => Err("ambiguous"),
+        (None, None) => Err("invalid"),
+    };
+    found.map_err(|why| {
+        usage(format!(
+            "{why} argument '{value}' for '{what}'\nValid arguments are:\n  - 'none', 'off'\n               - 'simple', 'never'\n  - 'existing', 'nil'\n  - 'numbered', 't'"
+        ))
+    })
+}
+
+/// `--backup[=CONTROL]`, `-b` and `-S`, as cp reads them: the last CONTROL given, else
+/// `$VERSION_CONTROL`, else existing; the suffix from `-S`, else `$SIMPLE_BACKUP_SUFFIX`, else
+/// `~`.
+fn backup(a: &Args) -> Result<Option<Backup>, ConfigError> {
+    if a.backup.is_none() && !a.backup_default && a.suffix.is_none() {
+        return Ok(None);
+    }
+    let kind = match a.backup.as_ref().and_then(Option::as_deref) {
+        Some(control) => backup_type(control, "backup type")?,
+        None => match std::env::var("VERSION_CONTROL") {
+            Ok(v) if !v.is_empty() => backup_type(&v, "$VERSION_CONTROL")?,
+            _ => BackupType::Existing,
+        },
+    };
+    let suffix = a
+        .suffix
+        .clone()
+        .or_else(|| std::env::var("SIMPLE_BACKUP_SUFFIX").ok())
+        .filter(|s| !s.is_empty() && !s.contains('/'))
+        .unwrap_or_else(|| "~".into());
+    Ok(match kind {
+        BackupType::None => None,
+        BackupType::Simple => Some(Backup::Simple { suffix }),
+        BackupType::Existing => Some(Backup::Existing { suffix }),
+        BackupType::Numbered => Some(Backup::Numbered),
+    })
+}
+
 /// Whether the running kernel has SELinux enabled (its filesystem is mounted).
 fn selinux_enabled() -> bool {
     Path::new("/sys/fs/selinux/enforce").exists()
@@ -148,8 +218,15 @@ impl Config {
         } else {
             Dereference::CommandLine
         });
-        // -n wins over -f whatever their order, as in cp 9.1.
-        let overwrite = if a.no_clobber {
+        // -n wins over -f whatever their order, as in cp 9.1; of -i and -n the later counts.
+        let no_clobber = a.no_clobber && !a.interactive_last;
+        let backup = backup(&a)?;
+        if no_clobber && (a.backup.is_some() || a.backup_default || a.suffix.is_some()) {
+            return Err(usage(
+                "options --backup and --no-clobber are mutually exclusive",
+            ));
+        }
+        let overwrite = if no_clobber {
             Overwrite::NoClobber
         } else if a.update {
             Overwrite::Update
@@ -188,6 +265,11 @@ impl Config {
         if let Some(b) = a.buffer_size {
             options.buffer_size = b;
         }
+        options.interactive = a.interactive_last;
+        options.backup = backup;
+        options.inplace = a.inplace;
+        options.remove_destination = a.remove_destination;
+        options.attributes_only = a.attributes_only;
         options.verify = a.verify;
         options.nocache = a.nocache;
         options.sync = a.sync;

@@ -129,6 +129,17 @@ impl Observer for Printer {
     fn wants_entries(&self) -> bool {
         self.verbose
     }
+
+    /// `-i`: cp's question on stderr, and a line of stdin as the answer (a terminal or not,
+    /// as cp reads it); yes when it starts with y or Y. The end of input is a no.
+    fn confirm_overwrite(&self, _src: &Path, dst: &Path) -> bool {
+        err_line(&format!("{}: overwrite {}? ", prog(), quote(dst)));
+        let mut answer = String::new();
+        match std::io::stdin().read_line(&mut answer) {
+            Ok(_) => answer.starts_with(['y', 'Y']),
+            Err(_) => false,
+        }
+    }
 }
 
 /// The final JSON summary line. Field names are stable.

@@ -42,6 +42,11 @@ pub struct Preserve {
     /// Whether a failure to preserve xattrs that the destination cannot hold is an error
     /// (`--preserve=xattr` asked explicitly) or silently tolerated (`-a`), as in cp.
     pub xattr_required: bool,
+    /// With `mode` off: new entries get the default mode, 0666 (0777 for directories and
+    /// sockets) less the umask, rather than the source's bits less the umask. This is
+    /// `cp --no-preserve=mode`, which makes writable copies of read-only files. Existing
+    /// destinations keep their mode either way.
+    pub default_mode: bool,
 }
 
 impl Preserve {
@@ -54,6 +59,7 @@ impl Preserve {
             xattr: true,
             links: true,
             xattr_required: false,
+            default_mode: false,
         }
     }
 }
@@ -81,6 +87,26 @@ pub enum Overwrite {
     NoClobber,
     /// Replace it only if it is incomplete, of another size, or older than the source (`-u`).
     Update,
+}
+
+/// Whether, and how, an existing destination is kept under another name before it is
+/// replaced (`--backup`), as cp names backups.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Backup {
+    /// `NAME` + suffix (`--backup=simple`, `never`; `-b` with `VERSION_CONTROL` unset).
+    Simple {
+        /// Appended to the name (`~` unless `-S`/`SIMPLE_BACKUP_SUFFIX` say otherwise).
+        suffix: String,
+    },
+    /// `NAME.~N~`, one more than the highest number there (`--backup=numbered`, `t`).
+    Numbered,
+    /// Numbered if numbered backups of the name exist already, simple otherwise
+    /// (`--backup=existing`, `nil`).
+    Existing {
+        /// The suffix of a simple backup.
+        suffix: String,
+    },
 }
 
 /// Options of one copy run. Start from [`Options::default`] (cp's defaults) or
@@ -123,6 +149,25 @@ pub struct Options {
     /// the directories copied into. Only for when no run elsewhere is still going on: from
     /// here, another host's run can never be proven dead.
     pub clean_other_hosts: bool,
+    /// Write an existing regular destination in place (truncate, then write), as cp does, so
+    /// that every hard link of it sees the new bytes (`--inplace`). This gives up the atomic
+    /// replacement: a reader may see a half-written file, and a copy killed meanwhile leaves
+    /// one, marked incomplete by the sticky bit where mimeo may change the file's mode.
+    pub inplace: bool,
+    /// Replace an existing destination by a new entry made as if nothing were there: no
+    /// mode, owner or ACL of the old one is kept, and a FIFO or device node is replaced
+    /// rather than written into (`--remove-destination`). The replacement is still atomic.
+    pub remove_destination: bool,
+    /// Keep each destination that is replaced under a backup name first (`--backup`). The
+    /// backup is a hard link made before the copy is renamed over the name, so the name
+    /// always refers to the old or the new file.
+    pub backup: Option<Backup>,
+    /// Ask before replacing an existing destination (`-i`), through
+    /// [`Observer::confirm_overwrite`](crate::Observer::confirm_overwrite).
+    pub interactive: bool,
+    /// Copy no file data, only the attributes asked for: a new file is empty, and an existing
+    /// one keeps its data (`--attributes-only`).
+    pub attributes_only: bool,
 }
 
 /// Default number of workers for tree copies: one per CPU, at most 8. Measured with W4
@@ -170,6 +215,11 @@ impl Default for Options {
             nocache: false,
             verify: false,
             clean_other_hosts: false,
+            inplace: false,
+            remove_destination: false,
+            backup: None,
+            interactive: false,
+            attributes_only: false,
         }
     }
 }

@@ -50,12 +50,44 @@ pub(crate) fn creation_mode(
     let p = opts.preserve;
     let perm = if p.mode {
         src.perm() & 0o777
+    } else if p.default_mode {
+        0o666 & !process.umask
     } else {
         src.perm() & 0o777 & !process.umask
     };
     let owner_changes =
         p.ownership && (dst_setgid || (src.uid, src.gid) != (process.euid, process.egid));
     if owner_changes { perm & 0o700 } else { perm }
+}
+
+/// The mode an existing file has after cp writes into it without --preserve=mode: its own,
+/// less the set-id bits that the kernel clears when a process without `CAP_FSETID` (anyone
+/// but root, here) writes to a file (set-gid only where group execution is on).
+pub(crate) fn written_perm(existing: &Meta, process: &Process) -> u32 {
+    let perm = existing.perm();
+    if process.euid == 0 {
+        return perm;
+    }
+    let mut cleared = sys::S_ISUID;
+    if perm & 0o010 != 0 {
+        cleared |= sys::S_ISGID;
+    }
+    perm & !cleared
+}
+
+/// The xattrs of an existing destination that cp, writing into it, would leave in place, for
+/// a replacement to carry over: every one but file capabilities (which the kernel removes on
+/// a write), and but the POSIX ACLs when the mode comes from the source (cp then sets the
+/// source's ACL, or none). One list call when there are none.
+pub(crate) fn kept_xattrs(
+    opts: &Options,
+    existing: XattrTarget<'_>,
+    path: &dyn Fn() -> PathBuf,
+) -> Result<Xattrs, Error> {
+    let mode = opts.preserve.mode;
+    read_xattrs(existing, path, |n| {
+        n != b"security.capability" && !(mode && n.starts_with(b"system.posix_acl_"))
+    })
 }
 
 /// A destination entry whose metadata is being set.
@@ -135,6 +167,9 @@ pub(crate) struct Apply<'a> {
     /// A new directory whose parent ends up set-gid: without --preserve=mode it gets the
     /// set-gid bit it would have inherited, as with cp (which creates parents first).
     pub inherit_sgid: bool,
+    /// Without --preserve=mode: the mode the entry must end with because it takes the place
+    /// of an existing file whose mode cp would have kept (cp writes into that file).
+    pub keep_perm: Option<u32>,
 }
 
 impl Apply<'_> {
@@ -224,6 +259,8 @@ impl Apply<'_> {
         }
         let mut perm = if self.opts.preserve.mode {
             self.src.perm()
+        } else if let Some(kept) = self.keep_perm {
+            return Some(kept);
         } else if self.created {
             // cp without --preserve=mode creates with the source's mode less the umask, and
             // the kernel then drops set-id bits of a regular file (open) and of a directory
@@ -234,7 +271,12 @@ impl Apply<'_> {
                 _ => 0o7777,
             };
             let inherited = if self.inherit_sgid { sys::S_ISGID } else { 0 };
-            (self.src.perm() & bits & !self.process.umask) | inherited
+            let src_perm = if self.opts.preserve.default_mode {
+                default_perm(self.src)
+            } else {
+                self.src.perm()
+            };
+            (src_perm & bits & !self.process.umask) | inherited
         } else {
             return None;
         };
@@ -242,6 +284,15 @@ impl Apply<'_> {
             perm &= !(sys::S_ISUID | sys::S_ISGID);
         }
         Some(perm)
+    }
+}
+
+/// The mode `cp --no-preserve=mode` gives a new entry before the umask: 0777 for directories
+/// and sockets, 0666 for everything else.
+fn default_perm(src: &Meta) -> u32 {
+    match src.file_type() {
+        sys::S_IFDIR | 0o140000 => 0o777,
+        _ => 0o666,
     }
 }
 

@@ -3,7 +3,7 @@
 
 use super::crash;
 use crate::data::meta::Process;
-use crate::options::{Options, Overwrite};
+use crate::options::{Backup, Options, Overwrite};
 use crate::report::{Action, Error, Op, Refusal};
 use crate::sys::Meta;
 use std::path::PathBuf;
@@ -13,8 +13,16 @@ use std::path::PathBuf;
 pub(crate) enum Decision {
     /// Nothing is there: create it.
     Create,
-    /// Replace the existing entry atomically (temporary + rename).
+    /// Replace the existing entry atomically (temporary + rename). A regular file replacing
+    /// a regular file keeps what cp, writing into it, would keep: the old file's mode, owner,
+    /// group and xattrs (ACLs included), where they are not taken from the source.
     Replace,
+    /// Replace the existing entry atomically by one made as if nothing were there
+    /// (`--remove-destination`, and `--backup`, where cp renames the old entry away).
+    Recreate,
+    /// Write into the existing regular file: truncate it and copy the data, as cp does
+    /// (`--inplace`; `--attributes-only` sets only its attributes).
+    InPlace,
     /// Write the regular source's bytes into the existing FIFO, socket or device node, as cp
     /// does (how images are written to block devices). Atomic replacement is for regular
     /// files only.
@@ -33,6 +41,11 @@ pub(crate) enum Conflict {
     SameFile,
     DirectoryInTheWay,
     NonDirectoryInTheWay,
+    /// An earlier command-line source made this destination in this run (`symlink`: it is a
+    /// symlink, which cp would write through).
+    JustCreated {
+        symlink: bool,
+    },
 }
 
 impl Conflict {
@@ -46,6 +59,9 @@ impl Conflict {
             Conflict::NonDirectoryInTheWay => {
                 Error::refused(Op::CreateDir, dst, Refusal::NonDirectoryInTheWay { src })
             }
+            Conflict::JustCreated { symlink } => {
+                Error::refused(Op::Refuse, dst, Refusal::JustCreated { src, symlink })
+            }
         }
     }
 }
@@ -55,8 +71,8 @@ impl Decision {
     pub fn action(self) -> Option<Action> {
         Some(match self {
             Decision::Create => Action::Create,
-            Decision::Replace => Action::Replace,
-            Decision::WriteInto => Action::WriteInto,
+            Decision::Replace | Decision::Recreate => Action::Replace,
+            Decision::WriteInto | Decision::InPlace => Action::WriteInto,
             Decision::Skip => Action::Skip,
             Decision::Merge => Action::Merge,
             Decision::Refuse(_) => return None,
@@ -65,13 +81,19 @@ impl Decision {
 }
 
 /// What the decision needs besides the two entries.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub(crate) struct Rules<'a> {
     pub opts: &'a Options,
     pub process: &'a Process,
     /// The destination directory held another run's in-progress marker: `-u` takes an entry
     /// there as up to date only if it is provably finished.
     pub suspect: bool,
+    /// The (dev, ino) of the entry an earlier command-line source made at this destination
+    /// name in this run: cp will not replace it.
+    pub just_created: Option<(u64, u64)>,
+    /// `-i`: asks whether the destination may be replaced (None: a dry run, which asks
+    /// nothing).
+    pub ask: Option<&'a dyn Fn() -> bool>,
 }
 
 /// Decides what to do with `src` at a destination name where `dst` is (None: nothing).
@@ -100,20 +122,37 @@ pub(crate) fn decide(
     if d.is_dir() {
         return Decision::Refuse(Conflict::DirectoryInTheWay);
     }
+    let opts = rules.opts;
     let into_node = src.is_reg() && is_node(d);
-    let replace = if into_node {
+    let replace = if opts.remove_destination || opts.backup.is_some() {
+        Decision::Recreate
+    } else if into_node {
         Decision::WriteInto
+    } else if src.is_reg() && d.is_reg() && (opts.inplace || opts.attributes_only) {
+        Decision::InPlace
     } else {
         Decision::Replace
     };
-    match rules.opts.overwrite {
-        Overwrite::NoClobber => Decision::Skip,
-        Overwrite::Replace => replace,
+    let up_to_date = match opts.overwrite {
+        Overwrite::NoClobber => true,
+        Overwrite::Replace => false,
         // A node is never a copy: cp's rule (not older than the source) decides.
-        Overwrite::Update if into_node && d.mtime >= src.mtime => Decision::Skip,
-        Overwrite::Update if !into_node && is_complete_copy(rules, d, src) => Decision::Skip,
-        Overwrite::Update => replace,
+        Overwrite::Update if into_node => d.mtime >= src.mtime,
+        Overwrite::Update => is_complete_copy(rules, d, src),
+    };
+    if up_to_date {
+        return Decision::Skip;
     }
+    // cp's rule for two sources with one destination name; numbered backups keep both.
+    if rules.just_created == Some(d.id()) && opts.backup != Some(Backup::Numbered) {
+        return Decision::Refuse(Conflict::JustCreated {
+            symlink: d.is_symlink(),
+        });
+    }
+    if opts.interactive && rules.ask.is_some_and(|ask| !ask()) {
+        return Decision::Skip;
+    }
+    replace
 }
 
 /// Whether copying `src` onto `dst` would copy a file onto itself, by cp's rule

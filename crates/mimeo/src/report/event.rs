@@ -2,7 +2,7 @@
 
 use super::error::Error;
 use super::outcome::FileOutcome;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::{Duration, Instant};
@@ -128,6 +128,15 @@ pub trait Observer: Sync {
 
     /// Called once when a run has finished, after its last event.
     fn finished(&self) {}
+
+    /// With [`Options::interactive`](crate::Options::interactive): whether the existing
+    /// destination `dst` may be replaced by a copy of `src` (cp's `-i`). Called from a
+    /// worker thread, one question at a time per worker; an answer of false leaves `dst`
+    /// alone. The default says yes, as cp does without `-i`.
+    fn confirm_overwrite(&self, src: &Path, dst: &Path) -> bool {
+        let _ = (src, dst);
+        true
+    }
 }
 
 /// An observer that ignores everything.

@@ -227,6 +227,20 @@ pub(crate) fn open_node_for_writing(dir: BorrowedFd<'_>, name: &CStr) -> Result<
     rfs::openat(dir, name, flags, Mode::empty())
 }
 
+/// Opens an existing regular file to write into it in place (`--inplace`, or where no
+/// temporary can be made), for reading back too when `read`: never following a symlink,
+/// never blocking on a FIFO put there meanwhile, never truncating (the caller does, once the
+/// file is marked incomplete).
+pub(crate) fn open_existing_for_writing(
+    dir: BorrowedFd<'_>,
+    name: &CStr,
+    read: bool,
+) -> Result<OwnedFd> {
+    let access = if read { OFlags::RDWR } else { OFlags::WRONLY };
+    let flags = access | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    rfs::openat(dir, name, flags, Mode::empty())
+}
+
 /// Waits until `fd` can be written to, for at most `timeout_ms`.
 pub(crate) fn wait_writable(fd: BorrowedFd<'_>, timeout_ms: i32) {
     use rustix::event::{PollFd, PollFlags, Timespec};

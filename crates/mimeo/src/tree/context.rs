@@ -41,12 +41,19 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// The rules of the overwrite decision in a directory (`suspect`: see [`DirInfo`]).
-    pub fn rules(&self, suspect: bool) -> Rules<'_> {
+    /// The rules of the overwrite decision for an entry `here` (no `-i` question: the caller
+    /// adds it where it applies).
+    pub fn rules(&self, here: &Here<'_>) -> Rules<'_> {
+        let just_created = match here.loc {
+            Loc::Root(_) => here.root.and_then(|r| r.just_created.get().copied()),
+            _ => None,
+        };
         Rules {
             opts: self.opts,
             process: &self.process,
-            suspect,
+            suspect: here.suspect(),
+            just_created,
+            ask: None,
         }
     }
 
@@ -73,6 +80,11 @@ pub(crate) struct Root {
     /// A directory root's source and destination directories, opened before the workers
     /// start so that every worker can use them (see `sched`).
     pub dirs: Option<(OwnedFd, OwnedFd)>,
+    /// Roots given later with the same destination, copied right after this one by the same
+    /// worker, in command-line order (cp's "will not overwrite just-created").
+    pub followers: Vec<u32>,
+    /// The entry that an earlier root with the same destination made in this run.
+    pub just_created: std::sync::OnceLock<(u64, u64)>,
 }
 
 impl Root {
@@ -221,6 +233,15 @@ impl<'a> Here<'a> {
             (Loc::Root(i), None) => i == loc.root,
             (Loc::Below(i, rel), Some(dir)) => i == loc.root && rel == &dir[..],
             _ => false,
+        }
+    }
+
+    /// A path that reaches the destination entry `dst_name` for the calls that have no
+    /// fd-relative form (l*xattr), never following it.
+    pub fn dst_entry_path(&self, dst_name: &CStr) -> CString {
+        match self.loc {
+            Loc::Alone { .. } => dst_name.to_owned(),
+            _ => sys::proc_fd_path(self.dst_dir, Some(dst_name)),
         }
     }
 

@@ -60,7 +60,7 @@ pub(crate) fn make_dst_dir(
                 },
             };
             let decision = decide(
-                &ctx.rules(here.suspect()),
+                &ctx.rules(here),
                 &src,
                 Some(&d),
                 || sys::stat_at(here.src_dir, name, true).ok(),
@@ -383,8 +383,45 @@ fn child(
     }
 }
 
-/// Copies a root entry that is not a directory to recurse into.
+/// Copies a root entry that is not a directory to recurse into, then the later roots with
+/// the same destination, in command-line order. Each of those finds what the earlier ones
+/// made there in this run, which cp will not overwrite.
 pub(crate) fn root_entry(ctx: &Ctx<'_>, w: &mut Buffers, index: u32) {
+    let lead = ctx.root(index);
+    if lead.followers.is_empty() {
+        return one_root_entry(ctx, w, index);
+    }
+    let there = || {
+        sys::stat_at(lead.dst_parent.as_fd(), &lead.dst_name, false)
+            .ok()
+            .map(|m| m.id())
+    };
+    let mut sources = Vec::new();
+    let mut made = None;
+    let mut before = there();
+    for i in std::iter::once(index).chain(lead.followers.iter().copied()) {
+        let root = ctx.root(i);
+        if sources.contains(&root.meta.id()) {
+            // The same source named again: cp copies it once.
+            ctx.report
+                .skipped(|| root.src_path.clone(), || root.dst_path.clone());
+            continue;
+        }
+        sources.push(root.meta.id());
+        if let Some(id) = made {
+            let _ = root.just_created.set(id);
+        }
+        one_root_entry(ctx, w, i);
+        let after = there();
+        if after.is_some() && after != before {
+            made = after;
+        }
+        before = after;
+    }
+}
+
+/// Copies one root entry that is not a directory to recurse into.
+fn one_root_entry(ctx: &Ctx<'_>, w: &mut Buffers, index: u32) {
     if ctx.report.control.is_stopped() {
         return;
     }
@@ -449,6 +486,7 @@ pub(crate) fn complete(ctx: &Ctx<'_>, done: DirDone) {
         created_owner: (info.created && !info.dst_setgid)
             .then_some((ctx.process.euid, ctx.process.egid)),
         inherit_sgid: info.created && info.lineage.sgid,
+        keep_perm: None,
         current_perm: info
             .created
             .then_some(0o700 | if info.dst_setgid { sys::S_ISGID } else { 0 }),

@@ -76,6 +76,8 @@ pub fn dry_run(pairs: &[CopyPair], opts: &Options, observer: &dyn Observer) -> S
                 opts,
                 process: &process,
                 suspect: at.is_some_and(|a| a.suspect),
+                just_created: None,
+                ask: None,
             };
             let existing = at.and_then(|a| sys::stat_at(a.dir, a.name, false).ok());
             let decision = decide(

@@ -88,6 +88,8 @@ impl Root {
             },
             sized_dev,
             dirs: None,
+            followers: Vec::new(),
+            just_created: std::sync::OnceLock::new(),
         })
     }
 }
