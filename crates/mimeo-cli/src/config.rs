@@ -154,7 +154,8 @@ fn backup_type(value: &str, what: &str) -> Result<BackupType, ConfigError> {
     };
     found.map_err(|why| {
         usage(format!(
-            "{why} argument '{value}' for '{what}'\nValid arguments are:\n  - 'none', 'off'\n               - 'simple', 'never'\n  - 'existing', 'nil'\n  - 'numbered', 't'"
+            "{why} argument '{value}' for '{what}'\nValid arguments are:\n  - 'none', 'off'\n  {}",
+            "- 'simple', 'never'\n  - 'existing', 'nil'\n  - 'numbered', 't'"
         ))
     })
 }
@@ -166,9 +167,10 @@ fn backup(a: &Args) -> Result<Option<Backup>, ConfigError> {
     if a.backup.is_none() && !a.backup_default && a.suffix.is_none() {
         return Ok(None);
     }
+    // An empty CONTROL counts as none given, as in cp.
     let kind = match a.backup.as_ref().and_then(Option::as_deref) {
-        Some(control) => backup_type(control, "backup type")?,
-        None => match std::env::var("VERSION_CONTROL") {
+        Some(control) if !control.is_empty() => backup_type(control, "backup type")?,
+        _ => match std::env::var("VERSION_CONTROL") {
             Ok(v) if !v.is_empty() => backup_type(&v, "$VERSION_CONTROL")?,
             _ => BackupType::Existing,
         },

@@ -62,10 +62,13 @@ pub(crate) fn creation_mode(
 
 /// The mode an existing file has after cp writes into it without --preserve=mode: its own,
 /// less the set-id bits that the kernel clears when a process without `CAP_FSETID` (anyone
-/// but root, here) writes to a file (set-gid only where group execution is on).
-pub(crate) fn written_perm(existing: &Meta, process: &Process) -> u32 {
+/// but root, here) writes to a file, or when cp gives it the source's owner
+/// (--preserve=ownership), which clears them for root too. Set-gid goes only where group
+/// execution is on.
+pub(crate) fn written_perm(existing: &Meta, src: &Meta, opts: &Options, process: &Process) -> u32 {
     let perm = existing.perm();
-    if process.euid == 0 {
+    let chowned = opts.preserve.ownership && (existing.uid, existing.gid) != (src.uid, src.gid);
+    if process.euid == 0 && !chowned {
         return perm;
     }
     let mut cleared = sys::S_ISUID;
@@ -86,8 +89,13 @@ pub(crate) fn kept_xattrs(
 ) -> Result<Xattrs, Error> {
     let mode = opts.preserve.mode;
     read_xattrs(existing, path, |n| {
-        n != b"security.capability" && !(mode && n.starts_with(b"system.posix_acl_"))
+        n != b"security.capability" && !(mode && is_acl(n))
     })
+}
+
+/// A POSIX ACL, under its common name or XFS's own (which root sees too).
+fn is_acl(name: &[u8]) -> bool {
+    name.starts_with(b"system.posix_acl_") || name.starts_with(b"trusted.SGI_ACL_")
 }
 
 /// A destination entry whose metadata is being set.

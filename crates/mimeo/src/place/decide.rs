@@ -109,7 +109,14 @@ pub(crate) fn decide(
     let Some(d) = dst else {
         return Decision::Create;
     };
-    if is_same_file(src, src_target, d, dst_target) {
+    // With a backup there is always a copy of what is replaced, so cp refuses only a copy of
+    // an entry onto itself.
+    let same = if rules.opts.backup.is_some() {
+        src.id() == d.id()
+    } else {
+        is_same_file(src, src_target, d, dst_target)
+    };
+    if same {
         return Decision::Refuse(Conflict::SameFile);
     }
     if src.is_dir() {
@@ -124,7 +131,10 @@ pub(crate) fn decide(
     }
     let opts = rules.opts;
     let into_node = src.is_reg() && is_node(d);
-    let replace = if opts.remove_destination || opts.backup.is_some() {
+    // cp removes a destination with other links first when it keeps link groups, rather
+    // than write into a file that other names share.
+    let unlinked = opts.preserve.links && d.nlink > 1;
+    let replace = if opts.remove_destination || opts.backup.is_some() || unlinked {
         Decision::Recreate
     } else if into_node {
         Decision::WriteInto

@@ -194,7 +194,7 @@ pub(crate) fn copy_opened(
                     return Ok(None);
                 }
                 Decision::InPlace => {
-                    let (fd, placed) = open_in_place(ctx, here, dst_name, &d)?;
+                    let (fd, placed) = open_in_place(ctx, here, dst_name, &meta, &d)?;
                     (fd, Target::InPlace, placed)
                 }
                 Decision::Recreate => {
@@ -222,7 +222,7 @@ pub(crate) fn copy_opened(
                     // may not write), or it cannot get the old file's owner: cp writes
                     // into the file, and so does mimeo.
                     None => {
-                        let (fd, placed) = open_in_place(ctx, here, dst_name, &d)?;
+                        let (fd, placed) = open_in_place(ctx, here, dst_name, &meta, &d)?;
                         (fd, Target::InPlace, placed)
                     }
                 },
@@ -368,7 +368,7 @@ fn replacement(
     let process = &ctx.process;
     let dst_path = || here.dst_path(dst_name);
     let keep_owner = (!p.ownership).then_some((d.uid, d.gid));
-    let keep_perm = (!p.mode).then(|| meta::written_perm(d, process));
+    let keep_perm = (!p.mode).then(|| meta::written_perm(d, src, ctx.opts, process));
     let kept_xattrs = {
         let at = here.dst_entry_path(dst_name);
         meta::kept_xattrs(ctx.opts, XattrTarget::NoFollow(&at), &dst_path)?
@@ -420,6 +420,7 @@ fn open_in_place(
     ctx: &Ctx<'_>,
     here: &Here<'_>,
     dst_name: &CStr,
+    src: &Meta,
     d: &Meta,
 ) -> Result<(OwnedFd, Placed), Error> {
     let dst_path = || here.dst_path(dst_name);
@@ -427,7 +428,7 @@ fn open_in_place(
     let data = !ctx.opts.attributes_only;
     let fd = sys::open_existing_for_writing(here.dst_dir, dst_name, ctx.opts.verify)
         .map_err(|e| Error::sys(Op::Create, dst_path(), e))?;
-    let kept = meta::written_perm(d, process);
+    let kept = meta::written_perm(d, src, ctx.opts, process);
     let mut perm = if data { kept } else { d.perm() };
     if data && (process.euid == 0 || process.euid == d.uid) {
         let marked = kept | sys::S_ISVTX;
