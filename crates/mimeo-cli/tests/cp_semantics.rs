@@ -601,3 +601,78 @@ fn remove_destination_and_attributes_only_as_cp() {
         }
     }
 }
+
+#[test]
+fn a_destination_symlink_that_cannot_be_followed_is_reported_as_by_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "f", "data\n", 0o644);
+        write(d, "secret/x", "secret\n", 0o600);
+        fs::set_permissions(d.join("secret"), fs::Permissions::from_mode(0o700)).unwrap();
+        symlink("secret/x", d.join("l")).unwrap();
+        symlink("loop", d.join("loop")).unwrap();
+        write(d, "s/l", "in tree\n", 0o644);
+        write(d, "t/l", "old\n", 0o644);
+        fs::remove_file(d.join("t/l")).unwrap();
+        symlink("../secret/x", d.join("t/l")).unwrap();
+        chown_all(d);
+    };
+    let user = |args| Run {
+        foreign_user: true,
+        ..self::args(args)
+    };
+    for (i, a) in [
+        &["f", "l"][..],
+        &["-a", "f", "l"],
+        &["-r", "s/.", "t"],
+        &["f", "loop"],
+        // Not written through, so not looked through: replaced (-b keeps the symlink).
+        &["--remove-destination", "f", "l"],
+        &["-b", "f", "l"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        same_as_cp(base, &format!("eacces{i}"), &setup, &user(a));
+    }
+}
+
+/// Gives everything below `d` except `secret` to the foreign user.
+fn chown_all(d: &Path) {
+    for e in fs::read_dir(d).unwrap() {
+        let p = e.unwrap().path();
+        if p.file_name() == Some("secret".as_ref()) {
+            continue;
+        }
+        run_ok(
+            "chown",
+            &[
+                "-hR",
+                &format!("{FOREIGN_UID}:{FOREIGN_GID}"),
+                p.to_str().unwrap(),
+            ],
+        );
+    }
+}
+
+#[test]
+fn a_file_replacing_a_symlink_gets_the_sources_mode_not_the_links() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let d = fs.path();
+    write(d, "s", "new\n", 0o640);
+    write(d, "elsewhere", "old\n", 0o600);
+    symlink("elsewhere", d.join("l")).unwrap();
+    symlink("missing", d.join("dangling")).unwrap();
+    for name in ["l", "dangling"] {
+        util::run_in(Some(d), &["s", name]).expect_code(0);
+        let m = fs::symlink_metadata(d.join(name)).unwrap();
+        assert!(m.is_file(), "{name}");
+        assert_eq!(m.permissions().mode() & 0o7777, 0o640, "{name}");
+    }
+    assert_eq!(fs::read(d.join("elsewhere")).unwrap(), b"old\n");
+}

@@ -5,7 +5,7 @@ use super::crash;
 use crate::data::meta::Process;
 use crate::options::{Backup, Options, Overwrite};
 use crate::report::{Action, Error, Op, Refusal};
-use crate::sys::Meta;
+use crate::sys::{self, Errno, Meta};
 use std::path::PathBuf;
 
 /// What to do with a source entry at its destination name.
@@ -46,6 +46,8 @@ pub(crate) enum Conflict {
     JustCreated {
         symlink: bool,
     },
+    /// The destination is a symlink whose target cannot be looked at (this errno).
+    CannotStat(i32),
 }
 
 impl Conflict {
@@ -59,6 +61,7 @@ impl Conflict {
             Conflict::NonDirectoryInTheWay => {
                 Error::refused(Op::CreateDir, dst, Refusal::NonDirectoryInTheWay { src })
             }
+            Conflict::CannotStat(errno) => Error::os(Op::Stat, dst, errno),
             Conflict::JustCreated { symlink } => {
                 Error::refused(Op::Refuse, dst, Refusal::JustCreated { src, symlink })
             }
@@ -98,23 +101,34 @@ pub(crate) struct Rules<'a> {
 
 /// Decides what to do with `src` at a destination name where `dst` is (None: nothing).
 /// `src_target` and `dst_target` give what a symlink points to (the entry followed); they are
-/// only called when a symlink is involved.
+/// only called when a symlink is involved. A destination symlink that a regular file would be
+/// written through by cp, and whose target cannot be looked at (EACCES, ELOOP), is refused
+/// with cp's "cannot stat"; a dangling one is replaced.
 pub(crate) fn decide(
     rules: &Rules<'_>,
     src: &Meta,
     dst: Option<&Meta>,
     src_target: impl FnOnce() -> Option<Meta>,
-    dst_target: impl FnOnce() -> Option<Meta>,
+    dst_target: impl FnOnce() -> sys::Result<Meta>,
 ) -> Decision {
     let Some(d) = dst else {
         return Decision::Create;
     };
+    let opts = rules.opts;
+    // cp looks through a destination symlink unless it will not write through it anyway.
+    let fresh = opts.remove_destination || opts.backup.is_some();
+    let followed = d.is_symlink().then(dst_target);
+    if let Some(Err(e)) = followed {
+        if src.is_reg() && !fresh && e != Errno::NOENT {
+            return Decision::Refuse(Conflict::CannotStat(e.raw_os_error()));
+        }
+    }
     // With a backup there is always a copy of what is replaced, so cp refuses only a copy of
     // an entry onto itself.
-    let same = if rules.opts.backup.is_some() {
+    let same = if opts.backup.is_some() {
         src.id() == d.id()
     } else {
-        is_same_file(src, src_target, d, dst_target)
+        is_same_file(src, src_target, d, || followed.and_then(|r| r.ok()))
     };
     if same {
         return Decision::Refuse(Conflict::SameFile);
@@ -129,12 +143,11 @@ pub(crate) fn decide(
     if d.is_dir() {
         return Decision::Refuse(Conflict::DirectoryInTheWay);
     }
-    let opts = rules.opts;
     let into_node = src.is_reg() && is_node(d);
     // cp removes a destination with other links first when it keeps link groups, rather
     // than write into a file that other names share.
     let unlinked = opts.preserve.links && d.nlink > 1;
-    let replace = if opts.remove_destination || opts.backup.is_some() || unlinked {
+    let replace = if fresh || unlinked {
         Decision::Recreate
     } else if into_node {
         Decision::WriteInto

@@ -64,7 +64,7 @@ pub(crate) fn make_dst_dir(
                 &src,
                 Some(&d),
                 || sys::stat_at(here.src_dir, name, true).ok(),
-                || sys::stat_at(here.dst_dir, dst_name, true).ok(),
+                || sys::stat_at(here.dst_dir, dst_name, true),
             );
             match decision {
                 Decision::Merge => Some((false, d.mode & sys::S_ISGID != 0)),

@@ -54,7 +54,7 @@ fn decide_existing(
         src,
         Some(d),
         || sys::stat_at(here.src_dir, name, true).ok(),
-        || sys::stat_at(here.dst_dir, dst_name, true).ok(),
+        || sys::stat_at(here.dst_dir, dst_name, true),
     );
     match decision {
         Decision::Refuse(c) => Err(c.error(here.src_path(name), here.dst_path(dst_name))),
@@ -197,19 +197,8 @@ pub(crate) fn copy_opened(
                     let (fd, placed) = open_in_place(ctx, here, dst_name, &meta, &d)?;
                     (fd, Target::InPlace, placed)
                 }
-                Decision::Recreate => {
-                    // A temporary is incomplete by its name, so it needs no marker (and no
-                    // chmod to clear one): it is created as restricted as its final mode
-                    // requires.
-                    let mode = creation_mode(ctx.opts, &ctx.process, here.dst.setgid, &meta);
-                    let (fd, t) = crash::with_temp(here.dst_prefix(), |t| {
-                        sys::create_excl(here.dst_dir, t, mode)
-                    })
-                    .map_err(|e| Error::sys(Op::Create, dst_path(), e))?;
-                    let backup = ctx.opts.backup.is_some();
-                    let target = Target::Temp { name: t, backup };
-                    (fd, target, new(mode & !ctx.process.umask))
-                }
+                Decision::Recreate => recreate(ctx, here, dst_name, &meta)?,
+                _ if !d.is_reg() => recreate(ctx, here, dst_name, &meta)?,
                 _ => match replacement(ctx, here, dst_name, &meta, &d)? {
                     Some((fd, t, placed)) => {
                         let target = Target::Temp {
@@ -350,6 +339,30 @@ fn copy_file_data(
         }
     }
     Ok(outcome)
+}
+
+/// A temporary that replaces an existing entry by a file made as if nothing were there.
+/// A temporary is incomplete by its name, so it needs no marker (and no chmod to clear one):
+/// it is created as restricted as its final mode requires.
+fn recreate(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    dst_name: &CStr,
+    src: &Meta,
+) -> Result<(OwnedFd, Target, Placed), Error> {
+    let mode = creation_mode(ctx.opts, &ctx.process, here.dst.setgid, src);
+    let (fd, name) = crash::with_temp(here.dst_prefix(), |t| {
+        sys::create_excl(here.dst_dir, t, mode)
+    })
+    .map_err(|e| Error::sys(Op::Create, here.dst_path(dst_name), e))?;
+    let backup = ctx.opts.backup.is_some();
+    let placed = Placed {
+        perm: mode & !ctx.process.umask,
+        owner: (!here.dst.setgid).then_some((ctx.process.euid, ctx.process.egid)),
+        keep_perm: None,
+        kept_xattrs: Vec::new(),
+    };
+    Ok((fd, Target::Temp { name, backup }, placed))
 }
 
 /// The temporary that replaces the existing regular file `d`, made to keep what cp (which

@@ -85,7 +85,11 @@ pub fn dry_run(pairs: &[CopyPair], opts: &Options, observer: &dyn Observer) -> S
                 meta,
                 existing.as_ref(),
                 || sys::stat_at(at?.src_dir, at?.src_name, true).ok(),
-                || sys::stat_at(at?.dir, at?.name, true).ok(),
+                || {
+                    at.map_or(Err(sys::Errno::NOENT), |a| {
+                        sys::stat_at(a.dir, a.name, true)
+                    })
+                },
             );
             match decision.action() {
                 Some(action) => {
