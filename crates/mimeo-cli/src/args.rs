@@ -52,12 +52,16 @@ pub struct Args {
     #[arg(short = 'b')]
     pub backup_default: bool,
 
+    /// Copy the contents of special files (FIFOs, devices) when recursive
+    #[arg(long)]
+    pub copy_contents: bool,
+
     /// Same as --no-dereference --preserve=links
     #[arg(short = 'd')]
     pub no_deref_preserve_links: bool,
 
-    /// Replace an existing destination even if it cannot be opened (mimeo replaces by rename,
-    /// so it always can); -n wins over it
+    /// Replace an existing destination even if it cannot be opened or linked over (mimeo
+    /// replaces files by rename, so it always can); -n wins over it
     #[arg(short = 'f', long)]
     pub force: bool,
 
@@ -72,6 +76,10 @@ pub struct Args {
     /// Prompt before overwrite (a later -n overrides it)
     #[arg(short = 'i', long)]
     pub interactive: bool,
+
+    /// Hard link files instead of copying
+    #[arg(short = 'l', long)]
+    pub link: bool,
 
     /// Write an existing destination file in place, as cp does, so every hard link of it
     /// sees the new data (not atomic)
@@ -121,6 +129,10 @@ pub struct Args {
     /// Remove any trailing slashes from each SOURCE that is copied into a directory
     #[arg(long)]
     pub strip_trailing_slashes: bool,
+
+    /// Make symbolic links instead of copying
+    #[arg(short = 's', long)]
+    pub symbolic_link: bool,
 
     /// Override the usual backup suffix (~)
     #[arg(short = 'S', long, value_name = "SUFFIX", allow_hyphen_values = true)]

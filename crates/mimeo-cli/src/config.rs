@@ -3,7 +3,9 @@
 
 use crate::args::{Args, AttrFlag, When};
 use crate::cmdline::choose;
-use mimeo::{Backup, CopyPair, Dereference, Options, Overwrite, Preserve, Reflink, Sparse};
+use mimeo::{
+    Backup, CopyPair, Dereference, LinkInstead, Options, Overwrite, Preserve, Reflink, Sparse,
+};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -214,8 +216,11 @@ impl Config {
         }
         let (preserve, dereference) = attributes(&a.attr_flags)?;
         let recursive = a.recursive || a.archive;
-        // Without -r, cp follows symlinks named as sources.
-        let dereference = dereference.unwrap_or(if recursive {
+        if a.link && a.symbolic_link {
+            return Err(usage("cannot make both hard and symbolic links"));
+        }
+        // Without -r, and with -l, cp follows symlinks named as sources.
+        let dereference = dereference.unwrap_or(if recursive && !a.link {
             Dereference::Never
         } else {
             Dereference::CommandLine
@@ -272,6 +277,15 @@ impl Config {
         options.inplace = a.inplace;
         options.remove_destination = a.remove_destination;
         options.attributes_only = a.attributes_only;
+        options.copy_contents = a.copy_contents;
+        options.force = a.force;
+        options.link = if a.link {
+            Some(LinkInstead::Hard)
+        } else if a.symbolic_link {
+            Some(LinkInstead::Symbolic)
+        } else {
+            None
+        };
         options.verify = a.verify;
         options.nocache = a.nocache;
         options.sync = a.sync;

@@ -676,3 +676,139 @@ fn a_file_replacing_a_symlink_gets_the_sources_mode_not_the_links() {
     }
     assert_eq!(fs::read(d.join("elsewhere")).unwrap(), b"old\n");
 }
+
+#[test]
+fn links_instead_of_copies_as_cp_makes_them() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "a", "a\n", 0o640);
+            symlink("a", d.join("la")).unwrap();
+            write(d, "d/sub/f", "f\n", 0o644);
+            symlink("f", d.join("d/sub/lf")).unwrap();
+            fs::create_dir(d.join("t")).unwrap();
+            write(d, "old", "old\n", 0o600);
+            fs::hard_link(d.join("a"), d.join("same")).unwrap();
+        };
+        for (i, a) in [
+            &["-l", "a", "b"][..],
+            &["-l", "a", "t"],
+            &["-l", "a", "old"],
+            &["-lf", "a", "old"],
+            &["-l", "--remove-destination", "a", "old"],
+            &["-ln", "a", "old"],
+            &["-l", "--backup", "-f", "a", "old"],
+            &["-l", "a", "same"],
+            &["-rl", "d", "dl"],
+            &["-al", "d", "dal"],
+            &["-l", "la", "lb"],
+            &["-lP", "la", "lb"],
+            &["-lL", "la", "lb"],
+            &["-l", "d", "x"],
+            &["-s", "a", "sa"],
+            &["-s", "a", "t/sa"],
+            &["-s", "a", "old"],
+            &["-sf", "a", "old"],
+            &["-s", "a", "t"],
+            &["-s", "la", "sb"],
+            &["-rs", "d", "ds"],
+            &["-ls", "a", "x"],
+            &["--link", "--symbolic-link", "a", "x"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("link{i}"), &setup, &args(a));
+        }
+        // Absolute sources may be linked from anywhere.
+        let abs = base.join("abs-src");
+        fs::create_dir(&abs).unwrap();
+        setup(&abs);
+        let a = abs.join("a");
+        let d = abs.join("d");
+        for (i, a) in [
+            &["-s", a.to_str().unwrap(), "t/sa"][..],
+            &["-rs", d.to_str().unwrap(), "t"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("abs{i}"), &setup, &args(a));
+        }
+    }
+}
+
+#[test]
+fn fifos_and_devices_are_read_as_files_without_r_and_with_copy_contents() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "dir/f", "f\n", 0o644);
+        run_ok(
+            "mknod",
+            &[
+                "-m",
+                "640",
+                d.join("dir/zero").to_str().unwrap(),
+                "c",
+                "1",
+                "5",
+            ],
+        );
+        run_ok(
+            "mknod",
+            &[
+                "-m",
+                "600",
+                d.join("dir/null").to_str().unwrap(),
+                "c",
+                "1",
+                "3",
+            ],
+        );
+        run_ok(
+            "mknod",
+            &["-m", "644", d.join("null").to_str().unwrap(), "c", "1", "3"],
+        );
+    };
+    for (i, a) in [
+        &["null", "out"][..],
+        &["-p", "null", "out"],
+        &["-r", "dir", "out"],
+        &["-a", "dir", "out"],
+        &["-r", "--copy-contents", "null", "out"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        same_as_cp(base, &format!("contents{i}"), &setup, &args(a));
+    }
+    // A FIFO fed by a writer is read to its end, by cp and mimeo alike.
+    for tool in ["cp", "mimeo"] {
+        let d = base.join(format!("fifo-{tool}"));
+        fs::create_dir(&d).unwrap();
+        write(&d, "src/f", "f\n", 0o644);
+        run_ok("mkfifo", &[d.join("src/p").to_str().unwrap()]);
+        let p = d.join("src/p");
+        let writer = std::thread::spawn(move || {
+            let mut w = fs::OpenOptions::new().write(true).open(p).unwrap();
+            w.write_all(b"fed through the pipe\n").unwrap();
+        });
+        let args = ["-r", "--copy-contents", "src", "dst"];
+        let ok = if tool == "cp" {
+            util::tree::cp_in(Some(&d), &args).success()
+        } else {
+            util::run_in(Some(&d), &args).code == 0
+        };
+        writer.join().unwrap();
+        assert!(ok, "{tool}");
+        assert_eq!(
+            fs::read(d.join("dst/p")).unwrap(),
+            b"fed through the pipe\n",
+            "{tool}"
+        );
+    }
+}

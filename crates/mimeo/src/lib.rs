@@ -78,8 +78,8 @@ mod sys;
 mod tree;
 
 pub use options::{
-    Backup, DEFAULT_BUFFER_SIZE, Dereference, Options, Overwrite, Preserve, Reflink, Sparse,
-    default_jobs,
+    Backup, DEFAULT_BUFFER_SIZE, Dereference, LinkInstead, Options, Overwrite, Preserve, Reflink,
+    Sparse, default_jobs,
 };
 pub use report::{
     Action, Cause, Control, EntryKind, Error, Event, EventChannel, FileOutcome, Method, NoObserver,

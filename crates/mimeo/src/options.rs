@@ -109,6 +109,18 @@ pub enum Backup {
     },
 }
 
+/// Links made instead of copies of files (`-l`, `-s`). Directories are still copied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LinkInstead {
+    /// A hard link to the source (`-l`); to what a source symlink points to unless symlinks
+    /// are never followed (`-P`, `-d`, `-a`), as in cp.
+    Hard,
+    /// A symbolic link to the source's path as given (`-s`): relative only in the working
+    /// directory.
+    Symbolic,
+}
+
 /// Options of one copy run. Start from [`Options::default`] (cp's defaults) or
 /// [`Options::archive`] (`cp -a`) and change fields:
 ///
@@ -168,6 +180,14 @@ pub struct Options {
     /// Copy no file data, only the attributes asked for: a new file is empty, and an existing
     /// one keeps its data (`--attributes-only`).
     pub attributes_only: bool,
+    /// Make links instead of copying files (`-l`, `-s`).
+    pub link: Option<LinkInstead>,
+    /// Replace an existing destination that cp could not open or link over (cp's `-f`):
+    /// with [`Options::link`], an existing destination is otherwise an error.
+    pub force: bool,
+    /// Copy FIFOs and device nodes met in a recursive copy as regular files holding what
+    /// reading them gives (`--copy-contents`).
+    pub copy_contents: bool,
 }
 
 /// Default number of workers for tree copies: one per CPU, at most 8. Measured with W4
@@ -220,6 +240,9 @@ impl Default for Options {
             backup: None,
             interactive: false,
             attributes_only: false,
+            link: None,
+            force: false,
+            copy_contents: false,
         }
     }
 }

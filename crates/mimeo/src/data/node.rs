@@ -83,3 +83,59 @@ pub(crate) fn stream_into(
         pos += n as u64;
     }
 }
+
+/// Reads a FIFO or device node named as a source to its end and writes what it gives into
+/// `dst` (`--copy-contents`), as cp reads it. A FIFO is waited for until a writer has
+/// written or gone, in short polls, so that a stop request is still seen.
+pub(crate) fn read_contents(
+    src: BorrowedFd<'_>,
+    dst: BorrowedFd<'_>,
+    buf: &mut Vec<u8>,
+    buffer_size: usize,
+    control: &Control,
+) -> Result<u64, DataError> {
+    let bs = buffer_size.clamp(4096, 1 << 20);
+    if buf.len() < bs {
+        buf.resize(bs, 0);
+    }
+    let read_error = |errno| DataError {
+        op: Op::Read,
+        errno,
+    };
+    let mut total = 0u64;
+    loop {
+        interrupted(control)?;
+        if !sys::wait_readable(src, POLL.as_millis() as i32) {
+            continue;
+        }
+        let n = match sys::read(src, &mut buf[..bs]) {
+            Ok(n) => n,
+            Err(Errno::INTR | Errno::AGAIN) => continue,
+            Err(errno) => return Err(read_error(errno)),
+        };
+        if n == 0 {
+            return Ok(total);
+        }
+        let mut data = &buf[..n];
+        while !data.is_empty() {
+            match sys::write(dst, data) {
+                Ok(0) => {
+                    return Err(DataError {
+                        op: Op::Write,
+                        errno: Errno::NOSPC,
+                    });
+                }
+                Ok(w) => data = &data[w..],
+                Err(Errno::INTR) => {}
+                Err(errno) => {
+                    return Err(DataError {
+                        op: Op::Write,
+                        errno,
+                    });
+                }
+            }
+        }
+        control.add_bytes(crate::report::Method::Stream, n as u64);
+        total += n as u64;
+    }
+}

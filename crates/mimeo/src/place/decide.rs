@@ -3,7 +3,7 @@
 
 use super::crash;
 use crate::data::meta::Process;
-use crate::options::{Backup, Options, Overwrite};
+use crate::options::{Backup, LinkInstead, Options, Overwrite};
 use crate::report::{Action, Error, Op, Refusal};
 use crate::sys::{self, Errno, Meta};
 use std::path::PathBuf;
@@ -48,6 +48,8 @@ pub(crate) enum Conflict {
     },
     /// The destination is a symlink whose target cannot be looked at (this errno).
     CannotStat(i32),
+    /// `-l` or `-s` onto an existing entry, without `-f` or `--remove-destination`.
+    LinkExists(LinkInstead),
 }
 
 impl Conflict {
@@ -62,6 +64,14 @@ impl Conflict {
                 Error::refused(Op::CreateDir, dst, Refusal::NonDirectoryInTheWay { src })
             }
             Conflict::CannotStat(errno) => Error::os(Op::Stat, dst, errno),
+            Conflict::LinkExists(kind) => Error::refused(
+                Op::Link,
+                dst,
+                Refusal::LinkExists {
+                    target: src,
+                    symbolic: kind == LinkInstead::Symbolic,
+                },
+            ),
             Conflict::JustCreated { symlink } => {
                 Error::refused(Op::Refuse, dst, Refusal::JustCreated { src, symlink })
             }
@@ -123,6 +133,10 @@ pub(crate) fn decide(
             return Decision::Refuse(Conflict::CannotStat(e.raw_os_error()));
         }
     }
+    // A hard link onto a link of the same inode is there already.
+    if opts.link == Some(LinkInstead::Hard) && src.id() == d.id() {
+        return Decision::Skip;
+    }
     // With a backup there is always a copy of what is replaced, so cp refuses only a copy of
     // an entry onto itself.
     let same = if opts.backup.is_some() {
@@ -174,6 +188,13 @@ pub(crate) fn decide(
     }
     if opts.interactive && rules.ask.is_some_and(|ask| !ask()) {
         return Decision::Skip;
+    }
+    if let Some(kind) = opts.link {
+        // cp links only where nothing is, unless told to remove what is there.
+        if !(fresh || opts.force) {
+            return Decision::Refuse(Conflict::LinkExists(kind));
+        }
+        return Decision::Recreate;
     }
     replace
 }

@@ -181,6 +181,17 @@ pub enum Refusal {
     },
     /// `--verify`: the copy's content differs from the source's (BLAKE3).
     ContentDiffers,
+    /// `-l` or `-s` onto an existing entry, kept without `-f` or `--remove-destination`. The
+    /// path is the destination.
+    LinkExists {
+        /// What the link would point to.
+        target: PathBuf,
+        /// A symbolic link (`-s`), not a hard link (`-l`).
+        symbolic: bool,
+    },
+    /// `-s` with a relative source path into a directory other than the working directory,
+    /// where the link would point elsewhere. The path is the destination.
+    RelativeSymlink,
     /// Two command-line sources have one destination name, and the first made it in this
     /// run: it is kept, as cp keeps it. The path is the destination.
     JustCreated {
@@ -302,6 +313,15 @@ impl Error {
             Refusal::Exists => format!("not replacing {path}"),
             Refusal::SizeDiffers { copy, source } => format!(
                 "verification failed for {path}: size {copy} differs from the source's {source}"
+            ),
+            Refusal::LinkExists { target, symbolic } => format!(
+                "cannot create {} link {path} to {}: File exists",
+                if *symbolic { "symbolic" } else { "hard" },
+                quoted(target)
+            ),
+            Refusal::RelativeSymlink => format!(
+                "{}: can make relative symbolic links only in current directory",
+                &path[1..path.len() - 1]
             ),
             Refusal::JustCreated {
                 src,

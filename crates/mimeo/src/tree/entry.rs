@@ -4,12 +4,12 @@
 //! and is reported.
 
 use super::context::{Ctx, Here};
-use super::roots::open_error;
+use super::roots::{open_error, stat_error};
 use crate::data::copy::{DataError, DataPlan, copy_data};
 use crate::data::meta::{self, Apply, Dst, creation_mode};
 use crate::data::node;
 use crate::data::verify;
-use crate::options::Overwrite;
+use crate::options::{Dereference, LinkInstead, Overwrite};
 use crate::place::decide::{Decision, decide};
 use crate::place::links::{Claim, FirstCopy, LinkLoc};
 use crate::place::{backup, crash};
@@ -95,7 +95,7 @@ pub(crate) fn copy_regular(
             Refusal::NoLongerRegular,
         ));
     }
-    copy_opened(ctx, here, buf, name, dst_name, &src, &meta, None)
+    copy_opened(ctx, here, buf, name, dst_name, &src, &meta, None, false)
 }
 
 /// Where a regular file's data is being written.
@@ -137,6 +137,7 @@ pub(crate) fn copy_opened(
     src: &OwnedFd,
     meta: &Meta,
     found: Option<&Meta>,
+    contents: bool,
 ) -> Result<Option<FileOutcome>, Error> {
     let meta = *meta;
     let src_path = || here.src_path(name);
@@ -234,6 +235,11 @@ pub(crate) fn copy_opened(
     };
     let outcome = if ctx.opts.attributes_only {
         FileOutcome::new(Method::Stream, 0, 0)
+    } else if contents {
+        let control = ctx.report.control;
+        node::read_contents(src.as_fd(), dst.as_fd(), buf, ctx.opts.buffer_size, control)
+            .map(|n| FileOutcome::new(Method::Stream, n, 0))
+            .map_err(|e| discard(data_error(e, src_path, dst_path)))?
     } else {
         copy_file_data(ctx, here, buf, name, src, &meta, dst.as_fd())
             .map_err(|e| discard(e.into_error(src_path, dst_path)))?
@@ -783,7 +789,19 @@ pub(crate) fn copy_entry(
     meta: Option<Meta>,
     follow: bool,
 ) -> Result<(), Changed> {
+    if let Some(kind) = ctx.opts.link {
+        if let Err(e) = link_entry(ctx, here, name, dst_name, meta, follow, kind) {
+            ctx.report.fail(e);
+        }
+        return Ok(());
+    }
+    // cp reads FIFOs and devices as files unless it copies recursively, and then too with
+    // --copy-contents.
+    let as_regular = !ctx.opts.recursive || ctx.opts.copy_contents;
     let result = match meta.map(|m| m.file_type()) {
+        Some(sys::S_IFIFO | sys::S_IFCHR | sys::S_IFBLK) if as_regular => {
+            copy_contents(ctx, here, buf, name, dst_name, follow).map(|_| ())
+        }
         None | Some(sys::S_IFREG) => {
             match copy_regular(ctx, here, buf, name, dst_name, follow) {
                 // Listed as a file, something else now (a symlink fails O_NOFOLLOW with
@@ -804,6 +822,105 @@ pub(crate) fn copy_entry(
         ctx.report.fail(e);
     }
     Ok(())
+}
+
+/// `--copy-contents`: copies what reading the FIFO or device node `name` gives into a
+/// regular file, with the node's metadata.
+fn copy_contents(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    buf: &mut Vec<u8>,
+    name: &CStr,
+    dst_name: &CStr,
+    follow: bool,
+) -> Result<Option<FileOutcome>, Error> {
+    let src_path = || here.src_path(name);
+    let src = sys::open_read(here.src_dir, name, follow).map_err(|e| open_error(src_path(), e))?;
+    let node = sys::fstat(src.as_fd()).map_err(|e| Error::sys(Op::Stat, src_path(), e))?;
+    // Copied as the regular file it becomes.
+    let meta = Meta {
+        mode: sys::S_IFREG | (node.mode & 0o7777),
+        size: 0,
+        blocks: 0,
+        ..node
+    };
+    copy_opened(ctx, here, buf, name, dst_name, &src, &meta, None, true)
+}
+
+/// `-l`/`-s`: makes a link to the source entry `name` at `dst_name` instead of a copy.
+fn link_entry(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    name: &CStr,
+    dst_name: &CStr,
+    meta: Option<Meta>,
+    follow: bool,
+    kind: LinkInstead,
+) -> Result<(), Error> {
+    let src_path = || here.src_path(name);
+    let dst_path = || here.dst_path(dst_name);
+    // cp hard-links what a symlink points to unless symlinks are never followed.
+    let through = kind == LinkInstead::Hard && ctx.opts.dereference != Dereference::Never;
+    let meta = match meta {
+        Some(m) if !(through && m.is_symlink()) => m,
+        _ => sys::stat_at(here.src_dir, name, follow || through)
+            .map_err(|e| stat_error(src_path(), e))?,
+    };
+    let target = match kind {
+        LinkInstead::Symbolic => Some(symlink_target(here, name, dst_name)?),
+        LinkInstead::Hard => None,
+    };
+    let make = |t: &CStr| match &target {
+        Some(path) => sys::symlink(path, here.dst_dir, t),
+        None if through => sys::link_following(here.src_dir, name, here.dst_dir, t),
+        None => sys::link(here.src_dir, name, here.dst_dir, t),
+    };
+    let (op, entry) = match kind {
+        LinkInstead::Symbolic => (Op::Symlink, EntryKind::Symlink),
+        LinkInstead::Hard => (Op::Link, EntryKind::HardLink),
+    };
+    match make(dst_name) {
+        Ok(()) => {}
+        Err(Errno::EXIST) => {
+            if decide_at(ctx, here, name, dst_name, &meta)?.0 == Decision::Skip {
+                ctx.report.skipped(src_path, dst_path);
+                return Ok(());
+            }
+            let ((), t) = crash::with_temp(here.dst_prefix(), &make)
+                .map_err(|e| Error::sys(op, dst_path(), e))?;
+            commit(ctx, here, &t, dst_name, false, ctx.opts.backup.is_some())?;
+            // A hard link renamed over another link of its inode leaves the temporary.
+            let _ = sys::unlink(here.dst_dir, &t, false);
+        }
+        Err(e) => return Err(Error::sys(op, dst_path(), e)),
+    }
+    ctx.report.copied(src_path, dst_path, entry, None);
+    Ok(())
+}
+
+/// What `-s` makes a link point to: the source's path as given. A relative one points to the
+/// right place only from the working directory, so cp makes one only there.
+fn symlink_target(here: &Here<'_>, name: &CStr, dst_name: &CStr) -> Result<CString, Error> {
+    let path = here.src_path(name);
+    let bytes = path.as_os_str().as_encoded_bytes();
+    if !bytes.starts_with(b"/") {
+        let cwd = sys::stat_at(sys::CWD, c".", true).map(|m| m.id());
+        let dir = match here.loc {
+            super::context::Loc::Alone { dst_prefix, .. } if !dst_prefix.is_empty() => {
+                sys::stat_at(sys::CWD, &sys::cstring(dst_prefix), true).map(|m| m.id())
+            }
+            super::context::Loc::Alone { .. } => cwd,
+            _ => sys::fstat(here.dst_dir).map(|m| m.id()),
+        };
+        if cwd.is_err() || cwd != dir {
+            return Err(Error::refused(
+                Op::Symlink,
+                here.dst_path(dst_name),
+                Refusal::RelativeSymlink,
+            ));
+        }
+    }
+    Ok(sys::cstring(bytes))
 }
 
 /// A source listed as a regular file that is something else now, with its new metadata.

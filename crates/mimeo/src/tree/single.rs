@@ -92,6 +92,7 @@ pub fn copy_file(src: &Path, dst: &Path, opts: &Options) -> Result<FileOutcome, 
         &file,
         &meta,
         found.as_ref(),
+        false,
     )?
     .ok_or_else(|| Error::refused(Op::Refuse, dst, Refusal::Exists))
 }
