@@ -103,6 +103,10 @@ pub struct Args {
           default_missing_value = "mode,ownership,timestamps", action = ArgAction::Append)]
     pub preserve: Vec<String>,
 
+    /// Use full source file name under DIRECTORY
+    #[arg(long)]
+    pub parents: bool,
+
     /// Don't preserve the attributes in ATTR_LIST
     #[arg(long, value_name = "ATTR_LIST", action = ArgAction::Append, allow_hyphen_values = true)]
     pub no_preserve: Vec<String>,

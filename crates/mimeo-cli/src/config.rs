@@ -295,12 +295,18 @@ impl Config {
                 When::Never => false,
                 When::Auto => std::io::IsTerminal::is_terminal(&std::io::stderr()),
             };
-        let pairs = resolve_targets(
-            &a.operands,
-            a.target_directory.first().map(PathBuf::as_path),
-            a.no_target_directory,
-            a.strip_trailing_slashes,
-        )?;
+        options.parents = a.parents;
+        let target_dir = a.target_directory.first().map(PathBuf::as_path);
+        let pairs = if a.parents {
+            under_parents(&a.operands, target_dir, a.no_target_directory)?
+        } else {
+            resolve_targets(
+                &a.operands,
+                target_dir,
+                a.no_target_directory,
+                a.strip_trailing_slashes,
+            )?
+        };
         Ok(Config {
             options,
             pairs,
@@ -374,6 +380,41 @@ pub fn resolve_targets(
         )));
     }
     single(&sources[0], dest)
+}
+
+/// `--parents`: each SOURCE goes to DIRECTORY/SOURCE (without a leading slash), and the
+/// destination must be a directory, as in cp.
+fn under_parents(
+    operands: &[PathBuf],
+    target_dir: Option<&Path>,
+    no_target_dir: bool,
+) -> Result<Vec<CopyPair>, ConfigError> {
+    let (dir, sources) = match (target_dir, operands.split_last()) {
+        (Some(dir), _) => (dir, operands),
+        (None, Some((dest, sources))) => (dest.as_path(), sources),
+        (None, None) => return Err(usage("missing file operand")),
+    };
+    if sources.is_empty() {
+        let last = display(&operands[0]);
+        return Err(usage(format!(
+            "missing destination file operand after '{last}'"
+        )));
+    }
+    if no_target_dir || !dir.is_dir() {
+        return Err(usage("with --parents, the destination must be a directory"));
+    }
+    Ok(sources
+        .iter()
+        .map(|src| {
+            let bytes = src.as_os_str().as_bytes();
+            let start = bytes.iter().position(|&b| b != b'/').unwrap_or(bytes.len());
+            let rel = Path::new(std::ffi::OsStr::from_bytes(&bytes[start..]));
+            CopyPair {
+                src: src.clone(),
+                dst: dir.join(rel),
+            }
+        })
+        .collect())
 }
 
 /// SOURCE to DEST exactly; "DEST/" must then name a directory to be made.

@@ -812,3 +812,39 @@ fn fifos_and_devices_are_read_as_files_without_r_and_with_copy_contents() {
         );
     }
 }
+
+#[test]
+fn parents_makes_the_source_path_below_the_directory_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "a/b/c", "c\n", 0o644);
+        write(d, "a/b/sub/e", "e\n", 0o600);
+        fs::set_permissions(d.join("a"), fs::Permissions::from_mode(0o750)).unwrap();
+        fs::set_permissions(d.join("a/b"), fs::Permissions::from_mode(0o2777)).unwrap();
+        chown(d.join("a"), Some(FOREIGN_UID), Some(FOREIGN_GID)).unwrap();
+        fs::create_dir_all(d.join("t/a")).unwrap();
+        fs::set_permissions(d.join("t/a"), fs::Permissions::from_mode(0o700)).unwrap();
+        fs::create_dir(d.join("u")).unwrap();
+    };
+    for (i, a) in [
+        &["--parents", "a/b/c", "u"][..],
+        &["--parents", "a/b/c", "t"],
+        &["-p", "--parents", "a/b/c", "t"],
+        &["-a", "--parents", "a/b/c", "u"],
+        &["-r", "--parents", "a/b", "u"],
+        &["--parents", "./a/b/c", "u"],
+        &["--parents", "a/b/c", "a/b/sub/e", "u"],
+        &["--parents", "-t", "u", "a/b/c"],
+        &["--parents", "a/b/c", "nodir"],
+        &["--parents", "a/b/c"],
+        &["--parents", "-T", "a/b/c", "u"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        same_as_cp(base, &format!("parents{i}"), &setup, &args(a));
+    }
+}

@@ -188,6 +188,10 @@ pub struct Options {
     /// Copy FIFOs and device nodes met in a recursive copy as regular files holding what
     /// reading them gives (`--copy-contents`).
     pub copy_contents: bool,
+    /// Make the directories of each source's path that are missing at its destination, which
+    /// ends with that path (`--parents`: `a/b/c` into `DIR` is `DIR/a/b/c`). They get the
+    /// source directories' attributes as the options say.
+    pub parents: bool,
 }
 
 /// Default number of workers for tree copies: one per CPU, at most 8. Measured with W4
@@ -243,6 +247,7 @@ impl Default for Options {
             link: None,
             force: false,
             copy_contents: false,
+            parents: false,
         }
     }
 }

@@ -85,6 +85,8 @@ pub(crate) struct Root {
     pub followers: Vec<u32>,
     /// The entry that an earlier root with the same destination made in this run.
     pub just_created: std::sync::OnceLock<(u64, u64)>,
+    /// `--parents`: the directories made or found on the way to the destination.
+    pub parents: Vec<super::roots::Parent>,
 }
 
 impl Root {

@@ -449,6 +449,7 @@ fn one_root_entry(ctx: &Ctx<'_>, w: &mut Buffers, index: u32) {
         }
         meta = m;
     }
+    root.finish_parents(ctx.opts, &ctx.report);
 }
 
 /// Completes a directory once its pass and everything it spawned are complete: applies its

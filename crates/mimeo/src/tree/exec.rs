@@ -64,6 +64,17 @@ impl<'a> Executor<'a> {
         // when there are several sources, which may share a destination.
         let mut dests: Vec<Option<Dest>> = Vec::new();
         for pair in pairs {
+            let parents = if opts.parents {
+                match super::roots::make_parents(&pair.src, &pair.dst) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        ctx.report.fail(e);
+                        continue;
+                    }
+                }
+            } else {
+                Vec::new()
+            };
             let mut root = match super::context::Root::resolve(opts, pair) {
                 Ok(root) => root,
                 Err(e) => {
@@ -71,6 +82,7 @@ impl<'a> Executor<'a> {
                     continue;
                 }
             };
+            root.parents = parents;
             let index = ctx.roots.len() as u32;
             let dest = (pairs.len() > 1)
                 .then(|| sys::fstat(root.dst_parent.as_fd()).ok())
@@ -93,7 +105,10 @@ impl<'a> Executor<'a> {
                     let item = items.remove(at);
                     dir::root_entry(&ctx, &mut Buffers::new(), item.root);
                 }
-                match open_root_dirs(&ctx, index, &mut root) {
+                let info = open_root_dirs(&ctx, index, &mut root);
+                // Nothing more is made in its parents.
+                root.finish_parents(opts, &ctx.report);
+                match info {
                     Some(info) => WorkKind::Dir(info),
                     None => continue,
                 }

@@ -2,8 +2,11 @@
 //! the refusals that need the whole pair (a directory without `-r`, a directory into itself).
 
 use super::context::{DstFacts, Root};
+use crate::data::meta::{Apply, Dst, Process};
 use crate::options::{Dereference, Options, Reflink};
+use crate::report::Reporter;
 use crate::report::{Error, Op, Refusal};
+use crate::sys::Meta;
 use crate::sys::{self, Errno};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::CString;
@@ -90,8 +93,77 @@ impl Root {
             dirs: None,
             followers: Vec::new(),
             just_created: std::sync::OnceLock::new(),
+            parents: Vec::new(),
         })
     }
+
+    /// `--parents`: gives the directories made or found on the way to the destination their
+    /// sources' attributes, deepest first, once nothing more is created in them.
+    pub(crate) fn finish_parents(&self, opts: &Options, report: &Reporter<'_>) {
+        let process = Process::current();
+        for parent in self.parents.iter().rev() {
+            let apply = Apply {
+                opts,
+                process: &process,
+                src: &parent.src,
+                created: parent.created,
+                created_owner: None,
+                current_perm: None,
+                inherit_sgid: false,
+                keep_perm: None,
+            };
+            let dst = |e| Error::sys(Op::Open, &parent.dst, e);
+            let done = sys::open_dir(
+                sys::CWD,
+                &sys::cstring(parent.dst.as_os_str().as_bytes()),
+                false,
+            )
+            .map_err(dst)
+            .and_then(|fd| apply.run(Dst::Fd(fd.as_fd()), &Vec::new(), &|| parent.dst.clone()));
+            if let Err(e) = done {
+                report.fail(e);
+            }
+        }
+    }
+}
+
+/// A directory on the way to a `--parents` destination, and its source.
+pub(crate) struct Parent {
+    src: Meta,
+    dst: PathBuf,
+    created: bool,
+}
+
+/// `--parents`: makes the directories of `src`'s path that are missing at `dst`, which ends
+/// with that path. Each pairs with the source directory at the same depth from the end.
+pub(crate) fn make_parents(src: &Path, dst: &Path) -> Result<Vec<Parent>, Error> {
+    let mut src_dirs: Vec<&Path> = src.ancestors().skip(1).collect();
+    let mut dst_dirs: Vec<&Path> = dst.ancestors().skip(1).collect();
+    // Only as many as the source path has below its start ("a/b/c": a and a/b).
+    let depth = src
+        .components()
+        .filter(|c| !matches!(c, Component::RootDir | Component::CurDir))
+        .count()
+        .saturating_sub(1);
+    src_dirs.truncate(depth);
+    dst_dirs.truncate(depth);
+    let mut made = Vec::new();
+    for (s, d) in src_dirs.iter().rev().zip(dst_dirs.iter().rev()) {
+        let meta = sys::stat_at(sys::CWD, &sys::cstring(s.as_os_str().as_bytes()), true)
+            .map_err(|e| stat_error(s.to_path_buf(), e))?;
+        let name = sys::cstring(d.as_os_str().as_bytes());
+        let created = match sys::mkdir(sys::CWD, &name, meta.perm() & 0o777) {
+            Ok(()) => true,
+            Err(Errno::EXIST) => false,
+            Err(e) => return Err(Error::sys(Op::CreateDir, d.to_path_buf(), e)),
+        };
+        made.push(Parent {
+            src: meta,
+            dst: d.to_path_buf(),
+            created,
+        });
+    }
+    Ok(made)
 }
 
 /// Only --reflink=never needs to know whether the destination is copy-on-write (to keep
