@@ -249,6 +249,11 @@ pub(crate) fn pass(
     // Subdirectories first, so other workers can start on them while we copy files.
     let (dirs, mut rest): (Vec<_>, Vec<_>) =
         entries.into_iter().partition(|(_, t)| *t == DType::Dir);
+    if ctx.opts.dereference == Dereference::Always && ctx.opts.preserve.links {
+        // Symlinks first: a file they lead to is then remembered before it is met directly,
+        // and linked to (see `link_or_claim`).
+        rest.sort_by_key(|(_, t)| *t != DType::Symlink);
+    }
     let marker = PartMarker::default();
     {
         let here = Here::below(

@@ -703,11 +703,35 @@ fn link_or_claim(
     dst_name: &CStr,
     meta: &Meta,
 ) -> Result<LinkStep, Error> {
-    if here.root.is_none() || !ctx.opts.preserve.links || meta.nlink < 2 || meta.is_dir() {
+    if here.root.is_none() || !ctx.opts.preserve.links || meta.is_dir() {
         // A file copied on its own (`copy_file`) has no group to join.
         return Ok(LinkStep::Copy(None));
     }
-    let loc = match ctx.links.claim(meta.id(), meta.nlink as u64) {
+    // Under -L and -H, cp links every copy of one file reached more than once: through
+    // symlinks, or named more than once. Those files are remembered; others only when they
+    // have more than one link.
+    let deref = ctx.opts.dereference;
+    let pinned = deref != Dereference::Never
+        && match here.loc {
+            super::context::Loc::Root(_) => true,
+            _ => {
+                deref == Dereference::Always
+                    && sys::stat_at(here.src_dir, src_name, false).is_ok_and(|m| m.is_symlink())
+            }
+        };
+    let claim = if pinned {
+        ctx.links.claim_pinned(meta.id())
+    } else if meta.nlink >= 2 {
+        ctx.links.claim(meta.id(), meta.nlink as u64)
+    } else if deref == Dereference::Always {
+        match ctx.links.lookup(meta.id()) {
+            Some(claim) => claim,
+            None => return Ok(LinkStep::Copy(None)),
+        }
+    } else {
+        return Ok(LinkStep::Copy(None));
+    };
+    let loc = match claim {
         Claim::First(first) => return Ok(LinkStep::Copy(Some(first))),
         Claim::LinkTo(loc) => loc,
     };
