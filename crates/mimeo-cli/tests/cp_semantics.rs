@@ -160,7 +160,13 @@ fn same_as_cp(base: &Path, case: &str, setup: &dyn Fn(&Path), how: &Run<'_>) -> 
     );
     assert_eq!(cp.0, ours.0, "exit status differs: {what}");
     if how.same_messages {
-        assert_eq!(cp.1, ours.1, "messages differ: {what}");
+        // The same lines; their order follows each program's walk (cp's is by inode).
+        let lines = |s: &str| {
+            let mut v: Vec<String> = s.lines().map(str::to_owned).collect();
+            v.sort();
+            v
+        };
+        assert_eq!(lines(&cp.1), lines(&ours.1), "messages differ: {what}");
     }
     assert_eq!(
         snapshot(&with_cp),
@@ -896,5 +902,77 @@ fn files_reached_through_symlinks_are_linked_under_l_and_h_as_cp() {
             ..args(&["-aL", "d", "c"])
         };
         same_as_cp(base, "nested", &nested, &how);
+    }
+}
+
+/// What a run did or would do to each destination: ("error", path) for a failure, ("skip",
+/// dst) for an entry left alone, ("write", dst) for anything made or replaced.
+fn outcomes(run: &util::Run) -> std::collections::BTreeSet<(String, String)> {
+    run.json
+        .iter()
+        .filter_map(|v| {
+            let s = |k: &str| v[k].as_str().unwrap_or_default().to_string();
+            match v["type"].as_str()? {
+                "error" => Some(("error".into(), s("path"))),
+                "skipped" => Some(("skip".into(), s("dst"))),
+                "copied" => Some(("write".into(), s("dst"))),
+                "planned" if v["action"] == "skip" => Some(("skip".into(), s("dst"))),
+                "planned" => Some(("write".into(), s("dst"))),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn dry_run_agrees_with_the_copy_on_existing_destinations() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "x/f", "one\n", 0o644);
+        write(d, "y/f", "two\n", 0o644);
+        fs::create_dir(d.join("D")).unwrap();
+        write(d, "E/f", "before\n", 0o600);
+        symlink("f", d.join("E/l")).unwrap();
+        write(d, "x/l", "l\n", 0o644);
+    };
+    for (i, flags) in [
+        &[][..],
+        &["-n"],
+        &["-u"],
+        &["--backup=numbered"],
+        &["-b"],
+        &["--remove-destination"],
+        &["--inplace"],
+        &["--attributes-only"],
+        &["-l"],
+        &["-lf"],
+        &["-s"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        for target in ["D", "E"] {
+            let mut results = Vec::new();
+            for dry in [true, false] {
+                let d = base.join(format!("dry{i}{target}{dry}"));
+                fs::create_dir(&d).unwrap();
+                setup(&d);
+                let mut a: Vec<&str> = vec!["-v", "--json"];
+                if dry {
+                    a.push("--dry-run");
+                }
+                a.extend(flags.iter().copied());
+                a.extend(["x/f", "y/f", "x/l", target]);
+                let run = util::run_in(Some(&d), &a);
+                results.push((run.code, outcomes(&run)));
+            }
+            assert_eq!(
+                results[0], results[1],
+                "{flags:?} into {target}: dry run, then copy"
+            );
+        }
     }
 }

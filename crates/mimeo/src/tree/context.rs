@@ -87,6 +87,8 @@ pub(crate) struct Root {
     pub just_created: std::sync::OnceLock<(u64, u64)>,
     /// `--parents`: the directories made or found on the way to the destination.
     pub parents: Vec<super::roots::Parent>,
+    /// The root entry was made or written at its destination (for `followers`).
+    pub made: std::sync::atomic::AtomicBool,
 }
 
 impl Root {
@@ -238,6 +240,14 @@ impl<'a> Here<'a> {
         }
     }
 
+    /// Records that this entry was made or written at its destination: for a root entry,
+    /// the later roots with the same destination must not replace it.
+    pub fn made(&self) {
+        if let (Loc::Root(_), Some(root)) = (self.loc, self.root) {
+            root.made.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
     /// A path that reaches the destination entry `dst_name` for the calls that have no
     /// fd-relative form (l*xattr), never following it.
     pub fn dst_entry_path(&self, dst_name: &CStr) -> CString {
@@ -275,4 +285,14 @@ pub(crate) fn rel_path(base: &Path, rel: &[u8]) -> PathBuf {
     } else {
         base.join(OsStr::from_bytes(rel))
     }
+}
+
+/// `-s`: whether a link to the relative source path `target` would be made in `dir`, a
+/// directory other than the working directory, where it would point elsewhere (cp refuses).
+pub(crate) fn relative_symlink_elsewhere(target: &[u8], dir: BorrowedFd<'_>) -> bool {
+    if target.starts_with(b"/") {
+        return false;
+    }
+    let cwd = sys::stat_at(sys::CWD, c".", true).map(|m| m.id());
+    cwd.is_err() || cwd != sys::fstat(dir).map(|m| m.id())
 }

@@ -402,8 +402,6 @@ pub(crate) fn root_entry(ctx: &Ctx<'_>, w: &mut Buffers, index: u32) {
             .map(|m| m.id())
     };
     let mut sources = Vec::new();
-    let mut made = None;
-    let mut before = there();
     for i in std::iter::once(index).chain(lead.followers.iter().copied()) {
         let root = ctx.root(i);
         if sources.contains(&root.meta.id()) {
@@ -413,15 +411,15 @@ pub(crate) fn root_entry(ctx: &Ctx<'_>, w: &mut Buffers, index: u32) {
             continue;
         }
         sources.push(root.meta.id());
-        if let Some(id) = made {
-            let _ = root.just_created.set(id);
-        }
         one_root_entry(ctx, w, i);
-        let after = there();
-        if after.is_some() && after != before {
-            made = after;
+        // What it made, the later ones will not replace.
+        if root.made.load(std::sync::atomic::Ordering::Relaxed) {
+            if let Some(id) = there() {
+                for &later in lead.followers.iter().filter(|&&f| f > i) {
+                    let _ = ctx.root(later).just_created.set(id);
+                }
+            }
         }
-        before = after;
     }
 }
 

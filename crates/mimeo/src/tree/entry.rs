@@ -3,7 +3,7 @@
 //! under a temporary name as the overwrite decision says, gets its data and then its metadata,
 //! and is reported.
 
-use super::context::{Ctx, Here};
+use super::context::{Ctx, Here, relative_symlink_elsewhere};
 use super::roots::{open_error, stat_error};
 use crate::data::copy::{DataError, DataPlan, copy_data};
 use crate::data::meta::{self, Apply, Dst, creation_mode};
@@ -280,6 +280,7 @@ pub(crate) fn copy_opened(
             .map_err(|e| Error::sys(Op::Sync, dst_path(), e))?;
     }
     first_done(first, here, dst_name);
+    here.made();
     ctx.report
         .copied(src_path, dst_path, EntryKind::File, Some(outcome));
     Ok(Some(outcome))
@@ -562,6 +563,7 @@ fn write_into_node(
     };
     apply.run(Dst::Fd(dst.as_fd()), &xattrs, &dst_path)?;
     let outcome = FileOutcome::new(Method::Stream, bytes, 0);
+    here.made();
     ctx.report
         .copied(src_path, dst_path, EntryKind::File, Some(outcome));
     Ok(outcome)
@@ -682,6 +684,7 @@ fn create_and_finish(
         commit(ctx, here, t, dst_name, false, *backup)?;
     }
     first_done(first, here, dst_name);
+    here.made();
     ctx.report
         .copied(|| here.src_path(name), dst_path, kind, None);
     Ok(())
@@ -774,6 +777,7 @@ fn link_or_claim(
         }
         Err(e) => return Err(Error::sys(Op::Link, dst_path(), e)),
     }
+    here.made();
     ctx.report.copied(
         || here.src_path(src_name),
         dst_path,
@@ -918,6 +922,7 @@ fn link_entry(
         }
         Err(e) => return Err(Error::sys(op, dst_path(), e)),
     }
+    here.made();
     ctx.report.copied(src_path, dst_path, entry, None);
     Ok(())
 }
@@ -927,22 +932,19 @@ fn link_entry(
 fn symlink_target(here: &Here<'_>, name: &CStr, dst_name: &CStr) -> Result<CString, Error> {
     let path = here.src_path(name);
     let bytes = path.as_os_str().as_encoded_bytes();
-    if !bytes.starts_with(b"/") {
-        let cwd = sys::stat_at(sys::CWD, c".", true).map(|m| m.id());
-        let dir = match here.loc {
-            super::context::Loc::Alone { dst_prefix, .. } if !dst_prefix.is_empty() => {
-                sys::stat_at(sys::CWD, &sys::cstring(dst_prefix), true).map(|m| m.id())
-            }
-            super::context::Loc::Alone { .. } => cwd,
-            _ => sys::fstat(here.dst_dir).map(|m| m.id()),
-        };
-        if cwd.is_err() || cwd != dir {
-            return Err(Error::refused(
-                Op::Symlink,
-                here.dst_path(dst_name),
-                Refusal::RelativeSymlink,
-            ));
+    let dir = match here.loc {
+        super::context::Loc::Alone { dst_prefix, .. } if !dst_prefix.is_empty() => {
+            sys::open_dir(sys::CWD, &sys::cstring(dst_prefix), true).ok()
         }
+        _ => None,
+    };
+    let dir = dir.as_ref().map_or(here.dst_dir, |fd| fd.as_fd());
+    if relative_symlink_elsewhere(bytes, dir) {
+        return Err(Error::refused(
+            Op::Symlink,
+            here.dst_path(dst_name),
+            Refusal::RelativeSymlink,
+        ));
     }
     Ok(sys::cstring(bytes))
 }

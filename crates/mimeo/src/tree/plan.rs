@@ -5,14 +5,16 @@
 //! below the root with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`, so the walk keeps
 //! two descriptors open however deep the tree is.
 
-use super::context::{Root, join, rel_path};
+use super::context::{Root, join, rel_path, relative_symlink_elsewhere};
 use super::roots::{CopyPair, open_error, stat_error};
 use super::work::join_rel;
 use crate::data::meta::Process;
-use crate::options::{Dereference, Options, Overwrite};
+use crate::options::{Dereference, LinkInstead, Options, Overwrite};
 use crate::place::crash;
 use crate::place::decide::{Decision, Rules, decide};
-use crate::report::{Control, EntryKind, Error, NoObserver, Observer, Op, Reporter, Summary};
+use crate::report::{
+    Action, Control, EntryKind, Error, NoObserver, Observer, Op, Refusal, Reporter, Summary,
+};
 use crate::sys::{self, DType, DirReader, Meta};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::CStr;
@@ -63,6 +65,9 @@ pub fn dry_run(pairs: &[CopyPair], opts: &Options, observer: &dyn Observer) -> S
     let control = Control::new();
     let report = Reporter::new(observer, &control);
     let process = Process::current();
+    // Root-level files by destination: a later source with the same destination finds what
+    // the earlier one would have made (see `Executor::new`).
+    let mut planned: Vec<((u64, u64), Vec<u8>, Meta)> = Vec::new();
     for pair in pairs {
         let root = match Root::resolve(opts, pair) {
             Ok(root) => root,
@@ -71,6 +76,61 @@ pub fn dry_run(pairs: &[CopyPair], opts: &Options, observer: &dyn Observer) -> S
                 continue;
             }
         };
+        let key = (pairs.len() > 1 && !root.meta.is_dir())
+            .then(|| sys::fstat(root.dst_parent.as_fd()).ok())
+            .flatten()
+            .map(|m| (m.id(), root.dst_name.to_bytes().to_vec()));
+        if let Some((parent, name)) = &key {
+            let earlier = planned
+                .iter()
+                .find(|(p, n, _)| p == parent && n == name)
+                .map(|(_, _, m)| *m);
+            if let Some(made) = earlier {
+                let (src, dst) = (root.src_path.clone(), root.dst_path.clone());
+                if made.id() == root.meta.id() {
+                    // The same source named again: copied once.
+                    report.planned(src, dst, kind_of(&root.meta), Action::Skip);
+                    continue;
+                }
+                // What the earlier one would have made: its source's kind and size, its times
+                // if kept (else now), under an identity no existing entry has.
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap_or_default();
+                let mtime = if opts.preserve.timestamps {
+                    made.mtime
+                } else {
+                    (now.as_secs() as i64, now.subsec_nanos())
+                };
+                let made = Meta {
+                    ino: u64::MAX,
+                    nlink: 1,
+                    mtime,
+                    ..made
+                };
+                let rules = Rules {
+                    opts,
+                    process: &process,
+                    suspect: false,
+                    just_created: Some(made.id()),
+                    ask: None,
+                };
+                let decision = decide(
+                    &rules,
+                    &root.meta,
+                    Some(&made),
+                    || None,
+                    || Err(sys::Errno::NOENT),
+                );
+                match (decision, decision.action()) {
+                    (_, Some(action)) => report.planned(src, dst, kind_of(&root.meta), action),
+                    (Decision::Refuse(c), None) => report.fail(c.error(src, dst)),
+                    _ => unreachable!("only refusals have no action"),
+                }
+                continue;
+            }
+            planned.push((*parent, name.clone(), root.meta));
+        }
         walk(opts, &report, &root, true, &mut |src, dst, at, meta| {
             let rules = Rules {
                 opts,
@@ -79,6 +139,13 @@ pub fn dry_run(pairs: &[CopyPair], opts: &Options, observer: &dyn Observer) -> S
                 just_created: None,
                 ask: None,
             };
+            if let (Some(LinkInstead::Symbolic), Some(a)) = (opts.link, at) {
+                let target = src.as_os_str().as_encoded_bytes();
+                if !meta.is_dir() && relative_symlink_elsewhere(target, a.dir) {
+                    report.fail(Error::refused(Op::Symlink, dst, Refusal::RelativeSymlink));
+                    return false;
+                }
+            }
             let existing = at.and_then(|a| sys::stat_at(a.dir, a.name, false).ok());
             let decision = decide(
                 &rules,

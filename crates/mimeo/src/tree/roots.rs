@@ -94,6 +94,7 @@ impl Root {
             followers: Vec::new(),
             just_created: std::sync::OnceLock::new(),
             parents: Vec::new(),
+            made: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
