@@ -976,3 +976,44 @@ fn dry_run_agrees_with_the_copy_on_existing_destinations() {
         }
     }
 }
+
+#[test]
+fn a_file_the_user_may_not_write_is_kept_unless_forced_as_by_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "s", "new\n", 0o644);
+        write(d, "d", "old\n", 0o444);
+        write(d, "t/s", "older\n", 0o4555);
+        chown_all(d);
+    };
+    let mut n = 0;
+    for (a, stdin) in [
+        (&["s", "d"][..], None),
+        (&["-f", "s", "d"], None),
+        (&["-r", "s", "t"], None),
+        (&["-rf", "s", "t"], None),
+        (&["-i", "s", "d"], Some("y\n")),
+        (&["-if", "s", "d"], Some("y\n")),
+        (&["-i", "s", "d"], Some("n\n")),
+        (&["--remove-destination", "s", "d"], None),
+        (&["-b", "s", "d"], None),
+    ] {
+        n += 1;
+        let how = Run {
+            foreign_user: true,
+            stdin,
+            ..args(a)
+        };
+        same_as_cp(base, &format!("unwritable{n}"), &setup, &how);
+    }
+    // --inplace too, where cp writes in place anyway.
+    let how = Run {
+        foreign_user: true,
+        ours: Some(&["--inplace", "s", "d"]),
+        ..args(&["s", "d"])
+    };
+    same_as_cp(base, "unwritable-inplace", &setup, &how);
+}

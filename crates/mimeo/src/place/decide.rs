@@ -50,6 +50,8 @@ pub(crate) enum Conflict {
     CannotStat(i32),
     /// `-l` or `-s` onto an existing entry, without `-f` or `--remove-destination`.
     LinkExists(LinkInstead),
+    /// A regular file this process may not write, without `-f`.
+    NotWritable,
 }
 
 impl Conflict {
@@ -64,6 +66,7 @@ impl Conflict {
                 Error::refused(Op::CreateDir, dst, Refusal::NonDirectoryInTheWay { src })
             }
             Conflict::CannotStat(errno) => Error::os(Op::Stat, dst, errno),
+            Conflict::NotWritable => Error::os(Op::Create, dst, libc::EACCES),
             Conflict::LinkExists(kind) => Error::refused(
                 Op::Link,
                 dst,
@@ -107,6 +110,9 @@ pub(crate) struct Rules<'a> {
     /// `-i`: asks whether the destination may be replaced (None: a dry run, which asks
     /// nothing).
     pub ask: Option<&'a dyn Fn() -> bool>,
+    /// Whether this process may write to the existing destination (asked only of a process
+    /// other than root's, about a regular file cp would open for writing).
+    pub writable: &'a dyn Fn() -> bool,
 }
 
 /// Decides what to do with `src` at a destination name where `dst` is (None: nothing).
@@ -188,6 +194,16 @@ pub(crate) fn decide(
     }
     if opts.interactive && rules.ask.is_some_and(|ask| !ask()) {
         return Decision::Skip;
+    }
+    // cp opens the file to write into it, which fails where it may not write; with -f it
+    // removes the file and makes a new one. Atomic replacement would need no such right, but
+    // a file made read-only stays as cp leaves it.
+    let opened = matches!(replace, Decision::Replace | Decision::InPlace);
+    if opened && rules.process.euid != 0 && d.is_reg() && !(rules.writable)() {
+        if !opts.force {
+            return Decision::Refuse(Conflict::NotWritable);
+        }
+        return Decision::Recreate;
     }
     if let Some(kind) = opts.link {
         // cp links only where nothing is, unless told to remove what is there.

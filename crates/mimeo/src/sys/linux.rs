@@ -243,6 +243,12 @@ pub(crate) fn open_existing_for_writing(
     rfs::openat(dir, name, flags, Mode::empty())
 }
 
+/// Whether this process may write to the entry `dir/name` (`faccessat(W_OK, AT_EACCESS)`,
+/// which counts ACLs and groups as an open would; a symlink is followed, as by an open).
+pub(crate) fn may_write(dir: BorrowedFd<'_>, name: &CStr) -> bool {
+    rfs::accessat(dir, name, rfs::Access::WRITE_OK, AtFlags::EACCESS).is_ok()
+}
+
 /// Waits until `fd` can be read from or its writers have gone, for at most `timeout_ms`.
 /// Returns whether it can.
 pub(crate) fn wait_readable(fd: BorrowedFd<'_>, timeout_ms: i32) -> bool {

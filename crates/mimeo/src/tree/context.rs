@@ -42,8 +42,8 @@ impl<'a> Ctx<'a> {
     }
 
     /// The rules of the overwrite decision for an entry `here` (no `-i` question: the caller
-    /// adds it where it applies).
-    pub fn rules(&self, here: &Here<'_>) -> Rules<'_> {
+    /// adds it where it applies). `writable` tells whether the destination may be written.
+    pub fn rules<'r>(&'r self, here: &Here<'_>, writable: &'r dyn Fn() -> bool) -> Rules<'r> {
         let just_created = match here.loc {
             Loc::Root(_) => here.root.and_then(|r| r.just_created.get().copied()),
             _ => None,
@@ -54,6 +54,7 @@ impl<'a> Ctx<'a> {
             suspect: here.suspect(),
             just_created,
             ask: None,
+            writable,
         }
     }
 

@@ -60,7 +60,7 @@ pub(crate) fn make_dst_dir(
                 },
             };
             let decision = decide(
-                &ctx.rules(here),
+                &ctx.rules(here, &|| true),
                 &src,
                 Some(&d),
                 || sys::stat_at(here.src_dir, name, true).ok(),

@@ -47,7 +47,8 @@ fn decide_existing(
         ctx.report
             .confirm_overwrite(&here.src_path(name), &here.dst_path(dst_name))
     };
-    let mut rules = ctx.rules(here);
+    let writable = || sys::may_write(here.dst_dir, dst_name);
+    let mut rules = ctx.rules(here, &writable);
     rules.ask = Some(&ask);
     let decision = decide(
         &rules,

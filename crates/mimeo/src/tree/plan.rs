@@ -114,6 +114,7 @@ pub fn dry_run(pairs: &[CopyPair], opts: &Options, observer: &dyn Observer) -> S
                     suspect: false,
                     just_created: Some(made.id()),
                     ask: None,
+                    writable: &|| true,
                 };
                 let decision = decide(
                     &rules,
@@ -138,6 +139,7 @@ pub fn dry_run(pairs: &[CopyPair], opts: &Options, observer: &dyn Observer) -> S
                 suspect: at.is_some_and(|a| a.suspect),
                 just_created: None,
                 ask: None,
+                writable: &|| at.is_none_or(|a| sys::may_write(a.dir, a.name)),
             };
             if let (Some(LinkInstead::Symbolic), Some(a)) = (opts.link, at) {
                 let target = src.as_os_str().as_encoded_bytes();
