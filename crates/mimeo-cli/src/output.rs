@@ -63,6 +63,15 @@ impl Observer for Printer {
                 }
                 error(&err.to_string());
             }
+            Event::Warning(w) => {
+                if self.json {
+                    let mut line = String::from("{\"type\":\"warning\",\"message\":");
+                    push_json_str(&mut line, &w.to_string());
+                    line.push_str("}\n");
+                    out(&line);
+                }
+                error(&w.to_string());
+            }
             Event::Copied {
                 src,
                 dst,

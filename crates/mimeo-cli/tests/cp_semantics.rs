@@ -398,12 +398,9 @@ fn sources_with_one_destination_name_keep_the_first_as_cp() {
         {
             same_as_cp(base, &format!("two{i}"), &two, &args(a));
         }
-        // Named twice: copied once (cp also warns).
-        let how = Run {
-            same_messages: false,
-            ..args(&["x/f", "x/f", "D"])
-        };
-        same_as_cp(base, "twice", &two, &how);
+        // Named twice: copied once, with a warning.
+        same_as_cp(base, "twice", &two, &args(&["x/f", "x/f", "D"]));
+        same_as_cp(base, "twice-y", &two, &args(&["x/f", "y/f", "x/f", "D"]));
         // A symlink made by the first, which cp would write through (coreutils abuse.sh).
         let abuse = |d: &Path| {
             for sub in ["a", "b", "c"] {
@@ -1016,4 +1013,47 @@ fn a_file_the_user_may_not_write_is_kept_unless_forced_as_by_cp() {
         ..args(&["s", "d"])
     };
     same_as_cp(base, "unwritable-inplace", &setup, &how);
+}
+
+#[test]
+fn a_file_written_in_place_and_killed_is_marked_and_update_finishes_it() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let d = fs.path();
+    util::random_file(&d.join("src"), 4 << 20);
+    write(d, "dst", "old\n", 0o640);
+    fs::hard_link(d.join("dst"), d.join("other")).unwrap();
+    // Every data call slowed down: the copy is caught in the middle.
+    let mut child = util::mimeo()
+        .args(["--inplace", "src", "dst"])
+        .current_dir(d)
+        .env(
+            "MIMEO_FAILPOINTS",
+            "clone=sleep(3000);copy_file_range=sleep(3000);write=sleep(3000)",
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    let marked = loop {
+        let m = fs::metadata(d.join("dst")).unwrap();
+        if m.permissions().mode() & 0o1000 != 0 {
+            break m;
+        }
+        assert!(start.elapsed().as_secs() < 20, "never marked");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Written in place: the other link is the same file, and it is marked incomplete.
+    assert_eq!(marked.permissions().mode() & 0o7777, 0o1640);
+    let other = fs::metadata(d.join("other")).unwrap();
+    assert_eq!((other.ino(), other.nlink()), (marked.ino(), 2));
+    util::run_in(Some(d), &["-u", "--inplace", "src", "dst"]).expect_code(0);
+    util::assert_same_bytes(&d.join("src"), &d.join("other"));
+    let done = fs::metadata(d.join("dst")).unwrap();
+    assert_eq!(done.permissions().mode() & 0o7777, 0o640);
+    assert_eq!(done.ino(), marked.ino());
 }

@@ -83,7 +83,7 @@ pub use options::{
 };
 pub use report::{
     Action, Cause, Control, EntryKind, Error, Event, EventChannel, FileOutcome, Method, NoObserver,
-    Observer, Op, Refusal, Result, Summary,
+    Observer, Op, Refusal, Result, Summary, Warning,
 };
 pub use sched::{LocalPool, Scheduler, copy, copy_with};
 pub use tree::{CopyPair, Totals, copy_file, dry_run, scan};

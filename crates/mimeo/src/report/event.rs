@@ -74,6 +74,35 @@ impl Action {
     }
 }
 
+/// Something worth saying that is not a failure: the run goes on, and its exit status is not
+/// changed by it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Warning {
+    /// A source named more than once on the command line, into one destination: it is copied
+    /// once, as cp copies it.
+    SourceTwice {
+        /// The source, as named again.
+        src: PathBuf,
+        /// It is a directory.
+        directory: bool,
+    },
+}
+
+impl std::fmt::Display for Warning {
+    /// cp's words, without a program-name prefix.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Warning::SourceTwice { src, directory } => write!(
+                f,
+                "warning: source {} '{}' specified more than once",
+                if *directory { "directory" } else { "file" },
+                src.display()
+            ),
+        }
+    }
+}
+
 /// Something that happened during a run. Events are owned, so an observer may keep them or
 /// send them to another thread.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,6 +128,8 @@ pub enum Event {
     },
     /// An entry failed; the run goes on.
     Failed(Error),
+    /// Not a failure, but worth saying.
+    Warning(Warning),
     /// `--dry-run`: what the copy would do with an entry.
     Planned {
         /// The source path.

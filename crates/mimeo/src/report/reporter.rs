@@ -3,7 +3,7 @@
 
 use super::control::Control;
 use super::error::{Error, Op};
-use super::event::{Action, EntryKind, Event, Observer};
+use super::event::{Action, EntryKind, Event, Observer, Warning};
 use super::outcome::FileOutcome;
 use super::summary::{Counters, Summary};
 use std::path::PathBuf;
@@ -37,6 +37,11 @@ impl<'a> Reporter<'a> {
         }
         self.counters.error(&err);
         self.observer.event(Event::Failed(err));
+    }
+
+    /// A warning: reported, not counted as a failure.
+    pub fn warn(&self, warning: Warning) {
+        self.observer.event(Event::Warning(warning));
     }
 
     /// An entry copied completely.

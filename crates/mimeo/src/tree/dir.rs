@@ -17,7 +17,7 @@ use crate::data::meta::{self, Apply, Dst, Xattrs};
 use crate::options::{Dereference, Overwrite};
 use crate::place::crash::{self, PartMarker};
 use crate::place::decide::{Decision, decide};
-use crate::report::{EntryKind, Error, Op, Refusal};
+use crate::report::{EntryKind, Error, Op, Refusal, Warning};
 use crate::sys::{self, DType, Errno, Meta, XattrTarget};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::{CStr, CString};
@@ -405,9 +405,11 @@ pub(crate) fn root_entry(ctx: &Ctx<'_>, w: &mut Buffers, index: u32) {
     for i in std::iter::once(index).chain(lead.followers.iter().copied()) {
         let root = ctx.root(i);
         if sources.contains(&root.meta.id()) {
-            // The same source named again: cp copies it once.
-            ctx.report
-                .skipped(|| root.src_path.clone(), || root.dst_path.clone());
+            // The same source named again: cp copies it once, and says so.
+            ctx.report.warn(Warning::SourceTwice {
+                src: root.src_path.clone(),
+                directory: false,
+            });
             continue;
         }
         sources.push(root.meta.id());

@@ -389,7 +389,7 @@ fn replacement(
     let process = &ctx.process;
     let dst_path = || here.dst_path(dst_name);
     let keep_owner = (!p.ownership).then_some((d.uid, d.gid));
-    let keep_perm = (!p.mode).then(|| meta::written_perm(d, src, ctx.opts, process));
+    let keep_perm = (!p.mode).then(|| kept_perm(ctx, src, d));
     let kept_xattrs = {
         let at = here.dst_entry_path(dst_name);
         meta::kept_xattrs(ctx.opts, XattrTarget::NoFollow(&at), &dst_path)?
@@ -434,6 +434,17 @@ fn replacement(
     Ok(Some((fd, temp, placed)))
 }
 
+/// The mode the file `d` keeps when cp's writing into it is what the copy stands for: the
+/// mode the write leaves, without the mark of an earlier copy killed while writing into it.
+fn kept_perm(ctx: &Ctx<'_>, src: &Meta, d: &Meta) -> u32 {
+    let perm = meta::written_perm(d, src, ctx.opts, &ctx.process);
+    if crash::marked_incomplete(d, src) {
+        perm & !sys::S_ISVTX
+    } else {
+        perm
+    }
+}
+
 /// Opens the existing regular file `d` to write into it, as cp does, and truncates it.
 /// Where mimeo may change its mode, it carries the sticky bit until its final chmod, so that
 /// a copy killed meanwhile is recognisably incomplete.
@@ -449,7 +460,7 @@ fn open_in_place(
     let data = !ctx.opts.attributes_only;
     let fd = sys::open_existing_for_writing(here.dst_dir, dst_name, ctx.opts.verify)
         .map_err(|e| Error::sys(Op::Create, dst_path(), e))?;
-    let kept = meta::written_perm(d, src, ctx.opts, process);
+    let kept = kept_perm(ctx, src, d);
     let mut perm = if data { kept } else { d.perm() };
     if data && (process.euid == 0 || process.euid == d.uid) {
         let marked = kept | sys::S_ISVTX;

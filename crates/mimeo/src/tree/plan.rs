@@ -13,7 +13,7 @@ use crate::options::{Dereference, LinkInstead, Options, Overwrite};
 use crate::place::crash;
 use crate::place::decide::{Decision, Rules, decide};
 use crate::report::{
-    Action, Control, EntryKind, Error, NoObserver, Observer, Op, Refusal, Reporter, Summary,
+    Control, EntryKind, Error, NoObserver, Observer, Op, Refusal, Reporter, Summary, Warning,
 };
 use crate::sys::{self, DType, DirReader, Meta};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -89,7 +89,10 @@ pub fn dry_run(pairs: &[CopyPair], opts: &Options, observer: &dyn Observer) -> S
                 let (src, dst) = (root.src_path.clone(), root.dst_path.clone());
                 if made.id() == root.meta.id() {
                     // The same source named again: copied once.
-                    report.planned(src, dst, kind_of(&root.meta), Action::Skip);
+                    report.warn(Warning::SourceTwice {
+                        src,
+                        directory: false,
+                    });
                     continue;
                 }
                 // What the earlier one would have made: its source's kind and size, its times
