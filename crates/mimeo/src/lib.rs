@@ -79,7 +79,7 @@ mod tree;
 
 pub use options::{
     Backup, DEFAULT_BUFFER_SIZE, Dereference, LinkInstead, Options, Overwrite, Preserve, Reflink,
-    Sparse, default_jobs,
+    Sparse, default_jobs, default_max_jobs,
 };
 pub use report::{
     Action, Cause, Control, EntryKind, Error, Event, EventChannel, FileOutcome, Method, NoObserver,

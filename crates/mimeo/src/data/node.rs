@@ -3,7 +3,7 @@
 //! FIFO without a reader, or a full one, is waited for in short polls, so that a stop request
 //! is still seen.
 
-use super::copy::{DataError, interrupted};
+use super::copy::{DataError, interrupted, write_all};
 use crate::report::{Control, Op};
 use crate::sys::{self, Errno};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -48,10 +48,7 @@ pub(crate) fn stream_into(
     buffer_size: usize,
     control: &Control,
 ) -> Result<u64, DataError> {
-    let bs = buffer_size.clamp(4096, 1 << 20);
-    if buf.len() < bs {
-        buf.resize(bs, 0);
-    }
+    let bs = buffer(buf, buffer_size);
     let mut pos = 0u64;
     loop {
         interrupted(control)?;
@@ -94,10 +91,7 @@ pub(crate) fn read_contents(
     buffer_size: usize,
     control: &Control,
 ) -> Result<u64, DataError> {
-    let bs = buffer_size.clamp(4096, 1 << 20);
-    if buf.len() < bs {
-        buf.resize(bs, 0);
-    }
+    let bs = buffer(buf, buffer_size);
     let read_error = |errno| DataError {
         op: Op::Read,
         errno,
@@ -116,26 +110,18 @@ pub(crate) fn read_contents(
         if n == 0 {
             return Ok(total);
         }
-        let mut data = &buf[..n];
-        while !data.is_empty() {
-            match sys::write(dst, data) {
-                Ok(0) => {
-                    return Err(DataError {
-                        op: Op::Write,
-                        errno: Errno::NOSPC,
-                    });
-                }
-                Ok(w) => data = &data[w..],
-                Err(Errno::INTR) => {}
-                Err(errno) => {
-                    return Err(DataError {
-                        op: Op::Write,
-                        errno,
-                    });
-                }
-            }
-        }
+        write_all(dst, &buf[..n])?;
         control.add_bytes(crate::report::Method::Stream, n as u64);
         total += n as u64;
     }
+}
+
+/// Makes `buf` hold at least one buffer of the size asked for (within 4 KiB–1 MiB), and
+/// returns that size.
+fn buffer(buf: &mut Vec<u8>, buffer_size: usize) -> usize {
+    let bs = buffer_size.clamp(4096, 1 << 20);
+    if buf.len() < bs {
+        buf.resize(bs, 0);
+    }
+    bs
 }

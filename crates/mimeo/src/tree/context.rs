@@ -87,7 +87,7 @@ pub(crate) struct Root {
     /// The entry that an earlier root with the same destination made in this run.
     pub just_created: std::sync::OnceLock<(u64, u64)>,
     /// `--parents`: the directories made or found on the way to the destination.
-    pub parents: Vec<super::roots::Parent>,
+    pub parents: Vec<Parent>,
     /// The root entry was made or written at its destination (for `followers`).
     pub made: std::sync::atomic::AtomicBool,
 }
@@ -100,6 +100,14 @@ impl Root {
     }
 }
 
+/// A directory on the way to a `--parents` destination, and its source.
+pub(crate) struct Parent {
+    pub src: Meta,
+    pub dst: PathBuf,
+    /// Made by this run (an existing one keeps its mode unless modes are preserved).
+    pub created: bool,
+}
+
 /// What a destination directory is like, as far as copying into it goes.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct DstFacts {
@@ -108,6 +116,8 @@ pub(crate) struct DstFacts {
     pub cow: bool,
     /// Set-gid: new entries take the directory's group.
     pub setgid: bool,
+    /// A default ACL, which new entries inherit (only looked at with --preserve=mode).
+    pub default_acl: bool,
 }
 
 /// Where, relative to the run's roots, an entry is.
@@ -181,6 +191,7 @@ impl<'a> Here<'a> {
             marker: Some(marker),
             dst: DstFacts {
                 setgid: info.dst_setgid,
+                default_acl: info.default_acl,
                 ..root.dst
             },
             root_src_dev: root.meta.dev,

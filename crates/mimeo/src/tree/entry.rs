@@ -18,10 +18,14 @@ use crate::sys::{self, Errno, Meta, XattrTarget};
 use rustix::fd::{AsFd, OwnedFd};
 use std::ffi::{CStr, CString};
 
-/// Per-worker reusable buffers.
+/// Per-worker reusable buffers, and the destination directory of the worker's last pass.
 pub(crate) struct Buffers {
     pub reader: sys::DirReader,
     pub data: Vec<u8>,
+    /// The destination directory the worker's last pass wrote into (root, path, descriptor):
+    /// a directory is most often completed right after its own pass, by the same worker,
+    /// which then needs no second open.
+    pub last_dst: Option<(u32, Vec<u8>, OwnedFd)>,
 }
 
 impl Buffers {
@@ -29,6 +33,7 @@ impl Buffers {
         Buffers {
             reader: sys::DirReader::new(64 * 1024),
             data: Vec::new(),
+            last_dst: None,
         }
     }
 }
@@ -87,8 +92,7 @@ pub(crate) fn copy_regular(
     follow: bool,
 ) -> Result<Option<FileOutcome>, Error> {
     let src_path = || here.src_path(name);
-    let src = sys::open_read(here.src_dir, name, follow).map_err(|e| open_error(src_path(), e))?;
-    let meta = sys::fstat(src.as_fd()).map_err(|e| Error::sys(Op::Stat, src_path(), e))?;
+    let (src, meta) = open_source(here, name, follow)?;
     if !meta.is_reg() {
         return Err(Error::refused(
             Op::Changed,
@@ -97,6 +101,14 @@ pub(crate) fn copy_regular(
         ));
     }
     copy_opened(ctx, here, buf, name, dst_name, &src, &meta, None, false)
+}
+
+/// Opens the source `name` for reading and looks at what was opened.
+fn open_source(here: &Here<'_>, name: &CStr, follow: bool) -> Result<(OwnedFd, Meta), Error> {
+    let src_path = || here.src_path(name);
+    let src = sys::open_read(here.src_dir, name, follow).map_err(|e| open_error(src_path(), e))?;
+    let meta = sys::fstat(src.as_fd()).map_err(|e| Error::sys(Op::Stat, src_path(), e))?;
+    Ok((src, meta))
 }
 
 /// Where a regular file's data is being written.
@@ -257,6 +269,8 @@ pub(crate) fn copy_opened(
         created_owner: placed.owner,
         current_perm: Some(placed.perm),
         inherit_sgid: false,
+        // A file made here (not one written into) inherits the directory's default ACL.
+        inherited_acl: !in_place && here.dst.default_acl,
         keep_perm: placed.keep_perm,
     };
     apply
@@ -563,16 +577,7 @@ fn write_into_node(
     let bytes = node::stream_into(src.as_fd(), &dst, buf, ctx.opts.buffer_size, control)
         .map_err(|e| data_error(e, src_path, dst_path))?;
     let xattrs = meta::source_xattrs(ctx.opts, XattrTarget::Fd(src.as_fd()), &src_path)?;
-    let apply = Apply {
-        opts: ctx.opts,
-        process: &ctx.process,
-        src: meta,
-        created: false,
-        created_owner: None,
-        current_perm: None,
-        inherit_sgid: false,
-        keep_perm: None,
-    };
+    let apply = Apply::for_existing(ctx.opts, &ctx.process, meta);
     apply.run(Dst::Fd(dst.as_fd()), &xattrs, &dst_path)?;
     let outcome = FileOutcome::new(Method::Stream, bytes, 0);
     here.made();
@@ -671,16 +676,14 @@ fn create_and_finish(
         let p = sys::proc_fd_path(here.src_dir, Some(name));
         meta::source_xattrs(ctx.opts, XattrTarget::NoFollow(&p), &|| here.src_path(name))?
     };
-    let apply = Apply {
-        opts: ctx.opts,
-        process: &ctx.process,
-        src: meta,
-        created: true,
-        created_owner: (!here.dst.setgid).then_some((ctx.process.euid, ctx.process.egid)),
-        current_perm: (!symlink).then_some(meta.perm() & 0o700),
-        inherit_sgid: false,
-        keep_perm: None,
-    };
+    let apply = Apply::for_new(
+        ctx.opts,
+        &ctx.process,
+        meta,
+        here.dst.setgid,
+        here.dst.default_acl,
+        (!symlink).then_some(meta.perm() & 0o700),
+    );
     let dst = Dst::At {
         dir: here.dst_dir,
         name: made,
@@ -874,9 +877,7 @@ fn copy_contents(
     dst_name: &CStr,
     follow: bool,
 ) -> Result<Option<FileOutcome>, Error> {
-    let src_path = || here.src_path(name);
-    let src = sys::open_read(here.src_dir, name, follow).map_err(|e| open_error(src_path(), e))?;
-    let node = sys::fstat(src.as_fd()).map_err(|e| Error::sys(Op::Stat, src_path(), e))?;
+    let (src, node) = open_source(here, name, follow)?;
     // Copied as the regular file it becomes.
     let meta = Meta {
         mode: sys::S_IFREG | (node.mode & 0o7777),

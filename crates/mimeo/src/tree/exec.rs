@@ -193,8 +193,10 @@ impl<'a> Executor<'a> {
     }
 
     /// Completes a directory: applies its metadata, now that everything below it is done.
-    pub fn complete(&self, done: DirDone) {
-        dir::complete(&self.ctx, done);
+    /// Best called on the worker that ran the last item of the directory (often its own
+    /// pass), which may still hold the directory open.
+    pub fn complete(&self, worker: &mut Worker, done: DirDone) {
+        dir::complete(&self.ctx, &mut worker.0, done);
     }
 
     /// Ends the run: the summary of what this executor did.
@@ -245,6 +247,7 @@ fn open_root_dirs(ctx: &Ctx<'_>, index: u32, root: &mut super::context::Root) ->
         created,
         dst_setgid,
         suspect: false,
+        default_acl: created && root.dst.default_acl,
         lineage,
     })
 }

@@ -1,12 +1,11 @@
 //! Command-line sources: each pair resolved to parent directory + name on both sides, with
 //! the refusals that need the whole pair (a directory without `-r`, a directory into itself).
 
-use super::context::{DstFacts, Root};
+use super::context::{DstFacts, Parent, Root};
 use crate::data::meta::{Apply, Dst, Process};
 use crate::options::{Dereference, Options, Reflink};
 use crate::report::Reporter;
 use crate::report::{Error, Op, Refusal};
-use crate::sys::Meta;
 use crate::sys::{self, Errno};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::CString;
@@ -68,6 +67,8 @@ impl Root {
             ));
         }
         let cow = cow_matters(opts) && is_cow(dst_parent.as_fd());
+        let default_acl =
+            opts.preserve.mode && sys::has_xattr(dst_parent.as_fd(), sys::ACL_DEFAULT);
         // Known per tree for directories; a file given alone is checked only if it is empty.
         let sized_dev =
             if meta.is_dir() && sys::sizes_are_true_at(src_parent.as_fd(), &src_name, follow) {
@@ -88,6 +89,7 @@ impl Root {
                 dev: parent_meta.dev,
                 cow,
                 setgid: parent_meta.mode & sys::S_ISGID != 0,
+                default_acl,
             },
             sized_dev,
             dirs: None,
@@ -111,6 +113,7 @@ impl Root {
                 created_owner: None,
                 current_perm: None,
                 inherit_sgid: false,
+                inherited_acl: false,
                 keep_perm: None,
             };
             let dst = |e| Error::sys(Op::Open, &parent.dst, e);
@@ -126,13 +129,6 @@ impl Root {
             }
         }
     }
-}
-
-/// A directory on the way to a `--parents` destination, and its source.
-pub(crate) struct Parent {
-    src: Meta,
-    dst: PathBuf,
-    created: bool,
 }
 
 /// `--parents`: makes the directories of `src`'s path that are missing at `dst`, which ends
