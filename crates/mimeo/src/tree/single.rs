@@ -19,7 +19,9 @@ use std::path::Path;
 /// Copies one regular file to `dst`, replacing an existing `dst` atomically.
 ///
 /// `dst` is the exact destination path (no "copy into a directory" rule is applied). The
-/// options work as for a tree copy.
+/// options work as for a tree copy, except those about what is made instead of a copy or
+/// around it ([`Options::link`](crate::Options::link), [`Options::parents`](crate::Options::parents)),
+/// which [`copy`](crate::copy) applies.
 ///
 /// ```
 /// # let dir = tempfile::tempdir()?;
