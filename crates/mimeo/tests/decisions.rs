@@ -2,10 +2,10 @@
 //! directory, symlink, FIFO) over an existing destination entry (none, file, directory,
 //! symlink, device node), under replace, `-n` and `-u` (with the destination older and
 //! newer), `--remove-destination`, `--backup`, `--inplace`, `--attributes-only`, `-l` (with
-//! and without `-f`) and `-s -f`, goes through `dry_run` and then through `copy`, and what the dry run planned is
-//! what the copy did. Each case runs both as a command-line pair of its own (the pair is the
-//! exact destination, as with `-T`) and as an entry inside a merged tree, on btrfs, XFS and
-//! ext4.
+//! and without `-f`) and `-s -f`, goes through `dry_run` and then through `copy`, and what
+//! the dry run planned is what the copy did. Each case runs both as a command-line pair of
+//! its own (the pair is the exact destination, as with `-T`) and as an entry inside a merged
+//! tree, on btrfs, XFS and ext4.
 
 use std::fs;
 use std::os::unix::fs::symlink;
