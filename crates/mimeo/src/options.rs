@@ -143,7 +143,8 @@ pub struct Options {
     pub dereference: Dereference,
     /// What to do with existing destination entries.
     pub overwrite: Overwrite,
-    /// Copy directories recursively (`-r`). Without it, directories are refused.
+    /// Copy directories recursively (`-r`). Without it, directories are refused, and FIFOs
+    /// and device nodes named as sources are read as files, as cp reads them.
     pub recursive: bool,
     /// Do not descend into other filesystems (`-x`).
     pub one_file_system: bool,
