@@ -947,6 +947,8 @@ fn dry_run_agrees_with_the_copy_on_existing_destinations() {
         &["-l"],
         &["-lf"],
         &["-s"],
+        &["--parents"],
+        &["--parents", "-b"],
     ]
     .iter()
     .enumerate()

@@ -103,6 +103,7 @@ impl Root {
 /// A directory on the way to a `--parents` destination, and its source.
 pub(crate) struct Parent {
     pub src: Meta,
+    pub src_path: PathBuf,
     pub dst: PathBuf,
     /// Made by this run (an existing one keeps its mode unless modes are preserved).
     pub created: bool,

@@ -6,19 +6,20 @@
 //! two descriptors open however deep the tree is.
 
 use super::context::{Root, join, rel_path, relative_symlink_elsewhere};
-use super::roots::{CopyPair, open_error, stat_error};
+use super::roots::{CopyPair, open_error, parent_dirs, stat_error};
 use super::work::join_rel;
 use crate::data::meta::Process;
 use crate::options::{Dereference, LinkInstead, Options, Overwrite};
 use crate::place::crash;
 use crate::place::decide::{Decision, Rules, decide};
 use crate::report::{
-    Control, EntryKind, Error, NoObserver, Observer, Op, Refusal, Reporter, Summary, Warning,
+    Action, Control, EntryKind, Error, NoObserver, Observer, Op, Refusal, Reporter, Summary,
+    Warning,
 };
 use crate::sys::{self, DType, DirReader, Meta};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::CStr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
 
@@ -68,15 +69,32 @@ pub fn dry_run(pairs: &[CopyPair], opts: &Options, observer: &dyn Observer) -> S
     // Root-level files by destination: a later source with the same destination finds what
     // the earlier one would have made (see `Executor::new`).
     let mut planned: Vec<((u64, u64), Vec<u8>, Meta)> = Vec::new();
-    for pair in pairs {
-        let root = match Root::resolve(opts, pair) {
+    'pairs: for pair in pairs {
+        // --parents: the directories the copy would make on the way, and then everything
+        // below them is new.
+        let mut missing = false;
+        if opts.parents {
+            for (s, d) in parent_dirs(&pair.src, &pair.dst) {
+                if !missing && sys::stat_at(sys::CWD, &path_name(d), false).is_ok() {
+                    continue;
+                }
+                missing = true;
+                if let Err(e) = sys::stat_at(sys::CWD, &path_name(s), true) {
+                    report.fail(stat_error(s.to_path_buf(), e));
+                    continue 'pairs;
+                }
+                let (s, d) = (s.to_path_buf(), d.to_path_buf());
+                report.planned(s, d, EntryKind::Directory, Action::Create);
+            }
+        }
+        let root = match Root::resolve_planned(opts, pair, missing) {
             Ok(root) => root,
             Err(e) => {
                 report.fail(e);
                 continue;
             }
         };
-        let key = (pairs.len() > 1 && !root.meta.is_dir())
+        let key = (pairs.len() > 1 && !root.meta.is_dir() && !missing)
             .then(|| sys::fstat(root.dst_parent.as_fd()).ok())
             .flatten()
             .map(|m| (m.id(), root.dst_name.to_bytes().to_vec()));
@@ -135,7 +153,7 @@ pub fn dry_run(pairs: &[CopyPair], opts: &Options, observer: &dyn Observer) -> S
             }
             planned.push((*parent, name.clone(), root.meta));
         }
-        walk(opts, &report, &root, true, &mut |src, dst, at, meta| {
+        walk(opts, &report, &root, !missing, &mut |src, dst, at, meta| {
             let rules = Rules {
                 opts,
                 process: &process,
@@ -179,6 +197,10 @@ pub fn dry_run(pairs: &[CopyPair], opts: &Options, observer: &dyn Observer) -> S
         });
     }
     report.finish(start.elapsed())
+}
+
+fn path_name(p: &Path) -> std::ffi::CString {
+    sys::cstring(p.as_os_str().as_encoded_bytes())
 }
 
 fn kind_of(m: &Meta) -> EntryKind {
