@@ -133,6 +133,8 @@ pub(crate) fn archive<'py>(
         })
         .collect();
     let mut opts = extras.options(&mimeo::Options::archive(), Preserve::all());
+    // cp's rule, not shutil's, for what is created without its mode.
+    opts.preserve.default_mode = false;
     opts.jobs = extras.workers.unwrap_or(defaults().jobs);
     opts.sparse = match args.sparse.as_str() {
         "auto" => Sparse::Auto,

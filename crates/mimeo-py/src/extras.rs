@@ -55,11 +55,14 @@ impl<'py> Extras<'py> {
         })
     }
 
-    /// `base` with these extras applied; `preserve` is the function's own default.
+    /// `base` with these extras applied; `preserve` is the function's own default. What
+    /// `shutil` creates without copying the mode gets the default mode (0666 for files, 0777
+    /// for directories, less the umask), as `open` and `os.makedirs` make them.
     pub fn options(&self, base: &Options, preserve: Preserve) -> Options {
         let mut o = base.clone();
         o.reflink = self.reflink;
         o.preserve = self.preserve.unwrap_or(preserve);
+        o.preserve.default_mode = true;
         if let Some(n) = self.workers {
             o.jobs = n;
         }

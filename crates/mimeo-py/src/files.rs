@@ -62,7 +62,6 @@ pub(crate) fn copy_one<'py>(
         }
     }
     let mut opts = extras.options(defaults(), f.preserve());
-    opts.open_mode = true;
     opts.dereference = if follow {
         Dereference::Always
     } else {

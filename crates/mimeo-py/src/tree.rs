@@ -338,7 +338,6 @@ fn copy_fn(py: Python<'_>, f: Option<&Bound<'_, PyAny>>, extras: &Extras<'_>) ->
     let opts = |which: FileFn| {
         let mut o = extras.options(defaults(), which.preserve());
         o.dereference = Dereference::Always;
-        o.open_mode = true;
         o
     };
     let Some(f) = f else {

@@ -80,12 +80,12 @@ mod sys;
 mod tree;
 
 pub use options::{
-    DEFAULT_BUFFER_SIZE, Dereference, Options, Overwrite, Preserve, Reflink, Sparse, default_jobs,
-    default_max_jobs,
+    Backup, DEFAULT_BUFFER_SIZE, Dereference, LinkInstead, Options, Overwrite, Preserve, Reflink,
+    Sparse, default_jobs, default_max_jobs,
 };
 pub use report::{
     Action, Cause, Control, EntryKind, Error, Event, EventChannel, FileOutcome, Method, NoObserver,
-    Observer, Op, Refusal, Result, Summary,
+    Observer, Op, Refusal, Result, Summary, Warning,
 };
 pub use sched::{LocalPool, Scheduler, copy, copy_hooked, copy_with};
 pub use tree::{

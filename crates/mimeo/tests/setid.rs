@@ -40,24 +40,3 @@ fn set_id_bits_stay_when_the_copy_has_the_sources_owner() {
         assert_eq!(perm(&dir.path().join("copy")), 0o755);
     }
 }
-
-#[test]
-fn open_mode_gives_new_files_the_mode_open_gives_them() {
-    let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("exe");
-    std::fs::write(&src, b"#!/bin/sh\n").unwrap();
-    std::fs::set_permissions(&src, std::fs::Permissions::from_mode(0o4751)).unwrap();
-    let umask = rustix::process::umask(rustix::fs::Mode::empty());
-    rustix::process::umask(umask);
-    let mut opts = Options::default();
-    opts.open_mode = true;
-    mimeo::copy_file(&src, &dir.path().join("file"), &opts).unwrap();
-    assert_eq!(perm(&dir.path().join("file")), 0o666 & !umask.bits());
-    // cp's way, without it: the source's bits less the umask, set-id bits dropped.
-    mimeo::copy_file(&src, &dir.path().join("cp"), &Options::default()).unwrap();
-    assert_eq!(perm(&dir.path().join("cp")), 0o751 & !umask.bits());
-    // With the mode preserved, open_mode changes nothing.
-    opts.preserve.mode = true;
-    mimeo::copy_file(&src, &dir.path().join("kept"), &opts).unwrap();
-    assert_eq!(perm(&dir.path().join("kept")), 0o4751);
-}

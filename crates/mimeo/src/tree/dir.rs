@@ -18,7 +18,7 @@ use crate::data::meta::{self, Apply, Dst, Xattrs};
 use crate::options::{Dereference, Overwrite};
 use crate::place::crash::{self, PartMarker};
 use crate::place::decide::{Decision, decide};
-use crate::report::{EntryKind, Error, Op, Refusal};
+use crate::report::{EntryKind, Error, Op, Refusal, Warning};
 use crate::sys::{self, DType, Errno, Meta, XattrTarget};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::{CStr, CString};
@@ -61,11 +61,11 @@ pub(crate) fn make_dst_dir(
                 },
             };
             let decision = decide(
-                &ctx.rules(here.suspect()),
+                &ctx.rules(here, &|| true),
                 &src,
                 Some(&d),
                 || sys::stat_at(here.src_dir, name, true).ok(),
-                || sys::stat_at(here.dst_dir, dst_name, true).ok(),
+                || sys::stat_at(here.dst_dir, dst_name, true),
             );
             match decision {
                 Decision::Merge => Some((false, d.mode & sys::S_ISGID != 0)),
@@ -272,6 +272,11 @@ pub(crate) fn pass(
     // Subdirectories first, so other workers can start on them while we copy files.
     let (dirs, mut rest): (Vec<_>, Vec<_>) =
         entries.into_iter().partition(|(_, t)| *t == DType::Dir);
+    if ctx.opts.dereference == Dereference::Always && ctx.opts.preserve.links {
+        // Symlinks first: a file they lead to is then remembered before it is met directly,
+        // and linked to (see `link_or_claim`).
+        rest.sort_by_key(|(_, t)| *t != DType::Symlink);
+    }
     let marker = PartMarker::default();
     {
         let here = Here::below(
@@ -413,8 +418,45 @@ fn child(
     }
 }
 
-/// Copies a root entry that is not a directory to recurse into.
+/// Copies a root entry that is not a directory to recurse into, then the later roots with
+/// the same destination, in command-line order. Each of those finds what the earlier ones
+/// made there in this run, which cp will not overwrite.
 pub(crate) fn root_entry(ctx: &Ctx<'_>, w: &mut Buffers, index: u32) {
+    let lead = ctx.root(index);
+    if lead.followers.is_empty() {
+        return one_root_entry(ctx, w, index);
+    }
+    let there = || {
+        sys::stat_at(lead.dst_parent.as_fd(), &lead.dst_name, false)
+            .ok()
+            .map(|m| m.id())
+    };
+    let mut sources = Vec::new();
+    for i in std::iter::once(index).chain(lead.followers.iter().copied()) {
+        let root = ctx.root(i);
+        if sources.contains(&root.meta.id()) {
+            // The same source named again: cp copies it once, and says so.
+            ctx.report.warn(Warning::SourceTwice {
+                src: root.src_path.clone(),
+                directory: false,
+            });
+            continue;
+        }
+        sources.push(root.meta.id());
+        one_root_entry(ctx, w, i);
+        // What it made, the later ones will not replace.
+        if root.made.load(std::sync::atomic::Ordering::Relaxed) {
+            if let Some(id) = there() {
+                for &later in lead.followers.iter().filter(|&&f| f > i) {
+                    let _ = ctx.root(later).just_created.set(id);
+                }
+            }
+        }
+    }
+}
+
+/// Copies one root entry that is not a directory to recurse into.
+fn one_root_entry(ctx: &Ctx<'_>, w: &mut Buffers, index: u32) {
     if ctx.report.control.is_stopped() {
         return;
     }
@@ -445,6 +487,7 @@ pub(crate) fn root_entry(ctx: &Ctx<'_>, w: &mut Buffers, index: u32) {
         }
         meta = m;
     }
+    root.finish_parents(ctx.opts, &ctx.report);
 }
 
 /// Hands a non-directory entry (a regular file when `meta` is None) to the caller's
@@ -505,6 +548,7 @@ pub(crate) fn complete(ctx: &Ctx<'_>, w: &mut Buffers, done: DirDone) {
         created_owner: (info.created && !info.dst_setgid)
             .then_some((ctx.process.euid, ctx.process.egid)),
         inherit_sgid: info.created && info.lineage.sgid,
+        keep_perm: None,
         current_perm: info
             .created
             .then_some(0o700 | if info.dst_setgid { sys::S_ISGID } else { 0 }),

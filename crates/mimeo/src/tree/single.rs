@@ -20,7 +20,9 @@ use std::path::Path;
 /// Copies one regular file to `dst`, replacing an existing `dst` atomically.
 ///
 /// `dst` is the exact destination path (no "copy into a directory" rule is applied). The
-/// options work as for a tree copy.
+/// options work as for a tree copy, except those about what is made instead of a copy or
+/// around it ([`Options::link`](crate::Options::link), [`Options::parents`](crate::Options::parents)),
+/// which [`copy`](crate::copy) applies.
 ///
 /// ```
 /// # let dir = tempfile::tempdir()?;
@@ -130,6 +132,7 @@ pub fn copy_file_with(
         &file,
         &meta,
         found.as_ref(),
+        false,
     )?
     .ok_or_else(|| Error::refused(Op::Refuse, dst, Refusal::Exists))
 }
