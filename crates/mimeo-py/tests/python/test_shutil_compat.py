@@ -198,6 +198,23 @@ def test_bad_inputs_of_file_functions_raise_what_shutil_raises(fs, name):
         assert os.readlink(new) == "nowhere"
 
 
+@pytest.mark.parametrize("name", FILE_FUNCTIONS)
+def test_modes_of_new_and_replaced_files_are_shutils(fs, name):
+    d = fs.scratch()
+    (d / "src").write_bytes(b"new data")
+    os.chmod(d / "src", 0o751)
+    modes = {}
+    for mod in (shutil, mimeo):
+        new, old = d / f"new-{mod.__name__}", d / f"old-{mod.__name__}"
+        old.write_bytes(b"old")
+        os.chmod(old, 0o604)
+        getattr(mod, name)(d / "src", new)
+        getattr(mod, name)(d / "src", old)
+        assert old.read_bytes() == b"new data"
+        modes[mod.__name__] = [stat.S_IMODE(os.stat(p).st_mode) for p in (new, old)]
+    assert modes["mimeo"] == modes["shutil"]
+
+
 def test_bad_inputs_of_copytree_raise_what_shutil_raises(fs):
     d = fs.scratch()
     (d / "file").write_bytes(b"data")
