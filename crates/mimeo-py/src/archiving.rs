@@ -135,7 +135,9 @@ pub(crate) fn archive<'py>(
     let mut opts = extras.options(&mimeo::Options::archive(), Preserve::all());
     // cp's rule, not shutil's, for what is created without its mode.
     opts.preserve.default_mode = false;
-    opts.jobs = extras.workers.unwrap_or(defaults().jobs);
+    if extras.workers.is_none() {
+        opts.jobs = defaults().jobs;
+    }
     opts.sparse = match args.sparse.as_str() {
         "auto" => Sparse::Auto,
         "always" => Sparse::Always,

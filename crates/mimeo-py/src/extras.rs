@@ -64,7 +64,9 @@ impl<'py> Extras<'py> {
         o.preserve = self.preserve.unwrap_or(preserve);
         o.preserve.default_mode = true;
         if let Some(n) = self.workers {
+            // A fixed count: the pool does not grow past what the caller asked for.
             o.jobs = n;
+            o.max_jobs = n;
         }
         o
     }

@@ -86,8 +86,11 @@ pub fn copy_hooked(
     hooks: &dyn Hooks,
 ) -> Summary {
     let (exec, initial) = Executor::with_hooks(pairs, opts, observer, control, hooks);
-    // Files alone need no more workers than there are files.
-    let jobs = if initial.iter().all(|i| matches!(i.kind, WorkKind::Root)) {
+    // Files alone need no more workers than there are files; questions to the user are
+    // asked one after another, in the order of the sources, as cp asks them.
+    let jobs = if opts.interactive {
+        1
+    } else if initial.iter().all(|i| matches!(i.kind, WorkKind::Root)) {
         opts.jobs.min(initial.len())
     } else {
         opts.jobs
