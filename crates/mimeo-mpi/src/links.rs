@@ -6,7 +6,7 @@
 //! their questions to the owners ([`DistLinks::outgoing`]) and the owners' answers back.
 
 use crate::msg::{self, LinkAnswer, LinkAsk, LinkSettle, Tag};
-use mimeo::work::{LinkClaim, LinkGroups, LinkLoc};
+use mimeo::work::{LinkClaim, LinkGroups, LinkLoc, Sighting};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
@@ -26,8 +26,9 @@ pub struct DistLinks {
 #[derive(Debug, Default)]
 struct State {
     next_req: u64,
-    /// This rank's workers waiting for an answer, by request.
-    waiting: HashMap<u64, Option<LinkClaim>>,
+    /// This rank's workers waiting for an answer, by request (the inner None: copy it on its
+    /// own, the answer to a lookup of an inode with no group).
+    waiting: HashMap<u64, Option<Option<LinkClaim>>>,
     /// Questions and answers for other ranks.
     outbox: Vec<Outgoing>,
     /// The groups this rank owns.
@@ -42,6 +43,8 @@ struct Group {
     first: First,
     /// Links of the inode not seen yet in this run.
     unseen: u64,
+    /// Met through a symlink or on the command line (`-L`, `-H`): kept for the whole run.
+    pinned: bool,
     /// Sightings waiting for the first copy: (rank, request).
     waiters: VecDeque<(i32, u64)>,
 }
@@ -106,19 +109,19 @@ impl DistLinks {
         let mut st = self.lock();
         st.stopped = true;
         for answer in st.waiting.values_mut() {
-            answer.get_or_insert(LinkClaim::First);
+            answer.get_or_insert(Some(LinkClaim::First));
         }
         self.answered.notify_all();
     }
 
-    fn deliver(&self, st: &mut State, req: u64, claim: LinkClaim) {
+    fn deliver(&self, st: &mut State, req: u64, claim: Option<LinkClaim>) {
         if let Some(slot) = st.waiting.get_mut(&req) {
             *slot = Some(claim);
             self.answered.notify_all();
         }
     }
 
-    fn answer(&self, st: &mut State, to: (i32, u64), claim: LinkClaim) {
+    fn answer(&self, st: &mut State, to: (i32, u64), claim: Option<LinkClaim>) {
         if to.0 == self.rank {
             self.deliver(st, to.1, claim);
         } else {
@@ -130,17 +133,28 @@ impl DistLinks {
     fn owner_claim(&self, st: &mut State, from: i32, ask: LinkAsk) {
         let to = (from, ask.req);
         let Some(group) = st.owned.get_mut(&ask.id) else {
-            st.owned.insert(
-                ask.id,
-                Group {
-                    first: First::Copying,
-                    unseen: ask.nlink.saturating_sub(1),
-                    waiters: VecDeque::new(),
-                },
-            );
-            return self.answer(st, to, LinkClaim::First);
+            let (unseen, pinned) = match ask.how {
+                Sighting::Lookup => return self.answer(st, to, None),
+                Sighting::Link(nlink) => (nlink.saturating_sub(1), false),
+                Sighting::Pinned => (0, true),
+            };
+            if unseen > 0 || pinned {
+                st.owned.insert(
+                    ask.id,
+                    Group {
+                        first: First::Copying,
+                        unseen,
+                        pinned,
+                        waiters: VecDeque::new(),
+                    },
+                );
+            }
+            return self.answer(st, to, Some(LinkClaim::First));
         };
-        group.unseen = group.unseen.saturating_sub(1);
+        match ask.how {
+            Sighting::Pinned => group.pinned = true,
+            Sighting::Link(_) | Sighting::Lookup => group.unseen = group.unseen.saturating_sub(1),
+        }
         let claim = match &group.first {
             First::Copying => {
                 group.waiters.push_back(to);
@@ -152,10 +166,10 @@ impl DistLinks {
                 LinkClaim::First
             }
         };
-        if group.unseen == 0 && matches!(group.first, First::Done(_)) {
+        if group.unseen == 0 && !group.pinned && matches!(group.first, First::Done(_)) {
             st.owned.remove(&ask.id);
         }
-        self.answer(st, to, claim);
+        self.answer(st, to, Some(claim));
     }
 
     fn owner_settle(&self, st: &mut State, id: (u64, u64), loc: Option<LinkLoc>) {
@@ -172,7 +186,7 @@ impl DistLinks {
                         .map(|w| (w, LinkClaim::LinkTo(loc.clone()))),
                 );
                 group.first = First::Done(loc);
-                if group.unseen == 0 {
+                if group.unseen == 0 && !group.pinned {
                     st.owned.remove(&id);
                 }
             }
@@ -183,21 +197,21 @@ impl DistLinks {
             },
         }
         for (to, claim) in answers {
-            self.answer(st, to, claim);
+            self.answer(st, to, Some(claim));
         }
     }
 }
 
 impl LinkGroups for DistLinks {
-    fn claim(&self, id: (u64, u64), nlink: u64) -> LinkClaim {
+    fn claim(&self, id: (u64, u64), how: Sighting) -> Option<LinkClaim> {
         let mut st = self.lock();
         if st.stopped {
-            return LinkClaim::First;
+            return Some(LinkClaim::First);
         }
         let req = st.next_req;
         st.next_req += 1;
         st.waiting.insert(req, None);
-        let ask = LinkAsk { id, nlink, req };
+        let ask = LinkAsk { id, how, req };
         let owner = owner(id, self.size);
         if owner == self.rank {
             self.owner_claim(&mut st, self.rank, ask);
@@ -206,11 +220,7 @@ impl LinkGroups for DistLinks {
         }
         loop {
             if let Some(Some(_)) = st.waiting.get(&req) {
-                return st
-                    .waiting
-                    .remove(&req)
-                    .flatten()
-                    .expect("an answer is there");
+                return st.waiting.remove(&req).flatten().flatten();
             }
             st = self
                 .answered
@@ -251,13 +261,13 @@ mod tests {
         // Two ranks; find an inode owned by rank 0.
         let id = (7, (0..).find(|&i| owner((7, i), 2) == 0).unwrap());
         let owner0 = DistLinks::new(0, 2);
-        assert_eq!(owner0.claim(id, 3), LinkClaim::First);
+        assert_eq!(owner0.claim(id, Sighting::Link(3)), Some(LinkClaim::First));
         // Rank 1 asks while the copy is under way: no answer yet.
         owner0.on_claim(
             1,
             LinkAsk {
                 id,
-                nlink: 3,
+                how: Sighting::Link(3),
                 req: 5,
             },
         );
@@ -273,9 +283,12 @@ mod tests {
         assert_eq!((out[0].0, out[0].1), (1, Tag::LinkAnswer));
         let answer: LinkAnswer = msg::decode(&out[0].2).unwrap();
         assert_eq!(answer.req, 5);
-        assert_eq!(answer.claim, LinkClaim::LinkTo(loc.clone()));
+        assert_eq!(answer.claim, Some(LinkClaim::LinkTo(loc.clone())));
         // The third link, seen later, links at once; then the group is forgotten.
-        assert_eq!(owner0.claim(id, 3), LinkClaim::LinkTo(loc));
+        assert_eq!(
+            owner0.claim(id, Sighting::Link(3)),
+            Some(LinkClaim::LinkTo(loc))
+        );
         assert!(owner0.lock().owned.is_empty());
     }
 
@@ -283,18 +296,49 @@ mod tests {
     fn a_failed_first_copy_passes_to_the_next_waiter() {
         let id = (9, (0..).find(|&i| owner((9, i), 2) == 0).unwrap());
         let owner0 = DistLinks::new(0, 2);
-        assert_eq!(owner0.claim(id, 2), LinkClaim::First);
+        assert_eq!(owner0.claim(id, Sighting::Link(2)), Some(LinkClaim::First));
         owner0.on_claim(
             1,
             LinkAsk {
                 id,
-                nlink: 2,
+                how: Sighting::Link(2),
                 req: 1,
             },
         );
         owner0.settle(id, None);
         let out = owner0.outgoing();
         let answer: LinkAnswer = msg::decode(&out[0].2).unwrap();
-        assert_eq!(answer.claim, LinkClaim::First);
+        assert_eq!(answer.claim, Some(LinkClaim::First));
+    }
+
+    #[test]
+    fn pinned_groups_stay_and_lookups_join_them_only() {
+        let id = (4, (0..).find(|&i| owner((4, i), 2) == 1).unwrap());
+        let owner1 = DistLinks::new(1, 2);
+        let ask = |how, req| LinkAsk { id, how, req };
+        // A lookup before any pinned sighting: no group, copy it on its own.
+        owner1.on_claim(0, ask(Sighting::Lookup, 1));
+        let out = owner1.outgoing();
+        let answer: LinkAnswer = msg::decode(&out[0].2).unwrap();
+        assert_eq!((answer.req, answer.claim), (1, None));
+        assert!(owner1.lock().owned.is_empty());
+        // A pinned sighting makes the group, and it outlives any number of sightings.
+        assert_eq!(owner1.claim(id, Sighting::Pinned), Some(LinkClaim::First));
+        let loc = LinkLoc {
+            root: 0,
+            dir: None,
+            name: b"via-link".to_vec(),
+        };
+        owner1.settle(id, Some(loc.clone()));
+        for (req, how) in [Sighting::Lookup, Sighting::Pinned, Sighting::Lookup]
+            .into_iter()
+            .enumerate()
+        {
+            owner1.on_claim(0, ask(how, req as u64));
+            let out = owner1.outgoing();
+            let answer: LinkAnswer = msg::decode(&out[0].2).unwrap();
+            assert_eq!(answer.claim, Some(LinkClaim::LinkTo(loc.clone())));
+        }
+        assert_eq!(owner1.lock().owned.len(), 1);
     }
 }

@@ -128,6 +128,7 @@ fn run(world: &SimpleCommunicator, control: Arc<mimeo::Control>, stopped: &signa
     let printer = output::Printer {
         verbose: config.verbose,
         json: config.json,
+        force: config.options.force,
     };
     if config.dry_run {
         if !lead {

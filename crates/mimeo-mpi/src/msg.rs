@@ -3,7 +3,7 @@
 //! Messages that can give a passive rank work ([`Tag::Work`], [`Tag::Release`]) are the
 //! "basic" messages of the termination detection (see `sched`); the others are control.
 
-use mimeo::work::{LinkClaim, LinkLoc, WorkItem};
+use mimeo::work::{LinkClaim, LinkLoc, Sighting, WorkItem};
 use serde::{Deserialize, Serialize};
 
 /// The kinds of messages, as MPI tags.
@@ -66,12 +66,12 @@ pub struct Token {
     pub black: bool,
 }
 
-/// A sighting of inode `id` with `nlink` links; `req` names the waiting worker's request on
+/// A sighting of inode `id`, met as `how` says; `req` names the waiting worker's request on
 /// the asking rank.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct LinkAsk {
     pub id: (u64, u64),
-    pub nlink: u64,
+    pub how: Sighting,
     pub req: u64,
 }
 
@@ -82,11 +82,11 @@ pub struct LinkSettle {
     pub loc: Option<LinkLoc>,
 }
 
-/// The owner's answer to request `req`.
+/// The owner's answer to request `req`: None for a lookup of an inode with no group.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct LinkAnswer {
     pub req: u64,
-    pub claim: LinkClaim,
+    pub claim: Option<LinkClaim>,
 }
 
 /// Live counters of a rank: bytes by clone, offload and stream, and entries done.

@@ -8,7 +8,9 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use mimeo::work::{DirDone, Executor, LinkClaim, LinkGroups, LinkLoc, WorkItem, WorkKind, Worker};
+use mimeo::work::{
+    DirDone, Executor, LinkClaim, LinkGroups, LinkLoc, Sighting, WorkItem, WorkKind, Worker,
+};
 use mimeo::{Control, CopyPair, EntryKind, Event, EventChannel, Observer, Options, Overwrite};
 use mimeo_testkit::oracle::{Allow, assert_archive_equal, is_scratch, no_half_files};
 use mimeo_testkit::{FsKind, GenOptions, LoopFs, generate};
@@ -285,17 +287,18 @@ struct SharedLinks {
 }
 
 impl LinkGroups for SharedLinks {
-    fn claim(&self, id: (u64, u64), _nlink: u64) -> LinkClaim {
+    fn claim(&self, id: (u64, u64), how: Sighting) -> Option<LinkClaim> {
         self.claims.fetch_add(1, Ordering::Relaxed);
         let mut map = self.map.lock().unwrap();
-        match map.get(&id) {
+        Some(match map.get(&id) {
             // One thread: a first copy is always settled before the next sighting.
             Some(Some(loc)) => LinkClaim::LinkTo(loc.clone()),
+            _ if how == Sighting::Lookup => return None,
             _ => {
                 map.insert(id, None);
                 LinkClaim::First
             }
-        }
+        })
     }
 
     fn settle(&self, id: (u64, u64), loc: Option<LinkLoc>) {

@@ -6,7 +6,8 @@
 //! `Executor::with_link_groups`), so that a group stays one group whichever process reaches
 //! its members.
 //!
-//! The map remembers only multiply-linked inodes, and drops an entry once every one of its
+//! The map remembers only multiply-linked inodes (and, under `-L` and `-H`, files reached
+//! through symlinks or named on the command line), and drops an entry once every one of its
 //! links has been seen, so memory follows the number of link groups in flight, not the
 //! number of files. Members of a group may be reached by different workers at the same time:
 //! the first claims the inode and copies it, the others wait for it and then link.
@@ -28,7 +29,22 @@ pub struct LinkLoc {
     pub name: Vec<u8>,
 }
 
-/// The answer to one sighting of a multiply-linked source ([`LinkGroups::claim`]).
+/// How a source inode was met, in one call of [`LinkGroups::claim`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Sighting {
+    /// One of its links; it has this many (more than one).
+    Link(u64),
+    /// Reached through a symlink under `-L`, or named on the command line under `-H` or `-L`:
+    /// it may be met any number of times, so its group is kept for the whole run, as cp
+    /// keeps it.
+    Pinned,
+    /// A file with a single link reached directly under `-L`: it joins the group of an
+    /// earlier pinned sighting if there is one, and registers nothing otherwise.
+    Lookup,
+}
+
+/// The answer to one sighting of a source ([`LinkGroups::claim`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum LinkClaim {
@@ -43,16 +59,18 @@ pub enum LinkClaim {
 /// sightings find that copy.
 ///
 /// The executor calls [`claim`](LinkGroups::claim) for every sighting of a source with more
-/// than one link (with `--preserve=links`), and [`settle`](LinkGroups::settle) once for every
+/// than one link (with `--preserve=links`), and for files met through symlinks or on the
+/// command line under `-L` and `-H` (see [`Sighting`]), and [`settle`](LinkGroups::settle) once for every
 /// [`LinkClaim::First`] it was given. Implementations must be safe to call from many threads
 /// at once. The default is a map in the process's memory; a run spread over processes gives
 /// every process's executor one that agrees with the others (for example by asking a process
 /// chosen by a hash of the inode).
 pub trait LinkGroups: Sync {
-    /// One sighting of inode `id` (dev, ino), which has `nlink` links. May wait while another
-    /// sighting of the same inode is being copied; after a failed first copy, a waiting
-    /// sighting gets [`LinkClaim::First`] in its turn.
-    fn claim(&self, id: (u64, u64), nlink: u64) -> LinkClaim;
+    /// One sighting of inode `id` (dev, ino). May wait while another sighting of the same
+    /// inode is being copied; after a failed first copy, a waiting sighting gets
+    /// [`LinkClaim::First`] in its turn. None only for a [`Sighting::Lookup`] of an inode
+    /// that no pinned sighting registered: copy it on its own.
+    fn claim(&self, id: (u64, u64), how: Sighting) -> Option<LinkClaim>;
 
     /// The first copy of inode `id`, claimed by a [`LinkClaim::First`], is now at `loc`, or
     /// failed (None).
@@ -77,6 +95,8 @@ struct Entry<L> {
     slot: Arc<Slot<L>>,
     /// Links of the inode not seen yet in this run.
     unseen: u64,
+    /// Met through a symlink or on the command line: kept for the whole run.
+    pinned: bool,
 }
 
 /// What a worker should do with a multiply-linked source.
@@ -106,12 +126,24 @@ impl<L: Clone> LinkMap<L> {
     }
 
     /// Registers one sighting of inode `id` with `nlink` links.
+    #[cfg(test)]
     pub fn claim(&self, id: (u64, u64), nlink: u64) -> Claim<L> {
+        self.sighting(id, Sighting::Link(nlink))
+            .expect("a link is always registered")
+    }
+
+    /// Registers one sighting of inode `id`, met as `how` says.
+    pub fn sighting(&self, id: (u64, u64), how: Sighting) -> Option<Claim<L>> {
         let slot = {
             let mut map = self.lock();
             match map.get_mut(&id) {
+                None if how == Sighting::Lookup => return None,
                 None => {
-                    if nlink > 1 {
+                    let (unseen, pinned) = match how {
+                        Sighting::Link(nlink) => (nlink.saturating_sub(1), false),
+                        _ => (0, true),
+                    };
+                    if unseen > 0 || pinned {
                         let slot = Arc::new(Slot {
                             state: Mutex::new(State::Copying),
                             ready: Condvar::new(),
@@ -120,16 +152,23 @@ impl<L: Clone> LinkMap<L> {
                             id,
                             Entry {
                                 slot,
-                                unseen: nlink - 1,
+                                unseen,
+                                pinned,
                             },
                         );
                     }
-                    return Claim::First;
+                    return Some(Claim::First);
                 }
                 Some(entry) => {
-                    entry.unseen = entry.unseen.saturating_sub(1);
+                    match how {
+                        Sighting::Pinned => entry.pinned = true,
+                        Sighting::Link(_) | Sighting::Lookup => {
+                            entry.unseen = entry.unseen.saturating_sub(1);
+                        }
+                    }
                     let slot = entry.slot.clone();
                     if entry.unseen == 0
+                        && !entry.pinned
                         && matches!(
                             *slot.state.lock().unwrap_or_else(|e| e.into_inner()),
                             State::Done(_)
@@ -147,11 +186,11 @@ impl<L: Clone> LinkMap<L> {
                 State::Copying => {
                     state = slot.ready.wait(state).unwrap_or_else(|e| e.into_inner());
                 }
-                State::Done(loc) => return Claim::LinkTo(loc.clone()),
+                State::Done(loc) => return Some(Claim::LinkTo(loc.clone())),
                 State::Failed => {
                     // The first copy failed: this member becomes the group's copy.
                     *state = State::Copying;
-                    return Claim::First;
+                    return Some(Claim::First);
                 }
             }
         }
@@ -171,18 +210,18 @@ impl<L: Clone> LinkMap<L> {
             None => State::Failed,
         };
         slot.ready.notify_all();
-        if done && entry.unseen == 0 {
+        if done && entry.unseen == 0 && !entry.pinned {
             map.remove(&id);
         }
     }
 }
 
 impl LinkGroups for LinkMap<LinkLoc> {
-    fn claim(&self, id: (u64, u64), nlink: u64) -> LinkClaim {
-        match LinkMap::claim(self, id, nlink) {
+    fn claim(&self, id: (u64, u64), how: Sighting) -> Option<LinkClaim> {
+        Some(match self.sighting(id, how)? {
             Claim::First => LinkClaim::First,
             Claim::LinkTo(loc) => LinkClaim::LinkTo(loc),
-        }
+        })
     }
 
     fn settle(&self, id: (u64, u64), loc: Option<LinkLoc>) {
@@ -250,6 +289,38 @@ mod tests {
         map.settle((3, 3), Some(5));
         assert!(waiter.join().unwrap());
         assert!(map.lock().is_empty());
+    }
+
+    #[test]
+    fn pinned_inodes_stay_and_single_links_join_them_only() {
+        let map: LinkMap<&'static str> = LinkMap::new();
+        assert!(
+            map.sighting((1, 1), Sighting::Lookup).is_none(),
+            "nothing registered"
+        );
+        assert!(map.lock().is_empty());
+        assert!(matches!(
+            map.sighting((1, 1), Sighting::Pinned),
+            Some(Claim::First)
+        ));
+        map.settle((1, 1), Some("via-link"));
+        for _ in 0..3 {
+            for how in [Sighting::Lookup, Sighting::Pinned] {
+                assert!(matches!(
+                    map.sighting((1, 1), how),
+                    Some(Claim::LinkTo("via-link"))
+                ));
+            }
+        }
+        // A group met through a symlink outlives its link count.
+        assert!(first(map.claim((2, 2), 2)));
+        map.settle((2, 2), Some("g"));
+        for how in [Sighting::Pinned, Sighting::Link(2), Sighting::Pinned] {
+            assert!(matches!(
+                map.sighting((2, 2), how),
+                Some(Claim::LinkTo("g"))
+            ));
+        }
     }
 
     #[test]

@@ -7,13 +7,15 @@ mod context;
 mod dir;
 mod entry;
 mod exec;
+mod hooks;
 mod plan;
 mod roots;
 mod single;
 mod work;
 
 pub use exec::{Executor, Worker};
+pub use hooks::{Hooked, Hooks, NoHooks};
 pub use plan::{Totals, dry_run, scan};
 pub use roots::CopyPair;
-pub use single::copy_file;
+pub use single::{copy_file, copy_file_with};
 pub use work::{DirDone, DirInfo, EntryType, Lineage, Stat, WorkItem, WorkKind, XattrList};
