@@ -7,8 +7,9 @@
 #   bench/w13-mpi.sh [--quick] [--runs N] [--trees corpus,big] [--bind-to POLICY] [--tag TAG]
 #                    [--out DIR] [--name NAME]
 #
-# mpirun binds each rank to one core by default (with at most as many ranks as cores), and a
-# mimeo-mpi rank then starts one worker, since it sizes its pool by the CPUs it may use.
+# Open MPI 4's mpirun binds each rank to one core by default when a job has one or two ranks
+# (to a socket with more), and a mimeo-mpi rank then starts one worker, since it sizes its
+# pool by the CPUs it may use.
 # `--bind-to none` lets every rank use every core, as single-node mimeo does.
 #
 # Needs root (loop devices, mount), OpenMPI, hyperfine, and dcp: $DCP, or built by
