@@ -1,12 +1,14 @@
 //! `mimeo-mpi` under `mpirun` with 1 to 4 ranks on this machine: trees copy equal to their
 //! source with any number of ranks, link groups stay groups across ranks, a lost rank or a
-//! killed mpirun ends the run at once and `-u` finishes the tree, SIGINT cleans up.
+//! killed mpirun ends the run at once and `-u` finishes the tree, SIGINT cleans up, and
+//! under `-L` the copies of a file reached through several symlinks are linked as cp links
+//! them.
 
 use mimeo_testkit::files::{assert_same_bytes, interruption_tree, random_file};
 use mimeo_testkit::oracle::{Allow, assert_archive_equal, is_scratch, no_half_files};
 use mimeo_testkit::{FsKind, GenOptions, LoopFs, gen_small, generate};
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -226,6 +228,96 @@ fn link_groups_whose_members_different_ranks_reach_stay_one_group() {
             spread += usize::from(linking > 1);
             fs::remove_dir_all(&dst).unwrap();
         }
+    }
+    assert!(spread > 0, "no run had links made by two ranks");
+}
+
+/// Regular files below `root` that share an inode with another, as groups of paths.
+fn shared_inodes(root: &Path) -> BTreeSet<BTreeSet<PathBuf>> {
+    let mut by_ino: HashMap<u64, BTreeSet<PathBuf>> = HashMap::new();
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        for e in fs::read_dir(root.join(&rel)).unwrap().flatten() {
+            let m = e.metadata().unwrap();
+            let r = rel.join(e.file_name());
+            if m.is_dir() {
+                stack.push(r);
+            } else if m.is_file() && m.nlink() > 1 {
+                by_ino.entry(m.ino()).or_default().insert(r);
+            }
+        }
+    }
+    by_ino.into_values().collect()
+}
+
+#[test]
+fn with_dereference_files_reached_through_symlinks_on_different_ranks_are_linked_as_cp_links_them()
+{
+    // Under -L, cp links the copies of a file that symlinks lead to more than once. The
+    // symlinks sit in many directories, so with several ranks different ranks reach them.
+    let tmp = tempfile::tempdir().unwrap();
+    let targets = tmp.path().join("targets");
+    fs::create_dir(&targets).unwrap();
+    for t in 0..5 {
+        fs::write(
+            targets.join(format!("t{t}")),
+            format!("target {t}\n").repeat(t + 1),
+        )
+        .unwrap();
+    }
+    let src = tmp.path().join("src");
+    for d in 0..24 {
+        let dir = src.join(format!("d{d:02}"));
+        fs::create_dir_all(&dir).unwrap();
+        for f in 0..20 {
+            fs::write(dir.join(format!("f{f}")), format!("{d}/{f}")).unwrap();
+        }
+        for t in (0..5).filter(|t| (t + d) % 3 != 0) {
+            let to = if d % 2 == 0 {
+                targets.join(format!("t{t}"))
+            } else {
+                Path::new("../../targets").join(format!("t{t}"))
+            };
+            std::os::unix::fs::symlink(to, dir.join(format!("l{t}"))).unwrap();
+        }
+    }
+    let by_cp = tmp.path().join("by-cp");
+    let st = Command::new("cp")
+        .arg("-aL")
+        .arg(&src)
+        .arg(&by_cp)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let expected = shared_inodes(&by_cp);
+    assert_eq!(
+        expected.len(),
+        5,
+        "cp links each target's copies: {expected:?}"
+    );
+    let mut spread = 0;
+    for (round, np) in [1, 2, 3, 4, 2, 3, 4, 4].into_iter().enumerate() {
+        let dst = tmp.path().join(format!("dst-{round}"));
+        let r = run(np, &[&"-aL", &"--json", &src, &dst]);
+        assert_eq!(r.code, Some(0), "{np} ranks: {r:#?}");
+        assert_eq!(shared_inodes(&dst), expected, "{np} ranks");
+        // Links made by more than one rank: the groups crossed ranks.
+        let linking = r
+            .ranks
+            .values()
+            .filter(|v| v["hard_links"].as_u64().unwrap() > 0)
+            .count();
+        spread += usize::from(linking > 1);
+        for group in &expected {
+            for member in group {
+                assert_eq!(
+                    fs::read(dst.join(member)).unwrap(),
+                    fs::read(by_cp.join(member)).unwrap(),
+                    "{np} ranks: {member:?}"
+                );
+            }
+        }
+        fs::remove_dir_all(&dst).unwrap();
     }
     assert!(spread > 0, "no run had links made by two ranks");
 }
