@@ -89,6 +89,14 @@ fn run(world: &SimpleCommunicator, control: Arc<mimeo::Control>, stopped: &signa
             return EXIT_USAGE;
         }
     };
+    if args.interactive_last {
+        // Only rank 0 gets mpirun's standard input: the other ranks could not ask, and would
+        // take every question as a no.
+        if lead {
+            output::usage_error("-i/--interactive is not supported: only rank 0 has a terminal");
+        }
+        return EXIT_USAGE;
+    }
     if lead {
         for warning in config::warnings(&args) {
             output::error(&warning);

@@ -544,4 +544,9 @@ fn a_failed_source_gives_mimeos_status_and_rank_0_still_prints_the_summary() {
     let r = run(2, &[&"--no-such-option", &src, &into]);
     assert_eq!(r.code, Some(2), "{r:#?}");
     assert_eq!(r.stderr.matches("unrecognized option").count(), 1, "{r:#?}");
+    // -i cannot ask from ranks without a terminal: refused, and nothing is copied.
+    let r = run(2, &[&"-a", &"-i", &src, &into]);
+    assert_eq!(r.code, Some(2), "{r:#?}");
+    assert_eq!(r.stderr.matches("--interactive").count(), 1, "{r:#?}");
+    assert!(!into.join("src").exists());
 }
