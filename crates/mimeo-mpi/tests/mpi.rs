@@ -136,40 +136,16 @@ fn link_groups(root: &Path, dirs: usize, groups: usize) {
     }
 }
 
-/// Destination files by source inode: every group of links in `src` must be one inode in
-/// `dst`, and distinct source inodes distinct destination inodes.
+/// Every group of links in `src` is one inode in `dst`, with as many links, and distinct
+/// source inodes are distinct destination inodes.
 fn assert_link_groups(what: &str, src: &Path, dst: &Path) {
-    let mut groups: HashMap<u64, Vec<PathBuf>> = HashMap::new();
-    let mut stack = vec![PathBuf::new()];
-    while let Some(rel) = stack.pop() {
-        for e in fs::read_dir(src.join(&rel)).unwrap().flatten() {
-            let m = e.metadata().unwrap();
-            let r = rel.join(e.file_name());
-            if m.is_dir() {
-                stack.push(r);
-            } else if m.is_file() && m.nlink() > 1 {
-                groups.entry(m.ino()).or_default().push(r);
-            }
-        }
-    }
+    let groups = shared_inodes(src);
     assert!(!groups.is_empty(), "{what}: the source has link groups");
-    let mut seen = HashMap::new();
-    for members in groups.values() {
-        let inos: Vec<u64> = members
-            .iter()
-            .map(|m| fs::metadata(dst.join(m)).unwrap().ino())
-            .collect();
-        assert!(
-            inos.iter().all(|&i| i == inos[0]),
-            "{what}: {members:?} became {inos:?}"
-        );
+    assert_eq!(shared_inodes(dst), groups, "{what}");
+    for members in &groups {
+        let first = members.first().unwrap();
         assert_eq!(
-            seen.insert(inos[0], members.len()),
-            None,
-            "{what}: groups merged"
-        );
-        assert_eq!(
-            fs::metadata(dst.join(&members[0])).unwrap().nlink() as usize,
+            fs::metadata(dst.join(first)).unwrap().nlink() as usize,
             members.len(),
             "{what}: {members:?}"
         );
