@@ -579,3 +579,68 @@ fn concurrent_writers_never_change_what_shared_reads_return_btrfs() {
 fn concurrent_writers_never_change_what_shared_reads_return_xfs() {
     race(FsKind::Xfs, 12, 8);
 }
+
+/// A tree of clones copied to ext4 while their parent is written, stored to through a
+/// mapping and truncated: every clone, which nobody writes, is copied exactly, though its
+/// ranges are read through the parent wherever the checks pass.
+#[test]
+fn a_tree_copy_reads_clones_exactly_through_a_parent_being_written() {
+    for kind in [FsKind::Btrfs, FsKind::Xfs] {
+        let (Some(fs), Some(ext4)) = (scratch(kind), LoopFs::try_new(FsKind::Ext4, 600)) else {
+            continue;
+        };
+        let size = 8 * MIB;
+        let src = fs.path().join("src");
+        std::fs::create_dir_all(src.join("c")).unwrap();
+        let (parent, _) = parent_and_clone(&src, size, 21);
+        std::fs::remove_file(src.join("clone")).unwrap();
+        let expected = std::fs::read(&parent).unwrap();
+        for i in 0..4 {
+            let c = File::create(src.join("c").join(format!("clone{i}"))).unwrap();
+            rustix::fs::ioctl_ficlone(&c, File::open(&parent).unwrap()).unwrap();
+        }
+        let mut shared = 0;
+        for round in 0..12u64 {
+            let writer = rw(&parent);
+            writer.set_len(size).unwrap();
+            let mut map = Mapped::new(&writer, size as usize).unwrap();
+            settle();
+            let stop = AtomicBool::new(false);
+            let dst = ext4.path().join("dst");
+            let summary = std::thread::scope(|s| {
+                s.spawn(|| {
+                    let mut rng = Rng::new(round);
+                    // Quiet at first, so that reads go through the parent, then busy.
+                    std::thread::sleep(Duration::from_millis(rng.below(40)));
+                    while !stop.load(Ordering::Relaxed) {
+                        let off = rng.below(size - 70_000);
+                        match rng.below(3) {
+                            0 => writer.write_at(&random(65536, off), off).map(drop).unwrap(),
+                            1 => map.store(off as usize, &random(4096, off)),
+                            _ => writer.sync_data().unwrap(),
+                        }
+                        std::thread::sleep(Duration::from_millis(rng.below(4)));
+                    }
+                });
+                let mut opts = mimeo::Options::archive();
+                opts.jobs = 1 + round as usize % 2;
+                let s = mimeo::copy(
+                    &[mimeo::CopyPair::new(&src, &dst)],
+                    &opts,
+                    &mimeo::NoObserver,
+                );
+                stop.store(true, Ordering::Relaxed);
+                s
+            });
+            // The parent changed as it was read: its copy may fail. Nothing else may.
+            assert!(summary.errors <= 1, "{kind}: {summary:?}");
+            for i in 0..4 {
+                let got = std::fs::read(dst.join("c").join(format!("clone{i}"))).unwrap();
+                assert!(got == expected, "{kind}: round {round}: clone{i} differs");
+            }
+            shared += summary.shared_read_bytes;
+            std::fs::remove_dir_all(&dst).unwrap();
+        }
+        assert!(shared > 0, "{kind}: nothing was read through the parent");
+    }
+}

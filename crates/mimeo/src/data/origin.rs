@@ -18,6 +18,7 @@
 //!   Anything else (the origin deleted, renamed, or its inode number reused by another file)
 //!   leaves the reads plain. Even a trusted origin only serves the ranges whose checks pass.
 
+use super::meta::Xattrs;
 use crate::sys::{self, XattrTarget};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::CStr;
@@ -40,7 +41,6 @@ pub(crate) struct Record {
 
 impl Record {
     /// The record's bytes, as stored in the attribute.
-    #[allow(dead_code)] // until --record-origin
     pub fn encode(&self) -> Vec<u8> {
         let generation = self
             .generation
@@ -162,7 +162,6 @@ pub(crate) fn find(fd: BorrowedFd<'_>) -> Option<OwnedFd> {
 /// The record a clone of the open file `src` should carry: the record `src` carries when it
 /// names its origin truly (a clone of a clone names the first origin), else `src` itself.
 /// `None` when `src` cannot be named (deleted, or outside every mount this process sees).
-#[allow(dead_code)] // until --record-origin
 pub(crate) fn record_for(src: BorrowedFd<'_>, mounts: &Mounts) -> Option<Record> {
     if let Some(r) = read_record(src) {
         if resolve(&r, src, mounts).is_some() {
@@ -182,6 +181,24 @@ pub(crate) fn record_for(src: BorrowedFd<'_>, mounts: &Mounts) -> Option<Record>
         generation: sys::inode_generation(src).ok().flatten(),
         path: rel.as_os_str().as_bytes().to_vec(),
     })
+}
+
+/// The xattrs to give a copy of the open file `src` under `--record-origin`: those read from
+/// the source less any origin record it carries (which names the source's origin, not the
+/// copy's), and, when the copy is a clone, the record naming its origin.
+pub(crate) fn with_record(
+    mut xattrs: Xattrs,
+    cloned: bool,
+    src: BorrowedFd<'_>,
+    mounts: &Mounts,
+) -> Xattrs {
+    xattrs.retain(|(name, _)| name.as_c_str() != ORIGIN_XATTR);
+    if cloned {
+        if let Some(r) = record_for(src, mounts) {
+            xattrs.push((ORIGIN_XATTR.to_owned(), r.encode()));
+        }
+    }
+    xattrs
 }
 
 #[cfg(test)]

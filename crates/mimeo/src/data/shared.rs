@@ -434,6 +434,16 @@ fn pread_full(fd: BorrowedFd<'_>, buf: &mut [u8], off: u64) -> io::Result<u64> {
     Ok(done as u64)
 }
 
+/// A range of a file being copied that is read through a canonical file: `len` bytes at
+/// `at` in the file are the bytes at `canon_at` in `canon`, as far as the checks say so.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ReadVia<'a> {
+    pub at: u64,
+    pub len: u64,
+    pub canon: BorrowedFd<'a>,
+    pub canon_at: u64,
+}
+
 // ---- canonical files and the registry ----
 
 /// A file others are read through. Its registered extents leave the registry when the last

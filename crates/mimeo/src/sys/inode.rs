@@ -46,7 +46,6 @@ pub(crate) fn mount_id(fd: BorrowedFd<'_>) -> Result<Option<u64>> {
 /// The path an open file was opened by, as the kernel knows it now
 /// (`/proc/thread-self/fd/N`): absolute, in this process's mount namespace, following
 /// renames. `None` for a file that has been deleted, or one with no path (a pipe).
-#[allow(dead_code)] // until --record-origin
 pub(crate) fn fd_path(fd: BorrowedFd<'_>) -> Option<PathBuf> {
     let link = format!("/proc/thread-self/fd/{}", fd.as_raw_fd());
     let target = std::fs::read_link(link).ok()?;

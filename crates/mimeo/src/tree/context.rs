@@ -4,7 +4,9 @@
 use super::work::DirInfo;
 use crate::data::copy::NoCloneDevs;
 use crate::data::meta::Process;
+use crate::data::origin::Mounts;
 use crate::options::Options;
+use crate::place::canon::CanonMap;
 use crate::place::crash::{PartMarker, Sweep};
 use crate::place::decide::Rules;
 use crate::place::links::{LinkLoc, LinkMap};
@@ -22,6 +24,10 @@ pub(crate) struct Ctx<'a> {
     pub process: Process,
     pub links: LinkMap<LinkLoc>,
     pub no_clone: NoCloneDevs,
+    /// Mount points met, for origin records (`--record-origin`).
+    pub mounts: Mounts,
+    /// The canonical source files of shared extents (shared reads).
+    pub canon: CanonMap,
     pub sweep: Sweep,
     pub roots: Vec<Root>,
 }
@@ -36,6 +42,8 @@ impl<'a> Ctx<'a> {
             process: Process::current(),
             links: LinkMap::new(),
             no_clone: NoCloneDevs::default(),
+            mounts: Mounts::default(),
+            canon: CanonMap::default(),
             sweep: Sweep::of(opts),
             roots: Vec::new(),
         }

@@ -4,10 +4,12 @@
 //! and is reported.
 
 use super::context::{Ctx, Here};
+use super::readvia;
 use super::roots::open_error;
 use crate::data::copy::{DataError, DataPlan, copy_data};
 use crate::data::meta::{self, Apply, Dst, creation_mode};
 use crate::data::node;
+use crate::data::origin;
 use crate::data::verify;
 use crate::options::Overwrite;
 use crate::place::crash;
@@ -168,6 +170,8 @@ pub(crate) fn copy_opened(
         let _ = sys::unlink(here.dst_dir, written_name, false);
         err
     };
+    let canonicals = readvia::canonicals(ctx, here, name, src.as_fd(), &meta);
+    let via = canonicals.via();
     let plan = DataPlan {
         reflink: ctx.opts.reflink,
         sparse: ctx.opts.sparse,
@@ -177,6 +181,7 @@ pub(crate) fn copy_opened(
         nocache: ctx.opts.nocache,
         size_is_true: meta.dev == here.sized_dev,
         no_clone: &ctx.no_clone,
+        via: &via,
     };
     let outcome = copy_data(
         src.as_fd(),
@@ -200,8 +205,12 @@ pub(crate) fn copy_opened(
             )));
         }
     }
-    let xattrs =
+    let mut xattrs =
         meta::source_xattrs(ctx.opts, XattrTarget::Fd(src.as_fd()), &src_path).map_err(discard)?;
+    if ctx.opts.record_origin {
+        let cloned = outcome.method == Method::Clone;
+        xattrs = origin::with_record(xattrs, cloned, src.as_fd(), &ctx.mounts);
+    }
     let apply = Apply::for_new(
         ctx.opts,
         &ctx.process,

@@ -8,6 +8,7 @@ mod dir;
 mod entry;
 mod exec;
 mod plan;
+mod readvia;
 mod roots;
 mod single;
 mod work;
