@@ -644,3 +644,31 @@ fn a_tree_copy_reads_clones_exactly_through_a_parent_being_written() {
         assert!(shared > 0, "{kind}: nothing was read through the parent");
     }
 }
+
+/// Readers of a file and of its clone opened and dropped at once from several threads: the
+/// registry lets a file go while others look it up, and nobody waits for ever.
+#[test]
+fn the_registry_survives_readers_coming_and_going() {
+    let Some(fs) = scratch(FsKind::Btrfs) else {
+        return;
+    };
+    let (a, b) = parent_and_clone(fs.path(), 2 * MIB, 31);
+    settle();
+    let (done, finished) = std::sync::mpsc::channel();
+    for t in 0..4 {
+        let (a, b, done) = (a.clone(), b.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut head = vec![0u8; 4096];
+            for i in 0..300 {
+                let f = SharedFile::open(if (i + t) % 2 == 0 { &a } else { &b }).unwrap();
+                f.read_exact_at(&mut head, 0).unwrap();
+            }
+            done.send(()).unwrap();
+        });
+    }
+    for _ in 0..4 {
+        finished
+            .recv_timeout(Duration::from_secs(120))
+            .expect("a reader is stuck");
+    }
+}

@@ -38,7 +38,6 @@ impl<V> Default for PhysMap<V> {
 
 impl<V: Clone> PhysMap<V> {
     /// Intervals held.
-    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.map.len()
     }

@@ -740,8 +740,12 @@ fn join_registry(
     if shared_ext.is_empty() {
         return None;
     }
-    let mut reg = lock(registry());
+    // Canonical files upgraded from the registry: dropped only after the registry's lock
+    // (declared after them) is released, since the last reference to a canonical file
+    // removes its entries under that lock.
+    let mut unused: Vec<Arc<Canon>> = Vec::new();
     let mut vias: Vec<Arc<Via>> = Vec::new();
+    let mut reg = lock(registry());
     for e in &shared_ext {
         for h in reg.held(own.dev, e.physical, e.length) {
             let Some(canon) = h.value.canon.upgrade() else {
@@ -749,6 +753,7 @@ fn join_registry(
             };
             // A deleted canonical file is no use: its space is waiting to be freed.
             if sys::stamp(canon.fd.as_fd()).map_or(true, |s| s.nlink == 0) {
+                unused.push(canon);
                 continue;
             }
             let via = match vias.iter().find(|v| Arc::ptr_eq(&v.canon, &canon)) {

@@ -11,13 +11,18 @@
 //! A holder is named as plain data (a root, the directory below it, a name) with its
 //! identity, so no descriptor stays open: it is opened by whoever reads through it, and
 //! checked to be the same inode. Memory grows with the number of shared extents met, never
-//! with the number of files.
+//! with the number of files, and is bounded: once [`MAX_INTERVALS`] intervals are held, new
+//! extents are no longer held (those already held still serve later references).
 
 use super::links::LinkLoc;
 use crate::data::physmap::PhysMap;
 use crate::data::shared;
 use crate::sys::Extent;
 use std::sync::{Arc, Mutex};
+
+/// The most intervals the map holds (a few tens of MiB): a copy of a snapshot, whose every
+/// extent is shared, would otherwise remember every extent of the tree.
+pub(crate) const MAX_INTERVALS: usize = 1 << 18;
 
 /// A source file that holds shared extents: where it is, and which inode it is.
 #[derive(Debug, PartialEq, Eq)]
@@ -67,8 +72,10 @@ impl CanonMap {
                     holder_at: offset + h.into,
                 });
             }
-            let me = mine.get_or_insert_with(|| Arc::new(me.take().expect("built once")()));
-            map.fill(dev, e.physical, e.length, |at| (me.clone(), e.logical + at));
+            if map.len() < MAX_INTERVALS {
+                let me = mine.get_or_insert_with(|| Arc::new(me.take().expect("built once")()));
+                map.fill(dev, e.physical, e.length, |at| (me.clone(), e.logical + at));
+            }
         }
         out.sort_by_key(|t| t.at);
         out
