@@ -59,8 +59,9 @@ def main():
             meta["cores"], meta["mem_gib"], meta["cp"]),
         "- one %d MiB file of random bytes and %d clones of it (`mimeo --record-origin`), every "
         "other clone with 10 %% rewritten; loop-mounted btrfs and XFS (reflink=1) on direct-I/O "
-        "loop devices; `sync; echo 3 > /proc/sys/vm/drop_caches` before every run; %d runs per "
-        "tool, taking turns: medians, with the spread (min–max)" % (
+        "loop devices; `sync; echo 3 > /proc/sys/vm/drop_caches` before every run; the tools "
+        "take turns, %d runs each in (a) and in (b) from btrfs (one run from XFS, and one "
+        "without shared reads): medians, with the spread (min–max)" % (
             meta["size_mib"], meta["clones"], meta["runs"]),
         "- the shared reader is `shared_cat` (`crates/mimeo/examples/shared_cat.rs`: `cat` "
         "through `mimeo::SharedFile`, which finds each clone's origin from its record)",
