@@ -20,6 +20,8 @@ ROOT=$(cd "$BENCH/.." && pwd)
 source "$BENCH/lib/common.sh"
 # shellcheck source=bench/lib/fs.sh
 source "$BENCH/lib/fs.sh"
+# shellcheck source=bench/lib/corpus.sh
+source "$BENCH/lib/corpus.sh"
 
 BEFORE="" AFTER="" QUICK=0 RUNS=7 TAG=$(hostname -s)
 while (($#)); do
@@ -46,29 +48,6 @@ trap fs_teardown EXIT
 
 CORPUS=/usr
 ((QUICK)) && CORPUS=/usr/include
-CORPUS_EXCLUDE=${CORPUS_EXCLUDE:-"lib/jvm lib/google-cloud-sdk lib/llvm-* lib/rustlib local/rustup local/cargo share/dotnet lib/android-sdk"}
-
-# The corpus without its largest vendored trees (the same corpus as bench/run.sh's W1).
-corpus_copy() {
-    local dst=$1 g p args=()
-    for g in $CORPUS_EXCLUDE; do
-        for p in $CORPUS/$g; do
-            [[ -e $p ]] && args+=(--exclude="${p#"$CORPUS"/}")
-        done
-    done
-    mkdir -p "$dst"
-    # tar keeps owners, modes, times, links and xattrs, and excludes what it is told to.
-    (cd "$CORPUS" && tar --xattrs --acls -cf - "${args[@]}" .) | (cd "$dst" && tar --xattrs --acls -xpf -)
-}
-
-small_tree() {
-    local dst=$1 n=$2 i
-    mkdir -p "$dst"
-    for ((i = 0; i < n; i++)); do
-        mkdir -p "$dst/d$((i % 100))"
-        head -c $((i % 7 * 1000 + 100)) /dev/urandom >"$dst/d$((i % 100))/f$i"
-    done
-}
 
 report() { printf '%s\n' "$*" >>"$OUT"; }
 
@@ -127,7 +106,7 @@ for fs in xfs btrfs ext4; do
     mnt=$(fs_mnt "$fs")
     if [[ -z $first ]]; then
         log "$fs: corpus from $CORPUS and $SMALL small files"
-        corpus_copy "$mnt/usr"
+        corpus_copy "$CORPUS" "$mnt/usr"
         small_tree "$mnt/small" "$SMALL"
         first=$mnt
     else

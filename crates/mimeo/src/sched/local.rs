@@ -2,7 +2,7 @@
 //! counting for directories.
 
 use super::Scheduler;
-use super::pool::{self, Spawner};
+use super::pool::{self, Sizing, Spawner};
 use crate::options::Options;
 use crate::report::{Control, Observer, Summary};
 use crate::sys;
@@ -78,22 +78,39 @@ pub fn copy_with(
     } else {
         opts.jobs
     };
-    LocalPool::new(jobs).run(&exec, initial);
+    let max = if jobs < opts.jobs {
+        jobs
+    } else {
+        opts.max_jobs.max(jobs)
+    };
+    LocalPool::growing(jobs, max).run(&exec, initial);
     exec.finish()
 }
 
-/// The local scheduler: `jobs` threads taking items from work-stealing deques, each worker
+/// The local scheduler: threads taking items from work-stealing deques, each worker
 /// depth-first. Every worker copies with a descriptor table of its own
 /// (`unshare(CLONE_FILES)`), so opening and closing files does not contend on one table.
 #[derive(Debug, Clone, Copy)]
 pub struct LocalPool {
-    jobs: usize,
+    sizing: Sizing,
 }
 
 impl LocalPool {
     /// A pool of `jobs` threads (at least one).
     pub fn new(jobs: usize) -> Self {
-        LocalPool { jobs: jobs.max(1) }
+        LocalPool::growing(jobs, jobs)
+    }
+
+    /// A pool of `start` threads that grows up to `max` while its workers wait on I/O and
+    /// more of them copy faster (see [`Options::max_jobs`]).
+    pub fn growing(start: usize, max: usize) -> Self {
+        let start = start.max(1);
+        LocalPool {
+            sizing: Sizing {
+                start,
+                max: max.max(start),
+            },
+        }
     }
 }
 
@@ -120,7 +137,7 @@ impl Scheduler for LocalPool {
             .map(|item| Task { item, gate: None })
             .collect();
         pool::run(
-            self.jobs,
+            self.sizing,
             tasks,
             || {
                 sys::private_fd_table();
@@ -155,6 +172,7 @@ impl Scheduler for LocalPool {
                     release(exec, worker, g);
                 }
             },
+            true,
         );
     }
 }

@@ -690,6 +690,27 @@ pub(crate) fn current_umask() -> u32 {
     old.as_raw_mode()
 }
 
+/// CPU time used so far by the whole process, all threads (`CLOCK_PROCESS_CPUTIME_ID`).
+pub(crate) fn process_cpu_time() -> std::time::Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    std::time::Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+/// Bytes this process has caused to be read from storage so far (`read_bytes` of
+/// `/proc/self/io`): data and metadata that were not in the page cache. None where the
+/// kernel does not keep the count.
+pub(crate) fn storage_reads() -> Option<u64> {
+    let io = std::fs::read_to_string("/proc/self/io").ok()?;
+    io.lines()
+        .find_map(|l| l.strip_prefix("read_bytes: "))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// The number of CPUs this process may run on.
+pub(crate) fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 pub(crate) fn euid() -> u32 {
     rustix::process::geteuid().as_raw()
 }
