@@ -51,7 +51,8 @@ OUT=$BENCH/results/$(date +%F)-$TAG-w11
 rm -rf "$RAW"
 mkdir -p "$RAW"
 : >"$RECORDS"
-trap fs_teardown EXIT
+# The images are removed at exit, whatever happens: they take gigabytes of a shared disk.
+trap 'fs_teardown; rm -rf "$WORK/img"' EXIT
 
 log "building mimeo and the shared_cat example"
 (cd "$ROOT" && cargo build --release --locked --quiet -p mimeo-cli &&
