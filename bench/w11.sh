@@ -65,7 +65,7 @@ loop_dev() { findmnt -no SOURCE "$1" | sed 's|/dev/||'; }
 # sectors DEV : 512-byte sectors read so far from DEV.
 sectors() { awk -v d="$1" '$3 == d { print $6 }' /proc/diskstats; }
 # cached_bytes FILE... : bytes of the files in the page cache.
-cached_bytes() { fincore --bytes --noheadings --output RES "$@" | awk '{ s += $1 } END { print s + 0 }'; }
+cached_bytes() { fincore --bytes --noheadings --output RES "$@" | awk '{ s += $1 } END { printf "%.0f\n", s }'; }
 now() { date +%s.%N; }
 # elapsed T0 T1 : seconds from T0 to T1, to the millisecond.
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
@@ -75,6 +75,7 @@ fadvise_dontneed() {
 }
 
 size=$((SIZE_MIB * 1048576))
+LOAD_START=$(cut -d' ' -f1 /proc/loadavg)
 fs_setup btrfs "$((SIZE_MIB * 3 + 2048))M"
 fs_setup xfs "$((SIZE_MIB * 3 + 2048))M"
 fs_setup ext4 "$(((CLONES + 1) * SIZE_MIB * 2 + 4096))M"
@@ -225,7 +226,8 @@ cat >"$RAW/meta.json" <<EOF
 {"date": "$(date +%F)", "tag": "$TAG", "commit": "$(git -C "$ROOT" rev-parse --short HEAD)",
  "dirty": $(if [[ -n $(git -C "$ROOT" status --porcelain) ]]; then echo true; else echo false; fi),
  "kernel": "$(uname -r)", "cores": $(nproc), "mem_gib": $(awk '/MemTotal/ {printf "%.0f", $2 / 1048576}' /proc/meminfo),
- "size_mib": $SIZE_MIB, "clones": $CLONES, "runs": $RUNS, "cp": "$(cp --version | head -1)"}
+ "load": "$LOAD_START at the start, $(cut -d' ' -f1 /proc/loadavg) at the end (1-minute averages)",
+ "size_mib": $SIZE_MIB, "clones": $CLONES, "rewritten": $((CLONES / 2)), "runs": $RUNS, "cp": "$(cp --version | head -1)"}
 EOF
 python3 "$BENCH/lib/w11report.py" "$RAW" "$OUT"
 log "results: $OUT.md and .json"
