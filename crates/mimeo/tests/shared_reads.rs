@@ -296,6 +296,42 @@ fn deleting_the_canonical_file_lets_it_go_and_reads_stay_right() {
     }
 }
 
+/// A canonical file of the registry deleted while its reader is still open: files opened
+/// later are not read through it, and the first of them takes its extents over, for those
+/// opened after it.
+#[test]
+fn a_deleted_canonical_file_hands_its_extents_to_the_next_file_opened() {
+    for kind in [FsKind::Btrfs, FsKind::Xfs] {
+        let Some(fs) = scratch(kind) else { continue };
+        let size = 4 * MIB;
+        let (a, b) = parent_and_clone(fs.path(), size, 8);
+        let c = fs.path().join("second");
+        rustix::fs::ioctl_ficlone(File::create(&c).unwrap(), File::open(&a).unwrap()).unwrap();
+        settle();
+        let expected = std::fs::read(&a).unwrap();
+        let registry_only = || {
+            let mut o = SharedFile::options();
+            o.origin(false);
+            o
+        };
+        let parent = registry_only().open(&a).unwrap();
+        std::fs::remove_file(&a).unwrap();
+        let first = registry_only().open(&b).unwrap();
+        assert_eq!(first.canonical_count(), 0, "{kind}: not the deleted file");
+        let mut later = registry_only().open(&c).unwrap();
+        assert_eq!(
+            later.canonical_count(),
+            1,
+            "{kind}: read through the file that took over"
+        );
+        let mut got = Vec::new();
+        later.read_to_end(&mut got).unwrap();
+        assert!(got == expected, "{kind}");
+        assert_eq!(later.stats().canonical_bytes, size, "{kind}");
+        drop((parent, first));
+    }
+}
+
 #[test]
 fn truncating_the_canonical_file_reads_the_rest_from_the_clone() {
     for kind in [FsKind::Btrfs, FsKind::Xfs] {

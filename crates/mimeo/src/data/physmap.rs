@@ -85,6 +85,19 @@ impl<V: Clone> PhysMap<V> {
         dev: u64,
         phys: u64,
         len: u64,
+        value: impl FnMut(u64) -> V,
+    ) -> Vec<(u64, u64)> {
+        self.fill_at_most(dev, phys, len, usize::MAX, value)
+    }
+
+    /// As [`fill`](Self::fill), but holds only the first `room` parts that nobody holds
+    /// (each a new interval), so that the map never holds more than `len() + room`.
+    pub fn fill_at_most(
+        &mut self,
+        dev: u64,
+        phys: u64,
+        len: u64,
+        room: usize,
         mut value: impl FnMut(u64) -> V,
     ) -> Vec<(u64, u64)> {
         let end = phys.saturating_add(len);
@@ -99,6 +112,7 @@ impl<V: Clone> PhysMap<V> {
         if pos < end {
             gaps.push((pos - phys, end - pos));
         }
+        gaps.truncate(room);
         for &(at, n) in &gaps {
             self.map.insert((dev, phys + at), (n, value(at)));
         }
@@ -149,5 +163,21 @@ mod tests {
         m.retain(|v| v.0 != 'a');
         assert!(m.held(1, 100, 10).is_empty());
         assert_eq!(m.fill(1, 100, 20, |_| ('e', 0)), vec![(0, 20)]);
+    }
+
+    #[test]
+    fn fill_at_most_holds_only_the_first_gaps() {
+        let mut m = PhysMap::default();
+        m.fill(1, 100, 10, |_| 'a');
+        m.fill(1, 200, 10, |_| 'b');
+        // Three gaps around the two intervals; room for two.
+        assert_eq!(
+            m.fill_at_most(1, 0, 300, 2, |_| 'c'),
+            vec![(0, 100), (110, 90)]
+        );
+        assert_eq!(m.len(), 4);
+        assert!(m.held(1, 210, 90).is_empty());
+        assert!(m.fill_at_most(1, 210, 90, 0, |_| 'd').is_empty());
+        assert_eq!(m.len(), 4);
     }
 }

@@ -447,7 +447,8 @@ pub(crate) struct ReadVia<'a> {
 // ---- canonical files and the registry ----
 
 /// A file others are read through. Its registered extents leave the registry when the last
-/// reader of it is dropped.
+/// reader of it is dropped, or, if the registry is busy then, at the next open that joins it
+/// (entries whose file is gone are skipped until then).
 #[derive(Debug)]
 pub(crate) struct Canon {
     fd: OwnedFd,
@@ -474,8 +475,15 @@ impl Drop for Canon {
         if lock(&self.held).is_empty() {
             return;
         }
+        // Never waits for the registry: the last reference may be dropped by a thread that
+        // holds its lock (which would wait for itself). Then the entries stay until the next
+        // open that joins the registry removes them; their `Weak` no longer upgrades.
         let id = self.id;
-        lock(registry()).retain(|h| h.id != id);
+        match registry().try_lock() {
+            Ok(mut reg) => reg.retain(|h| h.id != id),
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner().retain(|h| h.id != id),
+            Err(std::sync::TryLockError::WouldBlock) => {}
+        }
     }
 }
 
@@ -741,9 +749,9 @@ fn join_registry(
         return None;
     }
     // Canonical files upgraded from the registry: dropped only after the registry's lock
-    // (declared after them) is released, since the last reference to a canonical file
-    // removes its entries under that lock.
-    let mut unused: Vec<Arc<Canon>> = Vec::new();
+    // (declared after them) is released, so that the last reference to one, if it is
+    // dropped here, removes its entries at once (see `Canon`'s `Drop`).
+    let mut gone: Vec<Arc<Canon>> = Vec::new();
     let mut vias: Vec<Arc<Via>> = Vec::new();
     let mut reg = lock(registry());
     for e in &shared_ext {
@@ -751,9 +759,13 @@ fn join_registry(
             let Some(canon) = h.value.canon.upgrade() else {
                 continue;
             };
-            // A deleted canonical file is no use: its space is waiting to be freed.
+            if gone.iter().any(|g| Arc::ptr_eq(g, &canon)) {
+                continue;
+            }
+            // A deleted canonical file is no use: its space is waiting to be freed. Its
+            // extents go to the files opened from now on.
             if sys::stamp(canon.fd.as_fd()).map_or(true, |s| s.nlink == 0) {
-                unused.push(canon);
+                gone.push(canon);
                 continue;
             }
             let via = match vias.iter().find(|v| Arc::ptr_eq(&v.canon, &canon)) {
@@ -770,8 +782,9 @@ fn join_registry(
             pieces.add(e.logical + h.at, h.len, &via, h.value.offset + h.into);
         }
     }
-    // Dead entries (files whose readers are gone) go before the file adds its own.
-    reg.retain(|h| h.canon.strong_count() > 0);
+    // Dead entries (files whose readers are gone, or deleted) go before the file adds its
+    // own.
+    reg.retain(|h| h.canon.strong_count() > 0 && !gone.iter().any(|g| g.id == h.id));
     let fd = file.try_clone().ok()?;
     let me = Canon::new(fd.into(), own.dev);
     let mut held = Vec::new();
@@ -1236,6 +1249,49 @@ mod tests {
             settle();
             assert_eq!(plain_why(&f, &f, 0, MIB), Why::Unsupported, "tmpfs");
         }
+    }
+
+    /// A device number no real file has, so that the process-wide registry is not shared
+    /// with other tests.
+    const NO_DEV: u64 = u64::MAX - 13;
+
+    /// A canonical file holding `[phys, phys + 4096)` of [`NO_DEV`] in the registry.
+    fn registered(phys: u64) -> Arc<Canon> {
+        let f = tempfile::tempfile().expect("tempfile");
+        let canon = Canon::new(f.into(), NO_DEV);
+        lock(registry()).fill(NO_DEV, phys, 4096, |_| Holder {
+            id: canon.id,
+            canon: Arc::downgrade(&canon),
+            offset: 0,
+        });
+        *lock(&canon.held) = vec![(NO_DEV, phys)];
+        canon
+    }
+
+    /// The last reference to a canonical file dropped by a thread that holds the registry's
+    /// lock (as an open joining the registry may): the drop does not wait for that lock, and
+    /// the entries, which no longer upgrade, stay until the next open joining the registry.
+    #[test]
+    fn the_last_canonical_reference_dropped_under_the_registry_lock_does_not_wait() {
+        let canon = registered(1 << 40);
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let reg = lock(registry());
+            drop(canon);
+            let left = reg.held(NO_DEV, 1 << 40, 4096);
+            drop(reg);
+            done.send(left).unwrap();
+        });
+        let left = finished
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the drop waits for a lock its own thread holds");
+        assert_eq!(left.len(), 1);
+        assert!(left[0].value.canon.upgrade().is_none());
+        // Without the lock held, a drop removes its entries at once.
+        let other = registered(1 << 41);
+        drop(other);
+        assert!(lock(registry()).held(NO_DEV, 1 << 41, 4096).is_empty());
+        lock(registry()).retain(|h| h.canon.strong_count() > 0);
     }
 
     #[test]

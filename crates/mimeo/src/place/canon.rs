@@ -44,12 +44,28 @@ pub(crate) struct Through {
 }
 
 /// The run's map of shared device addresses to the source files that hold them.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct CanonMap {
     map: Mutex<PhysMap<(Arc<Holder>, u64)>>,
+    /// The most intervals held.
+    limit: usize,
+}
+
+impl Default for CanonMap {
+    fn default() -> Self {
+        CanonMap::with_limit(MAX_INTERVALS)
+    }
 }
 
 impl CanonMap {
+    /// A map that holds at most `limit` intervals.
+    pub fn with_limit(limit: usize) -> Self {
+        CanonMap {
+            map: Mutex::default(),
+            limit,
+        }
+    }
+
     /// A file on device `dev` with extents `ext` (its FIEMAP, in any order) is about to be
     /// read: the ranges of its shared extents that an earlier file holds, to be read through
     /// that file. The shared extents nobody holds yet are held by this file (`me`, built
@@ -72,9 +88,12 @@ impl CanonMap {
                     holder_at: offset + h.into,
                 });
             }
-            if map.len() < MAX_INTERVALS {
+            let room = self.limit.saturating_sub(map.len());
+            if room > 0 {
                 let me = mine.get_or_insert_with(|| Arc::new(me.take().expect("built once")()));
-                map.fill(dev, e.physical, e.length, |at| (me.clone(), e.logical + at));
+                map.fill_at_most(dev, e.physical, e.length, room, |at| {
+                    (me.clone(), e.logical + at)
+                });
             }
         }
         out.sort_by_key(|t| t.at);
@@ -140,5 +159,37 @@ mod tests {
         let t = m.claim(7, &[ext(500, 2100, 50, s)], || holder("fourth"));
         assert_eq!(t[0].holder.loc.name.as_bytes(), b"third");
         assert_eq!(t[0].holder_at, 50);
+    }
+
+    /// However many shared extents the sources have (a copy of a snapshot), the map holds
+    /// no more than its limit, even when one extent meets many gaps; what it holds still
+    /// serves later references, and the rest is read from each file itself.
+    #[test]
+    fn the_map_stays_within_its_limit() {
+        let m = CanonMap::with_limit(5);
+        let s = FIEMAP_EXTENT_SHARED;
+        let apart = |base: u64| -> Vec<Extent> {
+            (0..4u64)
+                .map(|i| ext(i * 100, base + i * 1000, 100, s))
+                .collect()
+        };
+        let (first, second) = (apart(10_000), apart(50_000));
+        assert!(m.claim(7, &first, || holder("first")).is_empty());
+        assert_eq!(m.map.lock().unwrap().len(), 4);
+        // One extent across the first file's four intervals: five gaps, room for one.
+        let t = m.claim(7, &[ext(0, 1, 20_000, s)], || holder("big"));
+        assert_eq!(t.len(), 4);
+        assert_eq!(m.map.lock().unwrap().len(), 5);
+        // Full: a new file holds nothing.
+        assert!(m.claim(7, &second, || holder("second")).is_empty());
+        assert_eq!(m.map.lock().unwrap().len(), 5);
+        // What is held still serves: clones of the first file, and of the big one's start.
+        let t = m.claim(7, &first, || holder("clone of first"));
+        assert_eq!(t.len(), 4);
+        assert!(t.iter().all(|x| x.holder.loc.name.as_bytes() == b"first"));
+        let t = m.claim(7, &[ext(0, 1, 100, s)], || holder("clone of big"));
+        assert_eq!(t[0].holder.loc.name.as_bytes(), b"big");
+        // The rest is read from each file itself.
+        assert!(m.claim(7, &second, || holder("clone of second")).is_empty());
     }
 }
