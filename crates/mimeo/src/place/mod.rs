@@ -4,6 +4,7 @@
 //! that shared extents are read through ([`canon`]). Uses the data layer below it; knows
 //! nothing of trees or schedulers.
 
+pub(crate) mod backup;
 pub(crate) mod canon;
 pub(crate) mod crash;
 pub(crate) mod decide;

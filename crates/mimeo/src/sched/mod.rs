@@ -6,7 +6,7 @@ mod grow;
 mod local;
 mod pool;
 
-pub use local::{LocalPool, copy, copy_with};
+pub use local::{LocalPool, copy, copy_hooked, copy_with};
 
 use crate::tree::{Executor, WorkItem};
 

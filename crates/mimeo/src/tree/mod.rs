@@ -7,6 +7,7 @@ mod context;
 mod dir;
 mod entry;
 mod exec;
+mod hooks;
 mod plan;
 mod readvia;
 mod roots;
@@ -14,7 +15,8 @@ mod single;
 mod work;
 
 pub use exec::{Executor, Worker};
+pub use hooks::{Hooked, Hooks, NoHooks};
 pub use plan::{Totals, dry_run, scan};
 pub use roots::CopyPair;
-pub use single::copy_file;
+pub use single::{copy_file, copy_file_with};
 pub use work::{DirDone, DirInfo, EntryType, Lineage, Stat, WorkItem, WorkKind, XattrList};
