@@ -210,6 +210,16 @@ pub struct Args {
     #[arg(long)]
     pub nocache: bool,
 
+    /// On each clone, record the file it was cloned from (xattr user.mimeo.origin; a clone
+    /// of a clone names the first origin), so that readers share its page cache
+    #[arg(long)]
+    pub record_origin: bool,
+
+    /// Read every byte from its own file, never through another source file that holds the
+    /// same blocks (for measurements)
+    #[arg(long, hide = true)]
+    pub no_shared_reads: bool,
+
     /// Flush every file and directory to stable storage before counting it as copied
     #[arg(long)]
     pub sync: bool,

@@ -290,6 +290,8 @@ impl Config {
         };
         options.verify = a.verify;
         options.nocache = a.nocache;
+        options.record_origin = a.record_origin;
+        options.shared_reads = !a.no_shared_reads;
         options.sync = a.sync;
         let progress = !a.quiet
             && match a.progress {

@@ -220,7 +220,8 @@ pub fn summary_json(s: &Summary) -> String {
             "\"hard_links\":{},\"specials\":{},\"skipped\":{},\"bytes\":{},",
             "\"by_method\":{{\"clone\":{},\"offload\":{},\"stream\":{}}},",
             "\"files_by_method\":{{\"clone\":{},\"offload\":{},\"stream\":{}}},",
-            "\"hole_bytes\":{},\"errors\":{},\"vanished\":{},\"interrupted\":{},\"elapsed_s\":{:.6}}}\n"
+            "\"hole_bytes\":{},\"shared_read_bytes\":{},\"errors\":{},\"vanished\":{},",
+            "\"interrupted\":{},\"elapsed_s\":{:.6}}}\n"
         ),
         s.files,
         s.directories,
@@ -236,6 +237,7 @@ pub fn summary_json(s: &Summary) -> String {
         s.offload_files,
         s.stream_files,
         s.hole_bytes,
+        s.shared_read_bytes,
         s.errors,
         s.vanished,
         s.interrupted,
@@ -260,7 +262,8 @@ pub fn summary_text(s: &Summary) -> String {
             "  cloned    {} in {} files\n",
             "  offloaded {} in {} files\n",
             "  streamed  {} in {} files\n",
-            "  holes     {}\n"
+            "  holes     {}\n",
+            "  read through a canonical file {}\n"
         ),
         s.files,
         s.directories,
@@ -281,6 +284,7 @@ pub fn summary_text(s: &Summary) -> String {
         HumanBytes(s.stream_bytes),
         s.stream_files,
         HumanBytes(s.hole_bytes),
+        HumanBytes(s.shared_read_bytes),
     )
 }
 

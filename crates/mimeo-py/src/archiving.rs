@@ -31,6 +31,8 @@ pub(crate) struct Summary {
     files_by_method: Py<PyDict>,
     /// Bytes of the files' sizes left as holes.
     hole_bytes: u64,
+    /// Bytes read through a canonical file (shared reads of clones).
+    shared_read_bytes: u64,
     /// Entries that failed.
     errors: u64,
     /// Sources that vanished during the run (also counted in `errors`).
@@ -60,6 +62,7 @@ impl Summary {
         d.set_item("by_method", self.by_method.bind(py).copy()?)?;
         d.set_item("files_by_method", self.files_by_method.bind(py).copy()?)?;
         d.set_item("hole_bytes", self.hole_bytes)?;
+        d.set_item("shared_read_bytes", self.shared_read_bytes)?;
         d.set_item("errors", self.errors)?;
         d.set_item("vanished", self.vanished)?;
         d.set_item("interrupted", self.interrupted)?;
@@ -207,6 +210,7 @@ fn summary(
         by_method: by_method.unbind(),
         files_by_method: files_by_method.unbind(),
         hole_bytes: s.hole_bytes,
+        shared_read_bytes: s.shared_read_bytes,
         errors: s.errors,
         vanished: s.vanished,
         interrupted: s.interrupted,

@@ -13,6 +13,7 @@ mod extras;
 mod files;
 mod paths;
 mod run;
+mod shared;
 mod tree;
 
 use extras::Extras;
@@ -176,6 +177,7 @@ fn _mimeo(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(archive, m)?)?;
     m.add_class::<archiving::Summary>()?;
     m.add_class::<run::Progress>()?;
+    m.add_class::<shared::SharedReader>()?;
     let py = m.py();
     let own = [
         m.getattr("copyfile")?.unbind(),

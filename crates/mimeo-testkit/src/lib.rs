@@ -6,6 +6,7 @@
 //! - [`compare`]: a tree comparer reporting every metadata or data difference.
 //! - [`extents`]: FIEMAP sharing checks and `st_blocks`.
 //! - [`files`]: files of seeded content with holes, and byte-level assertions.
+//! - [`mutate`]: mmap stores, range clones, writeback by hand, cached pages, device reads.
 //! - [`oracle`]: the shared oracles: no half files that look whole, trees equal.
 //! - [`cmd`]: running helper programs with captured output.
 
@@ -14,6 +15,7 @@ pub mod compare;
 pub mod extents;
 pub mod files;
 pub mod fsimg;
+pub mod mutate;
 pub mod oracle;
 pub mod rng;
 pub mod treegen;

@@ -65,7 +65,7 @@
 //!   caller's [`Hooks`] (entries left out per directory, entries it copies itself)
 //!   ([`work`]: the plain-data unit of work and its [`Executor`](work::Executor));
 //! - `place`: the overwrite decision, crash safety, hard-link groups;
-//! - `data`: clone / offload / stream, verify, metadata;
+//! - `data`: clone / offload / stream, verify, metadata, shared reads ([`SharedFile`]);
 //! - `sys`: the only module that calls the kernel;
 //! - `report` ([`Error`], [`Event`], [`Summary`], [`Control`]) and [`Options`], used by all.
 
@@ -79,6 +79,7 @@ mod sched;
 mod sys;
 mod tree;
 
+pub use data::shared::{SharedFile, SharedOpenOptions, SharedReadStats};
 pub use options::{
     Backup, DEFAULT_BUFFER_SIZE, Dereference, LinkInstead, Options, Overwrite, Preserve, Reflink,
     Sparse, default_jobs, default_max_jobs,

@@ -162,6 +162,17 @@ pub struct Options {
     pub nocache: bool,
     /// Re-read each copied file and compare it with its source (`--verify`).
     pub verify: bool,
+    /// Record on each clone the file it was cloned from (`--record-origin`): the extended
+    /// attribute `user.mimeo.origin`, which [`SharedFile`](crate::SharedFile) follows to
+    /// read the clone's shared ranges through its origin's page cache. A clone of a file
+    /// that carries a valid record gets the same record (the first origin). A file that is
+    /// copied, not cloned, gets none, even if its source carries one.
+    pub record_origin: bool,
+    /// Read the shared extents of sources through the first source file of the run that
+    /// held them, when the destination cannot clone (another filesystem, `--reflink=never`):
+    /// the device and the page cache then hold those bytes once. The bytes are always those
+    /// of a plain read (see [`SharedFile`](crate::SharedFile)). On by default.
+    pub shared_reads: bool,
     /// Also remove the temporaries and in-progress markers that runs on other hosts left in
     /// the directories copied into. Only for when no run elsewhere is still going on: from
     /// here, another host's run can never be proven dead.
@@ -251,6 +262,8 @@ impl Default for Options {
             sync: false,
             nocache: false,
             verify: false,
+            record_origin: false,
+            shared_reads: true,
             clean_other_hosts: false,
             inplace: false,
             remove_destination: false,

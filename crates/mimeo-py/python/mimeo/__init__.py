@@ -9,6 +9,9 @@ GIL released. Each function also takes the keyword-only extras ``workers=``, ``r
 
 :func:`archive` is ``mimeo -a``: everything ``cp -a`` keeps, with a :class:`Summary`.
 :mod:`mimeo.aio` has asyncio versions of them all.
+
+:class:`SharedFile` is a file object that reads the clones of a file through one canonical
+file, so that they share its page cache; the bytes are always those of a plain read.
 """
 
 from . import aio
@@ -23,11 +26,13 @@ from ._mimeo import (
     copyfile,
     copytree,
 )
+from ._shared import SharedFile
 
 __all__ = [
     "Error",
     "Progress",
     "SameFileError",
+    "SharedFile",
     "SpecialFileError",
     "Summary",
     "__version__",

@@ -41,6 +41,8 @@ class Summary:
     by_method: dict[str, int]
     files_by_method: dict[str, int]
     hole_bytes: int
+    shared_read_bytes: int
+    """Bytes read through a canonical file (shared reads of clones)."""
     errors: int
     vanished: int
     interrupted: bool
@@ -49,6 +51,29 @@ class Summary:
     """Each failure as (path, operation, message, errno)."""
     def to_dict(self) -> dict[str, object]:
         """The summary as ``mimeo --json`` prints it."""
+
+class SharedReader:
+    """The reader behind :class:`mimeo.SharedFile` (use that)."""
+
+    def __init__(
+        self,
+        path: StrOrBytesPath,
+        *,
+        canonical: Optional[StrOrBytesPath] = None,
+        origin: bool = True,
+        registry: bool = True,
+        buffer: Optional[int] = None,
+    ) -> None: ...
+    def read(self, size: int = -1) -> bytes: ...
+    def seek(self, offset: int, whence: int = 0) -> int: ...
+    def tell(self) -> int: ...
+    def fileno(self) -> int: ...
+    def close(self) -> None: ...
+    @property
+    def closed(self) -> bool: ...
+    def stats(self) -> dict[str, int]: ...
+    def shared_len(self) -> int: ...
+    def canonical_count(self) -> int: ...
 
 def copyfile(
     src: StrOrBytesPath,

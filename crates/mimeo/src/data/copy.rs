@@ -5,6 +5,7 @@
 //! file, so no fallback ever hides ENOSPC, EIO, EDQUOT or ENOMEM (DESIGN §1). Holes come from
 //! SEEK_DATA/SEEK_HOLE, never from `copy_file_range`.
 
+use super::shared::{ReadVia, Through};
 use crate::options::{Reflink, Sparse};
 use crate::report::{Control, FileOutcome, Method, Op};
 use crate::sys::{self, Errno, Meta};
@@ -38,6 +39,8 @@ pub(crate) struct DataPlan<'a> {
     pub size_is_true: bool,
     /// Devices known, in this run, not to clone.
     pub no_clone: &'a NoCloneDevs,
+    /// Ranges of the source to read through a canonical file (shared reads), by offset.
+    pub via: &'a [ReadVia<'a>],
 }
 
 /// Errnos that mean "this mechanism is not available here", never "the copy failed".
@@ -103,11 +106,7 @@ pub(crate) fn copy_data(
                 Ok(()) => {
                     control.add_bytes(Method::Clone, size);
                     let data = (meta.blocks * 512).min(size);
-                    return Ok(FileOutcome {
-                        method: Method::Clone,
-                        bytes: data,
-                        hole_bytes: size - data,
-                    });
+                    return Ok(FileOutcome::new(Method::Clone, data, size - data));
                 }
                 Err(e) if clone_unsupported(e) && plan.reflink == Reflink::Auto => {
                     if e == Errno::OPNOTSUPP {
@@ -134,20 +133,12 @@ pub(crate) fn copy_data(
         });
     }
     if size == 0 && (plan.size_is_true || sys::sizes_are_true(src)) {
-        return Ok(FileOutcome {
-            method: Method::Stream,
-            bytes: 0,
-            hole_bytes: 0,
-        });
+        return Ok(FileOutcome::new(Method::Stream, 0, 0));
     }
     if size == 0 {
         // Files such as those in /proc report size 0 yet have content: read to the end.
         let n = stream_to_end(src, dst, plan, buf, control)?;
-        return Ok(FileOutcome {
-            method: Method::Stream,
-            bytes: n,
-            hole_bytes: 0,
-        });
+        return Ok(FileOutcome::new(Method::Stream, n, 0));
     }
     let may_offload =
         plan.sparse == Sparse::Auto && !(plan.reflink == Reflink::Never && plan.dst_cow);
@@ -164,6 +155,7 @@ pub(crate) fn copy_data(
         end: 0,
         eof: None,
         window: 0,
+        through: 0,
     };
     if plan.sparse == Sparse::Never || meta.blocks * 512 >= size {
         // Not sparse, or holes unwanted: one segment, no SEEK_DATA/SEEK_HOLE calls.
@@ -188,11 +180,9 @@ pub(crate) fn copy_data(
     } else {
         Method::Stream
     };
-    Ok(FileOutcome {
-        method,
-        bytes: c.written,
-        hole_bytes: final_size.saturating_sub(c.written),
-    })
+    let mut outcome = FileOutcome::new(method, c.written, final_size.saturating_sub(c.written));
+    outcome.shared_read_bytes = c.through;
+    Ok(outcome)
 }
 
 struct Copier<'a> {
@@ -213,6 +203,8 @@ struct Copier<'a> {
     eof: Option<u64>,
     /// With --nocache: the start of the range not yet dropped from the page cache.
     window: u64,
+    /// Bytes read through a canonical file.
+    through: u64,
 }
 
 /// With --nocache, the copied range is written back and dropped in windows of this size, so
@@ -262,43 +254,60 @@ impl Copier<'_> {
         Ok(())
     }
 
+    /// Copies bytes `[from, to)`: the ranges read through a canonical file (`plan.via`)
+    /// through it, the rest from the source.
+    fn segment(&mut self, from: u64, to: u64) -> Result<(), DataError> {
+        let mut pos = from;
+        let via = self.plan.via;
+        for v in via.iter().filter(|v| v.at < to && v.at + v.len > from) {
+            let (start, end) = (v.at.max(pos), (v.at + v.len).min(to));
+            if start >= end {
+                continue;
+            }
+            if start > pos {
+                self.own_segment(pos, start)?;
+            }
+            if self.eof.is_none() {
+                self.through(v, start, end)?;
+            }
+            if self.eof.is_some() {
+                return Ok(());
+            }
+            pos = end;
+        }
+        if pos < to {
+            self.own_segment(pos, to)?;
+        }
+        Ok(())
+    }
+
     /// Copies bytes `[from, to)` by offload, falling back to streaming when offload is not
     /// supported here and nothing has been offloaded yet.
-    fn segment(&mut self, from: u64, to: u64) -> Result<(), DataError> {
+    fn own_segment(&mut self, from: u64, to: u64) -> Result<(), DataError> {
         let mut pos = from;
         if self.offload {
             while pos < to {
                 interrupted(self.control)?;
-                let (mut s, mut d) = (pos, pos);
                 let chunk = if self.plan.nocache {
                     NOCACHE_WINDOW
                 } else {
                     OFFLOAD_CHUNK
                 };
-                let want = (to - pos).min(chunk) as usize;
-                match sys::copy_range(self.src, &mut s, self.dst, &mut d, want) {
+                let want = (to - pos).min(chunk);
+                match self.offload_chunk(self.src, pos, pos, want) {
                     Ok(0) => {
                         self.eof = Some(pos);
                         return Ok(());
                     }
                     Ok(n) => {
-                        self.control.add_bytes(Method::Offload, n as u64);
-                        pos += n as u64;
-                        self.written += n as u64;
-                        self.end = self.end.max(pos);
-                        self.used_offload = true;
+                        pos += n;
                         self.drop_window(pos)?;
                     }
-                    Err(e) if offload_unsupported(e) && !self.used_offload => {
+                    Err(e) if offload_unsupported(e.errno) && !self.used_offload => {
                         self.offload = false;
                         break;
                     }
-                    Err(e) => {
-                        return Err(DataError {
-                            op: Op::Write,
-                            errno: e,
-                        });
-                    }
+                    Err(e) => return Err(e),
                 }
             }
             if pos >= to {
@@ -308,41 +317,143 @@ impl Copier<'_> {
         self.stream(pos, to)
     }
 
+    /// One `copy_file_range` of up to `want` bytes of `fd` at `off` into the destination at
+    /// `dst_off`; returns the bytes copied (0 at the end of `fd`).
+    fn offload_chunk(
+        &mut self,
+        fd: BorrowedFd<'_>,
+        off: u64,
+        dst_off: u64,
+        want: u64,
+    ) -> Result<u64, DataError> {
+        let (mut s, mut d) = (off, dst_off);
+        let n = sys::copy_range(fd, &mut s, self.dst, &mut d, want as usize)
+            .map_err(fail(Op::Write))? as u64;
+        self.control.add_bytes(Method::Offload, n);
+        self.written += n;
+        self.end = self.end.max(dst_off + n);
+        self.used_offload |= n > 0;
+        Ok(n)
+    }
+
     /// Reads and writes `[from, to)` through the buffer.
     fn stream(&mut self, from: u64, to: u64) -> Result<(), DataError> {
+        let mut pos = from;
+        while pos < to {
+            interrupted(self.control)?;
+            let n = self.stream_chunk(self.src, pos, pos, to - pos)?;
+            if n == 0 {
+                self.eof = Some(pos);
+                return Ok(());
+            }
+            pos += n;
+            self.drop_window(pos)?;
+        }
+        Ok(())
+    }
+
+    /// Reads up to a buffer of `fd` at `off` (at most `want` bytes) and writes it into the
+    /// destination at `dst_off`; returns the bytes moved (0 at the end of `fd`).
+    fn stream_chunk(
+        &mut self,
+        fd: BorrowedFd<'_>,
+        off: u64,
+        dst_off: u64,
+        want: u64,
+    ) -> Result<u64, DataError> {
         self.used_stream = true;
         let bs = self.plan.buffer_size.max(4096);
         if self.buf.len() < bs {
             self.buf.resize(bs, 0);
         }
-        let punch = self.plan.sparse == Sparse::Always;
-        let mut pos = from;
-        while pos < to {
-            interrupted(self.control)?;
-            let want = ((to - pos) as usize).min(bs);
-            let n = sys::pread(self.src, &mut self.buf[..want], pos).map_err(fail(Op::Read))?;
-            if n == 0 {
-                self.eof = Some(pos);
-                return Ok(());
-            }
-            if punch {
-                write_skipping_zeros(
-                    self.dst,
-                    &self.buf[..n],
-                    pos,
-                    &mut self.written,
-                    &mut self.end,
-                )?;
-            } else {
-                write_all_at(self.dst, &self.buf[..n], pos)?;
-                self.written += n as u64;
-                self.end = self.end.max(pos + n as u64);
-            }
-            self.control.add_bytes(Method::Stream, n as u64);
-            pos += n as u64;
-            self.drop_window(pos)?;
+        let want = want.min(bs as u64) as usize;
+        let n = sys::pread(fd, &mut self.buf[..want], off).map_err(fail(Op::Read))?;
+        if n == 0 {
+            return Ok(0);
         }
-        Ok(())
+        if self.plan.sparse == Sparse::Always {
+            write_skipping_zeros(
+                self.dst,
+                &self.buf[..n],
+                dst_off,
+                &mut self.written,
+                &mut self.end,
+            )?;
+        } else {
+            write_all_at(self.dst, &self.buf[..n], dst_off)?;
+            self.written += n as u64;
+            self.end = self.end.max(dst_off + n as u64);
+        }
+        self.control.add_bytes(Method::Stream, n as u64);
+        Ok(n as u64)
+    }
+
+    /// Copies `[from, to)` of the source reading through the canonical file of `v` where
+    /// the checks of shared reads pass, from the source itself elsewhere.
+    fn through(&mut self, v: &ReadVia<'_>, from: u64, to: u64) -> Result<(), DataError> {
+        let last = std::sync::Mutex::new(None);
+        let t = Through {
+            own: self.src,
+            canon: v.canon,
+            last: &last,
+        };
+        let mut failed = None;
+        // A range read through the canonical file whose checks then fail is written again
+        // from the source: it counts once.
+        let written = self.written;
+        let mut sink = |fd: BorrowedFd<'_>, off: u64, at: u64, n: u64| {
+            let mut done = 0;
+            while done < n {
+                let moved = self.move_chunk(fd, off + done, from + at + done, n - done);
+                match moved {
+                    Ok(0) => break,
+                    Ok(k) => done += k,
+                    Err(e) => {
+                        failed = Some(e);
+                        return Err(std::io::Error::from(e.errno));
+                    }
+                }
+            }
+            Ok(done)
+        };
+        let moved = t.transfer(from, v.canon_at + (from - v.at), to - from, &mut sink);
+        let m = match moved {
+            Ok(m) => m,
+            Err(e) => {
+                let errno = Errno::from_io_error(&e).unwrap_or(Errno::IO);
+                return Err(failed.unwrap_or(DataError {
+                    op: Op::Read,
+                    errno,
+                }));
+            }
+        };
+        self.written = written + m.bytes;
+        self.through += m.through;
+        if m.bytes < to - from {
+            self.eof = Some(from + m.bytes);
+        }
+        self.drop_window(from + m.bytes)
+    }
+
+    /// Moves up to `want` bytes of `fd` at `off` into the destination at `dst_off`: by
+    /// offload while it is allowed and works, else through the buffer.
+    fn move_chunk(
+        &mut self,
+        fd: BorrowedFd<'_>,
+        off: u64,
+        dst_off: u64,
+        want: u64,
+    ) -> Result<u64, DataError> {
+        interrupted(self.control)?;
+        if self.offload {
+            match self.offload_chunk(fd, off, dst_off, want.min(OFFLOAD_CHUNK)) {
+                Err(e) if offload_unsupported(e.errno) && !self.used_offload => {
+                    self.offload = false;
+                }
+                other => return other,
+            }
+        }
+        self.stream_chunk(fd, off, dst_off, want)
     }
 }
 

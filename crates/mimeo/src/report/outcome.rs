@@ -35,6 +35,10 @@ pub struct FileOutcome {
     pub bytes: u64,
     /// Bytes of the copy's size left as holes.
     pub hole_bytes: u64,
+    /// Bytes of `bytes` read through a canonical file: another source file that holds the
+    /// same blocks and was read earlier in the run (shared reads, for copies that cannot
+    /// clone). They count under the file's method as well.
+    pub shared_read_bytes: u64,
 }
 
 impl FileOutcome {
@@ -44,6 +48,7 @@ impl FileOutcome {
             method,
             bytes,
             hole_bytes,
+            shared_read_bytes: 0,
         }
     }
 }

@@ -41,6 +41,10 @@ pub struct Summary {
     pub stream_files: u64,
     /// Bytes of the files' sizes left as holes.
     pub hole_bytes: u64,
+    /// Bytes read through a canonical file (another source file holding the same blocks,
+    /// read earlier in the run) instead of the file itself: part of the offloaded and
+    /// streamed bytes.
+    pub shared_read_bytes: u64,
     /// Entries that failed.
     pub errors: u64,
     /// Sources that disappeared during the run (also counted in `errors`).
@@ -69,6 +73,7 @@ impl Summary {
         self.offload_files += other.offload_files;
         self.stream_files += other.stream_files;
         self.hole_bytes += other.hole_bytes;
+        self.shared_read_bytes += other.shared_read_bytes;
         self.errors += other.errors;
         self.vanished += other.vanished;
         self.interrupted |= other.interrupted;
@@ -106,6 +111,7 @@ pub(crate) struct Counters {
     method_bytes: [AtomicU64; 3],
     method_files: [AtomicU64; 3],
     hole_bytes: AtomicU64,
+    shared_read_bytes: AtomicU64,
     errors: AtomicU64,
     vanished: AtomicU64,
 }
@@ -124,6 +130,8 @@ impl Counters {
             self.method_bytes[o.method as usize].fetch_add(o.bytes, Relaxed);
             self.method_files[o.method as usize].fetch_add(1, Relaxed);
             self.hole_bytes.fetch_add(o.hole_bytes, Relaxed);
+            self.shared_read_bytes
+                .fetch_add(o.shared_read_bytes, Relaxed);
         }
     }
 
@@ -156,6 +164,7 @@ impl Counters {
             offload_files: files(Method::Offload),
             stream_files: files(Method::Stream),
             hole_bytes: self.hole_bytes.load(Relaxed),
+            shared_read_bytes: self.shared_read_bytes.load(Relaxed),
             errors: self.errors.load(Relaxed),
             vanished: self.vanished.load(Relaxed),
             interrupted: false,

@@ -4,8 +4,8 @@
 //! already in memory before choosing which of two sharing files to read through, and the
 //! streaming copy can check that its `POSIX_FADV_DONTNEED` really let pages go.
 
-// Nothing calls this yet: shared reads through a canonical file, and page-cache-aware
-// streaming, will.
+// Shared reads use the dirty and writeback counts; the rest is there for page-cache-aware
+// streaming and the tests.
 #![allow(dead_code)]
 
 use rustix::fd::{AsRawFd, BorrowedFd};
@@ -71,7 +71,7 @@ const SYS_CACHESTAT: libc::c_long = 451;
 ///
 /// - <https://man7.org/linux/man-pages/man2/cachestat.2.html>
 pub(crate) fn cachestat(fd: BorrowedFd<'_>, off: u64, len: u64) -> Result<Option<CacheStat>> {
-    match raw_cachestat(fd, off, len) {
+    match injected().and_then(|()| raw_cachestat(fd, off, len)) {
         Ok(c) => Ok(Some(CacheStat {
             cache: c.nr_cache,
             dirty: c.nr_dirty,
@@ -82,6 +82,13 @@ pub(crate) fn cachestat(fd: BorrowedFd<'_>, off: u64, len: u64) -> Result<Option
         Err(Errno::NOSYS) => Ok(None),
         Err(e) => Err(e),
     }
+}
+
+/// The `cachestat` fault-injection point (`return(ENOSYS)` plays a kernel without it).
+fn injected() -> Result<()> {
+    #[cfg(feature = "failpoints")]
+    fail::fail_point!("cachestat", |arg| Err(crate::sys::failpoints::errno(arg)));
+    Ok(())
 }
 
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]

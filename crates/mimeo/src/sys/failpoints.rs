@@ -2,7 +2,8 @@
 //!
 //! Points are configured from `MIMEO_FAILPOINTS`, e.g. `write=return(ENOSPC);clone=return(EXDEV)`
 //! (any action of the `fail` crate; `return(ERRNO)` makes the call fail with that errno).
-//! Points: read, write, clone, clone_range, dedupe, copy_file_range, fsetxattr, utimensat, rename.
+//! Points: read, write, clone, clone_range, dedupe, copy_file_range, fsetxattr, utimensat, rename,
+//! fiemap, cachestat.
 
 use rustix::io::Errno;
 use std::sync::Once;

@@ -17,10 +17,12 @@ mod dedupe;
 #[cfg(target_os = "linux")]
 mod ident;
 #[cfg(target_os = "linux")]
+mod inode;
+#[cfg(target_os = "linux")]
 mod range;
 #[cfg(target_os = "linux")]
 #[allow(unused_imports)]
-pub(crate) use {cache::*, dedupe::*, ident::*, range::*};
+pub(crate) use {cache::*, dedupe::*, ident::*, inode::*, range::*};
 
 #[cfg(all(test, target_os = "linux"))]
 mod extents_tests;

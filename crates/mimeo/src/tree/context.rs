@@ -5,7 +5,9 @@ use super::hooks::HookSet;
 use super::work::DirInfo;
 use crate::data::copy::NoCloneDevs;
 use crate::data::meta::Process;
+use crate::data::origin::Mounts;
 use crate::options::Options;
+use crate::place::canon::CanonMap;
 use crate::place::crash::{PartMarker, Sweep};
 use crate::place::decide::Rules;
 use crate::place::links::{LinkGroups, LinkLoc, LinkMap};
@@ -26,6 +28,10 @@ pub(crate) struct Ctx<'a> {
     /// processes).
     pub groups: Option<&'a dyn LinkGroups>,
     pub no_clone: NoCloneDevs,
+    /// Mount points met, for origin records (`--record-origin`).
+    pub mounts: Mounts,
+    /// The canonical source files of shared extents (shared reads).
+    pub canon: CanonMap,
     pub sweep: Sweep,
     pub roots: Vec<Root>,
     pub hooks: HookSet<'a>,
@@ -42,6 +48,8 @@ impl<'a> Ctx<'a> {
             links: LinkMap::new(),
             groups: None,
             no_clone: NoCloneDevs::default(),
+            mounts: Mounts::default(),
+            canon: CanonMap::default(),
             sweep: Sweep::of(opts),
             roots: Vec::new(),
             hooks,

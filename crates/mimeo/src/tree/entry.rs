@@ -4,10 +4,12 @@
 //! and is reported.
 
 use super::context::{Ctx, Here, relative_symlink_elsewhere};
+use super::readvia;
 use super::roots::{open_error, stat_error};
 use crate::data::copy::{DataError, DataPlan, copy_data};
 use crate::data::meta::{self, Apply, Dst, creation_mode};
 use crate::data::node;
+use crate::data::origin;
 use crate::data::verify;
 use crate::options::{Dereference, LinkInstead, Overwrite};
 use crate::place::decide::{Decision, decide};
@@ -261,6 +263,10 @@ pub(crate) fn copy_opened(
     xattrs.extend(
         meta::source_xattrs(ctx.opts, XattrTarget::Fd(src.as_fd()), &src_path).map_err(discard)?,
     );
+    if ctx.opts.record_origin {
+        let cloned = outcome.method == Method::Clone;
+        xattrs = origin::with_record(xattrs, cloned, src.as_fd(), &ctx.mounts);
+    }
     let apply = Apply {
         opts: ctx.opts,
         process: &ctx.process,
@@ -331,6 +337,8 @@ fn copy_file_data(
     meta: &Meta,
     dst: rustix::fd::BorrowedFd<'_>,
 ) -> Result<FileOutcome, DataFailure> {
+    let canonicals = readvia::canonicals(ctx, here, name, src.as_fd(), meta);
+    let via = canonicals.via();
     let plan = DataPlan {
         reflink: ctx.opts.reflink,
         sparse: ctx.opts.sparse,
@@ -340,6 +348,7 @@ fn copy_file_data(
         nocache: ctx.opts.nocache,
         size_is_true: meta.dev == here.sized_dev,
         no_clone: &ctx.no_clone,
+        via: &via,
     };
     let outcome = copy_data(src.as_fd(), meta, dst, &plan, buf, ctx.report.control)
         .map_err(DataFailure::Data)?;

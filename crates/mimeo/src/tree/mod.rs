@@ -9,6 +9,7 @@ mod entry;
 mod exec;
 mod hooks;
 mod plan;
+mod readvia;
 mod roots;
 mod single;
 mod work;
