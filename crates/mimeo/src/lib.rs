@@ -59,6 +59,8 @@
 //!
 //! The modules form a stack; each uses only those below it:
 //!
+//! - [`space`]: space accounting ([`space::du`]) and dedupe ([`space::dedupe`]), on the
+//!   walker of `tree` run by `sched`;
 //! - `sched`: who runs which work item ([`copy_with`], [`LocalPool`], [`Scheduler`]);
 //! - `tree`: roots, the per-directory pass, directory completion, the planning walk
 //!   ([`work`]: the plain-data unit of work and its [`Executor`](work::Executor));
@@ -74,6 +76,7 @@ mod options;
 mod place;
 mod report;
 mod sched;
+pub mod space;
 mod sys;
 mod tree;
 
@@ -84,8 +87,8 @@ pub use report::{
     Action, Cause, Control, EntryKind, Error, Event, EventChannel, FileOutcome, Method, NoObserver,
     Observer, Op, Refusal, Result, Summary,
 };
-pub use sched::{LocalPool, Scheduler, copy, copy_with};
-pub use tree::{CopyPair, Totals, copy_file, dry_run, scan};
+pub use sched::{LocalPool, Scheduler, copy, copy_with, dry_run, scan};
+pub use tree::{CopyPair, Totals, copy_file};
 
 /// The unit of work and its executor, for schedulers other than the local pool (another
 /// process, another host). See [`Scheduler`].

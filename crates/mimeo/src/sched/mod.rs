@@ -3,9 +3,12 @@
 //! one) can drive the same [`Executor`] across processes by implementing [`Scheduler`].
 
 mod local;
-mod pool;
+mod plan;
+pub(crate) mod pool;
 
+pub(crate) use local::walk;
 pub use local::{LocalPool, copy, copy_with};
+pub use plan::{dry_run, scan};
 
 use crate::tree::{Executor, WorkItem};
 

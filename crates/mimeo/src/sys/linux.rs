@@ -121,6 +121,54 @@ pub(crate) fn open_read(dir: BorrowedFd<'_>, name: &CStr, follow: bool) -> Resul
     rfs::openat(dir, name, flags, Mode::empty())
 }
 
+/// Opens the file at `rel` (components separated by '/') strictly below `anchor` for
+/// reading, as [`open_dir_beneath`] opens directories: no symlink is followed in any
+/// component, the final one included, and no component may leave the anchor. With
+/// `noatime`, reads through the descriptor leave the access time alone (`O_NOATIME`) where
+/// the caller may ask for that (it owns the file, or is privileged); elsewhere the file is
+/// opened without it. The caller checks the type with [`fstat`].
+pub(crate) fn open_file_beneath(
+    anchor: BorrowedFd<'_>,
+    rel: &[u8],
+    noatime: bool,
+) -> Result<OwnedFd> {
+    let base =
+        OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::NOFOLLOW;
+    let open = |flags: OFlags| -> Result<OwnedFd> {
+        let Some(slash) = rel.iter().rposition(|&b| b == b'/') else {
+            return rfs::openat(anchor, cstring(rel).as_c_str(), flags, Mode::empty());
+        };
+        if rel.len() <= CHUNK {
+            let resolve =
+                ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+            match rfs::openat2(
+                anchor,
+                cstring(rel).as_c_str(),
+                flags,
+                Mode::empty(),
+                resolve,
+            ) {
+                Err(Errno::NOSYS) => {}
+                other => return other,
+            }
+        }
+        let dir = open_dir_beneath(anchor, &rel[..slash])?;
+        rfs::openat(
+            dir.as_fd(),
+            cstring(&rel[slash + 1..]).as_c_str(),
+            flags,
+            Mode::empty(),
+        )
+    };
+    if noatime {
+        match open(base | OFlags::NOATIME) {
+            Err(Errno::PERM) => {}
+            other => return other,
+        }
+    }
+    open(base)
+}
+
 /// Opens a directory in `dir` without following a symlink (unless `follow`).
 pub(crate) fn open_dir(dir: BorrowedFd<'_>, name: &CStr, follow: bool) -> Result<OwnedFd> {
     let mut flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
@@ -689,6 +737,12 @@ pub(crate) fn drop_cache(fd: BorrowedFd<'_>, off: u64, len: u64) {
     );
 }
 
+/// Tells the kernel the file will be read from start to end (`POSIX_FADV_SEQUENTIAL`), so it
+/// reads ahead further.
+pub(crate) fn advise_sequential(fd: BorrowedFd<'_>) {
+    let _ = rfs::fadvise(fd, 0, None, rfs::Advice::Sequential);
+}
+
 /// Writes a range back and waits for it (`sync_file_range` with WAIT_BEFORE | WRITE |
 /// WAIT_AFTER), so a following [`drop_cache`] can drop its pages. Not a durability barrier.
 #[allow(unsafe_code)]
@@ -724,12 +778,11 @@ pub(crate) const FIEMAP_EXTENT_UNKNOWN: u32 = 0x2;
 pub(crate) const FIEMAP_EXTENT_DELALLOC: u32 = 0x4;
 pub(crate) const FIEMAP_EXTENT_ENCODED: u32 = 0x8;
 // Both set on btrfs inline data (small files), whose `physical` is 0 as the bytes live in
-// metadata. Unused until du and shared reads, which must skip such extents.
+// metadata.
 #[allow(dead_code)]
 pub(crate) const FIEMAP_EXTENT_NOT_ALIGNED: u32 = 0x100;
-#[allow(dead_code)]
 pub(crate) const FIEMAP_EXTENT_DATA_INLINE: u32 = 0x200;
-// Preallocated space that reads as zeros. Unused until du.
+// Preallocated space that reads as zeros.
 #[allow(dead_code)]
 pub(crate) const FIEMAP_EXTENT_UNWRITTEN: u32 = 0x800;
 pub(crate) const FIEMAP_EXTENT_SHARED: u32 = 0x2000;
@@ -768,17 +821,28 @@ struct FiemapBuf {
 
 /// The file's extent map (after flushing delayed allocation), or an error such as
 /// EOPNOTSUPP where the filesystem has none.
-#[allow(unsafe_code)]
 pub(crate) fn extents(fd: BorrowedFd<'_>) -> Result<Vec<Extent>> {
-    use rustix::fd::AsRawFd;
     let mut out = Vec::new();
+    extent_map(fd, true, &mut out)?;
+    Ok(out)
+}
+
+/// The file's extent map into `out` (cleared first). With `sync`, delayed allocation is
+/// flushed first (`FIEMAP_FLAG_SYNC`), so unflushed data shows at its real address; without
+/// it, such data shows as `FIEMAP_EXTENT_DELALLOC` at address 0 and nothing is written back
+/// (as `btrfs filesystem du` asks). Extents of length 0 are left out, and a map that stops
+/// advancing ends the loop.
+#[allow(unsafe_code)]
+pub(crate) fn extent_map(fd: BorrowedFd<'_>, sync: bool, out: &mut Vec<Extent>) -> Result<()> {
+    use rustix::fd::AsRawFd;
+    out.clear();
     let mut start = 0u64;
     loop {
         let mut buf = FiemapBuf {
             head: FiemapHeader {
                 fm_start: start,
                 fm_length: u64::MAX - start,
-                fm_flags: FIEMAP_FLAG_SYNC,
+                fm_flags: if sync { FIEMAP_FLAG_SYNC } else { 0 },
                 fm_extent_count: FIEMAP_BATCH as u32,
                 ..Default::default()
             },
@@ -794,18 +858,24 @@ pub(crate) fn extents(fd: BorrowedFd<'_>) -> Result<Vec<Extent>> {
         }
         let n = buf.head.fm_mapped_extents as usize;
         let mut last = n == 0;
+        let before = start;
         for e in &buf.extents[..n.min(FIEMAP_BATCH)] {
+            last |= e.fe_flags & FIEMAP_EXTENT_LAST != 0;
+            if e.fe_length == 0 {
+                continue;
+            }
             out.push(Extent {
                 logical: e.fe_logical,
                 physical: e.fe_physical,
                 length: e.fe_length,
                 flags: e.fe_flags,
             });
-            start = e.fe_logical + e.fe_length;
-            last |= e.fe_flags & FIEMAP_EXTENT_LAST != 0;
+            start = start.max(e.fe_logical.saturating_add(e.fe_length));
         }
-        if last {
-            return Ok(out);
+        // A batch that ends without LAST and without moving on would be asked for again
+        // and again (a zero-length extent at the end of a batch).
+        if last || start == before {
+            return Ok(());
         }
     }
 }

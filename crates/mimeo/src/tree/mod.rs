@@ -10,10 +10,14 @@ mod exec;
 mod plan;
 mod roots;
 mod single;
+mod walk;
 mod work;
 
+pub(crate) use exec::Passes;
 pub use exec::{Executor, Worker};
-pub use plan::{Totals, dry_run, scan};
+pub use plan::Totals;
+pub(crate) use plan::{DryRun, ScanVisitor, dry_run_roots, scan_roots, walk_options};
 pub use roots::CopyPair;
 pub use single::copy_file;
+pub(crate) use walk::{Entry, Roots, Visitor, Walk, WalkOptions};
 pub use work::{DirDone, DirInfo, EntryType, Lineage, Stat, WorkItem, WorkKind, XattrList};

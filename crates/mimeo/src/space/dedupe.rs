@@ -1,0 +1,931 @@
+//! Dedupe: files with the same content are made to share their extents, with
+//! `FIDEDUPERANGE` only, so the kernel compares every byte under its locks and a file that
+//! changed after it was hashed is never clobbered (DESIGN §9).
+//!
+//! 1. **Walk** (the one walker, in parallel): every regular file of at least `min_size`
+//!    bytes is a candidate; a file with several hard links once.
+//! 2. **Group by size** on each filesystem. Each group is one task for the local pool, so
+//!    groups are compared in parallel.
+//! 3. **Extent maps** (`FIEMAP`): files whose maps are the same extents at the same physical
+//!    addresses already share everything; one of them stands for all, and nothing of the
+//!    others is read. A second run over deduped files reads nothing at all. Inline files
+//!    (btrfs) are left out: their data lives in metadata and cannot be shared.
+//! 4. **Hash** the first and last blocks of each distinct file, then the whole of those that
+//!    still match, with BLAKE3.
+//! 5. **Dedupe** each set of equal files onto the one most others already share with, in
+//!    16 MiB pieces ([`sys::DEDUPE_CHUNK`]) of at most 127 targets a call. Each target's status
+//!    is handled on its own: `DIFFERS` (it changed), `EAGAIN` (retried, then reported busy),
+//!    `EINVAL`, `EPERM`/`EACCES`; each becomes a [`SpaceEvent::Skipped`] and the run goes on.
+//!
+//! Bytes saved are measured as [`du`](super::du) measures space: the physical bytes the
+//! candidates reference (every byte once) before, less those they reference after (read
+//! again from the extent maps). So `mimeo-du` before and after agrees with it, unless a
+//! file that is not a candidate shares part of a deduped file's old extents.
+
+use super::physical::{Class, Physical, class, is_encoded, is_inline};
+use super::{Phase, Progress, SkipReason, SpaceEvent, SpaceObserver};
+use crate::options::default_jobs;
+use crate::report::{Control, Error, Op};
+use crate::sched::{pool, walk};
+use crate::sys::{self, DedupeStatus, DedupeTarget, Errno, Extent, Meta};
+use crate::tree::{Entry, Roots, Visitor, WalkOptions};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::collections::{HashMap, HashSet};
+use std::ops::Range;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+/// Bytes hashed at each end of a file in the first comparison.
+const END_BLOCK: u64 = 4096;
+/// Files up to this size are hashed whole at once.
+const SMALL: u64 = 64 * 1024;
+/// Read buffer for hashing.
+const READ_BUF: usize = 1 << 20;
+/// Tries of a call the filesystem answers with `EAGAIN`.
+const TRIES: u32 = 5;
+
+/// How [`dedupe`] runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DedupeOptions {
+    /// Files smaller than this are left alone (empty files always are).
+    pub min_size: u64,
+    /// Do not descend into directories on other filesystems (`-x`).
+    pub one_file_system: bool,
+    /// Find and report the duplicates and what sharing them would save; change nothing.
+    pub dry_run: bool,
+    /// Workers.
+    pub jobs: usize,
+}
+
+impl Default for DedupeOptions {
+    fn default() -> Self {
+        DedupeOptions {
+            min_size: 1,
+            one_file_system: false,
+            dry_run: false,
+            jobs: default_jobs(),
+        }
+    }
+}
+
+/// What [`dedupe`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DedupeSummary {
+    /// Regular files found.
+    pub files: u64,
+    /// Files with the size of another (at least `min_size`): the ones compared.
+    pub candidates: u64,
+    /// Candidates not read because they share all their extents with another already.
+    pub already_shared: u64,
+    /// Sets of files with the same content (and not all sharing already).
+    pub groups: u64,
+    /// Files to share another's extents: the targets of those sets.
+    pub duplicates: u64,
+    /// Targets that now share all their data.
+    pub deduped_files: u64,
+    /// Bytes read to compare.
+    pub bytes_read: u64,
+    /// Bytes compared and shared by the kernel (the targets' lengths).
+    pub bytes_deduped: u64,
+    /// Physical bytes freed, measured as [`du`](super::du) measures (with `dry_run`: that
+    /// would be freed).
+    pub bytes_saved: u64,
+    /// Targets left as they were ([`SpaceEvent::Skipped`]).
+    pub skipped: u64,
+    /// Failures: entries that could not be read, and skips with an errno.
+    pub errors: u64,
+    /// Nothing was changed.
+    pub dry_run: bool,
+    /// The run was stopped before it finished.
+    pub interrupted: bool,
+    /// Wall time.
+    pub elapsed: Duration,
+}
+
+/// Finds files with the same content below `paths` and makes them share their extents,
+/// changing nothing else: content, times, modes, owners and xattrs stay as they were.
+/// See the [module](super) for how, and [`DedupeOptions::dry_run`] to only look.
+///
+/// ```
+/// use mimeo::space::{DedupeOptions, NoSpaceObserver, Progress};
+///
+/// # let dir = tempfile::tempdir()?;
+/// std::fs::write(dir.path().join("a"), vec![7u8; 100_000])?;
+/// std::fs::write(dir.path().join("b"), vec![7u8; 100_000])?;
+/// let mut opts = DedupeOptions::default();
+/// opts.dry_run = true;
+/// let summary = mimeo::space::dedupe(
+///     &[dir.path().to_path_buf()],
+///     &opts,
+///     &NoSpaceObserver,
+///     &mimeo::Control::new(),
+///     &Progress::default(),
+/// );
+/// assert_eq!(summary.candidates, 2);
+/// // One group of one duplicate, or, on a filesystem that cannot share extents (ext4,
+/// // tmpfs), one error that says so.
+/// assert!((summary.groups, summary.duplicates) == (1, 1) || summary.errors == 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+///
+/// Failures are reported as [`SpaceEvent::Failed`] (a path or directory that cannot be read,
+/// a filesystem without dedupe) or [`SpaceEvent::Skipped`] (one file), counted, and the run
+/// goes on.
+pub fn dedupe(
+    paths: &[PathBuf],
+    opts: &DedupeOptions,
+    observer: &dyn SpaceObserver,
+    control: &Control,
+    progress: &Progress,
+) -> DedupeSummary {
+    let start = Instant::now();
+    sys::raise_nofile_limit();
+    let counts = Counts::default();
+    let fail = |e: Error| {
+        counts.errors.fetch_add(1, Relaxed);
+        observer.event(SpaceEvent::Failed(e));
+    };
+    let wopts = WalkOptions {
+        recursive: true,
+        one_file_system: opts.one_file_system,
+        follow_roots: true,
+        follow_all: false,
+        jobs: opts.jobs.max(1),
+    };
+    let (roots, items) = Roots::resolve(paths, &wopts, &mut |e| fail(e));
+    let collect = Collect {
+        roots: &roots,
+        min_size: opts.min_size.max(1),
+        found: Mutex::new(Found::default()),
+        progress,
+        fail: &fail,
+    };
+    walk(&roots, &wopts, &collect, control, items);
+    let found = collect
+        .found
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner());
+    counts.files.store(progress.files(), Relaxed);
+    progress.set_phase(Phase::Comparing);
+    let (cands, groups) = size_groups(found.cands);
+    counts
+        .candidates
+        .store(groups.iter().map(|g| g.len() as u64).sum(), Relaxed);
+    progress.work_total.store(
+        groups
+            .iter()
+            .map(|g| cands[g.start].size * g.len() as u64)
+            .sum(),
+        Relaxed,
+    );
+    let run = Run {
+        roots: &roots,
+        names: &found.names,
+        cands: &cands,
+        opts,
+        observer,
+        progress,
+        control,
+        fail: &fail,
+        counts: &counts,
+        before: Mutex::new(Physical::default()),
+        after: Mutex::new(Physical::default()),
+        supported: Mutex::new(HashMap::new()),
+    };
+    pool::run(
+        opts.jobs.max(1),
+        groups,
+        || {
+            sys::private_fd_table();
+            Worker {
+                buf: vec![0u8; READ_BUF],
+                extents: Vec::new(),
+            }
+        },
+        |w, group, _| run.group(w, group),
+    );
+    progress.set_phase(Phase::Finished);
+    let saved = {
+        let mut before = run.before.into_inner().unwrap_or_else(|e| e.into_inner());
+        let mut after = run.after.into_inner().unwrap_or_else(|e| e.into_inner());
+        before.bytes().saturating_sub(after.bytes())
+    };
+    let c = |a: &AtomicU64| a.load(Relaxed);
+    DedupeSummary {
+        files: c(&counts.files),
+        candidates: c(&counts.candidates),
+        already_shared: c(&counts.already_shared),
+        groups: c(&counts.groups),
+        duplicates: c(&counts.duplicates),
+        deduped_files: c(&counts.deduped_files),
+        bytes_read: c(&counts.bytes_read),
+        bytes_deduped: c(&counts.bytes_deduped),
+        bytes_saved: saved,
+        skipped: c(&counts.skipped),
+        errors: c(&counts.errors),
+        dry_run: opts.dry_run,
+        interrupted: control.is_stopped(),
+        elapsed: start.elapsed(),
+    }
+}
+
+#[derive(Default)]
+struct Counts {
+    files: AtomicU64,
+    candidates: AtomicU64,
+    already_shared: AtomicU64,
+    groups: AtomicU64,
+    duplicates: AtomicU64,
+    deduped_files: AtomicU64,
+    bytes_read: AtomicU64,
+    bytes_deduped: AtomicU64,
+    skipped: AtomicU64,
+    errors: AtomicU64,
+}
+
+/// A file found by the walk.
+#[derive(Debug, Clone, Copy)]
+struct Candidate {
+    root: u32,
+    /// Its path below the root: `names[name.0 .. name.0 + name.1]`.
+    name: (usize, u32),
+    size: u64,
+    dev: u64,
+    ino: u64,
+    mtime: (i64, u32),
+}
+
+#[derive(Default)]
+struct Found {
+    cands: Vec<Candidate>,
+    names: Vec<u8>,
+}
+
+/// The walk: collects candidates.
+struct Collect<'a> {
+    roots: &'a Roots,
+    min_size: u64,
+    found: Mutex<Found>,
+    progress: &'a Progress,
+    fail: &'a (dyn Fn(Error) + Sync),
+}
+
+impl Visitor for Collect<'_> {
+    type State = Found;
+
+    fn state(&self) -> Found {
+        Found::default()
+    }
+
+    fn entry(&self, st: &mut Found, e: &Entry<'_>) -> bool {
+        if e.is_dir() {
+            return true;
+        }
+        if !e.meta.map_or(e.dtype == sys::DType::Reg, |m| m.is_reg()) {
+            return false;
+        }
+        let meta = match e.meta {
+            Some(m) => m,
+            None => match sys::stat_at(e.dir, e.name, e.follow) {
+                Ok(m) => m,
+                Err(Errno::NOENT) => return false,
+                Err(err) => {
+                    (self.fail)(Error::sys(Op::Stat, e.path(self.roots), err));
+                    return false;
+                }
+            },
+        };
+        if !meta.is_reg() {
+            return false;
+        }
+        self.progress.add_file(meta.size);
+        if meta.size < self.min_size {
+            return false;
+        }
+        let rel = e.rel();
+        st.cands.push(Candidate {
+            root: e.root,
+            name: (st.names.len(), rel.len() as u32),
+            size: meta.size,
+            dev: meta.dev,
+            ino: meta.ino,
+            mtime: meta.mtime,
+        });
+        st.names.extend_from_slice(&rel);
+        false
+    }
+
+    fn flush(&self, st: &mut Found, _: u32, _: &[u8]) {
+        if st.cands.is_empty() {
+            return;
+        }
+        let mut found = self.found.lock().unwrap_or_else(|e| e.into_inner());
+        let base = found.names.len();
+        found.cands.extend(st.cands.drain(..).map(|mut c| {
+            c.name.0 += base;
+            c
+        }));
+        found.names.append(&mut st.names);
+    }
+
+    fn error(&self, error: Error) {
+        (self.fail)(error);
+    }
+}
+
+/// Sorts the candidates by filesystem and size, drops extra hard links, and returns the
+/// ranges of those that share a size with another, largest first.
+fn size_groups(mut cands: Vec<Candidate>) -> (Vec<Candidate>, Vec<Range<usize>>) {
+    cands.sort_unstable_by_key(|c| (c.dev, c.size, c.ino));
+    cands.dedup_by_key(|c| (c.dev, c.ino));
+    let mut groups = Vec::new();
+    let mut i = 0;
+    while i < cands.len() {
+        let j = i + cands[i..]
+            .iter()
+            .take_while(|c| (c.dev, c.size) == (cands[i].dev, cands[i].size))
+            .count();
+        if j - i > 1 {
+            groups.push(i..j);
+        }
+        i = j;
+    }
+    groups.sort_by_key(|g| std::cmp::Reverse(cands[g.start].size * g.len() as u64));
+    (cands, groups)
+}
+
+/// A worker's buffers.
+struct Worker {
+    buf: Vec<u8>,
+    extents: Vec<Extent>,
+}
+
+/// A candidate being compared.
+struct Member {
+    index: usize,
+    /// Its extent map, when every extent has a known address: two files with the same map
+    /// share all their data.
+    layout: Option<Vec<(u64, u64, u64, bool)>>,
+    /// Its extents with a known address, as physical references: (start, length,
+    /// compressed).
+    placed: Vec<(u64, u64, bool)>,
+}
+
+struct Run<'a> {
+    roots: &'a Roots,
+    names: &'a [u8],
+    cands: &'a [Candidate],
+    opts: &'a DedupeOptions,
+    observer: &'a dyn SpaceObserver,
+    progress: &'a Progress,
+    control: &'a Control,
+    fail: &'a (dyn Fn(Error) + Sync),
+    counts: &'a Counts,
+    /// Physical bytes of the candidates before and after (or as they would be after).
+    before: Mutex<Physical>,
+    after: Mutex<Physical>,
+    /// Whether each device's filesystem can dedupe, once probed.
+    supported: Mutex<HashMap<u64, bool>>,
+}
+
+impl Run<'_> {
+    fn rel(&self, i: usize) -> &[u8] {
+        let (off, len) = self.cands[i].name;
+        &self.names[off..off + len as usize]
+    }
+
+    fn path(&self, i: usize) -> PathBuf {
+        self.roots.path(self.cands[i].root, self.rel(i))
+    }
+
+    /// Opens a candidate and checks it is still the file the walk found.
+    fn open(&self, i: usize) -> Result<OwnedFd, SkipReason> {
+        let c = &self.cands[i];
+        let fd = self
+            .roots
+            .open_file(c.root, self.rel(i), true)
+            .map_err(|e| SkipReason::from_errno(e.raw_os_error()))?;
+        match sys::fstat(fd.as_fd()) {
+            Ok(m) if self.unchanged(i, &m) => Ok(fd),
+            Ok(_) => Err(SkipReason::Changed),
+            Err(e) => Err(SkipReason::from_errno(e.raw_os_error())),
+        }
+    }
+
+    fn unchanged(&self, i: usize, m: &Meta) -> bool {
+        let c = &self.cands[i];
+        m.is_reg() && (m.dev, m.ino, m.size, m.mtime) == (c.dev, c.ino, c.size, c.mtime)
+    }
+
+    fn skip(&self, i: usize, keep: Option<usize>, reason: SkipReason) {
+        self.counts.skipped.fetch_add(1, Relaxed);
+        if reason.is_error() {
+            self.counts.errors.fetch_add(1, Relaxed);
+        }
+        self.observer.event(SpaceEvent::Skipped {
+            path: self.path(i),
+            keep: keep.map(|k| self.path(k)),
+            reason,
+        });
+    }
+
+    /// Compares one group of same-size candidates and dedupes the duplicates among them.
+    fn group(&self, w: &mut Worker, group: Range<usize>) {
+        if self.control.is_stopped() {
+            return;
+        }
+        let size = self.cands[group.start].size;
+        let total = size * group.len() as u64;
+        if !self.can_dedupe(group.start) {
+            self.progress.work_done.fetch_add(total, Relaxed);
+            return;
+        }
+        let mut accounted = 0u64;
+        let mut members = Vec::new();
+        for i in group {
+            match self.look(w, i) {
+                Ok(Some(m)) => members.push(m),
+                Ok(None) => {}
+                // Gone or changed since the walk: not a candidate any more.
+                Err(SkipReason::Changed) | Err(SkipReason::Os(libc::ENOENT)) => {}
+                Err(reason) => {
+                    (self.fail)(Error::os(
+                        Op::Open,
+                        self.path(i),
+                        reason.errno().unwrap_or(libc::EIO),
+                    ));
+                }
+            }
+        }
+        // Files with the same extents at the same addresses are one file as far as data
+        // goes: the first stands for the rest.
+        let mut classes: Vec<Vec<usize>> = Vec::new();
+        let mut by_layout: HashMap<&[(u64, u64, u64, bool)], usize> = HashMap::new();
+        for (k, m) in members.iter().enumerate() {
+            match &m.layout {
+                Some(l) => match by_layout.get(l.as_slice()) {
+                    Some(&c) => classes[c].push(k),
+                    None => {
+                        by_layout.insert(l.as_slice(), classes.len());
+                        classes.push(vec![k]);
+                    }
+                },
+                None => classes.push(vec![k]),
+            }
+        }
+        let shared: usize = classes.iter().map(|c| c.len() - 1).sum();
+        self.counts.already_shared.fetch_add(shared as u64, Relaxed);
+        accounted += size * shared as u64;
+        self.progress
+            .work_done
+            .fetch_add(size * shared as u64, Relaxed);
+        let mut sets = Vec::new();
+        if classes.len() > 1 {
+            sets = self.compare(w, &members, classes, size, &mut accounted);
+        }
+        // The extent maps of targets that now share data, read again.
+        let mut after: HashMap<usize, Vec<(u64, u64, bool)>> = HashMap::new();
+        for set in &sets {
+            if self.control.is_stopped() {
+                break;
+            }
+            self.announce(&members, set, size);
+            if !self.opts.dry_run {
+                self.dedupe_set(w, &members, set, size, &mut after);
+            }
+        }
+        self.account(&members, &sets, &after);
+        self.progress
+            .work_done
+            .fetch_add(total.saturating_sub(accounted), Relaxed);
+    }
+
+    /// Opens a candidate and reads its extent map. `Ok(None)`: nothing to share (inline).
+    fn look(&self, w: &mut Worker, i: usize) -> Result<Option<Member>, SkipReason> {
+        let fd = self.open(i)?;
+        if let Err(e) = sys::extent_map(fd.as_fd(), true, &mut w.extents) {
+            if e != Errno::OPNOTSUPP {
+                (self.fail)(Error::sys(Op::MapExtents, self.path(i), e));
+                return Ok(None);
+            }
+            w.extents.clear();
+        }
+        if w.extents.iter().any(is_inline) {
+            return Ok(None);
+        }
+        let known = !w.extents.is_empty() && w.extents.iter().all(|e| class(e) != Class::Unknown);
+        let mut m = Member {
+            index: i,
+            layout: known.then(|| {
+                w.extents
+                    .iter()
+                    .map(|e| (e.logical, e.physical, e.length, is_encoded(e)))
+                    .collect()
+            }),
+            placed: Vec::new(),
+        };
+        fill_placed(&w.extents, &mut m.placed);
+        Ok(Some(m))
+    }
+
+    /// Hashes one file of each class, first its ends, then all of it where the ends match;
+    /// returns the sets of classes with equal content (two or more).
+    fn compare(
+        &self,
+        w: &mut Worker,
+        members: &[Member],
+        classes: Vec<Vec<usize>>,
+        size: u64,
+        accounted: &mut u64,
+    ) -> Vec<Vec<Vec<usize>>> {
+        let whole_at_once = size <= SMALL;
+        // (class, hash); a class whose representative changed is dropped.
+        let mut ends: Vec<(Vec<usize>, [u8; 32])> = Vec::new();
+        for class in classes {
+            if self.control.is_stopped() {
+                return Vec::new();
+            }
+            let rep = members[class[0]].index;
+            let hashed = if whole_at_once {
+                self.hash(w, rep, &[(0, size)])
+            } else {
+                self.hash(w, rep, &[(0, END_BLOCK), (size - END_BLOCK, END_BLOCK)])
+            };
+            let counted = if whole_at_once { size } else { 2 * END_BLOCK };
+            *accounted += counted;
+            self.progress.work_done.fetch_add(counted, Relaxed);
+            match hashed {
+                Ok(h) => ends.push((class, h)),
+                Err(reason) => self.skip(rep, None, reason),
+            }
+        }
+        let mut sets = Vec::new();
+        for same_ends in partition(ends) {
+            if same_ends.len() < 2 {
+                continue;
+            }
+            if whole_at_once {
+                sets.push(same_ends);
+                continue;
+            }
+            let mut full = Vec::new();
+            for class in same_ends {
+                if self.control.is_stopped() {
+                    return Vec::new();
+                }
+                let rep = members[class[0]].index;
+                let hashed = self.hash(w, rep, &[(0, size)]);
+                let counted = size - 2 * END_BLOCK;
+                *accounted += counted;
+                self.progress.work_done.fetch_add(counted, Relaxed);
+                match hashed {
+                    Ok(h) => full.push((class, h)),
+                    Err(reason) => self.skip(rep, None, reason),
+                }
+            }
+            sets.extend(partition(full).into_iter().filter(|s| s.len() > 1));
+        }
+        sets
+    }
+
+    /// BLAKE3 of the given ranges of a candidate, checked to be still the file found.
+    fn hash(
+        &self,
+        w: &mut Worker,
+        i: usize,
+        ranges: &[(u64, u64)],
+    ) -> Result<[u8; 32], SkipReason> {
+        let fd = self.open(i)?;
+        let len: u64 = ranges.iter().map(|r| r.1).sum();
+        if len > 2 * SMALL {
+            sys::advise_sequential(fd.as_fd());
+        }
+        let mut h = blake3::Hasher::new();
+        for &(mut off, len) in ranges {
+            let end = off + len;
+            while off < end {
+                let want = ((end - off) as usize).min(w.buf.len());
+                let n = match sys::pread(fd.as_fd(), &mut w.buf[..want], off) {
+                    Ok(0) => return Err(SkipReason::Changed),
+                    Ok(n) => n,
+                    Err(Errno::INTR) => continue,
+                    Err(e) => {
+                        (self.fail)(Error::sys(Op::Read, self.path(i), e));
+                        return Err(SkipReason::Os(e.raw_os_error()));
+                    }
+                };
+                h.update(&w.buf[..n]);
+                off += n as u64;
+                self.counts.bytes_read.fetch_add(n as u64, Relaxed);
+            }
+        }
+        match sys::fstat(fd.as_fd()) {
+            Ok(m) if self.unchanged(i, &m) => Ok(*h.finalize().as_bytes()),
+            _ => Err(SkipReason::Changed),
+        }
+    }
+
+    /// Which class of a set the others will share: the one most files share already.
+    fn keep_of(set: &[Vec<usize>]) -> usize {
+        let mut best = 0;
+        for (k, class) in set.iter().enumerate() {
+            if class.len() > set[best].len() {
+                best = k;
+            }
+        }
+        best
+    }
+
+    /// Reports a set of duplicates and what sharing it would save.
+    fn announce(&self, members: &[Member], set: &[Vec<usize>], size: u64) {
+        let keep = Self::keep_of(set);
+        let mut before = Physical::default();
+        let mut after = Physical::default();
+        for (k, class) in set.iter().enumerate() {
+            for &m in class {
+                for &(s, l, e) in &members[m].placed {
+                    before.add(s, l, e);
+                    if k == keep {
+                        after.add(s, l, e);
+                    }
+                }
+            }
+        }
+        let targets: Vec<PathBuf> = set
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| *k != keep)
+            .flat_map(|(_, c)| c.iter().map(|&m| self.path(members[m].index)))
+            .collect();
+        self.counts.groups.fetch_add(1, Relaxed);
+        self.counts
+            .duplicates
+            .fetch_add(targets.len() as u64, Relaxed);
+        let keep_class = &set[keep];
+        self.observer.event(SpaceEvent::Duplicates {
+            size,
+            keep: self.path(members[keep_class[0]].index),
+            targets,
+            sharing: keep_class[1..]
+                .iter()
+                .map(|&m| self.path(members[m].index))
+                .collect(),
+            saves: before.bytes().saturating_sub(after.bytes()),
+        });
+    }
+
+    /// Shares the keep's extents with every target of a set.
+    fn dedupe_set(
+        &self,
+        w: &mut Worker,
+        members: &[Member],
+        set: &[Vec<usize>],
+        size: u64,
+        after: &mut HashMap<usize, Vec<(u64, u64, bool)>>,
+    ) {
+        let keep_class = Self::keep_of(set);
+        let keep = members[set[keep_class][0]].index;
+        let targets: Vec<usize> = set
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| *k != keep_class)
+            .flat_map(|(_, c)| c.iter().copied())
+            .collect();
+        let src = match self.open(keep) {
+            Ok(fd) => fd,
+            Err(reason) => {
+                for &t in &targets {
+                    self.skip(members[t].index, Some(keep), reason);
+                }
+                return;
+            }
+        };
+        for batch in targets.chunks(sys::DEDUPE_MAX_TARGETS) {
+            let mut open: Vec<(usize, OwnedFd)> = Vec::new();
+            for &t in batch {
+                match self.open(members[t].index) {
+                    Ok(fd) => open.push((t, fd)),
+                    Err(reason) => self.skip(members[t].index, Some(keep), reason),
+                }
+            }
+            let fds: Vec<BorrowedFd<'_>> = open.iter().map(|(_, fd)| fd.as_fd()).collect();
+            let results = self.share(src.as_fd(), &fds, size);
+            for ((t, fd), (bytes, failed)) in open.iter().zip(results) {
+                let i = members[*t].index;
+                if bytes > 0 {
+                    // What the target references now (the proof of sharing).
+                    let mut placed = Vec::new();
+                    if sys::extent_map(fd.as_fd(), true, &mut w.extents).is_ok() {
+                        fill_placed(&w.extents, &mut placed);
+                    }
+                    after.insert(*t, placed);
+                }
+                self.counts.bytes_deduped.fetch_add(bytes, Relaxed);
+                match failed {
+                    None => {
+                        self.counts.deduped_files.fetch_add(1, Relaxed);
+                        self.observer.event(SpaceEvent::Deduped {
+                            path: self.path(i),
+                            keep: self.path(keep),
+                            bytes,
+                        });
+                    }
+                    Some(reason) => self.skip(i, Some(keep), reason),
+                }
+            }
+        }
+    }
+
+    /// `FIDEDUPERANGE` of all of `src` onto each target, piece by piece: the bytes each
+    /// target shares now, and why it stopped short if it did.
+    fn share(
+        &self,
+        src: BorrowedFd<'_>,
+        targets: &[BorrowedFd<'_>],
+        size: u64,
+    ) -> Vec<(u64, Option<SkipReason>)> {
+        let mut out: Vec<(u64, Option<SkipReason>)> = vec![(0, None); targets.len()];
+        let mut off = 0;
+        while off < size {
+            if self.control.is_stopped() {
+                break;
+            }
+            let len = sys::DEDUPE_CHUNK.min(size - off);
+            // Targets still going, retried while the filesystem says EAGAIN.
+            let mut pending: Vec<usize> =
+                (0..targets.len()).filter(|&k| out[k].1.is_none()).collect();
+            if pending.is_empty() {
+                break;
+            }
+            for attempt in 1..=TRIES {
+                let mut call: Vec<DedupeTarget<'_>> = pending
+                    .iter()
+                    .map(|&k| DedupeTarget::new(targets[k], off))
+                    .collect();
+                let mut again = Vec::new();
+                match sys::dedupe_range(src, off, len, &mut call) {
+                    Err(Errno::AGAIN) => again = pending.clone(),
+                    Err(e) => {
+                        let reason = match e {
+                            // The keep no longer reaches this far: it changed.
+                            Errno::INVAL => SkipReason::Changed,
+                            e => SkipReason::from_errno(e.raw_os_error()),
+                        };
+                        for &k in &pending {
+                            out[k].1 = Some(reason);
+                        }
+                    }
+                    Ok(()) => {
+                        for (&k, t) in pending.iter().zip(&call) {
+                            match t.status {
+                                DedupeStatus::Same { bytes } => {
+                                    out[k].0 += bytes.min(len);
+                                    self.progress.deduped.fetch_add(bytes.min(len), Relaxed);
+                                }
+                                DedupeStatus::Differs => out[k].1 = Some(SkipReason::Changed),
+                                DedupeStatus::Failed(Errno::AGAIN) | DedupeStatus::NotRun => {
+                                    again.push(k)
+                                }
+                                DedupeStatus::Failed(e) => {
+                                    out[k].1 = Some(SkipReason::from_errno(e.raw_os_error()))
+                                }
+                                DedupeStatus::Unknown(s) => out[k].1 = Some(SkipReason::Os(s)),
+                            }
+                        }
+                    }
+                }
+                if again.is_empty() {
+                    break;
+                }
+                if attempt == TRIES {
+                    for k in again {
+                        out[k].1 = Some(SkipReason::Busy);
+                    }
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10 << attempt));
+                pending = again;
+            }
+            off += len;
+        }
+        out
+    }
+
+    /// Whether the filesystem of candidate `i` can dedupe at all, asked once per device
+    /// (and said once where it cannot). The probe asks to dedupe the start of the file
+    /// onto itself, which every filesystem that dedupes refuses for the overlap (`EINVAL`)
+    /// and one that does not refuses as unsupported: nothing changes either way.
+    fn can_dedupe(&self, i: usize) -> bool {
+        let dev = self.cands[i].dev;
+        let mut supported = self.supported.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&known) = supported.get(&dev) {
+            return known;
+        }
+        let Ok(fd) = self.open(i) else {
+            return true; // another file of the device will answer
+        };
+        let mut target = [DedupeTarget::new(fd.as_fd(), 0)];
+        let len = self.cands[i].size.min(END_BLOCK);
+        let answer = match sys::dedupe_range(fd.as_fd(), 0, len, &mut target) {
+            Err(Errno::OPNOTSUPP | Errno::NOTTY | Errno::XDEV) => false,
+            Ok(()) => !matches!(
+                target[0].status,
+                DedupeStatus::Failed(Errno::OPNOTSUPP | Errno::NOTTY)
+            ),
+            Err(_) => true,
+        };
+        supported.insert(dev, answer);
+        if !answer {
+            (self.fail)(Error::os(Op::Dedupe, self.fs_path(dev), libc::EOPNOTSUPP));
+        }
+        answer
+    }
+
+    /// A path on the filesystem `dev`, for a message: the first root on it.
+    fn fs_path(&self, dev: u64) -> PathBuf {
+        (0..self.roots.len() as u32)
+            .find(|&i| self.roots.root(i).meta.dev == dev)
+            .map(|i| self.roots.root(i).path.clone())
+            .unwrap_or_default()
+    }
+
+    /// Adds the group's physical references before and after to the run's.
+    fn account(
+        &self,
+        members: &[Member],
+        sets: &[Vec<Vec<usize>>],
+        remapped: &HashMap<usize, Vec<(u64, u64, bool)>>,
+    ) {
+        let mut before = Physical::default();
+        let mut after = Physical::default();
+        // With `dry_run`, every target would share its keep's extents, which are counted
+        // already; without, the targets' maps were read again.
+        let targets: HashSet<usize> = if self.opts.dry_run {
+            sets.iter()
+                .flat_map(|set| {
+                    let keep = Self::keep_of(set);
+                    set.iter()
+                        .enumerate()
+                        .filter(move |(k, _)| *k != keep)
+                        .flat_map(|(_, c)| c.iter().copied())
+                })
+                .collect()
+        } else {
+            HashSet::new()
+        };
+        for (k, m) in members.iter().enumerate() {
+            for &(s, l, e) in &m.placed {
+                before.add(s, l, e);
+            }
+            if targets.contains(&k) {
+                continue;
+            }
+            match remapped.get(&k) {
+                Some(placed) => placed.iter().for_each(|&(s, l, e)| after.add(s, l, e)),
+                None => m.placed.iter().for_each(|&(s, l, e)| after.add(s, l, e)),
+            }
+        }
+        self.before
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .merge(before);
+        self.after
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .merge(after);
+    }
+}
+
+/// A file's extents with a known address as physical references. (Those without one are
+/// the same before and after: dedupe maps files again with `FIEMAP_FLAG_SYNC`.)
+fn fill_placed(extents: &[Extent], placed: &mut Vec<(u64, u64, bool)>) {
+    placed.clear();
+    placed.extend(
+        extents
+            .iter()
+            .filter(|e| class(e) != Class::Unknown)
+            .map(|e| (e.physical, e.length, is_encoded(e))),
+    );
+}
+
+/// Groups classes by equal hash, keeping the order they came in.
+fn partition(hashed: Vec<(Vec<usize>, [u8; 32])>) -> Vec<Vec<Vec<usize>>> {
+    let mut by_hash: HashMap<[u8; 32], usize> = HashMap::new();
+    let mut out: Vec<Vec<Vec<usize>>> = Vec::new();
+    for (class, h) in hashed {
+        match by_hash.get(&h) {
+            Some(&k) => out[k].push(class),
+            None => {
+                by_hash.insert(h, out.len());
+                out.push(vec![class]);
+            }
+        }
+    }
+    out
+}
