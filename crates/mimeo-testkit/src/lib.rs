@@ -6,12 +6,15 @@
 //! - [`compare`]: a tree comparer reporting every metadata or data difference.
 //! - [`extents`]: FIEMAP sharing checks and `st_blocks`.
 //! - [`cmd`]: running helper programs with captured output.
+//! - [`space`]: trees with shared extents, and the space numbers they must give
+//!   (`btrfs filesystem du`, and a FIEMAP pass of our own).
 
 pub mod cmd;
 pub mod compare;
 pub mod extents;
 pub mod fsimg;
 pub mod rng;
+pub mod space;
 pub mod treegen;
 
 pub use cmd::{Captured, capture, run_ok};
