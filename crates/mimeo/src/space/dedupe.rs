@@ -22,7 +22,7 @@
 //! again from the extent maps). So `mimeo-du` before and after agrees with it, unless a
 //! file that is not a candidate shares part of a deduped file's old extents.
 
-use super::physical::{Class, Physical, class, is_encoded, is_inline};
+use super::physical::{Class, Physical, class, is_encoded, is_inline, is_unwritten};
 use super::{Phase, Progress, SkipReason, SpaceEvent, SpaceObserver};
 use crate::options::default_jobs;
 use crate::report::{Control, Error, Op};
@@ -30,7 +30,7 @@ use crate::sched::{pool, walk};
 use crate::sys::{self, DedupeStatus, DedupeTarget, Errno, Extent, Meta};
 use crate::tree::{Entry, Roots, Visitor, WalkOptions};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -145,6 +145,8 @@ pub fn dedupe(
     progress: &Progress,
 ) -> DedupeSummary {
     let start = Instant::now();
+    #[cfg(feature = "failpoints")]
+    sys::failpoints::setup();
     sys::raise_nofile_limit();
     let counts = Counts::default();
     let fail = |e: Error| {
@@ -196,7 +198,7 @@ pub fn dedupe(
         counts: &counts,
         before: Mutex::new(Physical::default()),
         after: Mutex::new(Physical::default()),
-        supported: Mutex::new(HashMap::new()),
+        filesystems: Mutex::new(HashMap::new()),
     };
     pool::run(
         opts.jobs.max(1),
@@ -375,6 +377,36 @@ struct Member {
     /// Its extents with a known address, as physical references: (start, length,
     /// compressed).
     placed: Vec<(u64, u64, bool)>,
+    /// Where the filesystem leaves a target's unwritten extents alone (XFS): its unwritten
+    /// extents, (logical, physical, length).
+    unwritten: Vec<(u64, u64, u64)>,
+}
+
+impl Member {
+    /// What a target would still reference after a dedupe onto `keep`: its unwritten
+    /// extents where `keep` is unwritten too (XFS leaves those alone).
+    fn kept_after(&self, keep: &Member) -> Vec<(u64, u64, bool)> {
+        let mut out = Vec::new();
+        for &(tl, tp, tn) in &self.unwritten {
+            for &(kl, _, kn) in &keep.unwritten {
+                let (lo, hi) = (tl.max(kl), (tl + tn).min(kl + kn));
+                if lo < hi {
+                    out.push((tp + (lo - tl), hi - lo, false));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// What a filesystem can do, probed once per device.
+#[derive(Debug, Clone, Copy)]
+struct FsInfo {
+    /// It dedupes at all.
+    dedupe: bool,
+    /// A dedupe leaves a target's unwritten extent alone where the source's is unwritten
+    /// too (XFS), so such extents are neither compared nor counted as freed.
+    keeps_unwritten: bool,
 }
 
 struct Run<'a> {
@@ -390,8 +422,8 @@ struct Run<'a> {
     /// Physical bytes of the candidates before and after (or as they would be after).
     before: Mutex<Physical>,
     after: Mutex<Physical>,
-    /// Whether each device's filesystem can dedupe, once probed.
-    supported: Mutex<HashMap<u64, bool>>,
+    /// What each device's filesystem can do, once probed.
+    filesystems: Mutex<HashMap<u64, FsInfo>>,
 }
 
 impl Run<'_> {
@@ -442,14 +474,15 @@ impl Run<'_> {
         }
         let size = self.cands[group.start].size;
         let total = size * group.len() as u64;
-        if !self.can_dedupe(group.start) {
+        let fs = self.filesystem(group.start);
+        if !fs.dedupe {
             self.progress.work_done.fetch_add(total, Relaxed);
             return;
         }
         let mut accounted = 0u64;
         let mut members = Vec::new();
         for i in group {
-            match self.look(w, i) {
+            match self.look(w, i, fs) {
                 Ok(Some(m)) => members.push(m),
                 Ok(None) => {}
                 // Gone or changed since the walk: not a candidate any more.
@@ -506,29 +539,43 @@ impl Run<'_> {
             .fetch_add(total.saturating_sub(accounted), Relaxed);
     }
 
-    /// Opens a candidate and reads its extent map. `Ok(None)`: nothing to share (inline).
-    fn look(&self, w: &mut Worker, i: usize) -> Result<Option<Member>, SkipReason> {
+    /// Opens a candidate and reads its extent map. `Ok(None)`: nothing of it can be shared
+    /// (inline data, or nothing but holes and, where the filesystem keeps them, unwritten
+    /// extents).
+    fn look(&self, w: &mut Worker, i: usize, fs: FsInfo) -> Result<Option<Member>, SkipReason> {
         let fd = self.open(i)?;
-        if let Err(e) = sys::extent_map(fd.as_fd(), true, &mut w.extents) {
-            if e != Errno::OPNOTSUPP {
+        let mapped = match sys::extent_map(fd.as_fd(), true, &mut w.extents) {
+            Ok(()) => true,
+            Err(Errno::OPNOTSUPP) => false,
+            Err(e) => {
                 (self.fail)(Error::sys(Op::MapExtents, self.path(i), e));
                 return Ok(None);
             }
+        };
+        if !mapped {
             w.extents.clear();
         }
-        if w.extents.iter().any(is_inline) {
+        let kept = |e: &&Extent| fs.keeps_unwritten && is_unwritten(e);
+        if mapped && (w.extents.iter().any(is_inline) || w.extents.iter().all(|e| kept(&e))) {
             return Ok(None);
         }
-        let known = !w.extents.is_empty() && w.extents.iter().all(|e| class(e) != Class::Unknown);
+        let known = mapped && w.extents.iter().all(|e| class(e) != Class::Unknown);
         let mut m = Member {
             index: i,
             layout: known.then(|| {
                 w.extents
                     .iter()
+                    .filter(|e| !kept(e))
                     .map(|e| (e.logical, e.physical, e.length, is_encoded(e)))
                     .collect()
             }),
             placed: Vec::new(),
+            unwritten: w
+                .extents
+                .iter()
+                .filter(kept)
+                .map(|e| (e.logical, e.physical, e.length))
+                .collect(),
         };
         fill_placed(&w.extents, &mut m.placed);
         Ok(Some(m))
@@ -645,6 +692,7 @@ impl Run<'_> {
     /// Reports a set of duplicates and what sharing it would save.
     fn announce(&self, members: &[Member], set: &[Vec<usize>], size: u64) {
         let keep = Self::keep_of(set);
+        let keeper = &members[set[keep][0]];
         let mut before = Physical::default();
         let mut after = Physical::default();
         for (k, class) in set.iter().enumerate() {
@@ -652,6 +700,11 @@ impl Run<'_> {
                 for &(s, l, e) in &members[m].placed {
                     before.add(s, l, e);
                     if k == keep {
+                        after.add(s, l, e);
+                    }
+                }
+                if k != keep {
+                    for (s, l, e) in members[m].kept_after(keeper) {
                         after.add(s, l, e);
                     }
                 }
@@ -817,22 +870,26 @@ impl Run<'_> {
         out
     }
 
-    /// Whether the filesystem of candidate `i` can dedupe at all, asked once per device
-    /// (and said once where it cannot). The probe asks to dedupe the start of the file
-    /// onto itself, which every filesystem that dedupes refuses for the overlap (`EINVAL`)
-    /// and one that does not refuses as unsupported: nothing changes either way.
-    fn can_dedupe(&self, i: usize) -> bool {
+    /// What the filesystem of candidate `i` can do, asked once per device (and said once
+    /// where it cannot dedupe). The probe asks to dedupe the start of the file onto itself,
+    /// which every filesystem that dedupes refuses for the overlap (`EINVAL`) and one that
+    /// does not refuses as unsupported: nothing changes either way.
+    fn filesystem(&self, i: usize) -> FsInfo {
         let dev = self.cands[i].dev;
-        let mut supported = self.supported.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(&known) = supported.get(&dev) {
-            return known;
+        let mut known = self.filesystems.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&fs) = known.get(&dev) {
+            return fs;
         }
         let Ok(fd) = self.open(i) else {
-            return true; // another file of the device will answer
+            // Another file of the device will answer.
+            return FsInfo {
+                dedupe: true,
+                keeps_unwritten: false,
+            };
         };
         let mut target = [DedupeTarget::new(fd.as_fd(), 0)];
         let len = self.cands[i].size.min(END_BLOCK);
-        let answer = match sys::dedupe_range(fd.as_fd(), 0, len, &mut target) {
+        let dedupe = match sys::dedupe_range(fd.as_fd(), 0, len, &mut target) {
             Err(Errno::OPNOTSUPP | Errno::NOTTY | Errno::XDEV) => false,
             Ok(()) => !matches!(
                 target[0].status,
@@ -840,11 +897,15 @@ impl Run<'_> {
             ),
             Err(_) => true,
         };
-        supported.insert(dev, answer);
-        if !answer {
+        let fs = FsInfo {
+            dedupe,
+            keeps_unwritten: sys::fs_type(fd.as_fd()) == Ok(sys::XFS_MAGIC),
+        };
+        known.insert(dev, fs);
+        if !dedupe {
             (self.fail)(Error::os(Op::Dedupe, self.fs_path(dev), libc::EOPNOTSUPP));
         }
-        answer
+        fs
     }
 
     /// A path on the filesystem `dev`, for a message: the first root on it.
@@ -866,29 +927,28 @@ impl Run<'_> {
         let mut after = Physical::default();
         // With `dry_run`, every target would share its keep's extents, which are counted
         // already; without, the targets' maps were read again.
-        let targets: HashSet<usize> = if self.opts.dry_run {
-            sets.iter()
-                .flat_map(|set| {
-                    let keep = Self::keep_of(set);
-                    set.iter()
-                        .enumerate()
-                        .filter(move |(k, _)| *k != keep)
-                        .flat_map(|(_, c)| c.iter().copied())
-                })
-                .collect()
-        } else {
-            HashSet::new()
-        };
+        let mut keeps: HashMap<usize, usize> = HashMap::new();
+        if self.opts.dry_run {
+            for set in sets {
+                let keep = Self::keep_of(set);
+                for (_, class) in set.iter().enumerate().filter(|(k, _)| *k != keep) {
+                    for &m in class {
+                        keeps.insert(m, set[keep][0]);
+                    }
+                }
+            }
+        }
         for (k, m) in members.iter().enumerate() {
             for &(s, l, e) in &m.placed {
                 before.add(s, l, e);
             }
-            if targets.contains(&k) {
-                continue;
-            }
-            match remapped.get(&k) {
-                Some(placed) => placed.iter().for_each(|&(s, l, e)| after.add(s, l, e)),
-                None => m.placed.iter().for_each(|&(s, l, e)| after.add(s, l, e)),
+            let placed = match (keeps.get(&k), remapped.get(&k)) {
+                (Some(&keep), _) => m.kept_after(&members[keep]),
+                (None, Some(placed)) => placed.clone(),
+                (None, None) => m.placed.clone(),
+            };
+            for (s, l, e) in placed {
+                after.add(s, l, e);
             }
         }
         self.before

@@ -46,6 +46,11 @@ pub(crate) fn is_inline(e: &Extent) -> bool {
     e.flags & sys::FIEMAP_EXTENT_DATA_INLINE != 0
 }
 
+/// Whether an extent is preallocated space that reads as zeros.
+pub(crate) fn is_unwritten(e: &Extent) -> bool {
+    e.flags & sys::FIEMAP_EXTENT_UNWRITTEN != 0
+}
+
 pub(crate) fn is_encoded(e: &Extent) -> bool {
     e.flags & FIEMAP_EXTENT_ENCODED != 0
 }

@@ -783,7 +783,6 @@ pub(crate) const FIEMAP_EXTENT_ENCODED: u32 = 0x8;
 pub(crate) const FIEMAP_EXTENT_NOT_ALIGNED: u32 = 0x100;
 pub(crate) const FIEMAP_EXTENT_DATA_INLINE: u32 = 0x200;
 // Preallocated space that reads as zeros.
-#[allow(dead_code)]
 pub(crate) const FIEMAP_EXTENT_UNWRITTEN: u32 = 0x800;
 pub(crate) const FIEMAP_EXTENT_SHARED: u32 = 0x2000;
 
