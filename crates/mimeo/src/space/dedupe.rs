@@ -3,13 +3,15 @@
 //! changed after it was hashed is never clobbered (DESIGN §9).
 //!
 //! 1. **Walk** (the one walker, in parallel): every regular file of at least `min_size`
-//!    bytes is a candidate; a file with several hard links once.
+//!    bytes is a candidate, with its extent map (`FIEMAP`), read while its directory is
+//!    open. Files with nothing to share are left out here: holes only, or inline data
+//!    (btrfs), which lives in metadata. A file with several hard links counts once.
 //! 2. **Group by size** on each filesystem. Each group is one task for the local pool, so
 //!    groups are compared in parallel.
-//! 3. **Extent maps** (`FIEMAP`): files whose maps are the same extents at the same physical
-//!    addresses already share everything; one of them stands for all, and nothing of the
-//!    others is read. A second run over deduped files reads nothing at all. Inline files
-//!    (btrfs) are left out: their data lives in metadata and cannot be shared.
+//! 3. **Extent maps**: files whose maps are the same extents at the same physical addresses
+//!    already share everything; one of them stands for all, and nothing of the others is
+//!    read. A second run over deduped files reads only what same-size files of different
+//!    content need.
 //! 4. **Hash** the first and last blocks of each distinct file, then the whole of those that
 //!    still match, with BLAKE3.
 //! 5. **Dedupe** each set of equal files onto the one most others already share with, in
@@ -28,7 +30,7 @@ use crate::options::default_jobs;
 use crate::report::{Control, Error, Op};
 use crate::sched::{pool, walk};
 use crate::sys::{self, DedupeStatus, DedupeTarget, Errno, Extent, Meta};
-use crate::tree::{Entry, Roots, Visitor, WalkOptions};
+use crate::tree::{Entry, Roots, Visitor, WalkOptions, join_rel};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::collections::HashMap;
 use std::ops::Range;
@@ -175,7 +177,8 @@ pub fn dedupe(
         .unwrap_or_else(|e| e.into_inner());
     counts.files.store(progress.files(), Relaxed);
     progress.set_phase(Phase::Comparing);
-    let (cands, groups) = size_groups(found.cands);
+    let mut found = found;
+    let (cands, groups) = size_groups(std::mem::take(&mut found.cands));
     counts
         .candidates
         .store(groups.iter().map(|g| g.len() as u64).sum(), Relaxed);
@@ -188,7 +191,7 @@ pub fn dedupe(
     );
     let run = Run {
         roots: &roots,
-        names: &found.names,
+        found: &found,
         cands: &cands,
         opts,
         observer,
@@ -254,22 +257,33 @@ struct Counts {
 /// A file found by the walk.
 #[derive(Debug, Clone, Copy)]
 struct Candidate {
-    root: u32,
-    /// Its path below the root: `names[name.0 .. name.0 + name.1]`.
-    name: (usize, u32),
+    /// Its directory: an index into [`Found::dirs`].
+    dir: u32,
+    /// Its name in that directory: `names[name.0 .. name.0 + name.1]` (empty for a file
+    /// given as a path).
+    name: (u32, u32),
     size: u64,
     dev: u64,
     ino: u64,
     mtime: (i64, u32),
+    /// Its extent map when the walk read it: `extents[ext.0 .. ext.0 + ext.1]`; `None`
+    /// where the filesystem has no FIEMAP.
+    ext: Option<(u32, u32)>,
 }
 
+/// What the walk found: candidates, and the arenas their names, directories and extents
+/// live in (a few bytes a file rather than an allocation each).
 #[derive(Default)]
 struct Found {
     cands: Vec<Candidate>,
     names: Vec<u8>,
+    extents: Vec<Extent>,
+    /// (root, path below it) of each directory holding candidates.
+    dirs: Vec<(u32, Box<[u8]>)>,
 }
 
-/// The walk: collects candidates.
+/// The walk: collects candidates with their extent maps, read while their directory is
+/// open (no second lookup by path later).
 struct Collect<'a> {
     roots: &'a Roots,
     min_size: u64,
@@ -278,62 +292,103 @@ struct Collect<'a> {
     fail: &'a (dyn Fn(Error) + Sync),
 }
 
-impl Visitor for Collect<'_> {
-    type State = Found;
+/// A worker's candidates not yet handed over, and a buffer for extent maps.
+#[derive(Default)]
+struct Local {
+    found: Found,
+    map: Vec<Extent>,
+}
 
-    fn state(&self) -> Found {
-        Found::default()
+impl Visitor for Collect<'_> {
+    type State = Local;
+
+    fn state(&self) -> Local {
+        Local::default()
     }
 
-    fn entry(&self, st: &mut Found, e: &Entry<'_>) -> bool {
+    fn entry(&self, local: &mut Local, e: &Entry<'_>) -> bool {
         if e.is_dir() {
             return true;
         }
         if !e.meta.map_or(e.dtype == sys::DType::Reg, |m| m.is_reg()) {
             return false;
         }
-        let meta = match e.meta {
-            Some(m) => m,
-            None => match sys::stat_at(e.dir, e.name, e.follow) {
-                Ok(m) => m,
-                Err(Errno::NOENT) => return false,
-                Err(err) => {
-                    (self.fail)(Error::sys(Op::Stat, e.path(self.roots), err));
-                    return false;
-                }
-            },
-        };
-        if !meta.is_reg() {
+        if let Some(m) = e.meta.filter(|m| m.size < self.min_size) {
+            self.progress.add_file(m.size);
             return false;
         }
+        let fd = match sys::open_read(e.dir, e.name, e.follow) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => return false,
+            Err(err) => {
+                (self.fail)(Error::sys(Op::Open, e.path(self.roots), err));
+                return false;
+            }
+        };
+        let meta = match sys::fstat(fd.as_fd()) {
+            Ok(m) if m.is_reg() => m,
+            Ok(_) => return false,
+            Err(err) => {
+                (self.fail)(Error::sys(Op::Stat, e.path(self.roots), err));
+                return false;
+            }
+        };
         self.progress.add_file(meta.size);
         if meta.size < self.min_size {
             return false;
         }
-        let rel = e.rel();
+        let st = &mut local.found;
+        let ext = match sys::extent_map(fd.as_fd(), true, &mut local.map) {
+            // Nothing to share: holes only, or inline data (kept in metadata).
+            Ok(()) if local.map.is_empty() || local.map.iter().any(is_inline) => return false,
+            Ok(()) => {
+                let start = st.extents.len() as u32;
+                st.extents.extend_from_slice(&local.map);
+                Some((start, local.map.len() as u32))
+            }
+            Err(Errno::OPNOTSUPP) => None,
+            Err(err) => {
+                (self.fail)(Error::sys(Op::MapExtents, e.path(self.roots), err));
+                return false;
+            }
+        };
+        let name = if e.is_root {
+            &b""[..]
+        } else {
+            e.name.to_bytes()
+        };
         st.cands.push(Candidate {
-            root: e.root,
-            name: (st.names.len(), rel.len() as u32),
+            dir: e.root,
+            name: (st.names.len() as u32, name.len() as u32),
             size: meta.size,
             dev: meta.dev,
             ino: meta.ino,
             mtime: meta.mtime,
+            ext,
         });
-        st.names.extend_from_slice(&rel);
+        st.names.extend_from_slice(name);
         false
     }
 
-    fn flush(&self, st: &mut Found, _: u32, _: &[u8]) {
+    fn flush(&self, local: &mut Local, root: u32, dir_rel: &[u8]) {
+        let st = &mut local.found;
         if st.cands.is_empty() {
             return;
         }
         let mut found = self.found.lock().unwrap_or_else(|e| e.into_inner());
-        let base = found.names.len();
+        let dir = found.dirs.len() as u32;
+        found.dirs.push((root, dir_rel.into()));
+        let (names, extents) = (found.names.len() as u32, found.extents.len() as u32);
         found.cands.extend(st.cands.drain(..).map(|mut c| {
-            c.name.0 += base;
+            c.dir = dir;
+            c.name.0 += names;
+            if let Some(x) = c.ext.as_mut() {
+                x.0 += extents;
+            }
             c
         }));
         found.names.append(&mut st.names);
+        found.extents.append(&mut st.extents);
     }
 
     fn error(&self, error: Error) {
@@ -411,7 +466,7 @@ struct FsInfo {
 
 struct Run<'a> {
     roots: &'a Roots,
-    names: &'a [u8],
+    found: &'a Found,
     cands: &'a [Candidate],
     opts: &'a DedupeOptions,
     observer: &'a dyn SpaceObserver,
@@ -427,21 +482,36 @@ struct Run<'a> {
 }
 
 impl Run<'_> {
-    fn rel(&self, i: usize) -> &[u8] {
-        let (off, len) = self.cands[i].name;
-        &self.names[off..off + len as usize]
+    /// The path of candidate `i` below its root, and the root.
+    fn rel(&self, i: usize) -> (u32, Vec<u8>) {
+        let c = &self.cands[i];
+        let (root, dir) = &self.found.dirs[c.dir as usize];
+        let name = &self.found.names[c.name.0 as usize..(c.name.0 + c.name.1) as usize];
+        let rel = if name.is_empty() {
+            dir.to_vec()
+        } else {
+            join_rel(dir, name)
+        };
+        (*root, rel)
     }
 
     fn path(&self, i: usize) -> PathBuf {
-        self.roots.path(self.cands[i].root, self.rel(i))
+        let (root, rel) = self.rel(i);
+        self.roots.path(root, &rel)
+    }
+
+    fn extents(&self, i: usize) -> Option<&[Extent]> {
+        self.cands[i]
+            .ext
+            .map(|(off, n)| &self.found.extents[off as usize..(off + n) as usize])
     }
 
     /// Opens a candidate and checks it is still the file the walk found.
     fn open(&self, i: usize) -> Result<OwnedFd, SkipReason> {
-        let c = &self.cands[i];
+        let (root, rel) = self.rel(i);
         let fd = self
             .roots
-            .open_file(c.root, self.rel(i), true)
+            .open_file(root, &rel, true)
             .map_err(|e| SkipReason::from_errno(e.raw_os_error()))?;
         match sys::fstat(fd.as_fd()) {
             Ok(m) if self.unchanged(i, &m) => Ok(fd),
@@ -480,22 +550,7 @@ impl Run<'_> {
             return;
         }
         let mut accounted = 0u64;
-        let mut members = Vec::new();
-        for i in group {
-            match self.look(w, i, fs) {
-                Ok(Some(m)) => members.push(m),
-                Ok(None) => {}
-                // Gone or changed since the walk: not a candidate any more.
-                Err(SkipReason::Changed) | Err(SkipReason::Os(libc::ENOENT)) => {}
-                Err(reason) => {
-                    (self.fail)(Error::os(
-                        Op::Open,
-                        self.path(i),
-                        reason.errno().unwrap_or(libc::EIO),
-                    ));
-                }
-            }
-        }
+        let members: Vec<Member> = group.filter_map(|i| self.member(i, fs)).collect();
         // Files with the same extents at the same addresses are one file as far as data
         // goes: the first stands for the rest.
         let mut classes: Vec<Vec<usize>> = Vec::new();
@@ -539,46 +594,40 @@ impl Run<'_> {
             .fetch_add(total.saturating_sub(accounted), Relaxed);
     }
 
-    /// Opens a candidate and reads its extent map. `Ok(None)`: nothing of it can be shared
-    /// (inline data, or nothing but holes and, where the filesystem keeps them, unwritten
-    /// extents).
-    fn look(&self, w: &mut Worker, i: usize, fs: FsInfo) -> Result<Option<Member>, SkipReason> {
-        let fd = self.open(i)?;
-        let mapped = match sys::extent_map(fd.as_fd(), true, &mut w.extents) {
-            Ok(()) => true,
-            Err(Errno::OPNOTSUPP) => false,
-            Err(e) => {
-                (self.fail)(Error::sys(Op::MapExtents, self.path(i), e));
-                return Ok(None);
-            }
+    /// A candidate as the walk mapped it. `None`: nothing of it can be shared where the
+    /// filesystem keeps unwritten extents (nothing but holes and unwritten extents).
+    fn member(&self, i: usize, fs: FsInfo) -> Option<Member> {
+        let Some(extents) = self.extents(i) else {
+            return Some(Member {
+                index: i,
+                layout: None,
+                placed: Vec::new(),
+                unwritten: Vec::new(),
+            });
         };
-        if !mapped {
-            w.extents.clear();
-        }
         let kept = |e: &&Extent| fs.keeps_unwritten && is_unwritten(e);
-        if mapped && (w.extents.iter().any(is_inline) || w.extents.iter().all(|e| kept(&e))) {
-            return Ok(None);
+        if extents.iter().all(|e| kept(&e)) {
+            return None;
         }
-        let known = mapped && w.extents.iter().all(|e| class(e) != Class::Unknown);
+        let known = extents.iter().all(|e| class(e) != Class::Unknown);
         let mut m = Member {
             index: i,
             layout: known.then(|| {
-                w.extents
+                extents
                     .iter()
                     .filter(|e| !kept(e))
                     .map(|e| (e.logical, e.physical, e.length, is_encoded(e)))
                     .collect()
             }),
             placed: Vec::new(),
-            unwritten: w
-                .extents
+            unwritten: extents
                 .iter()
                 .filter(kept)
                 .map(|e| (e.logical, e.physical, e.length))
                 .collect(),
         };
-        fill_placed(&w.extents, &mut m.placed);
-        Ok(Some(m))
+        fill_placed(extents, &mut m.placed);
+        Some(m)
     }
 
     /// Hashes one file of each class, first its ends, then all of it where the ends match;

@@ -82,14 +82,16 @@ impl Physical {
         }
     }
 
-    /// Adds every reference of `other`.
+    /// Adds every reference of `other` (folded later, when enough has come).
     pub fn merge(&mut self, other: Physical) {
         self.segs.extend(other.segs);
         for (k, n) in other.encoded {
             let refs = self.encoded.entry(k).or_insert(0);
             *refs = (*refs + n).min(2);
         }
-        self.fold();
+        if self.segs.len() >= 2 * self.folded + 4096 {
+            self.fold();
+        }
     }
 
     /// Bytes referenced at least once (each byte once).

@@ -20,4 +20,5 @@ pub(crate) use plan::{DryRun, ScanVisitor, dry_run_roots, scan_roots, walk_optio
 pub use roots::CopyPair;
 pub use single::copy_file;
 pub(crate) use walk::{Entry, Roots, Visitor, Walk, WalkOptions};
+pub(crate) use work::join_rel;
 pub use work::{DirDone, DirInfo, EntryType, Lineage, Stat, WorkItem, WorkKind, XattrList};
