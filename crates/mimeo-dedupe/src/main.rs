@@ -58,7 +58,7 @@ struct Args {
           value_parser = ["auto", "always", "never"])]
     progress: String,
 
-    /// Number of workers
+    /// Number of workers (default: four per CPU, from 4 to 16)
     #[arg(short = 'j', long, value_name = "N")]
     jobs: Option<usize>,
 

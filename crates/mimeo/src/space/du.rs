@@ -12,7 +12,6 @@
 
 use super::physical::{Class, Physical, class, is_encoded};
 use super::{Progress, SpaceEvent, SpaceObserver};
-use crate::options::default_jobs;
 use crate::report::{Control, Error, Op};
 use crate::sched::walk;
 use crate::sys::{self, Errno, Extent};
@@ -37,7 +36,8 @@ pub struct DuOptions {
     /// Flush each file's unwritten data before reading its extent map, so that it is counted
     /// where it will lie rather than as unknown (`FIEMAP_FLAG_SYNC`). Writes data back.
     pub sync: bool,
-    /// Workers.
+    /// Workers (default: four per CPU, from 4 to 16; the work waits on the device more
+    /// than it computes).
     pub jobs: usize,
 }
 
@@ -47,7 +47,7 @@ impl Default for DuOptions {
             depth: Some(0),
             one_file_system: false,
             sync: false,
-            jobs: default_jobs(),
+            jobs: super::default_jobs(),
         }
     }
 }

@@ -52,6 +52,13 @@ pub use du::{DuOptions, DuReport, Usage, du, du_with};
 
 use crate::report::Error;
 use std::path::PathBuf;
+
+/// Workers for a space run: four per CPU, from 4 to 16. Reading extent maps and file data
+/// waits on the device far more than it computes, so more requests in flight than CPUs
+/// keep it busy (W9 and W10 in `bench/`).
+fn default_jobs() -> usize {
+    (crate::options::default_jobs() * 4).clamp(4, 16)
+}
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering::Relaxed};
 
 /// Something that happened during [`du`] or [`dedupe`].
