@@ -12,27 +12,11 @@ import os
 import statistics
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from report import fx, load_jsonl, ratio, table  # noqa: E402  (the W1–W5 report's helpers)
+
 GIB = 1024 ** 3
 MIB = 1024 ** 2
-
-
-def load_jsonl(path):
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def fx(r):
-    return "–" if r is None else "%.2f×" % r
-
-
-def ratio(x, ref):
-    return None if x is None or not ref else x / ref
-
-
-def table(headers, rows):
-    lines = ["| " + " | ".join(headers) + " |", "|---" + "|---:" * (len(headers) - 1) + "|"]
-    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
-    return "\n".join(lines)
 
 
 def hyperfine(path):

@@ -3,9 +3,8 @@
 //! exit status.
 
 use clap::Parser;
-use mimeo::Control;
 use mimeo::space::{DedupeOptions, DedupeSummary, Phase, Progress, SpaceEvent, SpaceObserver};
-use mimeo_du::{EXIT_FAILED, EXIT_USAGE, Json, Ticker, display, duration, size, warn};
+use mimeo_du::{Json, Ticker, display, duration, size, warn};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -59,8 +58,9 @@ struct Args {
     progress: String,
 
     /// Number of workers (default: four per CPU, from 4 to 16)
-    #[arg(short = 'j', long, value_name = "N")]
-    jobs: Option<usize>,
+    #[arg(short = 'j', long, value_name = "N",
+          value_parser = clap::value_parser!(u16).range(1..))]
+    jobs: Option<u16>,
 
     /// Trees or files to dedupe
     #[arg(required = true, value_name = "PATH")]
@@ -83,32 +83,20 @@ fn parse_size(s: &str) -> Result<u64, String> {
 }
 
 fn main() -> ExitCode {
-    let control = Arc::new(Control::new());
-    let stopped = match mimeo_du::on_signals(control.clone()) {
-        Ok(s) => Some(s),
-        Err(e) => {
-            warn(PROG, &format!("cannot install signal handlers: {e}"));
-            None
-        }
+    let mimeo_du::Started {
+        args,
+        control,
+        stopped,
+    } = match mimeo_du::start::<Args>(PROG) {
+        Ok(started) => started,
+        Err(code) => return code,
     };
-    let args = match Args::try_parse() {
-        Ok(a) => a,
-        Err(e) => {
-            let code = if e.use_stderr() { EXIT_USAGE } else { 0 };
-            let _ = e.print();
-            return ExitCode::from(code);
-        }
-    };
-    if args.jobs == Some(0) {
-        warn(PROG, "--jobs must be at least 1");
-        return ExitCode::from(EXIT_USAGE);
-    }
     let mut opts = DedupeOptions::default();
     opts.min_size = args.min_size;
     opts.one_file_system = args.one_file_system;
     opts.dry_run = args.dry_run;
     if let Some(j) = args.jobs {
-        opts.jobs = j;
+        opts.jobs = usize::from(j);
     }
     let printer = Printer {
         json: args.json,
@@ -127,13 +115,7 @@ fn main() -> ExitCode {
         t.finish();
     }
     printer.summary(&summary);
-    if let Some(code) = stopped.and_then(|s| s.exit_code()) {
-        ExitCode::from(code)
-    } else if summary.errors > 0 {
-        ExitCode::from(EXIT_FAILED)
-    } else {
-        ExitCode::SUCCESS
-    }
+    mimeo_du::exit_code(stopped.as_deref(), summary.errors)
 }
 
 /// `walking: N files, X` then `comparing: 42% X/Y, R/s, eta T, deduped Z`.

@@ -2,10 +2,8 @@
 //! messages for files it may not change (EPERM, as an unprivileged user) and for a busy
 //! filesystem (EAGAIN, injected), exit statuses, and its saving measured by `du`.
 
-use mimeo::Control;
-use mimeo::space::{DuOptions, NoSpaceObserver};
-use mimeo_testkit::space::space_tree;
-use mimeo_testkit::{CompareOptions, FsKind, LoopFs, capture, compare_trees, run_ok};
+use mimeo_testkit::space::{expected_usage, space_tree};
+use mimeo_testkit::{CompareOptions, FsKind, LoopFs, as_user, capture, compare_trees, run_ok};
 use serde_json::Value;
 use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;
@@ -36,20 +34,7 @@ impl Run {
 
 /// Runs `mimeo-dedupe --json ARGS` with `env`, as `uid` when given.
 fn dedupe(uid: Option<u32>, env: &[(&str, &str)], args: &[&OsStr]) -> Run {
-    let bin = env!("CARGO_BIN_EXE_mimeo-dedupe");
-    let mut cmd = match uid {
-        Some(uid) => {
-            let mut c = Command::new("setpriv");
-            c.args([
-                format!("--reuid={uid}"),
-                format!("--regid={uid}"),
-                "--clear-groups".into(),
-                bin.into(),
-            ]);
-            c
-        }
-        None => Command::new(bin),
-    };
+    let mut cmd = as_user(uid, env!("CARGO_BIN_EXE_mimeo-dedupe"));
     cmd.envs(env.iter().copied());
     let out = capture(cmd.arg("--json").args(args)).expect("run mimeo-dedupe");
     Run {
@@ -63,16 +48,12 @@ fn dedupe(uid: Option<u32>, env: &[(&str, &str)], args: &[&OsStr]) -> Run {
     }
 }
 
-/// Physical bytes `path` takes, as `mimeo-du` measures them.
+/// Physical bytes `path` takes, every byte once, from the test kit's own FIEMAP pass (what
+/// `mimeo-du` reports as exclusive + shared; its own tests prove that).
 fn used(path: &Path) -> u64 {
     run_ok("sync", &[] as &[&str]);
-    let r = mimeo::space::du(
-        &[path.to_path_buf()],
-        &DuOptions::default(),
-        &NoSpaceObserver,
-        &Control::new(),
-    );
-    r.total.exclusive + r.total.shared.unwrap()
+    let u = expected_usage(path).expect("FIEMAP pass");
+    u.exclusive + u.shared
 }
 
 /// `t` with a space tree and two plain copies of it.

@@ -9,6 +9,7 @@ use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::thread::JoinHandle;
@@ -53,6 +54,54 @@ pub fn on_signals(control: Arc<Control>) -> std::io::Result<Arc<Stopped>> {
             }
         })?;
     Ok(stopped)
+}
+
+/// A command that has started: its arguments, and the stop switch SIGINT/SIGTERM turn.
+#[derive(Debug)]
+pub struct Started<A> {
+    /// The parsed command line.
+    pub args: A,
+    /// Stopped by the first SIGINT or SIGTERM.
+    pub control: Arc<Control>,
+    /// Which signal stopped the run (none when the handlers could not be installed).
+    pub stopped: Option<Arc<Stopped>>,
+}
+
+/// The start of a command: SIGINT/SIGTERM turned into a stop, and the command line parsed.
+/// `Err` holds the exit status when there is nothing more to do (`--help`, `--version`, a
+/// usage error, already printed).
+pub fn start<A: clap::Parser>(prog: &str) -> Result<Started<A>, ExitCode> {
+    let control = Arc::new(Control::new());
+    let stopped = match on_signals(control.clone()) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            warn(prog, &format!("cannot install signal handlers: {e}"));
+            None
+        }
+    };
+    match A::try_parse() {
+        Ok(args) => Ok(Started {
+            args,
+            control,
+            stopped,
+        }),
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_USAGE } else { 0 };
+            let _ = e.print();
+            Err(ExitCode::from(code))
+        }
+    }
+}
+
+/// The exit status at the end: 128 + the signal that stopped the run, 1 after errors, else 0.
+pub fn exit_code(stopped: Option<&Stopped>, errors: u64) -> ExitCode {
+    if let Some(code) = stopped.and_then(|s| s.exit_code()) {
+        ExitCode::from(code)
+    } else if errors > 0 {
+        ExitCode::from(EXIT_FAILED)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 /// Whether to draw a progress line: `--progress=always|never|auto` (auto: when stderr is a

@@ -2,9 +2,8 @@
 //! `mimeo::space::du`, renders its lines, and picks the exit status.
 
 use clap::Parser;
-use mimeo::Control;
 use mimeo::space::{DuOptions, DuReport, Progress, SpaceEvent, SpaceObserver, Usage};
-use mimeo_du::{EXIT_FAILED, EXIT_USAGE, Json, Ticker, display, duration, size, warn};
+use mimeo_du::{Json, Ticker, display, duration, size, warn};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -58,8 +57,9 @@ struct Args {
     progress: String,
 
     /// Number of workers (default: four per CPU, from 4 to 16)
-    #[arg(short = 'j', long, value_name = "N")]
-    jobs: Option<usize>,
+    #[arg(short = 'j', long, value_name = "N",
+          value_parser = clap::value_parser!(u16).range(1..))]
+    jobs: Option<u16>,
 
     /// Paths to measure
     #[arg(required = true, value_name = "PATH")]
@@ -67,32 +67,20 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    let control = Arc::new(Control::new());
-    let stopped = match mimeo_du::on_signals(control.clone()) {
-        Ok(s) => Some(s),
-        Err(e) => {
-            warn(PROG, &format!("cannot install signal handlers: {e}"));
-            None
-        }
+    let mimeo_du::Started {
+        args,
+        control,
+        stopped,
+    } = match mimeo_du::start::<Args>(PROG) {
+        Ok(started) => started,
+        Err(code) => return code,
     };
-    let args = match Args::try_parse() {
-        Ok(a) => a,
-        Err(e) => {
-            let code = if e.use_stderr() { EXIT_USAGE } else { 0 };
-            let _ = e.print();
-            return ExitCode::from(code);
-        }
-    };
-    if args.jobs == Some(0) {
-        warn(PROG, "--jobs must be at least 1");
-        return ExitCode::from(EXIT_USAGE);
-    }
     let mut opts = DuOptions::default();
     opts.depth = if args.summarize { Some(0) } else { args.depth };
     opts.one_file_system = args.one_file_system;
     opts.sync = args.sync;
     if let Some(j) = args.jobs {
-        opts.jobs = j;
+        opts.jobs = usize::from(j);
     }
     let printer = Printer {
         json: args.json,
@@ -119,13 +107,7 @@ fn main() -> ExitCode {
         t.finish();
     }
     printer.report(&report);
-    if let Some(code) = stopped.and_then(|s| s.exit_code()) {
-        ExitCode::from(code)
-    } else if report.errors > 0 {
-        ExitCode::from(EXIT_FAILED)
-    } else {
-        ExitCode::SUCCESS
-    }
+    mimeo_du::exit_code(stopped.as_deref(), report.errors)
 }
 
 /// Renders lines as they come.

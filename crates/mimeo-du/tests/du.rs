@@ -5,7 +5,7 @@
 use mimeo_testkit::space::{
     ExpectedUsage, btrfs_du, clone_file, expected_usage, inline_extents, regular_files, space_tree,
 };
-use mimeo_testkit::{FsKind, GenOptions, LoopFs, capture, generate, run_ok};
+use mimeo_testkit::{FsKind, GenOptions, LoopFs, as_user, capture, generate, run_ok};
 use serde_json::Value;
 use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;
@@ -25,20 +25,7 @@ fn mimeo_du(args: &[&OsStr]) -> Run {
 
 /// Runs `mimeo-du --json ARGS`, as `user` (uid) when given.
 fn run_as(user: Option<u32>, args: &[&OsStr]) -> Run {
-    let bin = env!("CARGO_BIN_EXE_mimeo-du");
-    let mut cmd = match user {
-        Some(uid) => {
-            let mut c = Command::new("setpriv");
-            c.args([
-                format!("--reuid={uid}"),
-                format!("--regid={uid}"),
-                "--clear-groups".into(),
-                bin.into(),
-            ]);
-            c
-        }
-        None => Command::new(bin),
-    };
+    let mut cmd = as_user(user, env!("CARGO_BIN_EXE_mimeo-du"));
     let out = capture(cmd.arg("--json").args(args)).expect("run mimeo-du");
     let lines = out
         .stdout

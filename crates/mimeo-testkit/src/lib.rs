@@ -17,7 +17,7 @@ pub mod rng;
 pub mod space;
 pub mod treegen;
 
-pub use cmd::{Captured, capture, run_ok};
+pub use cmd::{Captured, as_user, capture, run_ok};
 pub use compare::{CompareOptions, Comparison, Difference, Field, compare_trees};
 pub use extents::{Sharing, sharing, st_blocks};
 pub use fsimg::{FsKind, LoopFs};

@@ -25,11 +25,11 @@
 //! file that is not a candidate shares part of a deduped file's old extents.
 
 use super::physical::{Class, Physical, class, is_encoded, is_inline, is_unwritten};
-use super::{Phase, Progress, SkipReason, SpaceEvent, SpaceObserver};
+use super::{Failures, Phase, Progress, SkipReason, SpaceEvent, SpaceObserver, walk_roots};
 use crate::report::{Control, Error, Op};
 use crate::sched::{pool, walk};
 use crate::sys::{self, DedupeStatus, DedupeTarget, Errno, Extent, Meta};
-use crate::tree::{Entry, Roots, Visitor, WalkOptions, join_rel};
+use crate::tree::{Entry, Roots, Visitor, join_rel};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::collections::HashMap;
 use std::ops::Range;
@@ -151,24 +151,14 @@ pub fn dedupe(
     sys::failpoints::setup();
     sys::raise_nofile_limit();
     let counts = Counts::default();
-    let fail = |e: Error| {
-        counts.errors.fetch_add(1, Relaxed);
-        observer.event(SpaceEvent::Failed(e));
-    };
-    let wopts = WalkOptions {
-        recursive: true,
-        one_file_system: opts.one_file_system,
-        follow_roots: true,
-        follow_all: false,
-        jobs: opts.jobs.max(1),
-    };
-    let (roots, items) = Roots::resolve(paths, &wopts, &mut |e| fail(e));
+    let failures = Failures::new(observer);
+    let (wopts, roots, items) = walk_roots(paths, opts.one_file_system, opts.jobs, &failures);
     let collect = Collect {
         roots: &roots,
         min_size: opts.min_size.max(1),
         found: Mutex::new(Found::default()),
         progress,
-        fail: &fail,
+        failures: &failures,
     };
     walk(&roots, &wopts, &collect, control, items);
     let found = collect
@@ -197,7 +187,7 @@ pub fn dedupe(
         observer,
         progress,
         control,
-        fail: &fail,
+        failures: &failures,
         counts: &counts,
         before: Mutex::new(Physical::default()),
         after: Mutex::new(Physical::default()),
@@ -233,7 +223,7 @@ pub fn dedupe(
         bytes_deduped: c(&counts.bytes_deduped),
         bytes_saved: saved,
         skipped: c(&counts.skipped),
-        errors: c(&counts.errors),
+        errors: failures.count(),
         dry_run: opts.dry_run,
         interrupted: control.is_stopped(),
         elapsed: start.elapsed(),
@@ -251,7 +241,6 @@ struct Counts {
     bytes_read: AtomicU64,
     bytes_deduped: AtomicU64,
     skipped: AtomicU64,
-    errors: AtomicU64,
 }
 
 /// A file found by the walk.
@@ -289,7 +278,7 @@ struct Collect<'a> {
     min_size: u64,
     found: Mutex<Found>,
     progress: &'a Progress,
-    fail: &'a (dyn Fn(Error) + Sync),
+    failures: &'a Failures<'a>,
 }
 
 /// A worker's candidates not yet handed over, and a buffer for extent maps.
@@ -321,7 +310,8 @@ impl Visitor for Collect<'_> {
             Ok(fd) => fd,
             Err(Errno::NOENT) => return false,
             Err(err) => {
-                (self.fail)(Error::sys(Op::Open, e.path(self.roots), err));
+                self.failures
+                    .fail(Error::sys(Op::Open, e.path(self.roots), err));
                 return false;
             }
         };
@@ -329,7 +319,8 @@ impl Visitor for Collect<'_> {
             Ok(m) if m.is_reg() => m,
             Ok(_) => return false,
             Err(err) => {
-                (self.fail)(Error::sys(Op::Stat, e.path(self.roots), err));
+                self.failures
+                    .fail(Error::sys(Op::Stat, e.path(self.roots), err));
                 return false;
             }
         };
@@ -348,7 +339,8 @@ impl Visitor for Collect<'_> {
             }
             Err(Errno::OPNOTSUPP) => None,
             Err(err) => {
-                (self.fail)(Error::sys(Op::MapExtents, e.path(self.roots), err));
+                self.failures
+                    .fail(Error::sys(Op::MapExtents, e.path(self.roots), err));
                 return false;
             }
         };
@@ -392,7 +384,7 @@ impl Visitor for Collect<'_> {
     }
 
     fn error(&self, error: Error) {
-        (self.fail)(error);
+        self.failures.fail(error);
     }
 }
 
@@ -472,7 +464,7 @@ struct Run<'a> {
     observer: &'a dyn SpaceObserver,
     progress: &'a Progress,
     control: &'a Control,
-    fail: &'a (dyn Fn(Error) + Sync),
+    failures: &'a Failures<'a>,
     counts: &'a Counts,
     /// Physical bytes of the candidates before and after (or as they would be after).
     before: Mutex<Physical>,
@@ -528,7 +520,7 @@ impl Run<'_> {
     fn skip(&self, i: usize, keep: Option<usize>, reason: SkipReason) {
         self.counts.skipped.fetch_add(1, Relaxed);
         if reason.is_error() {
-            self.counts.errors.fetch_add(1, Relaxed);
+            self.failures.counted();
         }
         self.observer.event(SpaceEvent::Skipped {
             path: self.path(i),
@@ -712,7 +704,7 @@ impl Run<'_> {
                     Ok(n) => n,
                     Err(Errno::INTR) => continue,
                     Err(e) => {
-                        (self.fail)(Error::sys(Op::Read, self.path(i), e));
+                        self.failures.fail(Error::sys(Op::Read, self.path(i), e));
                         return Err(SkipReason::Os(e.raw_os_error()));
                     }
                 };
@@ -952,7 +944,8 @@ impl Run<'_> {
         };
         known.insert(dev, fs);
         if !dedupe {
-            (self.fail)(Error::os(Op::Dedupe, self.fs_path(dev), libc::EOPNOTSUPP));
+            self.failures
+                .fail(Error::os(Op::Dedupe, self.fs_path(dev), libc::EOPNOTSUPP));
         }
         fs
     }

@@ -11,16 +11,15 @@
 //! the inodes with more than one link, and the folded physical ranges of shared extents.
 
 use super::physical::{Class, Physical, class, is_encoded};
-use super::{Progress, SpaceEvent, SpaceObserver};
+use super::{Failures, Progress, SpaceEvent, SpaceObserver, walk_roots};
 use crate::report::{Control, Error, Op};
 use crate::sched::walk;
 use crate::sys::{self, Errno, Extent};
-use crate::tree::{Entry, Roots, Visitor, WalkOptions};
+use crate::tree::{Entry, Roots, Visitor};
 use rustix::fd::AsFd;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 /// How [`du`] runs.
@@ -133,19 +132,8 @@ pub fn du_with(
 ) -> DuReport {
     let start = Instant::now();
     sys::raise_nofile_limit();
-    let wopts = WalkOptions {
-        recursive: true,
-        one_file_system: opts.one_file_system,
-        follow_roots: true,
-        follow_all: false,
-        jobs: opts.jobs.max(1),
-    };
-    let errors = AtomicU64::new(0);
-    let fail = |e: Error| {
-        errors.fetch_add(1, Relaxed);
-        observer.event(SpaceEvent::Failed(e));
-    };
-    let (roots, items) = Roots::resolve(paths, &wopts, &mut |e| fail(e));
+    let failures = Failures::new(observer);
+    let (wopts, roots, items) = walk_roots(paths, opts.one_file_system, opts.jobs, &failures);
     let n = roots.len();
     // A path inside another (or given twice) adds nothing to the whole set.
     let top: Vec<bool> = (0..n as u32)
@@ -160,7 +148,7 @@ pub fn du_with(
         depth: opts.depth.unwrap_or(u32::MAX),
         observer,
         progress,
-        fail: &fail,
+        failures: &failures,
         top,
         sets: (0..n).map(|_| Mutex::new(Physical::default())).collect(),
         whole: (n > 1).then(|| Mutex::new(Physical::default())),
@@ -196,7 +184,7 @@ pub fn du_with(
         report.total.shared = Some(whole.bytes());
         report.total.shared_outside = Some(whole.once());
     }
-    report.errors = errors.load(Relaxed);
+    report.errors = failures.count();
     report.interrupted = control.is_stopped();
     report.elapsed = start.elapsed();
     report
@@ -243,7 +231,7 @@ struct Du<'a> {
     depth: u32,
     observer: &'a dyn SpaceObserver,
     progress: &'a Progress,
-    fail: &'a (dyn Fn(Error) + Sync),
+    failures: &'a Failures<'a>,
     /// Whether each root adds to the whole set (it is not inside another root).
     top: Vec<bool>,
     /// Each root's shared extents.
@@ -348,7 +336,7 @@ impl Visitor for Du<'_> {
     }
 
     fn error(&self, error: Error) {
-        (self.fail)(error);
+        self.failures.fail(error);
     }
 }
 
@@ -358,12 +346,20 @@ impl Du<'_> {
         let fd = match sys::open_read(e.dir, e.name, e.follow) {
             Ok(fd) => fd,
             Err(Errno::NOENT) => return, // gone since it was listed: nothing to count
-            Err(err) => return (self.fail)(Error::sys(Op::Open, e.path(self.roots), err)),
+            Err(err) => {
+                return self
+                    .failures
+                    .fail(Error::sys(Op::Open, e.path(self.roots), err));
+            }
         };
         let meta = match sys::fstat(fd.as_fd()) {
             Ok(m) if m.is_reg() => m,
             Ok(_) => return,
-            Err(err) => return (self.fail)(Error::sys(Op::Stat, e.path(self.roots), err)),
+            Err(err) => {
+                return self
+                    .failures
+                    .fail(Error::sys(Op::Stat, e.path(self.roots), err));
+            }
         };
         let mut whole = self.top[e.root as usize];
         if meta.nlink > 1 {
@@ -399,7 +395,9 @@ impl Du<'_> {
                 usage.unknown_extents = u64::from(bytes > 0);
             }
             Err(err) => {
-                return (self.fail)(Error::sys(Op::MapExtents, e.path(self.roots), err));
+                return self
+                    .failures
+                    .fail(Error::sys(Op::MapExtents, e.path(self.roots), err));
             }
         }
         for x in &st.extents {

@@ -51,6 +51,7 @@ pub use dedupe::{DedupeOptions, DedupeSummary, dedupe};
 pub use du::{DuOptions, DuReport, Usage, du, du_with};
 
 use crate::report::Error;
+use crate::tree::{Roots, WalkOptions, WorkItem};
 use std::path::PathBuf;
 
 /// Workers for a space run: four per CPU, from 4 to 16. Reading extent maps and file data
@@ -60,6 +61,56 @@ fn default_jobs() -> usize {
     (crate::options::default_jobs() * 4).clamp(4, 16)
 }
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering::Relaxed};
+
+/// Where a space run reports its failures, and how many there were.
+struct Failures<'a> {
+    observer: &'a dyn SpaceObserver,
+    count: AtomicU64,
+}
+
+impl<'a> Failures<'a> {
+    fn new(observer: &'a dyn SpaceObserver) -> Self {
+        Failures {
+            observer,
+            count: AtomicU64::new(0),
+        }
+    }
+
+    /// Reports and counts one failure.
+    fn fail(&self, e: Error) {
+        self.count.fetch_add(1, Relaxed);
+        self.observer.event(SpaceEvent::Failed(e));
+    }
+
+    /// Counts a failure reported otherwise.
+    fn counted(&self) {
+        self.count.fetch_add(1, Relaxed);
+    }
+
+    fn count(&self) -> u64 {
+        self.count.load(Relaxed)
+    }
+}
+
+/// The walk of a space run and its roots: every directory below the paths, symlinks not
+/// followed below them (a path that is one is followed). Paths that cannot be resolved are
+/// reported.
+fn walk_roots(
+    paths: &[PathBuf],
+    one_file_system: bool,
+    jobs: usize,
+    failures: &Failures<'_>,
+) -> (WalkOptions, Roots, Vec<WorkItem>) {
+    let wopts = WalkOptions {
+        recursive: true,
+        one_file_system,
+        follow_roots: true,
+        follow_all: false,
+        jobs: jobs.max(1),
+    };
+    let (roots, items) = Roots::resolve(paths, &wopts, &mut |e| failures.fail(e));
+    (wopts, roots, items)
+}
 
 /// Something that happened during [`du`] or [`dedupe`].
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -19,16 +19,13 @@
 use super::context::rel_path;
 use super::exec::Passes;
 use super::roots::{open_error, split, stat_error};
-use super::work::{DirInfo, EntryType, Lineage, Stat, WorkItem, WorkKind, join_rel};
+use super::work::{DirInfo, EntryType, Lineage, Stat, WorkItem, WorkKind, join_rel, spawn_shares};
 use crate::report::{Control, Error, Op, Refusal};
 use crate::sys::{self, DType, DirReader, Meta};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::{CStr, CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-
-/// Entries per share when a large directory's entries are spread among workers.
-const CHUNK: usize = 512;
 
 /// How a walk treats its roots and what it finds below them.
 #[derive(Debug, Clone, Copy)]
@@ -345,19 +342,26 @@ impl<V: Visitor> Walk<'_, V> {
         descend && root.dir.is_some()
     }
 
-    /// Opens a directory below a root, as the walk follows symlinks.
-    fn open(&self, index: u32, rel: &[u8]) -> sys::Result<OwnedFd> {
+    /// Opens a directory below a root, as the walk follows symlinks; a failure goes to the
+    /// visitor.
+    fn open(&self, index: u32, rel: &[u8]) -> Option<OwnedFd> {
         let anchor = self
             .roots
             .root(index)
             .dir
             .as_ref()
             .expect("a directory root");
-        if self.opts.follow_all {
+        let opened = if self.opts.follow_all {
             sys::open_dir_following(anchor.as_fd(), rel)
         } else {
             sys::open_dir_beneath(anchor.as_fd(), rel)
-        }
+        };
+        opened
+            .map_err(|e| {
+                self.visitor
+                    .error(open_error(self.roots.path(index, rel), e))
+            })
+            .ok()
     }
 
     /// One directory's pass: lists it, shows its entries, spawns its subdirectories.
@@ -369,13 +373,8 @@ impl<V: Visitor> Walk<'_, V> {
         lineage: &Lineage,
         spawn: &mut dyn FnMut(WorkItem),
     ) {
-        let dir = match self.open(index, rel) {
-            Ok(fd) => fd,
-            Err(e) => {
-                self.visitor
-                    .error(open_error(self.roots.path(index, rel), e));
-                return;
-            }
+        let Some(dir) = self.open(index, rel) else {
+            return;
         };
         let mut names = Vec::new();
         if let Err(e) = w
@@ -394,23 +393,8 @@ impl<V: Visitor> Walk<'_, V> {
             }
         }
         // A large directory's entries are shared among workers.
-        if names.len() > 2 * CHUNK && self.opts.jobs > 1 {
-            while names.len() > CHUNK {
-                let tail = names.split_off(names.len() - CHUNK);
-                spawn(WorkItem {
-                    root: index,
-                    path: rel.to_vec(),
-                    kind: WorkKind::Entries {
-                        dir: DirInfo::default(),
-                        lineage: lineage.clone(),
-                        names: tail
-                            .into_iter()
-                            .map(|(n, t)| (n.into_bytes(), t.into()))
-                            .collect(),
-                    },
-                    stat: None,
-                });
-            }
+        if self.opts.jobs > 1 {
+            spawn_shares(&mut names, index, rel, &DirInfo::default(), &lineage, spawn);
         }
         for (name, t) in &names {
             self.child(w, index, rel, dir.as_fd(), &lineage, name, *t, spawn);
@@ -429,13 +413,8 @@ impl<V: Visitor> Walk<'_, V> {
         spawn: &mut dyn FnMut(WorkItem),
     ) {
         // Reopened here: the lister's descriptor is not valid in this worker's table.
-        let dir = match self.open(index, rel) {
-            Ok(fd) => fd,
-            Err(e) => {
-                self.visitor
-                    .error(open_error(self.roots.path(index, rel), e));
-                return;
-            }
+        let Some(dir) = self.open(index, rel) else {
+            return;
         };
         for (name, t) in names {
             let name = sys::cstring(&name);
