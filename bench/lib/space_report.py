@@ -13,10 +13,10 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from report import fx, load_jsonl, ratio, table  # noqa: E402  (the W1–W5 report's helpers)
+import report  # noqa: E402  (the W1–W5 report: records, helpers)
+from report import fx, ratio, table  # noqa: E402
 
 GIB = 1024 ** 3
-MIB = 1024 ** 2
 
 
 def hyperfine(path):
@@ -32,19 +32,8 @@ def hyperfine(path):
     }
 
 
-class Report:
-    def __init__(self, raw):
-        self.raw = raw
-        self.meta = json.load(open(os.path.join(raw, "meta.json")))
-        self.recs = load_jsonl(os.path.join(raw, "records.jsonl"))
-        self.md = []
-        self.data = {"meta": self.meta}
-
-    def of(self, **kw):
-        return [r for r in self.recs if all(r.get(k) == v for k, v in kw.items())]
-
-    def out(self, *lines):
-        self.md.extend(lines)
+class Report(report.Report):
+    """meta.json and records.jsonl as the W1–W5 report reads them; other tables."""
 
     def header(self):
         m = self.meta

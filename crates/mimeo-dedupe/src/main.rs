@@ -36,31 +36,12 @@ struct Args {
     #[arg(long, value_name = "SIZE", default_value = "1", value_parser = parse_size)]
     min_size: u64,
 
-    /// Do not descend into directories on other filesystems
-    #[arg(short = 'x', long)]
-    one_file_system: bool,
-
-    /// Sizes in bytes (default: human-readable, powers of 1024)
-    #[arg(short = 'b', long)]
-    bytes: bool,
-
     /// One line per file deduped
     #[arg(short = 'v', long)]
     verbose: bool,
 
-    /// JSON Lines on stdout, with stable field names
-    #[arg(long)]
-    json: bool,
-
-    /// Progress line on stderr: auto (when stderr is a terminal), always or never
-    #[arg(long, value_name = "WHEN", default_value = "auto",
-          value_parser = ["auto", "always", "never"])]
-    progress: String,
-
-    /// Number of workers (default: four per CPU, from 4 to 16)
-    #[arg(short = 'j', long, value_name = "N",
-          value_parser = clap::value_parser!(u16).range(1..))]
-    jobs: Option<u16>,
+    #[command(flatten)]
+    common: mimeo_du::Common,
 
     /// Trees or files to dedupe
     #[arg(required = true, value_name = "PATH")]
@@ -93,21 +74,21 @@ fn main() -> ExitCode {
     };
     let mut opts = DedupeOptions::default();
     opts.min_size = args.min_size;
-    opts.one_file_system = args.one_file_system;
+    opts.one_file_system = args.common.one_file_system;
     opts.dry_run = args.dry_run;
-    if let Some(j) = args.jobs {
-        opts.jobs = usize::from(j);
+    if let Some(j) = args.common.jobs() {
+        opts.jobs = j;
     }
     let printer = Printer {
-        json: args.json,
-        raw: args.bytes,
+        json: args.common.json,
+        raw: args.common.bytes,
         verbose: args.verbose,
         dry_run: args.dry_run,
     };
     let progress = Arc::new(Progress::default());
-    let ticker = mimeo_du::want_progress(&args.progress).then(|| {
+    let ticker = args.common.progress().then(|| {
         let p = progress.clone();
-        let raw = args.bytes;
+        let raw = args.common.bytes;
         Ticker::start(move |t| progress_line(&p, t, raw))
     });
     let summary = mimeo::space::dedupe(&args.paths, &opts, &printer, &control, &progress);

@@ -56,6 +56,44 @@ pub fn on_signals(control: Arc<Control>) -> std::io::Result<Arc<Stopped>> {
     Ok(stopped)
 }
 
+/// The options both commands take.
+#[derive(Debug, clap::Args)]
+pub struct Common {
+    /// Do not descend into directories on other filesystems
+    #[arg(short = 'x', long)]
+    pub one_file_system: bool,
+
+    /// Sizes in bytes (default: human-readable, powers of 1024)
+    #[arg(short = 'b', long)]
+    pub bytes: bool,
+
+    /// JSON Lines on stdout, with stable field names
+    #[arg(long)]
+    pub json: bool,
+
+    /// Progress line on stderr: auto (when stderr is a terminal), always or never
+    #[arg(long, value_name = "WHEN", default_value = "auto",
+          value_parser = ["auto", "always", "never"])]
+    pub progress: String,
+
+    /// Number of workers (default: four per CPU, from 4 to 16)
+    #[arg(short = 'j', long, value_name = "N",
+          value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: Option<u16>,
+}
+
+impl Common {
+    /// Whether to draw a progress line.
+    pub fn progress(&self) -> bool {
+        want_progress(&self.progress)
+    }
+
+    /// The number of workers asked for, if any.
+    pub fn jobs(&self) -> Option<usize> {
+        self.jobs.map(usize::from)
+    }
+}
+
 /// A command that has started: its arguments, and the stop switch SIGINT/SIGTERM turn.
 #[derive(Debug)]
 pub struct Started<A> {

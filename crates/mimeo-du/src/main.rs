@@ -35,31 +35,12 @@ struct Args {
     #[arg(short = 'd', long, value_name = "N")]
     depth: Option<u32>,
 
-    /// Do not descend into directories on other filesystems
-    #[arg(short = 'x', long)]
-    one_file_system: bool,
-
-    /// Sizes in bytes (default: human-readable, powers of 1024)
-    #[arg(short = 'b', long)]
-    bytes: bool,
-
-    /// JSON Lines on stdout, with stable field names
-    #[arg(long)]
-    json: bool,
-
     /// Flush unwritten data before reading each extent map, so it counts where it will lie
     #[arg(long)]
     sync: bool,
 
-    /// Progress line on stderr: auto (when stderr is a terminal), always or never
-    #[arg(long, value_name = "WHEN", default_value = "auto",
-          value_parser = ["auto", "always", "never"])]
-    progress: String,
-
-    /// Number of workers (default: four per CPU, from 4 to 16)
-    #[arg(short = 'j', long, value_name = "N",
-          value_parser = clap::value_parser!(u16).range(1..))]
-    jobs: Option<u16>,
+    #[command(flatten)]
+    common: mimeo_du::Common,
 
     /// Paths to measure
     #[arg(required = true, value_name = "PATH")]
@@ -77,22 +58,22 @@ fn main() -> ExitCode {
     };
     let mut opts = DuOptions::default();
     opts.depth = if args.summarize { Some(0) } else { args.depth };
-    opts.one_file_system = args.one_file_system;
+    opts.one_file_system = args.common.one_file_system;
     opts.sync = args.sync;
-    if let Some(j) = args.jobs {
-        opts.jobs = usize::from(j);
+    if let Some(j) = args.common.jobs() {
+        opts.jobs = j;
     }
     let printer = Printer {
-        json: args.json,
-        raw: args.bytes,
+        json: args.common.json,
+        raw: args.common.bytes,
     };
-    if !args.json {
+    if !args.common.json {
         printer.header();
     }
     let progress = Arc::new(Progress::default());
-    let ticker = mimeo_du::want_progress(&args.progress).then(|| {
+    let ticker = args.common.progress().then(|| {
         let p = progress.clone();
-        let raw = args.bytes;
+        let raw = args.common.bytes;
         Ticker::start(move |t| {
             format!(
                 "{PROG}: {} files, {} of data, {}",
