@@ -140,12 +140,7 @@ struct Printer {
 impl SpaceObserver for Printer {
     fn event(&self, event: SpaceEvent) {
         match event {
-            SpaceEvent::Failed(e) => {
-                if self.json {
-                    mimeo_du::error_json(&e).print();
-                }
-                warn(PROG, &e.to_string());
-            }
+            SpaceEvent::Failed(e) => mimeo_du::failed(PROG, self.json, &e),
             SpaceEvent::Duplicates {
                 size: bytes,
                 keep,

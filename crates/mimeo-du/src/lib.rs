@@ -265,6 +265,15 @@ pub fn error_json(e: &mimeo::Error) -> Json {
         .with("errno", e.errno())
 }
 
+/// Reports an engine failure: its sentence on stderr, and its JSON object on stdout with
+/// `json`.
+pub fn failed(prog: &str, json: bool, e: &mimeo::Error) {
+    if json {
+        error_json(e).print();
+    }
+    warn(prog, &e.to_string());
+}
+
 /// Writes to stdout; a reader that went away is not an error.
 pub fn out(s: &str) {
     let _ = std::io::stdout().lock().write_all(s.as_bytes());

@@ -3,7 +3,7 @@
 
 use clap::Parser;
 use mimeo::space::{DuOptions, DuReport, Progress, SpaceEvent, SpaceObserver, Usage};
-use mimeo_du::{Json, Ticker, display, duration, size, warn};
+use mimeo_du::{Json, Ticker, display, duration, size};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -100,12 +100,7 @@ struct Printer {
 impl SpaceObserver for Printer {
     fn event(&self, event: SpaceEvent) {
         match event {
-            SpaceEvent::Failed(e) => {
-                if self.json {
-                    mimeo_du::error_json(&e).print();
-                }
-                warn(PROG, &e.to_string());
-            }
+            SpaceEvent::Failed(e) => mimeo_du::failed(PROG, self.json, &e),
             SpaceEvent::Directory { path, depth, usage } => {
                 if self.json {
                     usage_json("directory", Some(&path), &usage)
