@@ -183,7 +183,9 @@ impl Config {
         options.one_file_system = a.one_file_system;
         options.clean_other_hosts = a.clean_other_hosts;
         if let Some(j) = a.jobs {
+            // A fixed count: -j N is a cap, never grown.
             options.jobs = j;
+            options.max_jobs = j;
         }
         if let Some(b) = a.buffer_size {
             options.buffer_size = b;

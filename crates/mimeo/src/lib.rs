@@ -82,6 +82,7 @@ mod tree;
 
 pub use options::{
     DEFAULT_BUFFER_SIZE, Dereference, Options, Overwrite, Preserve, Reflink, Sparse, default_jobs,
+    default_max_jobs,
 };
 pub use report::{
     Action, Cause, Control, EntryKind, Error, Event, EventChannel, FileOutcome, Method, NoObserver,

@@ -135,9 +135,50 @@ pub(crate) struct Apply<'a> {
     /// A new directory whose parent ends up set-gid: without --preserve=mode it gets the
     /// set-gid bit it would have inherited, as with cp (which creates parents first).
     pub inherit_sgid: bool,
+    /// The entry was made in a directory with a default ACL, so it may carry ACLs the source
+    /// does not have: with --preserve=mode they are removed, as cp does (the ACL is part of
+    /// the mode).
+    pub inherited_acl: bool,
 }
 
-impl Apply<'_> {
+impl<'a> Apply<'a> {
+    /// The step for an entry this process just made in a directory that has the set-gid bit
+    /// (`dst_setgid`, so the entry took the directory's group) or a default ACL
+    /// (`default_acl`), with the permission bits it has now (`current_perm`, when known).
+    pub fn for_new(
+        opts: &'a Options,
+        process: &'a Process,
+        src: &'a Meta,
+        dst_setgid: bool,
+        default_acl: bool,
+        current_perm: Option<u32>,
+    ) -> Self {
+        Apply {
+            opts,
+            process,
+            src,
+            created: true,
+            created_owner: (!dst_setgid).then_some((process.euid, process.egid)),
+            current_perm,
+            inherit_sgid: false,
+            inherited_acl: default_acl,
+        }
+    }
+
+    /// The step for an existing entry that the data was written into (a FIFO or device).
+    pub fn for_existing(opts: &'a Options, process: &'a Process, src: &'a Meta) -> Self {
+        Apply {
+            opts,
+            process,
+            src,
+            created: false,
+            created_owner: None,
+            current_perm: None,
+            inherit_sgid: false,
+            inherited_acl: false,
+        }
+    }
+
     /// Applies owner, xattrs, times and mode to `dst`. `path` names it in errors; it is only
     /// built when one happens.
     pub fn run(
@@ -154,6 +195,9 @@ impl Apply<'_> {
         };
         if !xattrs.is_empty() {
             self.set_xattrs(dst, xattrs, path)?;
+        }
+        if self.inherited_acl && p.mode {
+            self.strip_inherited_acls(dst, xattrs, path)?;
         }
         if p.timestamps {
             let (a, m) = (self.src.atime, self.src.mtime);
@@ -211,6 +255,41 @@ impl Apply<'_> {
                 Err(Errno::PERM)
                     if !self.opts.preserve.xattr_required && self.process.euid != 0 => {}
                 Err(e) => return Err(Error::sys(Op::SetXattr, path(), e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes the ACLs an entry inherited from its directory's default ACL that the source
+    /// does not have.
+    fn strip_inherited_acls(
+        &self,
+        dst: Dst<'_>,
+        xattrs: &Xattrs,
+        path: &dyn Fn() -> PathBuf,
+    ) -> Result<(), Error> {
+        if self.src.is_symlink() {
+            return Ok(());
+        }
+        let proc_path;
+        let target = match dst {
+            Dst::Fd(fd) => XattrTarget::Fd(fd),
+            Dst::At { dir, name, .. } => {
+                proc_path = sys::proc_fd_path(dir, Some(name));
+                XattrTarget::NoFollow(&proc_path)
+            }
+        };
+        let has = |name: &CStr| xattrs.iter().any(|(n, _)| n.as_c_str() == name);
+        let mut names = vec![sys::ACL_ACCESS];
+        if self.src.is_dir() {
+            names.push(sys::ACL_DEFAULT);
+        }
+        for name in names {
+            if !has(name) {
+                match sys::remove_xattr(target, name) {
+                    Ok(()) | Err(Errno::NOTSUP) => {}
+                    Err(e) => return Err(Error::sys(Op::SetXattr, path(), e)),
+                }
             }
         }
         Ok(())

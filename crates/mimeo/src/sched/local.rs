@@ -2,7 +2,7 @@
 //! counting for directories.
 
 use super::Scheduler;
-use super::pool::{self, Spawner};
+use super::pool::{self, Sizing, Spawner};
 use crate::options::Options;
 use crate::report::{Control, Observer, Summary};
 use crate::sys;
@@ -80,22 +80,39 @@ pub fn copy_with(
     } else {
         opts.jobs
     };
-    LocalPool::new(jobs).run(&exec, initial);
+    let max = if jobs < opts.jobs {
+        jobs
+    } else {
+        opts.max_jobs.max(jobs)
+    };
+    LocalPool::growing(jobs, max).run(&exec, initial);
     exec.finish()
 }
 
-/// The local scheduler: `jobs` threads taking items from work-stealing deques, each worker
+/// The local scheduler: threads taking items from work-stealing deques, each worker
 /// depth-first. Every worker copies with a descriptor table of its own
 /// (`unshare(CLONE_FILES)`), so opening and closing files does not contend on one table.
 #[derive(Debug, Clone, Copy)]
 pub struct LocalPool {
-    jobs: usize,
+    sizing: Sizing,
 }
 
 impl LocalPool {
     /// A pool of `jobs` threads (at least one).
     pub fn new(jobs: usize) -> Self {
-        LocalPool { jobs: jobs.max(1) }
+        LocalPool::growing(jobs, jobs)
+    }
+
+    /// A pool of `start` threads that grows up to `max` while its workers wait on I/O and
+    /// more of them copy faster (see [`Options::max_jobs`]).
+    pub fn growing(start: usize, max: usize) -> Self {
+        let start = start.max(1);
+        LocalPool {
+            sizing: Sizing {
+                start,
+                max: max.max(start),
+            },
+        }
     }
 }
 
@@ -117,20 +134,20 @@ struct Task<D> {
 
 impl Scheduler for LocalPool {
     fn run(&self, exec: &Executor<'_>, initial: Vec<WorkItem>) {
-        drive(self.jobs, exec, initial);
+        drive(self.sizing, true, exec, initial);
     }
 }
 
 /// Runs `initial` and everything it spawns on `jobs` threads, completing each directory
 /// once its pass and everything spawned under it have run: the one loop behind a copy and
 /// every walk.
-pub(crate) fn drive<P: Passes>(jobs: usize, passes: &P, initial: Vec<WorkItem>) {
+pub(crate) fn drive<P: Passes>(sizing: Sizing, grow: bool, passes: &P, initial: Vec<WorkItem>) {
     let tasks = initial
         .into_iter()
         .map(|item| Task { item, gate: None })
         .collect();
     pool::run(
-        jobs,
+        sizing,
         tasks,
         || {
             sys::private_fd_table();
@@ -162,21 +179,22 @@ pub(crate) fn drive<P: Passes>(jobs: usize, passes: &P, initial: Vec<WorkItem>) 
                 *g.done.lock().unwrap_or_else(|e| e.into_inner()) = Some(done);
             }
             if let Some(g) = gate {
-                release(passes, g);
+                release(passes, worker, g);
             }
         },
+        grow,
     );
 }
 
 /// One thing a directory waited for is done; the last one completes it, and so on upwards.
-fn release<P: Passes>(passes: &P, gate: Arc<Gate<P::Done>>) {
+fn release<P: Passes>(passes: &P, worker: &mut P::Worker, gate: Arc<Gate<P::Done>>) {
     let mut gate = gate;
     loop {
         if gate.pending.fetch_sub(1, Ordering::SeqCst) != 1 {
             return;
         }
         if let Some(done) = gate.done.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            passes.complete(done);
+            passes.complete(worker, done);
         }
         match gate.parent.clone() {
             Some(p) => gate = p,
@@ -199,5 +217,9 @@ pub(crate) fn walk<V: Visitor>(
         visitor,
         control,
     };
-    drive(opts.jobs, &walk, initial);
+    let sizing = Sizing {
+        start: opts.jobs.max(1),
+        max: opts.jobs.max(1),
+    };
+    drive(sizing, false, &walk, initial);
 }

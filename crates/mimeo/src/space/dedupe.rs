@@ -193,8 +193,12 @@ pub fn dedupe(
         after: Mutex::new(Physical::default()),
         filesystems: Mutex::new(HashMap::new()),
     };
+    let jobs = opts.jobs.max(1);
     pool::run(
-        opts.jobs.max(1),
+        pool::Sizing {
+            start: jobs,
+            max: jobs,
+        },
         groups,
         || {
             sys::private_fd_table();
@@ -204,6 +208,7 @@ pub fn dedupe(
             }
         },
         |w, group, _| run.group(w, group),
+        false,
     );
     progress.set_phase(Phase::Finished);
     let saved = {

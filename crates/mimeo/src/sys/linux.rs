@@ -624,6 +624,31 @@ pub(crate) fn set_xattr(t: XattrTarget<'_>, name: &CStr, value: &[u8]) -> Result
     }
 }
 
+/// Whether an open file has the xattr `name` (a zero-sized read: no value is copied).
+pub(crate) fn has_xattr(fd: BorrowedFd<'_>, name: &CStr) -> bool {
+    let mut none: [MaybeUninit<u8>; 0] = [];
+    matches!(
+        rfs::fgetxattr(fd, name, &mut none[..]),
+        Ok(_) | Err(Errno::RANGE)
+    )
+}
+
+/// Removes the xattr `name`; a missing one is not an error.
+pub(crate) fn remove_xattr(t: XattrTarget<'_>, name: &CStr) -> Result<()> {
+    let r = match t {
+        XattrTarget::Fd(fd) => rfs::fremovexattr(fd, name),
+        XattrTarget::NoFollow(p) => rfs::lremovexattr(p, name),
+    };
+    match r {
+        Err(Errno::NODATA) => Ok(()),
+        other => other,
+    }
+}
+
+/// The POSIX ACL xattrs.
+pub(crate) const ACL_ACCESS: &CStr = c"system.posix_acl_access";
+pub(crate) const ACL_DEFAULT: &CStr = c"system.posix_acl_default";
+
 // ---- directories ----
 
 /// Reads directory entries with getdents64 into a reused buffer.
@@ -711,6 +736,27 @@ pub(crate) fn current_umask() -> u32 {
     let old = rustix::process::umask(Mode::from_raw_mode(0o022));
     rustix::process::umask(old);
     old.as_raw_mode()
+}
+
+/// CPU time used so far by the whole process, all threads (`CLOCK_PROCESS_CPUTIME_ID`).
+pub(crate) fn process_cpu_time() -> std::time::Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    std::time::Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+/// Bytes this process has caused to be read from storage so far (`read_bytes` of
+/// `/proc/self/io`): data and metadata that were not in the page cache. None where the
+/// kernel does not keep the count.
+pub(crate) fn storage_reads() -> Option<u64> {
+    let io = std::fs::read_to_string("/proc/self/io").ok()?;
+    io.lines()
+        .find_map(|l| l.strip_prefix("read_bytes: "))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// The number of CPUs this process may run on.
+pub(crate) fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 pub(crate) fn euid() -> u32 {

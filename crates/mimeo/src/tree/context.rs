@@ -91,6 +91,8 @@ pub(crate) struct DstFacts {
     pub cow: bool,
     /// Set-gid: new entries take the directory's group.
     pub setgid: bool,
+    /// A default ACL, which new entries inherit (only looked at with --preserve=mode).
+    pub default_acl: bool,
 }
 
 /// Where, relative to the run's roots, an entry is.
@@ -164,6 +166,7 @@ impl<'a> Here<'a> {
             marker: Some(marker),
             dst: DstFacts {
                 setgid: info.dst_setgid,
+                default_acl: info.default_acl,
                 ..root.dst
             },
             root_src_dev: root.meta.dev,

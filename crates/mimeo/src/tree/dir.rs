@@ -7,7 +7,7 @@
 //! only under `-L`), so a directory swapped for a symlink mid-run is refused rather than
 //! followed, and no worker keeps more than a few descriptors open.
 
-use super::context::{Ctx, Here, rel_path};
+use super::context::{Ctx, Here, Root, rel_path};
 use super::entry::{Buffers, Changed, copy_entry};
 use super::roots::{open_error, stat_error};
 use super::work::{
@@ -86,6 +86,7 @@ pub(crate) fn make_dst_dir(
 #[allow(clippy::too_many_arguments)]
 fn subdir(
     ctx: &Ctx<'_>,
+    w: &mut Buffers,
     here: &Here<'_>,
     root: u32,
     rel: &[u8],
@@ -110,6 +111,9 @@ fn subdir(
         created,
         dst_setgid,
         suspect: false,
+        // A new directory inherits its parent's default ACL; a merged one is looked at by
+        // its pass.
+        default_acl: created && here.dst.default_acl,
         lineage: lineage.clone(),
     };
     let path = join_rel(rel, name.to_bytes());
@@ -118,6 +122,7 @@ fn subdir(
         let xattrs = dir_xattrs_at(ctx, here.src_dir, name, &|| here.src_path(name));
         complete(
             ctx,
+            w,
             DirDone {
                 root,
                 path,
@@ -163,13 +168,33 @@ fn plain(xattrs: Xattrs) -> XattrList {
         .collect()
 }
 
-/// Opens a source directory below a root: never through a symlink, except under `-L`.
-fn open_src(ctx: &Ctx<'_>, anchor: BorrowedFd<'_>, rel: &[u8]) -> sys::Result<OwnedFd> {
-    if ctx.opts.dereference == Dereference::Always {
+/// Opens the source directory `rel` below a root: never through a symlink, except under
+/// `-L`. A failure is reported.
+fn open_src(ctx: &Ctx<'_>, root: &Root, rel: &[u8]) -> Option<OwnedFd> {
+    let (anchor, _) = root.dirs();
+    let opened = if ctx.opts.dereference == Dereference::Always {
         sys::open_dir_following(anchor, rel)
     } else {
         sys::open_dir_beneath(anchor, rel)
-    }
+    };
+    opened
+        .map_err(|e| {
+            ctx.report
+                .fail(open_error(rel_path(&root.src_path, rel), e))
+        })
+        .ok()
+}
+
+/// Opens the destination directory `rel` below a root, never through a symlink. A failure
+/// is reported.
+fn open_dst(ctx: &Ctx<'_>, root: &Root, rel: &[u8]) -> Option<OwnedFd> {
+    let (_, anchor) = root.dirs();
+    sys::open_dir_beneath(anchor, rel)
+        .map_err(|e| {
+            let p = rel_path(&root.dst_path, rel);
+            ctx.report.fail(Error::sys(Op::Open, p, e))
+        })
+        .ok()
 }
 
 /// One directory's own pass: lists its entries and copies them; subdirectories (and shares
@@ -184,7 +209,6 @@ pub(crate) fn pass(
     spawn: &mut dyn FnMut(WorkItem),
 ) -> DirDone {
     let root = ctx.root(root_index);
-    let (src_anchor, dst_anchor) = root.dirs();
     let src_path = || rel_path(&root.src_path, rel);
     let mut done = DirDone {
         root: root_index,
@@ -192,12 +216,8 @@ pub(crate) fn pass(
         info,
         source: None,
     };
-    let src = match open_src(ctx, src_anchor, rel) {
-        Ok(fd) => fd,
-        Err(e) => {
-            ctx.report.fail(open_error(src_path(), e));
-            return done;
-        }
+    let Some(src) = open_src(ctx, root, rel) else {
+        return done;
     };
     let mut lineage = Lineage::default();
     match sys::fstat(src.as_fd()) {
@@ -222,13 +242,8 @@ pub(crate) fn pass(
         }
         Err(e) => ctx.report.fail(stat_error(src_path(), e)),
     }
-    let dst = match sys::open_dir_beneath(dst_anchor, rel) {
-        Ok(fd) => fd,
-        Err(e) => {
-            let p = rel_path(&root.dst_path, rel);
-            ctx.report.fail(Error::sys(Op::Open, p, e));
-            return done;
-        }
+    let Some(dst) = open_dst(ctx, root, rel) else {
+        return done;
     };
     // Merging into a directory that a killed run may have written: its temporaries and
     // markers go, and under -u its entries are then checked strictly. -n keeps everything
@@ -236,6 +251,10 @@ pub(crate) fn pass(
     let mut info = done.info.clone();
     if !info.created && ctx.opts.overwrite != Overwrite::NoClobber {
         info.suspect = crash::remove_leftovers(&mut w.reader, dst.as_fd(), ctx.sweep);
+    }
+    if !info.created && ctx.opts.preserve.mode {
+        info.default_acl = sys::has_xattr(dst.as_fd(), sys::ACL_DEFAULT);
+        done.info.default_acl = info.default_acl;
     }
     let mut entries = Vec::new();
     if let Err(e) = w
@@ -269,6 +288,7 @@ pub(crate) fn pass(
         }
     }
     marker.remove_in(dst.as_fd());
+    w.last_dst = Some((root_index, rel.to_vec(), dst));
     done
 }
 
@@ -285,24 +305,10 @@ pub(crate) fn entries(
     spawn: &mut dyn FnMut(WorkItem),
 ) {
     let root = ctx.root(root_index);
-    let (src_anchor, dst_anchor) = root.dirs();
     // Reopened here: a descriptor of the worker that listed the directory is not valid in
     // this worker's table.
-    let src = match open_src(ctx, src_anchor, rel) {
-        Ok(fd) => fd,
-        Err(e) => {
-            ctx.report
-                .fail(open_error(rel_path(&root.src_path, rel), e));
-            return;
-        }
-    };
-    let dst = match sys::open_dir_beneath(dst_anchor, rel) {
-        Ok(fd) => fd,
-        Err(e) => {
-            ctx.report
-                .fail(Error::sys(Op::Open, rel_path(&root.dst_path, rel), e));
-            return;
-        }
+    let (Some(src), Some(dst)) = (open_src(ctx, root, rel), open_dst(ctx, root, rel)) else {
+        return;
     };
     let marker = PartMarker::default();
     {
@@ -353,7 +359,7 @@ fn child(
     let mut meta = meta;
     loop {
         if (t == DType::Dir && meta.is_none()) || meta.is_some_and(|m| m.is_dir()) {
-            if let Some(item) = subdir(ctx, here, root, rel, lineage, name, meta, follow) {
+            if let Some(item) = subdir(ctx, w, here, root, rel, lineage, name, meta, follow) {
                 spawn(item);
             }
             return;
@@ -400,7 +406,7 @@ pub(crate) fn root_entry(ctx: &Ctx<'_>, w: &mut Buffers, index: u32) {
 /// Completes a directory once its pass and everything it spawned are complete: applies its
 /// metadata (owner, xattrs, times, mode), flushes it with `--sync`, and reports it. A stopped
 /// run completes nothing.
-pub(crate) fn complete(ctx: &Ctx<'_>, done: DirDone) {
+pub(crate) fn complete(ctx: &Ctx<'_>, w: &mut Buffers, done: DirDone) {
     if ctx.report.control.is_stopped() {
         return;
     }
@@ -408,15 +414,14 @@ pub(crate) fn complete(ctx: &Ctx<'_>, done: DirDone) {
         return;
     };
     let root = ctx.root(done.root);
-    let (_, dst_anchor) = root.dirs();
     let dst_path = || rel_path(&root.dst_path, &done.path);
     let src_path = || rel_path(&root.src_path, &done.path);
-    let fd = match sys::open_dir_beneath(dst_anchor, &done.path) {
-        Ok(fd) => fd,
-        Err(e) => {
-            ctx.report.fail(Error::sys(Op::Open, dst_path(), e));
-            return;
-        }
+    let fd = match w.last_dst.take() {
+        Some((r, path, fd)) if r == done.root && path == done.path => fd,
+        _ => match open_dst(ctx, root, &done.path) {
+            Some(fd) => fd,
+            None => return,
+        },
     };
     let info = &done.info;
     let meta = Meta::from(stat);
@@ -435,6 +440,7 @@ pub(crate) fn complete(ctx: &Ctx<'_>, done: DirDone) {
         current_perm: info
             .created
             .then_some(0o700 | if info.dst_setgid { sys::S_ISGID } else { 0 }),
+        inherited_acl: info.default_acl,
     };
     let flushed = || {
         if ctx.opts.sync {

@@ -18,10 +18,14 @@ use crate::sys::{self, Errno, Meta, XattrTarget};
 use rustix::fd::{AsFd, OwnedFd};
 use std::ffi::CStr;
 
-/// Per-worker reusable buffers.
+/// Per-worker reusable buffers, and the destination directory of the worker's last pass.
 pub(crate) struct Buffers {
     pub reader: sys::DirReader,
     pub data: Vec<u8>,
+    /// The destination directory the worker's last pass wrote into (root, path, descriptor):
+    /// a directory is most often completed right after its own pass, by the same worker,
+    /// which then needs no second open.
+    pub last_dst: Option<(u32, Vec<u8>, OwnedFd)>,
 }
 
 impl Buffers {
@@ -29,6 +33,7 @@ impl Buffers {
         Buffers {
             reader: sys::DirReader::new(64 * 1024),
             data: Vec::new(),
+            last_dst: None,
         }
     }
 }
@@ -197,19 +202,18 @@ pub(crate) fn copy_opened(
     }
     let xattrs =
         meta::source_xattrs(ctx.opts, XattrTarget::Fd(src.as_fd()), &src_path).map_err(discard)?;
-    let apply = Apply {
-        opts: ctx.opts,
-        process: &ctx.process,
-        src: &meta,
-        created: true,
-        created_owner: (!here.dst.setgid).then_some((ctx.process.euid, ctx.process.egid)),
-        current_perm: Some(match &temp {
+    let apply = Apply::for_new(
+        ctx.opts,
+        &ctx.process,
+        &meta,
+        here.dst.setgid,
+        here.dst.default_acl,
+        Some(match &temp {
             Some((_, mode)) => *mode,
             None if marked_dir => initial & !ctx.process.umask,
             None => initial,
         }),
-        inherit_sgid: false,
-    };
+    );
     apply
         .run(Dst::Fd(dst.as_fd()), &xattrs, &dst_path)
         .map_err(discard)?;
@@ -295,15 +299,7 @@ fn write_into_node(
     let bytes = node::stream_into(src.as_fd(), &dst, buf, ctx.opts.buffer_size, control)
         .map_err(|e| data_error(e, src_path, dst_path))?;
     let xattrs = meta::source_xattrs(ctx.opts, XattrTarget::Fd(src.as_fd()), &src_path)?;
-    let apply = Apply {
-        opts: ctx.opts,
-        process: &ctx.process,
-        src: meta,
-        created: false,
-        created_owner: None,
-        current_perm: None,
-        inherit_sgid: false,
-    };
+    let apply = Apply::for_existing(ctx.opts, &ctx.process, meta);
     apply.run(Dst::Fd(dst.as_fd()), &xattrs, &dst_path)?;
     let outcome = FileOutcome::new(Method::Stream, bytes, 0);
     ctx.report
@@ -401,15 +397,14 @@ fn create_and_finish(
         let p = sys::proc_fd_path(here.src_dir, Some(name));
         meta::source_xattrs(ctx.opts, XattrTarget::NoFollow(&p), &|| here.src_path(name))?
     };
-    let apply = Apply {
-        opts: ctx.opts,
-        process: &ctx.process,
-        src: meta,
-        created: true,
-        created_owner: (!here.dst.setgid).then_some((ctx.process.euid, ctx.process.egid)),
-        current_perm: (!symlink).then_some(meta.perm() & 0o700),
-        inherit_sgid: false,
-    };
+    let apply = Apply::for_new(
+        ctx.opts,
+        &ctx.process,
+        meta,
+        here.dst.setgid,
+        here.dst.default_acl,
+        (!symlink).then_some(meta.perm() & 0o700),
+    );
     let dst = Dst::At {
         dir: here.dst_dir,
         name: made,

@@ -29,8 +29,9 @@ pub(crate) trait Passes: Sync {
         item: WorkItem,
         spawn: &mut dyn FnMut(WorkItem),
     ) -> Option<Self::Done>;
-    /// Completes a directory, after every item spawned under it has run.
-    fn complete(&self, done: Self::Done);
+    /// Completes a directory, after every item spawned under it has run, on the worker that
+    /// ran the last of them.
+    fn complete(&self, worker: &mut Self::Worker, done: Self::Done);
 }
 
 impl Passes for Executor<'_> {
@@ -50,8 +51,8 @@ impl Passes for Executor<'_> {
         Executor::run(self, worker, item, spawn)
     }
 
-    fn complete(&self, done: DirDone) {
-        Executor::complete(self, done);
+    fn complete(&self, worker: &mut Worker, done: DirDone) {
+        Executor::complete(self, worker, done);
     }
 }
 
@@ -193,8 +194,10 @@ impl<'a> Executor<'a> {
     }
 
     /// Completes a directory: applies its metadata, now that everything below it is done.
-    pub fn complete(&self, done: DirDone) {
-        dir::complete(&self.ctx, done);
+    /// Best called on the worker that ran the last item of the directory (often its own
+    /// pass), which may still hold the directory open.
+    pub fn complete(&self, worker: &mut Worker, done: DirDone) {
+        dir::complete(&self.ctx, &mut worker.0, done);
     }
 
     /// Ends the run: the summary of what this executor did.
@@ -242,6 +245,7 @@ fn open_root_dirs(ctx: &Ctx<'_>, index: u32, root: &mut super::context::Root) ->
         created,
         dst_setgid,
         suspect: false,
+        default_acl: created && root.dst.default_acl,
         lineage,
     })
 }

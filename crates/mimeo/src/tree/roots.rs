@@ -65,6 +65,8 @@ impl Root {
             ));
         }
         let cow = cow_matters(opts) && is_cow(dst_parent.as_fd());
+        let default_acl =
+            opts.preserve.mode && sys::has_xattr(dst_parent.as_fd(), sys::ACL_DEFAULT);
         // Known per tree for directories; a file given alone is checked only if it is empty.
         let sized_dev =
             if meta.is_dir() && sys::sizes_are_true_at(src_parent.as_fd(), &src_name, follow) {
@@ -85,6 +87,7 @@ impl Root {
                 dev: parent_meta.dev,
                 cow,
                 setgid: parent_meta.mode & sys::S_ISGID != 0,
+                default_acl,
             },
             sized_dev,
             dirs: None,

@@ -106,24 +106,28 @@ fn dst_facts(
     found: Option<&Meta>,
 ) -> Result<DstFacts, Error> {
     let cow_matters = cow_matters(opts);
+    // With --preserve=mode, a default ACL of the directory matters (see `DstFacts`).
+    let acl_matters = opts.preserve.mode;
     if let Some(d) = found {
-        if !opts.preserve.ownership && !cow_matters {
+        if !opts.preserve.ownership && !cow_matters && !acl_matters {
             return Ok(DstFacts {
                 dev: d.dev,
                 cow: false,
                 setgid: false,
+                default_acl: false,
             });
         }
     }
     let dir = sys::cstring(if prefix.is_empty() { b"." } else { prefix });
     let create_error = |e: Errno| Error::sys(Op::Create, dst, e);
-    if cow_matters {
+    if cow_matters || acl_matters {
         let fd = sys::open_dir(sys::CWD, &dir, true).map_err(create_error)?;
         let m = sys::fstat(fd.as_fd()).map_err(create_error)?;
         return Ok(DstFacts {
             dev: m.dev,
-            cow: is_cow(fd.as_fd()),
+            cow: cow_matters && is_cow(fd.as_fd()),
             setgid: m.mode & sys::S_ISGID != 0,
+            default_acl: acl_matters && sys::has_xattr(fd.as_fd(), sys::ACL_DEFAULT),
         });
     }
     let m = sys::stat_at(sys::CWD, &dir, true).map_err(create_error)?;
@@ -131,6 +135,7 @@ fn dst_facts(
         dev: m.dev,
         cow: false,
         setgid: m.mode & sys::S_ISGID != 0,
+        default_acl: false,
     })
 }
 

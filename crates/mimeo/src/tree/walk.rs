@@ -316,7 +316,7 @@ impl<V: Visitor> Passes for Walk<'_, V> {
         }
     }
 
-    fn complete(&self, (root, rel): Self::Done) {
+    fn complete(&self, _: &mut Self::Worker, (root, rel): Self::Done) {
         if !self.control.is_stopped() {
             self.visitor.complete(root, &rel);
         }
