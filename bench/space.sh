@@ -37,8 +37,9 @@ usage: bench/space.sh [options]
   --no-install       do not apt-get/cargo install anything; fail if a tool is missing
   -h, --help         this text
 
-Environment: CORPUS_EXCLUDE (as for bench/run.sh), FCLONES (an fclones binary; default
-bench/.tools/bin/fclones, installed with cargo if missing).
+Environment: CORPUS_EXCLUDE (as for bench/run.sh), W10_PARTS (the subdirectories of the corpus
+W10 copies three times; default "share include", "" for all of it), FCLONES (an fclones
+binary; default bench/.tools/bin/fclones, installed with cargo if missing).
 EOF
 }
 
@@ -79,6 +80,7 @@ if ((QUICK)); then
     CORPUS_ROOT=/usr/include
     W9_RUNS=${W9_RUNS:-2}
     W10_RUNS=${W10_RUNS:-1}
+    W10_PARTS=""
     IMG=4G
     [[ -n $OUT ]] || OUT=$WORK/results
 else
@@ -86,8 +88,11 @@ else
     CORPUS_ROOT=/usr
     W9_RUNS=${W9_RUNS:-3}
     W10_RUNS=${W10_RUNS:-2}
-    # W10 holds the corpus four times (the source and three plain copies).
-    IMG=24G
+    # W10 holds its tree four times (in the corpus and three plain copies): on this disk,
+    # shared with other work, it takes the corpus's share/ and include/ (the space the host
+    # has left decides; W10_PARTS="" takes all of it).
+    W10_PARTS=${W10_PARTS-"share include"}
+    IMG=16G
     [[ -n $OUT ]] || OUT=$BENCH/results
 fi
 CORPUS_EXCLUDE=${CORPUS_EXCLUDE:-"lib/jvm lib/google-cloud-sdk lib/llvm-* lib/android-sdk share/dotnet local/lib/rustup local/rustup local/cargo local/share/dotnet opt"}
@@ -116,13 +121,15 @@ START_S=$SECONDS
 log "space benchmarks: mode $MODE, workloads $ONLY, filesystems ${FSS[*]}, raw data in $RAW"
 space_setup
 space_meta "$RAW/meta.json"
+# One filesystem at a time, its image deleted before the next, to hold the host's disk to one
+# image's worth.
 for fs in "${FSS[@]}"; do
     fs_setup "$fs" "$IMG"
-done
-space_corpus "${FSS[@]}"
-for fs in "${FSS[@]}"; do
+    space_corpus "$fs"
     if want w9; then w9_du "$fs"; fi
     if want w10; then w10_dedupe "$fs"; fi
+    fs_teardown
+    rm -f "$WORK/img/$fs.img"
 done
 record kind=run seconds=$((SECONDS - START_S)) load_end="$(cut -d' ' -f1-3 /proc/loadavg)"
 python3 "$BENCH/lib/space_report.py" "$RAW" "$OUT/$DATE-$TAG-space"

@@ -47,7 +47,7 @@ json.dump({
     "cores": $(nproc), "mem_gib": round($(meminfo_kb MemTotal) / 1048576, 1),
     "commit": "$commit", "dirty": bool("$dirty"), "load_start": "$(cut -d' ' -f1-3 /proc/loadavg)",
     "corpus_root": "$CORPUS_ROOT", "corpus_exclude": "$CORPUS_EXCLUDE",
-    "runs": {"w9": $W9_RUNS, "w10": $W10_RUNS},
+    "runs": {"w9": $W9_RUNS, "w10": $W10_RUNS}, "w10_parts": "$W10_PARTS",
     "versions": {
         "btrfs": "$(btrfs --version | head -1)", "duperemove": "$(duperemove --version 2>&1 | head -1)",
         "jdupes": "$(jdupes --version | head -1)", "fclones": "$("$FCLONES" --version)",
@@ -179,18 +179,33 @@ w9_du() {
         record kind=memory workload=W9 fs="$fs" tool="$name" status="$status" rss_kb="$rss" wall_s="$wall"
     done < <(w9_tools "$t" "$fs")
     rm -rf "$t"
-    sync
+    trim "$mnt"
 }
 
 # ---- W10: dedupe ---------------------------------------------------------------------------
 
-# w10_tree T SRC : three plain copies of the corpus, flushed and out of the page cache.
+# trim MNT : hands the blocks of deleted files back to the host's disk (the images are sparse).
+trim() {
+    sync
+    fstrim "$1" 2>/dev/null || true
+}
+
+# w10_tree T SRC : three plain copies of the corpus (of its W10_PARTS), flushed and out of the
+# page cache.
 w10_tree() {
-    local t=$1 src=$2 c
+    local t=$1 src=$2 c p
     rm -rf "$t"
+    trim "${t%/*}"
     mkdir -p "$t"
     for c in a b c; do
-        cp -a --reflink=never "$src" "$t/$c"
+        if [[ -z $W10_PARTS ]]; then
+            cp -a --reflink=never "$src" "$t/$c"
+        else
+            mkdir "$t/$c"
+            for p in $W10_PARTS; do
+                cp -a --reflink=never "$src/$p" "$t/$c/$p"
+            done
+        fi
     done
     drop_caches
 }
@@ -230,6 +245,7 @@ w10_dedupe() {
                 wall_s="$wall" user_s="$user" sys_s="$sys" before="$before" after="$after" \
                 saved="$((before - after))"
             log "  exit $status, ${wall} s, RSS $((rss / 1024)) MiB, saved $(human $((before - after)))"
+            record kind=tree fs="$fs" tree=w10 entries="$(count_entries "$t")" bytes="$(size_bytes "$t")"
             if [[ $tool == mimeo-dedupe ]]; then
                 # Everything shares now: the second run, cold as the first.
                 drop_caches
@@ -245,5 +261,5 @@ w10_dedupe() {
         tools=("${tools[@]:1}" "${tools[0]}")
     done
     rm -rf "$t"
-    sync
+    trim "$mnt"
 }

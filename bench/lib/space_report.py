@@ -114,8 +114,12 @@ class Report(report.Report):
         recs = self.of(kind="w10")
         if not recs:
             return
+        parts = self.meta.get("w10_parts")
+        w10 = self.of(kind="tree", tree="w10")
+        what = "the corpus" if not parts else "the corpus's %s" % " and ".join("`%s/`" % p for p in parts.split())
+        size = " (%d entries, %.2f GB in all)" % (w10[0]["entries"], w10[0]["bytes"] / 1e9) if w10 else ""
         self.out("### W10: dedupe", "",
-                 "Three plain copies of the corpus (`cp -a --reflink=never`), made again before every run and "
+                 "Three plain copies of " + what + size + " (`cp -a --reflink=never`), made again before every run and "
                  "dropped from the page cache, so every run starts cold. %d round(s), every tool once per "
                  "round, the order rotating. *saved* is what `mimeo-du` measures (exclusive + shared bytes, "
                  "every physical byte once) before less after, the same measure for every tool. Time ratios "
