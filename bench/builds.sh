@@ -44,7 +44,7 @@ RAW=$WORK/raw
 OUT=$BENCH/results/$(date +%F)-$TAG-builds.md
 rm -rf "$RAW"
 mkdir -p "$RAW"
-trap fs_teardown EXIT
+trap 'fs_teardown; rm -rf "$WORK/img"' EXIT
 
 CORPUS=/usr
 ((QUICK)) && CORPUS=/usr/include

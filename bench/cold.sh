@@ -49,7 +49,7 @@ RAW=$WORK/raw
 OUT=$BENCH/results/$(date +%F)-$TAG-w14.md
 rm -rf "$RAW"
 mkdir -p "$RAW" "$(dirname "$OUT")"
-trap fs_teardown EXIT
+trap 'fs_teardown; rm -rf "$WORK/img"' EXIT
 
 CORPUS=/usr
 SIZE=16G SMALL=30000

@@ -1029,6 +1029,17 @@ fn sigkill_at_random_moments_leaves_only_complete_or_marked_files() {
     eprintln!("SIGKILL rounds left {marked} files marked incomplete");
 }
 
+/// Whether the child has a handler for `sig` installed (`SigCgt` in /proc/PID/status).
+fn catches(child: &std::process::Child, sig: Signal) -> bool {
+    let status = fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
+    let caught = status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        .unwrap_or(0);
+    caught & (1 << (sig.as_raw() - 1)) != 0
+}
+
 #[test]
 fn sigint_at_random_moments_cleans_up_and_exits_130() {
     let tmp = tempdir();
@@ -1053,9 +1064,10 @@ fn sigint_at_random_moments_cleans_up_and_exits_130() {
         }
         let mut child = mimeo_fp("", &full(&dst)).spawn().unwrap();
         // A signal before the process has started copying tests nothing of mimeo (it may not
-        // have reached its handlers): wait for the destination to appear, then a random time.
+        // have reached its handlers): wait for its handlers and the destination to appear
+        // (in odd rounds the destination is there before it starts), then a random time.
         let start = Instant::now();
-        while !dst.exists()
+        while !(dst.exists() && catches(&child, sig))
             && child.try_wait().unwrap().is_none()
             && start.elapsed() < Duration::from_secs(10)
         {

@@ -788,11 +788,16 @@ fn exit_24_when_only_vanished_sources_failed() {
     wait_for(30, "the first file is being copied", || {
         dst.exists() && fs::read_dir(&dst).unwrap().next().is_some()
     });
+    // A source whose copy is already under way (opened between the check and the move) is
+    // still copied whole from its open descriptor. So sources are moved aside, not deleted:
+    // whichever way each one went, its copy can be checked against it.
+    let aside = tmp.path().join("aside");
+    fs::create_dir(&aside).unwrap();
     let mut removed = 0;
     for i in 0..20 {
         let name = format!("f{i:02}");
         if !dst.join(&name).exists() {
-            fs::remove_file(src.join(&name)).unwrap();
+            fs::rename(src.join(&name), aside.join(&name)).unwrap();
             removed += 1;
         }
     }
@@ -812,6 +817,11 @@ fn exit_24_when_only_vanished_sources_failed() {
         assert_eq!(e["errno"], libc::ENOENT, "{e}");
     }
     assert_eq!(status.code(), Some(24), "{stdout}");
+    // Every copy is complete and equal to its source, wherever that source is now.
+    for entry in fs::read_dir(&aside).unwrap() {
+        let name = entry.unwrap().file_name();
+        fs::rename(aside.join(&name), src.join(&name)).unwrap();
+    }
     assert_no_half_files("vanished sources", &src, &dst, &Allow::default());
 }
 

@@ -61,8 +61,11 @@
 //!
 //! - [`space`]: space accounting ([`space::du`]) and dedupe ([`space::dedupe`]), on the
 //!   walker of `tree` run by `sched`;
-//! - `sched`: who runs which work item ([`copy_with`], [`LocalPool`], [`Scheduler`]);
-//! - `tree`: roots, the per-directory pass, directory completion, the planning walk
+//! - `sched`: who runs which work item ([`copy_with`], [`copy_hooked`], [`LocalPool`],
+//!   [`Scheduler`]);
+//! - `tree`: roots, the per-directory pass, directory completion, the planning walk, a
+//!   caller's [`Hooks`] (entries left out per directory, entries it copies itself), the
+//!   parallel walker behind `space`
 //!   ([`work`]: the plain-data unit of work and its [`Executor`](work::Executor));
 //! - `place`: the overwrite decision, crash safety, hard-link groups;
 //! - `data`: clone / offload / stream, verify, metadata;
@@ -81,15 +84,17 @@ mod sys;
 mod tree;
 
 pub use options::{
-    DEFAULT_BUFFER_SIZE, Dereference, Options, Overwrite, Preserve, Reflink, Sparse, default_jobs,
-    default_max_jobs,
+    Backup, DEFAULT_BUFFER_SIZE, Dereference, LinkInstead, Options, Overwrite, Preserve, Reflink,
+    Sparse, default_jobs, default_max_jobs,
 };
 pub use report::{
     Action, Cause, Control, EntryKind, Error, Event, EventChannel, FileOutcome, Method, NoObserver,
-    Observer, Op, Refusal, Result, Summary,
+    Observer, Op, Refusal, Result, Summary, Warning,
 };
-pub use sched::{LocalPool, Scheduler, copy, copy_with, dry_run, scan};
-pub use tree::{CopyPair, Totals, copy_file};
+pub use sched::{LocalPool, Scheduler, copy, copy_hooked, copy_with};
+pub use tree::{
+    CopyPair, Hooked, Hooks, NoHooks, Totals, copy_file, copy_file_with, dry_run, scan,
+};
 
 /// The unit of work and its executor, for schedulers other than the local pool (another
 /// process, another host). See [`Scheduler`].

@@ -1,17 +1,18 @@
 //! The dry run and the copy decide alike: every combination of a source entry (file,
 //! directory, symlink, FIFO) over an existing destination entry (none, file, directory,
 //! symlink, device node), under replace, `-n` and `-u` (with the destination older and
-//! newer), goes through `dry_run` and then through `copy`, and what the dry run planned is
-//! what the copy did. Each case runs both as a command-line pair of its own (the pair is the
-//! exact destination, as with `-T`) and as an entry inside a merged tree, on btrfs, XFS and
-//! ext4.
+//! newer), `--remove-destination`, `--backup`, `--inplace`, `--attributes-only`, `-l` (with
+//! and without `-f`) and `-s -f`, goes through `dry_run` and then through `copy`, and what
+//! the dry run planned is what the copy did. Each case runs both as a command-line pair of
+//! its own (the pair is the exact destination, as with `-T`) and as an entry inside a merged
+//! tree, on btrfs, XFS and ext4.
 
 use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use mimeo::{Action, CopyPair, Event, Observer, Options, Overwrite, Refusal};
+use mimeo::{Action, Backup, CopyPair, Event, LinkInstead, Observer, Options, Overwrite, Refusal};
 use mimeo_testkit::files::scratch;
 use mimeo_testkit::{FsKind, run_ok};
 
@@ -100,12 +101,37 @@ fn rules() -> Vec<(&'static str, Options, bool)> {
     no_clobber.overwrite = Overwrite::NoClobber;
     let mut update = replace.clone();
     update.overwrite = Overwrite::Update;
+    let with = |change: &dyn Fn(&mut Options)| {
+        let mut o = replace.clone();
+        change(&mut o);
+        o
+    };
+    let remove = with(&|o| o.remove_destination = true);
+    let backup = with(&|o| o.backup = Some(Backup::Numbered));
+    let inplace = with(&|o| o.inplace = true);
+    let attributes = with(&|o| o.attributes_only = true);
+    let link = with(&|o| o.link = Some(LinkInstead::Hard));
+    let link_force = with(&|o| {
+        o.link = Some(LinkInstead::Hard);
+        o.force = true;
+    });
+    let symlink_force = with(&|o| {
+        o.link = Some(LinkInstead::Symbolic);
+        o.force = true;
+    });
     // (name, options, whether the existing destination is older than the source)
     vec![
         ("replace", replace, true),
         ("no-clobber", no_clobber, true),
         ("update-older", update.clone(), true),
         ("update-newer", update, false),
+        ("remove-destination", remove, true),
+        ("backup", backup, true),
+        ("inplace", inplace, true),
+        ("attributes-only", attributes, true),
+        ("link", link, true),
+        ("link-force", link_force, true),
+        ("symlink-force", symlink_force, true),
     ]
 }
 

@@ -3,6 +3,7 @@
 //! runs' leftovers: [`crash`]), and hard-link groups ([`links`]). Uses the data layer below
 //! it; knows nothing of trees or schedulers.
 
+pub(crate) mod backup;
 pub(crate) mod crash;
 pub(crate) mod decide;
 pub(crate) mod links;

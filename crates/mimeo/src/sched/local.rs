@@ -7,7 +7,8 @@ use crate::options::Options;
 use crate::report::{Control, Observer, Summary};
 use crate::sys;
 use crate::tree::{
-    CopyPair, Executor, Passes, Roots, Visitor, Walk, WalkOptions, WorkItem, WorkKind,
+    CopyPair, Executor, Hooks, NoHooks, Passes, Roots, Visitor, Walk, WalkOptions, WorkItem,
+    WorkKind,
 };
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -73,9 +74,26 @@ pub fn copy_with(
     observer: &dyn Observer,
     control: &Control,
 ) -> Summary {
-    let (exec, initial) = Executor::new(pairs, opts, observer, control);
-    // Files alone need no more workers than there are files.
-    let jobs = if initial.iter().all(|i| matches!(i.kind, WorkKind::Root)) {
+    copy_hooked(pairs, opts, observer, control, &NoHooks)
+}
+
+/// [`copy_with`] with [`Hooks`]: the caller leaves out entries of each directory
+/// ([`Hooks::ignore`]) or copies some kinds of entries itself ([`Hooks::copy_entry`]), as
+/// `shutil.copytree` does with its `ignore` and `copy_function`. See [`Hooks`] for an
+/// example.
+pub fn copy_hooked(
+    pairs: &[CopyPair],
+    opts: &Options,
+    observer: &dyn Observer,
+    control: &Control,
+    hooks: &dyn Hooks,
+) -> Summary {
+    let (exec, initial) = Executor::with_hooks(pairs, opts, observer, control, hooks);
+    // Files alone need no more workers than there are files; questions to the user are
+    // asked one after another, in the order of the sources, as cp asks them.
+    let jobs = if opts.interactive {
+        1
+    } else if initial.iter().all(|i| matches!(i.kind, WorkKind::Root)) {
         opts.jobs.min(initial.len())
     } else {
         opts.jobs

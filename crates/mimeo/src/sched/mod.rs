@@ -4,12 +4,10 @@
 
 mod grow;
 mod local;
-mod plan;
 pub(crate) mod pool;
 
 pub(crate) use local::walk;
-pub use local::{LocalPool, copy, copy_with};
-pub use plan::{dry_run, scan};
+pub use local::{LocalPool, copy, copy_hooked, copy_with};
 
 use crate::tree::{Executor, WorkItem};
 

@@ -43,6 +43,8 @@ pub(crate) const S_IFREG: u32 = 0o100000;
 pub(crate) const S_IFDIR: u32 = 0o040000;
 pub(crate) const S_IFLNK: u32 = 0o120000;
 pub(crate) const S_IFIFO: u32 = 0o010000;
+pub(crate) const S_IFCHR: u32 = 0o020000;
+pub(crate) const S_IFBLK: u32 = 0o060000;
 pub(crate) const S_ISVTX: u32 = 0o1000;
 pub(crate) const S_ISUID: u32 = 0o4000;
 pub(crate) const S_ISGID: u32 = 0o2000;
@@ -275,6 +277,38 @@ pub(crate) fn open_node_for_writing(dir: BorrowedFd<'_>, name: &CStr) -> Result<
     rfs::openat(dir, name, flags, Mode::empty())
 }
 
+/// Opens an existing regular file to write into it in place (`--inplace`, or where no
+/// temporary can be made), for reading back too when `read`: never following a symlink,
+/// never blocking on a FIFO put there meanwhile, never truncating (the caller does, once the
+/// file is marked incomplete).
+pub(crate) fn open_existing_for_writing(
+    dir: BorrowedFd<'_>,
+    name: &CStr,
+    read: bool,
+) -> Result<OwnedFd> {
+    let access = if read { OFlags::RDWR } else { OFlags::WRONLY };
+    let flags = access | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    rfs::openat(dir, name, flags, Mode::empty())
+}
+
+/// Whether this process may write to the entry `dir/name` (`faccessat(W_OK, AT_EACCESS)`,
+/// which counts ACLs and groups as an open would; a symlink is followed, as by an open).
+pub(crate) fn may_write(dir: BorrowedFd<'_>, name: &CStr) -> bool {
+    rfs::accessat(dir, name, rfs::Access::WRITE_OK, AtFlags::EACCESS).is_ok()
+}
+
+/// Waits until `fd` can be read from or its writers have gone, for at most `timeout_ms`.
+/// Returns whether it can.
+pub(crate) fn wait_readable(fd: BorrowedFd<'_>, timeout_ms: i32) -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec};
+    let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+    let timeout = Timespec {
+        tv_sec: (timeout_ms / 1000) as _,
+        tv_nsec: ((timeout_ms % 1000) * 1_000_000) as _,
+    };
+    matches!(rustix::event::poll(&mut fds, Some(&timeout)), Ok(n) if n > 0)
+}
+
 /// Waits until `fd` can be written to, for at most `timeout_ms`.
 pub(crate) fn wait_writable(fd: BorrowedFd<'_>, timeout_ms: i32) {
     use rustix::event::{PollFd, PollFlags, Timespec};
@@ -329,6 +363,23 @@ pub(crate) fn rename(
 pub(crate) fn exchange(dir: BorrowedFd<'_>, a: &CStr, b: &CStr) -> Result<()> {
     failpoint!("rename");
     rfs::renameat_with(dir, a, dir, b, rfs::RenameFlags::EXCHANGE)
+}
+
+/// A hard link `new_dir/new_name` to what the symlink `old_dir/old_name` points to
+/// (`linkat(AT_SYMLINK_FOLLOW)`), or to the entry itself when it is not a symlink.
+pub(crate) fn link_following(
+    old_dir: BorrowedFd<'_>,
+    old_name: &CStr,
+    new_dir: BorrowedFd<'_>,
+    new_name: &CStr,
+) -> Result<()> {
+    rfs::linkat(
+        old_dir,
+        old_name,
+        new_dir,
+        new_name,
+        AtFlags::SYMLINK_FOLLOW,
+    )
 }
 
 pub(crate) fn unlink(dir: BorrowedFd<'_>, name: &CStr, is_dir: bool) -> Result<()> {

@@ -1,6 +1,7 @@
 //! The state one run shares across its workers ([`Ctx`]), the opened roots, and where an
 //! entry is being copied ([`Here`]).
 
+use super::hooks::HookSet;
 use super::work::DirInfo;
 use crate::data::copy::NoCloneDevs;
 use crate::data::meta::Process;
@@ -24,10 +25,11 @@ pub(crate) struct Ctx<'a> {
     pub no_clone: NoCloneDevs,
     pub sweep: Sweep,
     pub roots: Vec<Root>,
+    pub hooks: HookSet<'a>,
 }
 
 impl<'a> Ctx<'a> {
-    pub fn new(opts: &'a Options, report: Reporter<'a>) -> Self {
+    pub fn new(opts: &'a Options, report: Reporter<'a>, hooks: HookSet<'a>) -> Self {
         #[cfg(feature = "failpoints")]
         sys::failpoints::setup();
         Ctx {
@@ -38,15 +40,24 @@ impl<'a> Ctx<'a> {
             no_clone: NoCloneDevs::default(),
             sweep: Sweep::of(opts),
             roots: Vec::new(),
+            hooks,
         }
     }
 
-    /// The rules of the overwrite decision in a directory (`suspect`: see [`DirInfo`]).
-    pub fn rules(&self, suspect: bool) -> Rules<'_> {
+    /// The rules of the overwrite decision for an entry `here` (no `-i` question: the caller
+    /// adds it where it applies). `writable` tells whether the destination may be written.
+    pub fn rules<'r>(&'r self, here: &Here<'_>, writable: &'r dyn Fn() -> bool) -> Rules<'r> {
+        let just_created = match here.loc {
+            Loc::Root(_) => here.root.and_then(|r| r.just_created.get().copied()),
+            _ => None,
+        };
         Rules {
             opts: self.opts,
             process: &self.process,
-            suspect,
+            suspect: here.suspect(),
+            just_created,
+            ask: None,
+            writable,
         }
     }
 
@@ -73,6 +84,15 @@ pub(crate) struct Root {
     /// A directory root's source and destination directories, opened before the workers
     /// start so that every worker can use them (see `sched`).
     pub dirs: Option<(OwnedFd, OwnedFd)>,
+    /// Roots given later with the same destination, copied right after this one by the same
+    /// worker, in command-line order (cp's "will not overwrite just-created").
+    pub followers: Vec<u32>,
+    /// The entry that an earlier root with the same destination made in this run.
+    pub just_created: std::sync::OnceLock<(u64, u64)>,
+    /// `--parents`: the directories made or found on the way to the destination.
+    pub parents: Vec<Parent>,
+    /// The root entry was made or written at its destination (for `followers`).
+    pub made: std::sync::atomic::AtomicBool,
 }
 
 impl Root {
@@ -81,6 +101,15 @@ impl Root {
         let (s, d) = self.dirs.as_ref().expect("a directory root");
         (s.as_fd(), d.as_fd())
     }
+}
+
+/// A directory on the way to a `--parents` destination, and its source.
+pub(crate) struct Parent {
+    pub src: Meta,
+    pub src_path: PathBuf,
+    pub dst: PathBuf,
+    /// Made by this run (an existing one keeps its mode unless modes are preserved).
+    pub created: bool,
 }
 
 /// What a destination directory is like, as far as copying into it goes.
@@ -227,6 +256,23 @@ impl<'a> Here<'a> {
         }
     }
 
+    /// Records that this entry was made or written at its destination: for a root entry,
+    /// the later roots with the same destination must not replace it.
+    pub fn made(&self) {
+        if let (Loc::Root(_), Some(root)) = (self.loc, self.root) {
+            root.made.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// A path that reaches the destination entry `dst_name` for the calls that have no
+    /// fd-relative form (l*xattr), never following it.
+    pub fn dst_entry_path(&self, dst_name: &CStr) -> CString {
+        match self.loc {
+            Loc::Alone { .. } => dst_name.to_owned(),
+            _ => sys::proc_fd_path(self.dst_dir, Some(dst_name)),
+        }
+    }
+
     /// Flushes the destination directory's entries.
     pub fn sync_dst_dir(&self) -> sys::Result<()> {
         let Loc::Alone { dst_prefix, .. } = self.loc else {
@@ -255,4 +301,14 @@ pub(crate) fn rel_path(base: &Path, rel: &[u8]) -> PathBuf {
     } else {
         base.join(OsStr::from_bytes(rel))
     }
+}
+
+/// `-s`: whether a link to the relative source path `target` would be made in `dir`, a
+/// directory other than the working directory, where it would point elsewhere (cp refuses).
+pub(crate) fn relative_symlink_elsewhere(target: &[u8], dir: BorrowedFd<'_>) -> bool {
+    if target.starts_with(b"/") {
+        return false;
+    }
+    let cwd = sys::stat_at(sys::CWD, c".", true).map(|m| m.id());
+    cwd.is_err() || cwd != sys::fstat(dir).map(|m| m.id())
 }

@@ -8,7 +8,8 @@
 //! followed, and no worker keeps more than a few descriptors open.
 
 use super::context::{Ctx, Here, Root, rel_path};
-use super::entry::{Buffers, Changed, copy_entry};
+use super::entry::{Buffers, Changed, copy_entry, entry_kind};
+use super::hooks::Hooked;
 use super::roots::{open_error, stat_error};
 use super::work::{
     DirDone, DirInfo, EntryType, Lineage, Stat, WorkItem, WorkKind, XattrList, join_rel,
@@ -18,7 +19,7 @@ use crate::data::meta::{self, Apply, Dst, Xattrs};
 use crate::options::{Dereference, Overwrite};
 use crate::place::crash::{self, PartMarker};
 use crate::place::decide::{Decision, decide};
-use crate::report::{EntryKind, Error, Op, Refusal};
+use crate::report::{EntryKind, Error, Op, Refusal, Warning};
 use crate::sys::{self, DType, Errno, Meta, XattrTarget};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::{CStr, CString};
@@ -58,11 +59,11 @@ pub(crate) fn make_dst_dir(
                 },
             };
             let decision = decide(
-                &ctx.rules(here.suspect()),
+                &ctx.rules(here, &|| true),
                 &src,
                 Some(&d),
                 || sys::stat_at(here.src_dir, name, true).ok(),
-                || sys::stat_at(here.dst_dir, dst_name, true).ok(),
+                || sys::stat_at(here.dst_dir, dst_name, true),
             );
             match decision {
                 Decision::Merge => Some((false, d.mode & sys::S_ISGID != 0)),
@@ -263,9 +264,17 @@ pub(crate) fn pass(
     {
         ctx.report.fail(Error::sys(Op::ReadDir, src_path(), e));
     }
+    if ctx.hooks.ignores {
+        leave_out_ignored(ctx, &src_path(), &mut entries);
+    }
     // Subdirectories first, so other workers can start on them while we copy files.
     let (dirs, mut rest): (Vec<_>, Vec<_>) =
         entries.into_iter().partition(|(_, t)| *t == DType::Dir);
+    if ctx.opts.dereference == Dereference::Always && ctx.opts.preserve.links {
+        // Symlinks first: a file they lead to is then remembered before it is met directly,
+        // and linked to (see `link_or_claim`).
+        rest.sort_by_key(|(_, t)| *t != DType::Symlink);
+    }
     let marker = PartMarker::default();
     {
         let here = Here::below(
@@ -290,6 +299,23 @@ pub(crate) fn pass(
     marker.remove_in(dst.as_fd());
     w.last_dst = Some((root_index, rel.to_vec(), dst));
     done
+}
+
+/// Drops the entries the caller's [`Hooks::ignore`](crate::Hooks::ignore) leaves out.
+fn leave_out_ignored(ctx: &Ctx<'_>, dir: &std::path::Path, entries: &mut Vec<(CString, DType)>) {
+    use std::os::unix::ffi::OsStrExt;
+    let names: Vec<&std::ffi::OsStr> = entries
+        .iter()
+        .map(|(n, _)| std::ffi::OsStr::from_bytes(n.to_bytes()))
+        .collect();
+    let ignored = ctx.hooks.hooks.ignore(dir, &names);
+    drop(names);
+    let mut index = 0;
+    entries.retain(|_| {
+        let keep = !ignored.get(index).copied().unwrap_or(false);
+        index += 1;
+        keep
+    });
 }
 
 /// A share of a large directory's entries.
@@ -364,6 +390,9 @@ fn child(
             }
             return;
         }
+        if hooked(ctx, here, name, name, meta.as_ref()) {
+            return;
+        }
         match copy_entry(ctx, here, &mut w.data, name, name, meta, follow) {
             Ok(()) => return,
             // Listed as a file, something else now: copy what is there now.
@@ -372,13 +401,53 @@ fn child(
     }
 }
 
-/// Copies a root entry that is not a directory to recurse into.
+/// Copies a root entry that is not a directory to recurse into, then the later roots with
+/// the same destination, in command-line order. Each of those finds what the earlier ones
+/// made there in this run, which cp will not overwrite.
 pub(crate) fn root_entry(ctx: &Ctx<'_>, w: &mut Buffers, index: u32) {
+    let lead = ctx.root(index);
+    if lead.followers.is_empty() {
+        return one_root_entry(ctx, w, index);
+    }
+    let there = || {
+        sys::stat_at(lead.dst_parent.as_fd(), &lead.dst_name, false)
+            .ok()
+            .map(|m| m.id())
+    };
+    let mut sources = Vec::new();
+    for i in std::iter::once(index).chain(lead.followers.iter().copied()) {
+        let root = ctx.root(i);
+        if sources.contains(&root.meta.id()) {
+            // The same source named again: cp copies it once, and says so.
+            ctx.report.warn(Warning::SourceTwice {
+                src: root.src_path.clone(),
+                directory: false,
+            });
+            continue;
+        }
+        sources.push(root.meta.id());
+        one_root_entry(ctx, w, i);
+        // What it made, the later ones will not replace.
+        if root.made.load(std::sync::atomic::Ordering::Relaxed) {
+            if let Some(id) = there() {
+                for &later in lead.followers.iter().filter(|&&f| f > i) {
+                    let _ = ctx.root(later).just_created.set(id);
+                }
+            }
+        }
+    }
+}
+
+/// Copies one root entry that is not a directory to recurse into.
+fn one_root_entry(ctx: &Ctx<'_>, w: &mut Buffers, index: u32) {
     if ctx.report.control.is_stopped() {
         return;
     }
     let root = ctx.root(index);
     let here = Here::at_root(index, root);
+    if hooked(ctx, &here, &root.src_name, &root.dst_name, Some(&root.meta)) {
+        return;
+    }
     let mut meta = root.meta;
     while let Err(Changed(m)) = copy_entry(
         ctx,
@@ -401,6 +470,31 @@ pub(crate) fn root_entry(ctx: &Ctx<'_>, w: &mut Buffers, index: u32) {
         }
         meta = m;
     }
+    root.finish_parents(ctx.opts, &ctx.report);
+}
+
+/// Hands a non-directory entry (a regular file when `meta` is None) to the caller's
+/// [`Hooks::copy_entry`](crate::Hooks::copy_entry) if it takes that kind. Returns whether the
+/// entry is dealt with.
+fn hooked(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    name: &CStr,
+    dst_name: &CStr,
+    meta: Option<&Meta>,
+) -> bool {
+    let kind = meta.map_or(EntryKind::File, entry_kind);
+    if !ctx.hooks.takes(kind) {
+        return false;
+    }
+    let (src, dst) = (here.src_path(name), here.dst_path(dst_name));
+    match ctx.hooks.hooks.copy_entry(&src, &dst, kind) {
+        Ok(Hooked::Copied) => ctx.report.copied(|| src, || dst, kind, None),
+        Ok(Hooked::Skipped) => ctx.report.skipped(|| src, || dst),
+        Ok(Hooked::Declined) => return false,
+        Err(e) => ctx.report.fail(e),
+    }
+    true
 }
 
 /// Completes a directory once its pass and everything it spawned are complete: applies its
@@ -437,6 +531,7 @@ pub(crate) fn complete(ctx: &Ctx<'_>, w: &mut Buffers, done: DirDone) {
         created_owner: (info.created && !info.dst_setgid)
             .then_some((ctx.process.euid, ctx.process.egid)),
         inherit_sgid: info.created && info.lineage.sgid,
+        keep_perm: None,
         current_perm: info
             .created
             .then_some(0o700 | if info.dst_setgid { sys::S_ISGID } else { 0 }),

@@ -1,22 +1,30 @@
-//! Walking the sources without copying: totals for a progress bar (`scan`), and `--dry-run`,
-//! which asks the copy's own overwrite decision for every entry. Both are visitors of the one
-//! walker ([`super::walk`]); the scheduler above drives them.
+//! Walking the sources without copying: totals for a progress bar ([`scan`]), and
+//! `--dry-run` ([`dry_run`]), which asks the copy's own overwrite decision for every entry.
+//!
+//! One depth-first, fd-relative walk serves both. Directories are reopened by their path
+//! below the root with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`, so the walk keeps
+//! two descriptors open however deep the tree is.
 
-use super::context::{Root, rel_path};
-use super::roots::CopyPair;
-use super::walk::{Entry, Roots, Visitor, WalkOptions, WalkRoot};
-use super::work::WorkItem;
+use super::context::{Root, join, rel_path, relative_symlink_elsewhere};
+use super::entry::entry_kind;
+use super::roots::{CopyPair, open_error, parent_dirs, stat_error};
+use super::work::join_rel;
 use crate::data::meta::Process;
-use crate::options::{Dereference, Options, Overwrite};
+use crate::options::{Dereference, LinkInstead, Options, Overwrite};
 use crate::place::crash;
 use crate::place::decide::{Decision, Rules, decide};
-use crate::report::{EntryKind, Error, Reporter};
-use crate::sys::{self, DirReader, Meta};
+use crate::report::{
+    Action, Control, EntryKind, Error, NoObserver, Observer, Op, Refusal, Reporter, Summary,
+    Warning,
+};
+use crate::sys::{self, DType, DirReader, Meta};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::CStr;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::time::Instant;
 
-/// Totals found by [`scan`](crate::scan), readable while it runs.
+/// Totals found by [`scan`], readable while it runs.
 #[derive(Debug, Default)]
 #[non_exhaustive]
 pub struct Totals {
@@ -30,258 +38,170 @@ pub struct Totals {
     pub complete: AtomicBool,
 }
 
-/// How a walk over a copy's sources goes: as the copy itself would go.
-pub(crate) fn walk_options(opts: &Options) -> WalkOptions {
-    WalkOptions {
-        recursive: opts.recursive,
-        one_file_system: opts.one_file_system,
-        follow_roots: opts.dereference != Dereference::Never,
-        follow_all: opts.dereference == Dereference::Always,
-        jobs: opts.jobs,
-    }
-}
-
-/// The sources of `pairs` that resolve, as walk roots, with the initial work items.
-pub(crate) fn scan_roots(pairs: &[CopyPair], opts: &Options) -> (Roots, Vec<WorkItem>) {
-    let wopts = walk_options(opts);
-    let list = pairs
-        .iter()
-        .filter_map(|p| WalkRoot::resolve(&p.src, wopts.follow_roots).ok())
-        .collect();
-    Roots::new(list, &wopts, &mut |_| {})
-}
-
-/// Counts entries, files and bytes into [`Totals`].
-pub(crate) struct ScanVisitor<'a>(pub &'a Totals);
-
-impl Visitor for ScanVisitor<'_> {
-    type State = ();
-
-    fn state(&self) {}
-
-    fn entry(&self, _: &mut (), e: &Entry<'_>) -> bool {
-        self.0.entries.fetch_add(1, Relaxed);
-        let meta = e.meta.or_else(|| {
-            (e.dtype != sys::DType::Dir && e.dtype != sys::DType::Symlink)
-                .then(|| sys::stat_at(e.dir, e.name, e.follow).ok())
-                .flatten()
-        });
-        if let Some(m) = meta.filter(|m| m.is_reg()) {
-            self.0.files.fetch_add(1, Relaxed);
-            self.0.bytes.fetch_add(m.size, Relaxed);
-        }
-        true
-    }
-
-    fn error(&self, _: Error) {}
-}
-
-/// `--dry-run`: reports what the copy would do with every entry.
-pub(crate) struct DryRun<'a> {
-    opts: &'a Options,
-    report: &'a Reporter<'a>,
-    process: Process,
-    /// The copy's roots, by the same index as the walk's.
-    roots: Vec<Root>,
-    /// Each root's destination directory, when it exists.
-    dst_anchors: Vec<Option<OwnedFd>>,
-    walk_roots: &'a Roots,
-}
-
-impl<'a> DryRun<'a> {
-    /// Resolves `pairs` as the copy would (refusals go to `report`), returning the visitor
-    /// once the walk roots exist: see [`dry_run_roots`].
-    pub fn new(
-        opts: &'a Options,
-        report: &'a Reporter<'a>,
-        roots: Vec<Root>,
-        walk_roots: &'a Roots,
-    ) -> Self {
-        let dst_anchors = roots
-            .iter()
-            .map(|r| sys::open_dir(r.dst_parent.as_fd(), &r.dst_name, false).ok())
-            .collect();
-        DryRun {
-            opts,
-            report,
-            process: Process::current(),
-            roots,
-            dst_anchors,
-            walk_roots,
-        }
-    }
-}
-
-/// The copy's roots of `pairs` (failures reported), and walk roots over their sources.
-pub(crate) fn dry_run_roots(
-    pairs: &[CopyPair],
-    opts: &Options,
-    report: &Reporter<'_>,
-) -> (Vec<Root>, Roots, Vec<WorkItem>) {
-    let mut roots = Vec::new();
-    let mut list = Vec::new();
+/// Counts the entries, files and bytes a copy of `pairs` would handle, for a progress bar.
+/// Meant to run on its own thread beside the copy; it stops early when `control` is stopped.
+pub fn scan(pairs: &[CopyPair], opts: &Options, totals: &Totals, control: &Control) {
+    let report = Reporter::new(&NoObserver, control);
     for pair in pairs {
-        let root = match Root::resolve(opts, pair) {
+        let Ok(root) = Root::resolve(opts, pair) else {
+            continue;
+        };
+        walk(opts, &report, &root, false, &mut |_, _, _, meta| {
+            totals.entries.fetch_add(1, Relaxed);
+            if meta.is_reg() {
+                totals.files.fetch_add(1, Relaxed);
+                totals.bytes.fetch_add(meta.size, Relaxed);
+            }
+            true
+        });
+    }
+    totals.complete.store(true, Relaxed);
+}
+
+/// Reports what a copy of `pairs` would create, replace, skip, merge or refuse, and changes
+/// nothing. Each entry is an [`Event::Planned`](crate::Event::Planned) (or
+/// [`Event::Failed`](crate::Event::Failed) for a refusal), decided by the same rule the copy
+/// uses.
+pub fn dry_run(pairs: &[CopyPair], opts: &Options, observer: &dyn Observer) -> Summary {
+    let start = Instant::now();
+    let control = Control::new();
+    let report = Reporter::new(observer, &control);
+    let process = Process::current();
+    // Root-level files by destination: a later source with the same destination finds what
+    // the earlier one would have made (see `Executor::new`).
+    let mut planned: Vec<((u64, u64), Vec<u8>, Meta)> = Vec::new();
+    'pairs: for pair in pairs {
+        // --parents: the directories the copy would make on the way, and then everything
+        // below them is new.
+        let mut missing = false;
+        if opts.parents {
+            for (s, d) in parent_dirs(&pair.src, &pair.dst) {
+                if !missing && sys::stat_at(sys::CWD, &path_name(d), false).is_ok() {
+                    continue;
+                }
+                missing = true;
+                if let Err(e) = sys::stat_at(sys::CWD, &path_name(s), true) {
+                    report.fail(stat_error(s.to_path_buf(), e));
+                    continue 'pairs;
+                }
+                let (s, d) = (s.to_path_buf(), d.to_path_buf());
+                report.planned(s, d, EntryKind::Directory, Action::Create);
+            }
+        }
+        let root = match Root::resolve_planned(opts, pair, missing) {
             Ok(root) => root,
             Err(e) => {
                 report.fail(e);
                 continue;
             }
         };
-        let parent = match root.src_parent.try_clone() {
-            Ok(fd) => fd,
-            Err(e) => {
-                report.fail(Error::io(crate::report::Op::Open, &root.src_path, &e));
+        let key = (pairs.len() > 1 && !root.meta.is_dir() && !missing)
+            .then(|| sys::fstat(root.dst_parent.as_fd()).ok())
+            .flatten()
+            .map(|m| (m.id(), root.dst_name.to_bytes().to_vec()));
+        if let Some((parent, name)) = &key {
+            let earlier = planned
+                .iter()
+                .find(|(p, n, _)| p == parent && n == name)
+                .map(|(_, _, m)| *m);
+            if let Some(made) = earlier {
+                let (src, dst) = (root.src_path.clone(), root.dst_path.clone());
+                if made.id() == root.meta.id() {
+                    // The same source named again: copied once.
+                    report.warn(Warning::SourceTwice {
+                        src,
+                        directory: false,
+                    });
+                    continue;
+                }
+                // What the earlier one would have made: its source's kind and size, its times
+                // if kept (else now), under an identity no existing entry has.
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap_or_default();
+                let mtime = if opts.preserve.timestamps {
+                    made.mtime
+                } else {
+                    (now.as_secs() as i64, now.subsec_nanos())
+                };
+                let made = Meta {
+                    ino: u64::MAX,
+                    nlink: 1,
+                    mtime,
+                    ..made
+                };
+                let rules = Rules {
+                    opts,
+                    process: &process,
+                    suspect: false,
+                    just_created: Some(made.id()),
+                    ask: None,
+                    writable: &|| true,
+                };
+                let decision = decide(
+                    &rules,
+                    &root.meta,
+                    Some(&made),
+                    || None,
+                    || Err(sys::Errno::NOENT),
+                );
+                match (decision, decision.action()) {
+                    (_, Some(action)) => report.planned(src, dst, entry_kind(&root.meta), action),
+                    (Decision::Refuse(c), None) => report.fail(c.error(src, dst)),
+                    _ => unreachable!("only refusals have no action"),
+                }
                 continue;
             }
-        };
-        list.push(WalkRoot::from_parts(
-            root.src_path.clone(),
-            parent,
-            root.src_name.clone(),
-            root.meta,
-            root.follow,
-        ));
-        roots.push(root);
-    }
-    let (walk_roots, items) = Roots::new(list, &walk_options(opts), &mut |e| report.fail(e));
-    (roots, walk_roots, items)
-}
-
-/// The destination directory a worker is listing entries for.
-pub(crate) struct DstDir {
-    key: Option<(u32, Vec<u8>)>,
-    fd: Option<OwnedFd>,
-    suspect: bool,
-    reader: DirReader,
-}
-
-impl Visitor for DryRun<'_> {
-    type State = DstDir;
-
-    fn state(&self) -> DstDir {
-        DstDir {
-            key: None,
-            fd: None,
-            suspect: false,
-            reader: DirReader::new(16 * 1024),
+            planned.push((*parent, name.clone(), root.meta));
         }
-    }
-
-    fn entry(&self, st: &mut DstDir, e: &Entry<'_>) -> bool {
-        let root = &self.roots[e.root as usize];
-        let meta = match e.meta {
-            Some(m) => m,
-            None => match sys::stat_at(e.dir, e.name, e.follow) {
-                Ok(m) => m,
-                Err(err) => {
-                    self.report
-                        .fail(super::roots::stat_error(e.path(self.walk_roots), err));
+        walk(opts, &report, &root, !missing, &mut |src, dst, at, meta| {
+            let rules = Rules {
+                opts,
+                process: &process,
+                suspect: at.is_some_and(|a| a.suspect),
+                just_created: None,
+                ask: None,
+                writable: &|| at.is_none_or(|a| sys::may_write(a.dir, a.name)),
+            };
+            if let (Some(LinkInstead::Symbolic), Some(a)) = (opts.link, at) {
+                let target = src.as_os_str().as_encoded_bytes();
+                if !meta.is_dir() && relative_symlink_elsewhere(target, a.dir) {
+                    report.fail(Error::refused(Op::Symlink, dst, Refusal::RelativeSymlink));
                     return false;
                 }
-            },
-        };
-        let src = e.path(self.walk_roots);
-        let dst = rel_path(&root.dst_path, &e.rel());
-        let at = if e.is_root {
-            Some(At {
-                src_dir: root.src_parent.as_fd(),
-                src_name: &root.src_name,
-                dir: root.dst_parent.as_fd(),
-                name: &root.dst_name,
-                suspect: false,
-            })
-        } else {
-            self.open_dst(st, e.root, e.dir_rel);
-            st.fd.as_ref().map(|fd| At {
-                src_dir: e.dir,
-                src_name: e.name,
-                dir: fd.as_fd(),
-                name: e.name,
-                suspect: st.suspect,
-            })
-        };
-        self.plan(src, dst, at, &meta)
+            }
+            let existing = at.and_then(|a| sys::stat_at(a.dir, a.name, false).ok());
+            let decision = decide(
+                &rules,
+                meta,
+                existing.as_ref(),
+                || sys::stat_at(at?.src_dir, at?.src_name, true).ok(),
+                || {
+                    at.map_or(Err(sys::Errno::NOENT), |a| {
+                        sys::stat_at(a.dir, a.name, true)
+                    })
+                },
+            );
+            match decision.action() {
+                Some(action) => {
+                    report.planned(src, dst, entry_kind(meta), action);
+                    decision != Decision::Skip
+                }
+                None => {
+                    let Decision::Refuse(c) = decision else {
+                        unreachable!("only refusals have no action")
+                    };
+                    report.fail(c.error(src, dst));
+                    false
+                }
+            }
+        });
     }
-
-    fn flush(&self, st: &mut DstDir, _: u32, _: &[u8]) {
-        st.key = None;
-        st.fd = None;
-    }
-
-    fn error(&self, error: Error) {
-        self.report.fail(error);
-    }
+    report.finish(start.elapsed())
 }
 
-impl DryRun<'_> {
-    /// Opens the destination directory of `dir_rel` below a root, unless it is open already.
-    fn open_dst(&self, st: &mut DstDir, root: u32, dir_rel: &[u8]) {
-        if st
-            .key
-            .as_ref()
-            .is_some_and(|(r, d)| *r == root && d == dir_rel)
-        {
-            return;
-        }
-        st.fd = self.dst_anchors[root as usize]
-            .as_ref()
-            .and_then(|a| sys::open_dir_beneath(a.as_fd(), dir_rel).ok());
-        st.suspect = self.opts.overwrite == Overwrite::Update
-            && st
-                .fd
-                .as_ref()
-                .is_some_and(|fd| crash::has_foreign_marker(&mut st.reader, fd.as_fd()));
-        st.key = Some((root, dir_rel.to_vec()));
-    }
-
-    /// Decides one entry and reports it; returns whether to descend.
-    fn plan(
-        &self,
-        src: std::path::PathBuf,
-        dst: std::path::PathBuf,
-        at: Option<At<'_>>,
-        meta: &Meta,
-    ) -> bool {
-        let rules = Rules {
-            opts: self.opts,
-            process: &self.process,
-            suspect: at.is_some_and(|a| a.suspect),
-        };
-        let existing = at.and_then(|a| sys::stat_at(a.dir, a.name, false).ok());
-        let decision = decide(
-            &rules,
-            meta,
-            existing.as_ref(),
-            || sys::stat_at(at?.src_dir, at?.src_name, true).ok(),
-            || sys::stat_at(at?.dir, at?.name, true).ok(),
-        );
-        match decision.action() {
-            Some(action) => {
-                self.report.planned(src, dst, kind_of(meta), action);
-                decision != Decision::Skip
-            }
-            None => {
-                let Decision::Refuse(c) = decision else {
-                    unreachable!("only refusals have no action")
-                };
-                self.report.fail(c.error(src, dst));
-                false
-            }
-        }
-    }
-}
-
-fn kind_of(m: &Meta) -> EntryKind {
-    match m.file_type() {
-        sys::S_IFREG => EntryKind::File,
-        sys::S_IFDIR => EntryKind::Directory,
-        sys::S_IFLNK => EntryKind::Symlink,
-        sys::S_IFIFO => EntryKind::Fifo,
-        0o140000 => EntryKind::Socket,
-        0o020000 => EntryKind::CharDevice,
-        _ => EntryKind::BlockDevice,
-    }
+fn path_name(p: &Path) -> std::ffi::CString {
+    sys::cstring(p.as_os_str().as_encoded_bytes())
 }
 
 /// Where an entry's destination would be, when its directory exists.
@@ -293,4 +213,88 @@ struct At<'a> {
     name: &'a CStr,
     /// The directory holds another run's in-progress marker.
     suspect: bool,
+}
+
+/// Called for each entry: source path, destination path, where the destination would be,
+/// the source's metadata. Returns whether to descend into a directory.
+type Visit<'v> = dyn FnMut(PathBuf, PathBuf, Option<At<'_>>, &Meta) -> bool + 'v;
+
+/// Visits every entry a copy of `root` would copy. `need_dst` opens destination directories.
+fn walk(opts: &Options, report: &Reporter<'_>, root: &Root, need_dst: bool, visit: &mut Visit<'_>) {
+    let at = need_dst.then_some(At {
+        src_dir: root.src_parent.as_fd(),
+        src_name: &root.src_name,
+        dir: root.dst_parent.as_fd(),
+        name: &root.dst_name,
+        suspect: false,
+    });
+    let descend = visit(root.src_path.clone(), root.dst_path.clone(), at, &root.meta);
+    if !descend || !root.meta.is_dir() || !opts.recursive {
+        return;
+    }
+    let Ok(src_anchor) = sys::open_dir(root.src_parent.as_fd(), &root.src_name, root.follow) else {
+        return;
+    };
+    let dst_anchor: Option<OwnedFd> = if need_dst {
+        sys::open_dir(root.dst_parent.as_fd(), &root.dst_name, false).ok()
+    } else {
+        None
+    };
+    let follow = opts.dereference == Dereference::Always;
+    let mut reader = DirReader::new(64 * 1024);
+    let mut stack: Vec<Vec<u8>> = vec![Vec::new()];
+    while let Some(rel) = stack.pop() {
+        if report.control.is_stopped() {
+            return;
+        }
+        let opened = if follow {
+            sys::open_dir_following(src_anchor.as_fd(), &rel)
+        } else {
+            sys::open_dir_beneath(src_anchor.as_fd(), &rel)
+        };
+        let src_dir = match opened {
+            Ok(fd) => fd,
+            Err(e) => {
+                report.fail(open_error(rel_path(&root.src_path, &rel), e));
+                continue;
+            }
+        };
+        let dst_dir = dst_anchor
+            .as_ref()
+            .and_then(|a| sys::open_dir_beneath(a.as_fd(), &rel).ok());
+        let suspect = opts.overwrite == Overwrite::Update
+            && dst_dir
+                .as_ref()
+                .is_some_and(|fd| crash::has_foreign_marker(&mut reader, fd.as_fd()));
+        let mut names = Vec::new();
+        if let Err(e) = reader.read_all(src_dir.as_fd(), |n, t| names.push((n.to_owned(), t))) {
+            report.fail(Error::sys(Op::ReadDir, rel_path(&root.src_path, &rel), e));
+        }
+        for (name, t) in names {
+            let meta = match sys::stat_at(src_dir.as_fd(), &name, follow) {
+                Ok(m) => m,
+                Err(e) => {
+                    report.fail(stat_error(join(&root.src_path, &rel, &name), e));
+                    continue;
+                }
+            };
+            let at = dst_dir.as_ref().map(|fd| At {
+                src_dir: src_dir.as_fd(),
+                src_name: &name,
+                dir: fd.as_fd(),
+                name: &name,
+                suspect,
+            });
+            let descend = visit(
+                join(&root.src_path, &rel, &name),
+                join(&root.dst_path, &rel, &name),
+                at,
+                &meta,
+            );
+            let crosses = opts.one_file_system && meta.dev != root.meta.dev;
+            if descend && meta.is_dir() && !crosses && (t == DType::Dir || follow) {
+                stack.push(join_rel(&rel, name.to_bytes()));
+            }
+        }
+    }
 }

@@ -72,24 +72,6 @@ impl WalkRoot {
             dir: None,
         })
     }
-
-    /// A root from parts already open (the copy's own resolved roots).
-    pub fn from_parts(
-        path: PathBuf,
-        parent: OwnedFd,
-        name: CString,
-        meta: Meta,
-        follow: bool,
-    ) -> Self {
-        WalkRoot {
-            path,
-            parent,
-            name,
-            meta,
-            follow,
-            dir: None,
-        }
-    }
 }
 
 /// The resolved roots of one walk, with the initial work items.
