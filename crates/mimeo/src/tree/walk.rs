@@ -1,6 +1,7 @@
-//! The one walker: reading a tree without copying it. Progress totals, `--dry-run`, space
-//! accounting and dedupe all visit their trees through it; the copy's own pass
-//! ([`super::dir`]) walks the same way while it creates the destination.
+//! The parallel walker: reading a tree without copying it. Space accounting and dedupe visit
+//! their trees through it; the copy's own pass ([`super::dir`]) walks the same way while it
+//! creates the destination. (Progress totals and `--dry-run` keep the sequential walk of
+//! [`super::plan`], which plans `--parents` and sources with one destination name.)
 //!
 //! A walk is a set of resolved [`Roots`] and a [`Visitor`]. Its step is the same as the
 //! copy's: a work item names a directory below a root ([`WorkKind::Dir`]); running it lists
