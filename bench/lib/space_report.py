@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""Turn one bench/space.sh run into the W9 and W10 tables.
+"""Turn bench/space.sh runs into the W9 and W10 tables.
 
-  space_report.py RAW_DIR OUT_BASE
+  space_report.py RAW_DIR[:FS,...] [RAW_DIR[:FS,...]...] OUT_BASE
 
-Writes OUT_BASE.md and OUT_BASE.json. Every time is given as a ratio to a peer measured in
-the same run (below 1.00x is faster), with the absolute figures beside it.
+Writes OUT_BASE.md and OUT_BASE.json. With `:FS,...` only those filesystems' records of that
+run are used, so one file can take btrfs from one run and XFS from another (a run stopped
+after its first filesystem, say); each filesystem's figures still come from one run. Every
+time is given as a ratio to a peer measured in the same run on the same filesystem (below
+1.00x is faster), with the absolute figures beside it.
 """
 
 import json
@@ -33,27 +36,56 @@ def hyperfine(path):
 
 
 class Report(report.Report):
-    """meta.json and records.jsonl as the W1–W5 report reads them; other tables."""
+    """meta.json and records.jsonl of one or more runs, as the W1–W5 report reads them;
+    other tables."""
+
+    def __init__(self, specs):
+        self.runs = []
+        self.recs = []
+        for spec in specs:
+            raw, _, only = spec.partition(":")
+            keep = set(only.split(",")) if only else None
+            recs = []
+            for r in report.load_jsonl(os.path.join(raw, "records.jsonl")):
+                if keep is None or "fs" not in r or r["fs"] in keep:
+                    recs.append(dict(r, _raw=raw))
+            with open(os.path.join(raw, "meta.json")) as f:
+                meta = json.load(f)
+            fss = list(dict.fromkeys(r["fs"] for r in recs if "fs" in r))
+            self.runs.append({"raw": raw, "meta": meta, "fs": fss, "recs": recs})
+            self.recs += recs
+        self.raw = self.runs[0]["raw"]
+        self.meta = self.runs[0]["meta"]
+        self.md = []
+        self.data = {"meta": self.meta, "runs": [
+            dict(r["meta"], filesystems=r["fs"]) for r in self.runs]}
+        for r in self.runs[1:]:
+            for k in ("mode", "corpus_root", "corpus_exclude", "runs", "w10_parts"):
+                if r["meta"].get(k) != self.meta.get(k):
+                    sys.exit("%s: %s differs from the first run's" % (r["raw"], k))
 
     def header(self):
         m = self.meta
         v = m["versions"]
-        run = self.of(kind="run")
         self.out("## Space: W9 and W10, %s on `%s` (%s run)" % (m["date"], m["tag"], m["mode"]), "")
+        self.out("- machine: %s, %d cores, %.0f GiB RAM, Linux %s (shared with other builds and tests "
+                 "while this ran)" % (m["cpu"], m["cores"], m["mem_gib"], m["kernel"]))
+        for r in self.runs:
+            rm = r["meta"]
+            end = [x for x in r["recs"] if x["kind"] == "run"]
+            self.out("- %s: run `%s`, mimeo commit %s%s; load average %s at the start, %s" % (
+                " and ".join(r["fs"]) or "no filesystem", rm["stamp"], rm["commit"],
+                " (dirty tree)" if rm.get("dirty") else "", rm["load_start"],
+                "%s at the end, %.0f min in all" % (end[0]["load_end"], end[0]["seconds"] / 60) if end
+                else "stopped before its end (only the filesystems named here are taken from it)"))
         self.out(
-            "- machine: %s, %d cores, %.0f GiB RAM, Linux %s; load average %s at the start, %s at the end "
-            "(the machine is shared with other builds and tests)" % (
-                m["cpu"], m["cores"], m["mem_gib"], m["kernel"], m["load_start"],
-                run[0]["load_end"] if run else "?"),
-            "- mimeo: commit %s%s; peers: %s, %s, %s, %s, compsize %s; %s" % (
-                m["commit"], " (dirty tree)" if m.get("dirty") else "", v["btrfs"], v["duperemove"],
-                v["jdupes"], v["fclones"], v["compsize"] or "not installed", v["hyperfine"]),
+            "- peers: %s, %s, %s, %s, compsize %s; %s" % (
+                v["btrfs"], v["duperemove"], v["jdupes"], v["fclones"],
+                v["compsize"] or "not installed", v["hyperfine"]),
             "- filesystems: loop-mounted images (direct I/O loop devices) on the machine's disk")
         for t in self.of(kind="tree", tree="usr")[:1]:
             self.out("- corpus `usr`: `cp -a` of %s without `%s`: %d entries, %.2f GB" % (
                 m["corpus_root"], m["corpus_exclude"], t["entries"], t["bytes"] / 1e9))
-        if run:
-            self.out("- whole run: %.0f min" % (run[0]["seconds"] / 60))
         self.out("")
 
     def w9(self):
@@ -88,7 +120,7 @@ class Report(report.Report):
                 self.out(line, "")
             mem = {r["tool"]: r for r in self.of(kind="memory", workload="W9", fs=fs)}
             for h in [h for h in hfs if h["fs"] == fs]:
-                res = hyperfine(os.path.join(self.raw, h["file"]))
+                res = hyperfine(os.path.join(h["_raw"], h["file"]))
                 ref_name = "btrfs fi du" if "btrfs fi du" in res else "du (counts clones in full)"
                 ref = res.get(ref_name)
                 rows = []
@@ -189,8 +221,10 @@ class Report(report.Report):
 
 
 def main():
-    raw, out_base = sys.argv[1], sys.argv[2]
-    rep = Report(raw)
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    specs, out_base = sys.argv[1:-1], sys.argv[-1]
+    rep = Report(specs)
     body = rep.render()
     with open(out_base + ".md", "w") as f:
         f.write("# mimeo space benchmarks\n\nProduced by `bench/space.sh`; see [the README](../README.md) "
