@@ -76,3 +76,19 @@ fn describe(cmd: &Command) -> String {
     }
     s
 }
+
+/// A command that runs `program` as user and group `uid` without supplementary groups
+/// (through `setpriv`, from util-linux), or as the caller when `uid` is `None`.
+pub fn as_user(uid: Option<u32>, program: impl AsRef<OsStr>) -> Command {
+    match uid {
+        Some(uid) => {
+            let mut c = Command::new("setpriv");
+            c.arg(format!("--reuid={uid}"))
+                .arg(format!("--regid={uid}"))
+                .arg("--clear-groups")
+                .arg(program);
+            c
+        }
+        None => Command::new(program),
+    }
+}

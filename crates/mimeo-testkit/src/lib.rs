@@ -9,6 +9,8 @@
 //! - [`mutate`]: mmap stores, range clones, writeback by hand, cached pages, device reads.
 //! - [`oracle`]: the shared oracles: no half files that look whole, trees equal.
 //! - [`cmd`]: running helper programs with captured output.
+//! - [`space`]: trees with shared extents, and the space numbers they must give
+//!   (`btrfs filesystem du`, and a FIEMAP pass of our own).
 
 pub mod cmd;
 pub mod compare;
@@ -18,9 +20,10 @@ pub mod fsimg;
 pub mod mutate;
 pub mod oracle;
 pub mod rng;
+pub mod space;
 pub mod treegen;
 
-pub use cmd::{Captured, capture, run_ok};
+pub use cmd::{Captured, as_user, capture, run_ok};
 pub use compare::{CompareOptions, Comparison, Difference, Field, compare_trees};
 pub use extents::{Sharing, sharing, st_blocks};
 pub use fsimg::{FsKind, LoopFs};

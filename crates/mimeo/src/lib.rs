@@ -59,10 +59,13 @@
 //!
 //! The modules form a stack; each uses only those below it:
 //!
+//! - [`space`]: space accounting ([`space::du`]) and dedupe ([`space::dedupe`]), on the
+//!   walker of `tree` run by `sched`;
 //! - `sched`: who runs which work item ([`copy_with`], [`copy_hooked`], [`LocalPool`],
 //!   [`Scheduler`]);
 //! - `tree`: roots, the per-directory pass, directory completion, the planning walk, a
-//!   caller's [`Hooks`] (entries left out per directory, entries it copies itself)
+//!   caller's [`Hooks`] (entries left out per directory, entries it copies itself), the
+//!   parallel walker behind `space`
 //!   ([`work`]: the plain-data unit of work and its [`Executor`](work::Executor));
 //! - `place`: the overwrite decision, crash safety, hard-link groups;
 //! - `data`: clone / offload / stream, verify, metadata, shared reads ([`SharedFile`]);
@@ -76,6 +79,7 @@ mod options;
 mod place;
 mod report;
 mod sched;
+pub mod space;
 mod sys;
 mod tree;
 

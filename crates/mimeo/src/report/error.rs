@@ -65,6 +65,10 @@ pub enum Op {
     Verify,
     /// The run was stopped (SIGINT/SIGTERM) while this entry was in progress; it was removed.
     Interrupted,
+    /// Reading a file's extent map (`FIEMAP`).
+    MapExtents,
+    /// Sharing a file's extents with a duplicate's (`FIDEDUPERANGE`).
+    Dedupe,
 }
 
 impl Op {
@@ -99,6 +103,8 @@ impl Op {
             Op::Sync => "sync",
             Op::Verify => "verify",
             Op::Interrupted => "interrupted",
+            Op::MapExtents => "map_extents",
+            Op::Dedupe => "dedupe",
         }
     }
 
@@ -133,6 +139,8 @@ impl Op {
             Op::Sync => "failed to flush",
             Op::Verify => "verification failed for",
             Op::Interrupted => "interrupted while copying",
+            Op::MapExtents => "cannot map the extents of",
+            Op::Dedupe => "cannot dedupe",
         }
     }
 }

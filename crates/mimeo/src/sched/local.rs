@@ -6,7 +6,10 @@ use super::pool::{self, Sizing, Spawner};
 use crate::options::Options;
 use crate::report::{Control, Observer, Summary};
 use crate::sys;
-use crate::tree::{CopyPair, DirDone, Executor, Hooks, NoHooks, WorkItem, WorkKind, Worker};
+use crate::tree::{
+    CopyPair, Executor, Hooks, NoHooks, Passes, Roots, Visitor, Walk, WalkOptions, WorkItem,
+    WorkKind,
+};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -132,81 +135,109 @@ impl LocalPool {
 }
 
 /// A directory waiting for its pass and everything it spawned.
-struct Gate {
+struct Gate<D> {
     /// The pass itself, plus every item spawned under it and not finished yet.
     pending: AtomicUsize,
     /// What completing it needs, once its pass has returned.
-    done: Mutex<Option<DirDone>>,
+    done: Mutex<Option<D>>,
     /// The directory it was spawned under.
-    parent: Option<Arc<Gate>>,
+    parent: Option<Arc<Gate<D>>>,
 }
 
 /// An item and the directory that must wait for it.
-struct Task {
+struct Task<D> {
     item: WorkItem,
-    gate: Option<Arc<Gate>>,
+    gate: Option<Arc<Gate<D>>>,
 }
 
 impl Scheduler for LocalPool {
     fn run(&self, exec: &Executor<'_>, initial: Vec<WorkItem>) {
-        let tasks = initial
-            .into_iter()
-            .map(|item| Task { item, gate: None })
-            .collect();
-        pool::run(
-            self.sizing,
-            tasks,
-            || {
-                sys::private_fd_table();
-                exec.worker()
-            },
-            |worker, task: Task, spawner: &Spawner<'_, Task>| {
-                // Items spawned by a directory's pass gate that directory; items spawned by
-                // anything else gate what that item gates.
-                let gate = if matches!(task.item.kind, WorkKind::Dir(_)) {
-                    Some(Arc::new(Gate {
-                        pending: AtomicUsize::new(1),
-                        done: Mutex::new(None),
-                        parent: task.gate.clone(),
-                    }))
-                } else {
-                    task.gate.clone()
-                };
-                let done = exec.run(worker, task.item, &mut |item| {
-                    if let Some(g) = &gate {
-                        g.pending.fetch_add(1, Ordering::SeqCst);
-                    }
-                    spawner.push(Task {
-                        item,
-                        gate: gate.clone(),
-                    });
-                });
-                if let Some(done) = done {
-                    let g = gate.as_ref().expect("a directory's pass has a gate");
-                    *g.done.lock().unwrap_or_else(|e| e.into_inner()) = Some(done);
-                }
-                if let Some(g) = gate {
-                    release(exec, worker, g);
-                }
-            },
-            true,
-        );
+        drive(self.sizing, true, exec, initial);
     }
 }
 
+/// Runs `initial` and everything it spawns on `jobs` threads, completing each directory
+/// once its pass and everything spawned under it have run: the one loop behind a copy and
+/// every walk.
+pub(crate) fn drive<P: Passes>(sizing: Sizing, grow: bool, passes: &P, initial: Vec<WorkItem>) {
+    let tasks = initial
+        .into_iter()
+        .map(|item| Task { item, gate: None })
+        .collect();
+    pool::run(
+        sizing,
+        tasks,
+        || {
+            sys::private_fd_table();
+            passes.worker()
+        },
+        |worker, task: Task<P::Done>, spawner: &Spawner<'_, Task<P::Done>>| {
+            // Items spawned by a directory's pass gate that directory; items spawned by
+            // anything else gate what that item gates.
+            let gate = if matches!(task.item.kind, WorkKind::Dir(_)) {
+                Some(Arc::new(Gate {
+                    pending: AtomicUsize::new(1),
+                    done: Mutex::new(None),
+                    parent: task.gate.clone(),
+                }))
+            } else {
+                task.gate.clone()
+            };
+            let done = passes.run(worker, task.item, &mut |item| {
+                if let Some(g) = &gate {
+                    g.pending.fetch_add(1, Ordering::SeqCst);
+                }
+                spawner.push(Task {
+                    item,
+                    gate: gate.clone(),
+                });
+            });
+            if let Some(done) = done {
+                let g = gate.as_ref().expect("a directory's pass has a gate");
+                *g.done.lock().unwrap_or_else(|e| e.into_inner()) = Some(done);
+            }
+            if let Some(g) = gate {
+                release(passes, worker, g);
+            }
+        },
+        grow,
+    );
+}
+
 /// One thing a directory waited for is done; the last one completes it, and so on upwards.
-fn release(exec: &Executor<'_>, worker: &mut Worker, gate: Arc<Gate>) {
+fn release<P: Passes>(passes: &P, worker: &mut P::Worker, gate: Arc<Gate<P::Done>>) {
     let mut gate = gate;
     loop {
         if gate.pending.fetch_sub(1, Ordering::SeqCst) != 1 {
             return;
         }
         if let Some(done) = gate.done.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            exec.complete(worker, done);
+            passes.complete(worker, done);
         }
         match gate.parent.clone() {
             Some(p) => gate = p,
             None => return,
         }
     }
+}
+
+/// Walks `roots` with `visitor` on the local pool (`opts.jobs` threads).
+pub(crate) fn walk<V: Visitor>(
+    roots: &Roots,
+    opts: &WalkOptions,
+    visitor: &V,
+    control: &Control,
+    initial: Vec<WorkItem>,
+) {
+    let walk = Walk {
+        roots,
+        opts,
+        visitor,
+        control,
+    };
+    let sizing = Sizing {
+        start: opts.jobs.max(1),
+        max: opts.jobs.max(1),
+    };
+    drive(sizing, false, &walk, initial);
 }

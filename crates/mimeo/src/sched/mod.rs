@@ -4,8 +4,9 @@
 
 mod grow;
 mod local;
-mod pool;
+pub(crate) mod pool;
 
+pub(crate) use local::walk;
 pub use local::{LocalPool, copy, copy_hooked, copy_with};
 pub use pool::{Feed, Pool, Spawner};
 

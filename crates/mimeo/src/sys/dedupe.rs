@@ -1,10 +1,6 @@
 //! Deduplication (`FIDEDUPERANGE`): the kernel compares two ranges byte for byte and, only
 //! if they are equal, makes them share storage. Nothing but sharing changes (DESIGN §9).
 
-// Nothing calls this yet: the dedupe feature (`mimeo-dedupe`, extent-sharing groups in
-// the placing layer) will.
-#![allow(dead_code)]
-
 use rustix::fd::{AsRawFd, BorrowedFd};
 use rustix::io::{Errno, Result};
 use rustix::ioctl::{self, Opcode, Updater, opcode};

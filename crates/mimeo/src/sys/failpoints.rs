@@ -36,6 +36,7 @@ pub(crate) fn errno(arg: Option<String>) -> Errno {
         Some("ETXTBSY") => Errno::TXTBSY,
         Some("EPERM") => Errno::PERM,
         Some("EACCES") => Errno::ACCESS,
+        Some("EAGAIN") => Errno::AGAIN,
         _ => Errno::IO,
     }
 }

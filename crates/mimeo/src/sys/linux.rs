@@ -123,6 +123,54 @@ pub(crate) fn open_read(dir: BorrowedFd<'_>, name: &CStr, follow: bool) -> Resul
     rfs::openat(dir, name, flags, Mode::empty())
 }
 
+/// Opens the file at `rel` (components separated by '/') strictly below `anchor` for
+/// reading, as [`open_dir_beneath`] opens directories: no symlink is followed in any
+/// component, the final one included, and no component may leave the anchor. With
+/// `noatime`, reads through the descriptor leave the access time alone (`O_NOATIME`) where
+/// the caller may ask for that (it owns the file, or is privileged); elsewhere the file is
+/// opened without it. The caller checks the type with [`fstat`].
+pub(crate) fn open_file_beneath(
+    anchor: BorrowedFd<'_>,
+    rel: &[u8],
+    noatime: bool,
+) -> Result<OwnedFd> {
+    let base =
+        OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::NOFOLLOW;
+    let open = |flags: OFlags| -> Result<OwnedFd> {
+        let Some(slash) = rel.iter().rposition(|&b| b == b'/') else {
+            return rfs::openat(anchor, cstring(rel).as_c_str(), flags, Mode::empty());
+        };
+        if rel.len() <= CHUNK {
+            let resolve =
+                ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+            match rfs::openat2(
+                anchor,
+                cstring(rel).as_c_str(),
+                flags,
+                Mode::empty(),
+                resolve,
+            ) {
+                Err(Errno::NOSYS) => {}
+                other => return other,
+            }
+        }
+        let dir = open_dir_beneath(anchor, &rel[..slash])?;
+        rfs::openat(
+            dir.as_fd(),
+            cstring(&rel[slash + 1..]).as_c_str(),
+            flags,
+            Mode::empty(),
+        )
+    };
+    if noatime {
+        match open(base | OFlags::NOATIME) {
+            Err(Errno::PERM) => {}
+            other => return other,
+        }
+    }
+    open(base)
+}
+
 /// Opens a directory in `dir` without following a symlink (unless `follow`).
 pub(crate) fn open_dir(dir: BorrowedFd<'_>, name: &CStr, follow: bool) -> Result<OwnedFd> {
     let mut flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
@@ -786,6 +834,12 @@ pub(crate) fn drop_cache(fd: BorrowedFd<'_>, off: u64, len: u64) {
     );
 }
 
+/// Tells the kernel the file will be read from start to end (`POSIX_FADV_SEQUENTIAL`), so it
+/// reads ahead further.
+pub(crate) fn advise_sequential(fd: BorrowedFd<'_>) {
+    let _ = rfs::fadvise(fd, 0, None, rfs::Advice::Sequential);
+}
+
 /// Writes a range back and waits for it (`sync_file_range` with WAIT_BEFORE | WRITE |
 /// WAIT_AFTER), so a following [`drop_cache`] can drop its pages. Not a durability barrier.
 #[allow(unsafe_code)]
@@ -821,13 +875,11 @@ pub(crate) const FIEMAP_EXTENT_UNKNOWN: u32 = 0x2;
 pub(crate) const FIEMAP_EXTENT_DELALLOC: u32 = 0x4;
 pub(crate) const FIEMAP_EXTENT_ENCODED: u32 = 0x8;
 // Both set on btrfs inline data (small files), whose `physical` is 0 as the bytes live in
-// metadata. Unused until du and shared reads, which must skip such extents.
+// metadata.
 #[allow(dead_code)]
 pub(crate) const FIEMAP_EXTENT_NOT_ALIGNED: u32 = 0x100;
-#[allow(dead_code)]
 pub(crate) const FIEMAP_EXTENT_DATA_INLINE: u32 = 0x200;
-// Preallocated space that reads as zeros. Unused until du.
-#[allow(dead_code)]
+// Preallocated space that reads as zeros.
 pub(crate) const FIEMAP_EXTENT_UNWRITTEN: u32 = 0x800;
 pub(crate) const FIEMAP_EXTENT_SHARED: u32 = 0x2000;
 
@@ -876,12 +928,33 @@ pub(crate) fn extents(fd: BorrowedFd<'_>) -> Result<Vec<Extent>> {
 /// written back shows as `FIEMAP_EXTENT_DELALLOC` or, worse, as the extent it is about to
 /// replace (measured on btrfs: after writeback of a rewritten page of a clone, FIEMAP
 /// without `sync` still showed the old, shared block while its ordered extent completed).
-#[allow(unsafe_code)]
 pub(crate) fn fiemap(fd: BorrowedFd<'_>, start: u64, len: u64, sync: bool) -> Result<Vec<Extent>> {
+    let mut out = Vec::new();
+    fiemap_into(fd, start, len, sync, &mut out)?;
+    Ok(out)
+}
+
+/// The file's whole extent map into `out` (cleared first), reusing its allocation. Without
+/// `sync`, unflushed data shows as `FIEMAP_EXTENT_DELALLOC` at address 0 and nothing is
+/// written back (as `btrfs filesystem du` asks).
+pub(crate) fn extent_map(fd: BorrowedFd<'_>, sync: bool, out: &mut Vec<Extent>) -> Result<()> {
+    fiemap_into(fd, 0, u64::MAX, sync, out)
+}
+
+/// [`fiemap`] into `out` (cleared first). Extents of length 0 are left out, and a map that
+/// stops advancing ends the loop.
+#[allow(unsafe_code)]
+fn fiemap_into(
+    fd: BorrowedFd<'_>,
+    start: u64,
+    len: u64,
+    sync: bool,
+    out: &mut Vec<Extent>,
+) -> Result<()> {
     use rustix::fd::AsRawFd;
     failpoint!("fiemap");
+    out.clear();
     let end = start.saturating_add(len);
-    let mut out = Vec::new();
     let mut start = start;
     loop {
         let mut buf = FiemapBuf {
@@ -906,6 +979,10 @@ pub(crate) fn fiemap(fd: BorrowedFd<'_>, start: u64, len: u64, sync: bool) -> Re
         let mut last = n == 0;
         let before = start;
         for e in &buf.extents[..n.min(FIEMAP_BATCH)] {
+            last |= e.fe_flags & FIEMAP_EXTENT_LAST != 0;
+            if e.fe_length == 0 {
+                continue;
+            }
             out.push(Extent {
                 logical: e.fe_logical,
                 physical: e.fe_physical,
@@ -913,12 +990,11 @@ pub(crate) fn fiemap(fd: BorrowedFd<'_>, start: u64, len: u64, sync: bool) -> Re
                 flags: e.fe_flags,
             });
             start = start.max(e.fe_logical.saturating_add(e.fe_length));
-            last |= e.fe_flags & FIEMAP_EXTENT_LAST != 0;
         }
         // A batch that does not move the start on (extents of length 0) would be asked for
         // again for ever; one that reaches the end of the range is the last one asked for.
         if last || start <= before || start >= end {
-            return Ok(out);
+            return Ok(());
         }
     }
 }

@@ -13,6 +13,7 @@ use super::hooks::Hooked;
 use super::roots::{open_error, stat_error};
 use super::work::{
     DirDone, DirInfo, EntryType, Lineage, Stat, WorkItem, WorkKind, XattrList, join_rel,
+    spawn_shares,
 };
 use crate::data::meta::{self, Apply, Dst, Xattrs};
 use crate::options::{Dereference, Overwrite};
@@ -22,9 +23,6 @@ use crate::report::{EntryKind, Error, Op, Refusal, Warning};
 use crate::sys::{self, DType, Errno, Meta, XattrTarget};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::{CStr, CString};
-
-/// Entries per share when a large directory's files are spread among workers.
-const CHUNK: usize = 512;
 
 /// Creates the destination directory `dst_dir/dst_name` for the source directory `name` of
 /// `src_dir`, or merges into an existing one. Returns whether it was created and whether it
@@ -291,23 +289,8 @@ pub(crate) fn pass(
             child(ctx, w, &here, &lineage, name, *t, spawn);
         }
         // A large directory's files are shared among workers.
-        if rest.len() > 2 * CHUNK && ctx.opts.jobs > 1 {
-            while rest.len() > CHUNK {
-                let tail = rest.split_off(rest.len() - CHUNK);
-                spawn(WorkItem {
-                    root: root_index,
-                    path: rel.to_vec(),
-                    kind: WorkKind::Entries {
-                        dir: info.clone(),
-                        lineage: lineage.clone(),
-                        names: tail
-                            .into_iter()
-                            .map(|(n, t)| (n.into_bytes(), t.into()))
-                            .collect(),
-                    },
-                    stat: None,
-                });
-            }
+        if ctx.opts.jobs > 1 {
+            spawn_shares(&mut rest, root_index, rel, &info, &lineage, spawn);
         }
         for (name, t) in &rest {
             child(ctx, w, &here, &lineage, name, *t, spawn);

@@ -13,6 +13,51 @@ use crate::sys;
 use rustix::fd::AsFd;
 use std::time::Instant;
 
+/// Work that a scheduler drives: plain [`WorkItem`]s, each run on some worker, spawning more,
+/// with directories completed once everything spawned under them has run. The copy's
+/// [`Executor`] is one; a walk ([`super::walk::Walk`]) is another.
+pub(crate) trait Passes: Sync {
+    /// A worker's reusable state.
+    type Worker;
+    /// What completing a directory needs.
+    type Done: Send;
+    /// A new worker's state.
+    fn worker(&self) -> Self::Worker;
+    /// Runs one item; items it discovers go to `spawn`. A directory's pass returns what
+    /// completing it needs.
+    fn run(
+        &self,
+        worker: &mut Self::Worker,
+        item: WorkItem,
+        spawn: &mut dyn FnMut(WorkItem),
+    ) -> Option<Self::Done>;
+    /// Completes a directory, after every item spawned under it has run, on the worker that
+    /// ran the last of them.
+    fn complete(&self, worker: &mut Self::Worker, done: Self::Done);
+}
+
+impl Passes for Executor<'_> {
+    type Worker = Worker;
+    type Done = DirDone;
+
+    fn worker(&self) -> Worker {
+        Executor::worker(self)
+    }
+
+    fn run(
+        &self,
+        worker: &mut Worker,
+        item: WorkItem,
+        spawn: &mut dyn FnMut(WorkItem),
+    ) -> Option<DirDone> {
+        Executor::run(self, worker, item, spawn)
+    }
+
+    fn complete(&self, worker: &mut Worker, done: DirDone) {
+        Executor::complete(self, worker, done);
+    }
+}
+
 /// Runs the work items of one tree copy. A scheduler (the local pool of
 /// [`copy_with`](crate::copy_with), or one that spreads items over processes) takes the
 /// initial items from [`Executor::new`], hands each item to [`Executor::run`] on some worker,

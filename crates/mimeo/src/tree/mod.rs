@@ -12,11 +12,15 @@ mod plan;
 mod readvia;
 mod roots;
 mod single;
+mod walk;
 mod work;
 
+pub(crate) use exec::Passes;
 pub use exec::{Executor, Worker};
 pub use hooks::{Hooked, Hooks, NoHooks};
 pub use plan::{Totals, dry_run, scan};
 pub use roots::CopyPair;
 pub use single::{copy_file, copy_file_with};
+pub(crate) use walk::{Entry, Roots, Visitor, Walk, WalkOptions};
+pub(crate) use work::join_rel;
 pub use work::{DirDone, DirInfo, EntryType, Lineage, Stat, WorkItem, WorkKind, XattrList};

@@ -104,11 +104,12 @@ pub(crate) fn canonicals(
 /// Opens a holder by its place below its root, if it is still the same inode.
 fn open(ctx: &Ctx<'_>, h: &Holder) -> Option<OwnedFd> {
     let root = ctx.root(h.loc.root);
+    let name = std::ffi::CString::new(h.loc.name.as_slice()).ok()?;
     let fd = match &h.loc.dir {
-        None => sys::open_read(root.src_parent.as_fd(), &h.loc.name, root.follow).ok()?,
+        None => sys::open_read(root.src_parent.as_fd(), &name, root.follow).ok()?,
         Some(rel) => {
             let dir = sys::open_dir_beneath(root.dirs().0, rel).ok()?;
-            sys::open_read(dir.as_fd(), &h.loc.name, false).ok()?
+            sys::open_read(dir.as_fd(), &name, false).ok()?
         }
     };
     let m = sys::fstat(fd.as_fd()).ok()?;

@@ -219,7 +219,7 @@ pub(crate) fn is_cow(dir: BorrowedFd<'_>) -> bool {
 
 /// Splits a command-line path into its parent directory and final name. A path that ends in
 /// "." or ".." or is "/" names the directory itself: parent = the path, name = ".".
-fn split(path: &Path) -> (CString, CString) {
+pub(crate) fn split(path: &Path) -> (CString, CString) {
     let bytes = path.as_os_str().as_bytes();
     match path.components().next_back() {
         Some(Component::Normal(name)) if !bytes.ends_with(b"/.") => {
@@ -245,7 +245,7 @@ fn split(path: &Path) -> (CString, CString) {
 }
 
 /// Whether the directory `id` is `dir` or one of its ancestors (by dev/ino, walking "..").
-fn is_inside(dir: BorrowedFd<'_>, id: (u64, u64)) -> bool {
+pub(crate) fn is_inside(dir: BorrowedFd<'_>, id: (u64, u64)) -> bool {
     let Ok(mut cur_meta) = sys::fstat(dir) else {
         return false;
     };

@@ -202,6 +202,41 @@ impl From<EntryType> for DType {
     }
 }
 
+/// Entries per share when a large directory's entries are spread among workers.
+const CHUNK: usize = 512;
+
+/// Spreads a large directory's listing among workers: when `names` holds more than two
+/// shares' worth, every share beyond the first goes to `spawn` as a [`WorkKind::Entries`]
+/// item (for the directory `rel` below root `root`), and `names` keeps the first.
+pub(crate) fn spawn_shares(
+    names: &mut Vec<(std::ffi::CString, DType)>,
+    root: u32,
+    rel: &[u8],
+    dir: &DirInfo,
+    lineage: &Lineage,
+    spawn: &mut dyn FnMut(WorkItem),
+) {
+    if names.len() <= 2 * CHUNK {
+        return;
+    }
+    while names.len() > CHUNK {
+        let tail = names.split_off(names.len() - CHUNK);
+        spawn(WorkItem {
+            root,
+            path: rel.to_vec(),
+            kind: WorkKind::Entries {
+                dir: dir.clone(),
+                lineage: lineage.clone(),
+                names: tail
+                    .into_iter()
+                    .map(|(n, t)| (n.into_bytes(), t.into()))
+                    .collect(),
+            },
+            stat: None,
+        });
+    }
+}
+
 /// Joins a directory path below a root and a name.
 pub(crate) fn join_rel(rel: &[u8], name: &[u8]) -> Vec<u8> {
     let mut v = Vec::with_capacity(rel.len() + 1 + name.len());

@@ -1,0 +1,275 @@
+//! `mimeo-dedupe`: makes duplicate files share their extents, verified by the kernel.
+//! Parses the command line, runs `mimeo::space::dedupe`, renders its events, and picks the
+//! exit status.
+
+use clap::Parser;
+use mimeo::space::{DedupeOptions, DedupeSummary, Phase, Progress, SpaceEvent, SpaceObserver};
+use mimeo_du::{Json, Ticker, display, duration, size, warn};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+const PROG: &str = "mimeo-dedupe";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "mimeo-dedupe",
+    version,
+    about = "Make duplicate files share their extents, changing nothing else.",
+    long_about = "Find files with the same content below each PATH and make them share their \
+        extents, with FIDEDUPERANGE only: the kernel compares every byte before it shares \
+        any, so a file that changes meanwhile is left as it is. Content, times, modes, owners \
+        and xattrs stay as they were. Files are grouped by size, then by a hash of their \
+        first and last blocks, then by a BLAKE3 hash of all of them; files that share all \
+        their extents already are not read.",
+    after_help = "Exit status: 0 done (files that changed under the run are reported and left \
+        alone); 1 something could not be read or deduped (each is reported); 2 usage error; \
+        130/143 stopped by SIGINT/SIGTERM."
+)]
+struct Args {
+    /// List the duplicates and the bytes sharing them would save; change nothing
+    #[arg(short = 'n', long)]
+    dry_run: bool,
+
+    /// Leave files smaller than SIZE alone (bytes, or with K, M, G: powers of 1024)
+    #[arg(long, value_name = "SIZE", default_value = "1", value_parser = parse_size)]
+    min_size: u64,
+
+    /// One line per file deduped
+    #[arg(short = 'v', long)]
+    verbose: bool,
+
+    #[command(flatten)]
+    common: mimeo_du::Common,
+
+    /// Trees or files to dedupe
+    #[arg(required = true, value_name = "PATH")]
+    paths: Vec<PathBuf>,
+}
+
+/// `4096`, `64K`, `1M`, `2G` (powers of 1024).
+fn parse_size(s: &str) -> Result<u64, String> {
+    let (digits, shift) = match s.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&s[..i], 10),
+        Some((i, 'm' | 'M')) => (&s[..i], 20),
+        Some((i, 'g' | 'G')) => (&s[..i], 30),
+        _ => (s, 0),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .ok_or_else(|| format!("invalid size '{s}'"))
+}
+
+fn main() -> ExitCode {
+    let mimeo_du::Started {
+        args,
+        control,
+        stopped,
+    } = match mimeo_du::start::<Args>(PROG) {
+        Ok(started) => started,
+        Err(code) => return code,
+    };
+    let mut opts = DedupeOptions::default();
+    opts.min_size = args.min_size;
+    opts.one_file_system = args.common.one_file_system;
+    opts.dry_run = args.dry_run;
+    if let Some(j) = args.common.jobs() {
+        opts.jobs = j;
+    }
+    let printer = Printer {
+        json: args.common.json,
+        raw: args.common.bytes,
+        verbose: args.verbose,
+        dry_run: args.dry_run,
+    };
+    let progress = Arc::new(Progress::default());
+    let ticker = args.common.progress().then(|| {
+        let p = progress.clone();
+        let raw = args.common.bytes;
+        Ticker::start(move |t| progress_line(&p, t, raw))
+    });
+    let summary = mimeo::space::dedupe(&args.paths, &opts, &printer, &control, &progress);
+    if let Some(t) = ticker {
+        t.finish();
+    }
+    printer.summary(&summary);
+    mimeo_du::exit_code(stopped.as_deref(), summary.errors)
+}
+
+/// `walking: N files, X` then `comparing: 42% X/Y, R/s, eta T, deduped Z`.
+fn progress_line(p: &Progress, t: Duration, raw: bool) -> String {
+    match p.phase() {
+        Phase::Walking => format!(
+            "{PROG}: walking: {} files, {}, {}",
+            p.files(),
+            size(p.bytes(), raw),
+            duration(t)
+        ),
+        _ => {
+            let (done, total) = (p.work_done(), p.work_total().max(1));
+            let pct = (done as f64 * 100.0 / total as f64).min(100.0);
+            let secs = t.as_secs_f64().max(0.001);
+            let rate = done as f64 / secs;
+            let eta = if rate > 0.0 && done < total {
+                duration(Duration::from_secs_f64((total - done) as f64 / rate))
+            } else {
+                "-".into()
+            };
+            format!(
+                "{PROG}: comparing: {pct:3.0}% {}/{}, {}/s, eta {eta}, deduped {}",
+                size(done, raw),
+                size(total, raw),
+                size(rate as u64, raw),
+                size(p.deduped(), raw)
+            )
+        }
+    }
+}
+
+/// Renders events as they come.
+struct Printer {
+    json: bool,
+    raw: bool,
+    verbose: bool,
+    dry_run: bool,
+}
+
+impl SpaceObserver for Printer {
+    fn event(&self, event: SpaceEvent) {
+        match event {
+            SpaceEvent::Failed(e) => mimeo_du::failed(PROG, self.json, &e),
+            SpaceEvent::Duplicates {
+                size: bytes,
+                keep,
+                targets,
+                sharing,
+                saves,
+            } => {
+                if self.json {
+                    let list =
+                        |v: &[PathBuf]| -> Vec<String> { v.iter().map(|p| display(p)).collect() };
+                    Json::new("group")
+                        .with("size", bytes)
+                        .path("keep", &keep)
+                        .with("targets", list(&targets))
+                        .with("sharing", list(&sharing))
+                        .with("saves", saves)
+                        .print();
+                } else if self.dry_run || self.verbose {
+                    let mut text = format!(
+                        "{} files of {}, would save {}:\n  keep {}\n",
+                        targets.len() + sharing.len() + 1,
+                        size(bytes, self.raw),
+                        size(saves, self.raw),
+                        display(&keep)
+                    );
+                    for s in &sharing {
+                        text.push_str(&format!("  sharing already {}\n", display(s)));
+                    }
+                    for t in &targets {
+                        text.push_str(&format!("  dedupe {}\n", display(t)));
+                    }
+                    mimeo_du::out(&text);
+                }
+            }
+            SpaceEvent::Deduped { path, keep, bytes } => {
+                if self.json {
+                    Json::new("deduped")
+                        .path("path", &path)
+                        .path("keep", &keep)
+                        .with("bytes", bytes)
+                        .print();
+                } else if self.verbose {
+                    mimeo_du::out(&format!(
+                        "deduped {} onto {} ({})\n",
+                        display(&path),
+                        display(&keep),
+                        size(bytes, self.raw)
+                    ));
+                }
+            }
+            SpaceEvent::Skipped { path, keep, reason } => {
+                if self.json {
+                    let mut j = Json::new("skipped").path("path", &path);
+                    if let Some(k) = &keep {
+                        j = j.path("keep", k);
+                    }
+                    j.with("reason", reason.name())
+                        .with("errno", reason.errno())
+                        .with("message", reason.message())
+                        .print();
+                }
+                let with = keep
+                    .map(|k| format!(" with '{}'", display(&k)))
+                    .unwrap_or_default();
+                warn(
+                    PROG,
+                    &format!(
+                        "'{}' not deduped{with}: {}",
+                        display(&path),
+                        reason.message()
+                    ),
+                );
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Printer {
+    fn summary(&self, s: &DedupeSummary) {
+        if self.json {
+            Json::new("summary")
+                .with("files", s.files)
+                .with("candidates", s.candidates)
+                .with("already_shared", s.already_shared)
+                .with("groups", s.groups)
+                .with("duplicates", s.duplicates)
+                .with("deduped_files", s.deduped_files)
+                .with("bytes_read", s.bytes_read)
+                .with("bytes_deduped", s.bytes_deduped)
+                .with("bytes_saved", s.bytes_saved)
+                .with("skipped", s.skipped)
+                .with("errors", s.errors)
+                .with("dry_run", s.dry_run)
+                .with("interrupted", s.interrupted)
+                .with("elapsed_s", s.elapsed.as_secs_f64())
+                .print();
+            return;
+        }
+        let z = |b| size(b, self.raw);
+        let text = if s.dry_run {
+            format!(
+                "{} files, {} compared ({} sharing already, {} read): {} groups of duplicates; \
+                 deduping {} files would save {}\n",
+                s.files,
+                s.candidates,
+                s.already_shared,
+                z(s.bytes_read),
+                s.groups,
+                s.duplicates,
+                z(s.bytes_saved)
+            )
+        } else {
+            format!(
+                "{} files, {} compared ({} sharing already, {} read): {} groups of duplicates; \
+                 {} files deduped, {} deduped, {} saved; {} skipped, {} errors, {}\n",
+                s.files,
+                s.candidates,
+                s.already_shared,
+                z(s.bytes_read),
+                s.groups,
+                s.deduped_files,
+                z(s.bytes_deduped),
+                z(s.bytes_saved),
+                s.skipped,
+                s.errors,
+                duration(s.elapsed)
+            )
+        };
+        mimeo_du::out(&text);
+    }
+}
