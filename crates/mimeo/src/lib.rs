@@ -63,7 +63,7 @@
 //! - `tree`: roots, the per-directory pass, directory completion, the planning walk
 //!   ([`work`]: the plain-data unit of work and its [`Executor`](work::Executor));
 //! - `place`: the overwrite decision, crash safety, hard-link groups;
-//! - `data`: clone / offload / stream, verify, metadata;
+//! - `data`: clone / offload / stream, byte ranges ([`clone_range`]), verify, metadata;
 //! - `sys`: the only module that calls the kernel;
 //! - `report` ([`Error`], [`Event`], [`Summary`], [`Control`]) and [`Options`], used by all.
 
@@ -77,6 +77,8 @@ mod sched;
 mod sys;
 mod tree;
 
+pub use data::concat::concat;
+pub use data::range::{RangeCopy, RangeError, clone_range};
 pub use options::{
     DEFAULT_BUFFER_SIZE, Dereference, Options, Overwrite, Preserve, Reflink, Sparse, default_jobs,
 };

@@ -5,6 +5,7 @@
 //! file, so no fallback ever hides ENOSPC, EIO, EDQUOT or ENOMEM (DESIGN §1). Holes come from
 //! SEEK_DATA/SEEK_HOLE, never from `copy_file_range`.
 
+use super::range::Ranger;
 use crate::options::{Reflink, Sparse};
 use crate::report::{Control, FileOutcome, Method, Op};
 use crate::sys::{self, Errno, Meta};
@@ -16,11 +17,33 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub(crate) struct DataError {
     pub op: Op,
     pub errno: Errno,
+    /// How much of the file, from its start, was complete when it failed: bytes and holes
+    /// below it are final. Known for a copy stopped by [`Op::Interrupted`], 0 otherwise.
+    pub prefix: u64,
+}
+
+impl DataError {
+    pub fn new(op: Op, errno: Errno) -> Self {
+        DataError {
+            op,
+            errno,
+            prefix: 0,
+        }
+    }
 }
 
 fn fail(op: Op) -> impl FnOnce(Errno) -> DataError {
-    move |errno| DataError { op, errno }
+    move |errno| DataError::new(op, errno)
 }
+
+/// Told how far a file's data is complete, so that a copy stopped part-way can be resumed
+/// (see `place::resume`). `reached(done)`: every byte (and hole) below `done` is final.
+pub(crate) trait Checkpoint {
+    fn reached(&mut self, done: u64);
+}
+
+/// The data step is told how far it got every this many bytes.
+pub(crate) const CHECKPOINT_EVERY: u64 = 64 << 20;
 
 /// The policy and facts that choose a file's data path.
 #[derive(Debug, Clone, Copy)]
@@ -87,15 +110,43 @@ impl NoCloneDevs {
 /// requests let progress and a stop request be seen often.
 const OFFLOAD_CHUNK: u64 = 256 << 20;
 
-/// Copies the bytes of `src` (described by `meta`) into the new, empty `dst`.
-pub(crate) fn copy_data(
+/// Copies the bytes of `src` (described by `meta`) into the new, empty `dst`: a clone, or
+/// else an offload or stream of the whole file.
+pub(crate) fn copy_data<'a>(
+    src: BorrowedFd<'a>,
+    meta: &Meta,
+    dst: BorrowedFd<'a>,
+    plan: &'a DataPlan<'a>,
+    buf: &'a mut Vec<u8>,
+    control: &'a Control,
+    checkpoint: Option<&'a mut dyn Checkpoint>,
+) -> Result<FileOutcome, DataError> {
+    let size = meta.size;
+    if let Some(cloned) = clone_whole(src, meta, dst, plan, control)? {
+        return Ok(cloned);
+    }
+    if size == 0 && (plan.size_is_true || sys::sizes_are_true(src)) {
+        return Ok(FileOutcome::new(Method::Stream, 0, 0));
+    }
+    if size == 0 {
+        // Files such as those in /proc report size 0 yet have content: read to the end.
+        let n = stream_to_end(src, dst, plan, buf, control)?;
+        return Ok(FileOutcome::new(Method::Stream, n, 0));
+    }
+    let mut c = FileCopy::new(src, meta, dst, plan, buf, control).with_checkpoint(checkpoint);
+    c.span(0, size)?;
+    c.finish(size)
+}
+
+/// Tries to clone the whole file (`FICLONE`) as the plan allows. `Some` when it was cloned,
+/// `None` when the data is to be copied.
+pub(crate) fn clone_whole(
     src: BorrowedFd<'_>,
     meta: &Meta,
     dst: BorrowedFd<'_>,
     plan: &DataPlan<'_>,
-    buf: &mut Vec<u8>,
     control: &Control,
-) -> Result<FileOutcome, DataError> {
+) -> Result<Option<FileOutcome>, DataError> {
     let size = meta.size;
     if plan.sparse != Sparse::Never && plan.reflink != Reflink::Never && size > 0 {
         if plan.same_fs && !plan.no_clone.contains(meta.dev) {
@@ -103,96 +154,192 @@ pub(crate) fn copy_data(
                 Ok(()) => {
                     control.add_bytes(Method::Clone, size);
                     let data = (meta.blocks * 512).min(size);
-                    return Ok(FileOutcome {
-                        method: Method::Clone,
-                        bytes: data,
-                        hole_bytes: size - data,
-                    });
+                    return Ok(Some(FileOutcome::new(Method::Clone, data, size - data)));
                 }
                 Err(e) if clone_unsupported(e) && plan.reflink == Reflink::Auto => {
                     if e == Errno::OPNOTSUPP {
                         plan.no_clone.insert(meta.dev);
                     }
                 }
-                Err(e) => {
-                    return Err(DataError {
-                        op: Op::Clone,
-                        errno: e,
-                    });
-                }
+                Err(e) => return Err(DataError::new(Op::Clone, e)),
             }
         } else if plan.reflink == Reflink::Always {
-            return Err(DataError {
-                op: Op::Clone,
-                errno: Errno::XDEV,
-            });
+            return Err(DataError::new(Op::Clone, Errno::XDEV));
         }
     } else if plan.reflink == Reflink::Always && size > 0 {
-        return Err(DataError {
-            op: Op::Clone,
-            errno: Errno::OPNOTSUPP,
-        });
+        return Err(DataError::new(Op::Clone, Errno::OPNOTSUPP));
     }
-    if size == 0 && (plan.size_is_true || sys::sizes_are_true(src)) {
-        return Ok(FileOutcome {
-            method: Method::Stream,
-            bytes: 0,
-            hole_bytes: 0,
-        });
-    }
-    if size == 0 {
-        // Files such as those in /proc report size 0 yet have content: read to the end.
-        let n = stream_to_end(src, dst, plan, buf, control)?;
-        return Ok(FileOutcome {
-            method: Method::Stream,
-            bytes: n,
-            hole_bytes: 0,
-        });
-    }
-    let may_offload =
-        plan.sparse == Sparse::Auto && !(plan.reflink == Reflink::Never && plan.dst_cow);
-    let mut c = Copier {
-        src,
-        dst,
-        plan,
-        buf,
-        control,
-        offload: may_offload,
-        used_offload: false,
-        used_stream: false,
-        written: 0,
-        end: 0,
-        eof: None,
-        window: 0,
-    };
-    if plan.sparse == Sparse::Never || meta.blocks * 512 >= size {
-        // Not sparse, or holes unwanted: one segment, no SEEK_DATA/SEEK_HOLE calls.
-        c.segment(0, size)?;
-    } else {
-        c.segments(size)?;
-    }
-    c.drop_window(u64::MAX)?;
-    let final_size = match c.eof {
-        // The source shrank while we copied: keep exactly what it had.
-        Some(at) => at,
-        None => {
-            if c.end < size {
-                // A trailing hole (or zeros skipped by --sparse=always).
-                sys::truncate(dst, size).map_err(fail(Op::Truncate))?;
-            }
-            size
+    Ok(None)
+}
+
+/// The copy of one file's data by ranges, in the order of the file: spans copied by offload
+/// or stream (holes kept), and pieces cloned from another file that holds the same bytes
+/// (`--preserve=sharing`). [`FileCopy::finish`] sets the size and says how it went.
+pub(crate) struct FileCopy<'a> {
+    c: Copier<'a>,
+    /// Keep the source's holes: look for them with SEEK_DATA/SEEK_HOLE.
+    holes: bool,
+    /// Bytes cloned from another file.
+    shared: u64,
+    /// Bytes below this offset were kept from an earlier, interrupted run.
+    resumed: u64,
+}
+
+impl<'a> FileCopy<'a> {
+    pub fn new(
+        src: BorrowedFd<'a>,
+        meta: &Meta,
+        dst: BorrowedFd<'a>,
+        plan: &'a DataPlan<'a>,
+        buf: &'a mut Vec<u8>,
+        control: &'a Control,
+    ) -> Self {
+        let may_offload =
+            plan.sparse == Sparse::Auto && !(plan.reflink == Reflink::Never && plan.dst_cow);
+        FileCopy {
+            c: Copier {
+                src,
+                dst,
+                plan,
+                buf,
+                control,
+                offload: may_offload,
+                used_offload: false,
+                used_stream: false,
+                written: 0,
+                end: 0,
+                eof: None,
+                window: 0,
+                prefix: 0,
+                checkpoint: None,
+                told: None,
+            },
+            // Not sparse, or holes unwanted: one segment, no SEEK_DATA/SEEK_HOLE calls.
+            holes: plan.sparse != Sparse::Never && meta.blocks * 512 < meta.size,
+            shared: 0,
+            resumed: 0,
         }
-    };
-    let method = if c.used_offload && !c.used_stream {
-        Method::Offload
-    } else {
-        Method::Stream
-    };
-    Ok(FileOutcome {
-        method,
-        bytes: c.written,
-        hole_bytes: final_size.saturating_sub(c.written),
-    })
+    }
+
+    /// Tells `checkpoint` how far the copy got: before the first byte, and then every
+    /// [`CHECKPOINT_EVERY`] bytes.
+    pub fn with_checkpoint(mut self, checkpoint: Option<&'a mut dyn Checkpoint>) -> Self {
+        self.c.checkpoint = checkpoint;
+        self
+    }
+
+    #[allow(dead_code)] // until resumable copies
+    /// Goes on from an earlier run's prefix `[0, done)`, which stays as it is.
+    pub fn resume_from(&mut self, done: u64) {
+        self.resumed = done;
+        self.c.end = done;
+        self.c.prefix = done;
+        self.c.window = done;
+    }
+
+    /// Records a failure, with the prefix complete so far when the run was stopped.
+    fn stopped(&self, e: DataError) -> DataError {
+        DataError {
+            prefix: if e.op == Op::Interrupted {
+                self.c.prefix
+            } else {
+                0
+            },
+            ..e
+        }
+    }
+
+    /// Copies `[from, to)` of the source to the same place (offload, else stream), leaving
+    /// the source's holes as holes. Stops early where the source ends.
+    pub fn span(&mut self, from: u64, to: u64) -> Result<(), DataError> {
+        if from >= to || self.c.eof.is_some() {
+            return Ok(());
+        }
+        // Before the first byte: the checkpoint learns where the data starts.
+        self.c.tell();
+        let r = if self.holes {
+            self.c.segments(from, to)
+        } else {
+            self.c.segment(from, to)
+        };
+        r.map_err(|e| self.stopped(e))?;
+        if self.c.eof.is_none() {
+            // A trailing hole of the span is complete too.
+            self.c.advance(to);
+        }
+        Ok(())
+    }
+
+    #[allow(dead_code)] // until --preserve=sharing
+    /// Puts `[at, at + len)` of the file in place by cloning the same bytes from `holder` at
+    /// `holder_off` (another copy that already holds them), copying what cannot be cloned.
+    pub fn clone_from(
+        &mut self,
+        holder: BorrowedFd<'_>,
+        holder_off: u64,
+        at: u64,
+        len: u64,
+        granularity: u64,
+    ) -> Result<(), DataError> {
+        self.c.tell();
+        let mut done = super::range::RangeCopy::default();
+        let mut r = Ranger::new(self.c.control, self.c.buf, self.c.plan.buffer_size);
+        r.offload = self.c.offload;
+        let result = r.copy(
+            holder,
+            holder_off,
+            self.c.dst,
+            at,
+            len,
+            granularity,
+            &mut done,
+        );
+        let offloaded = r.offload;
+        result.map_err(|e| self.stopped(e))?;
+        self.shared += done.cloned;
+        self.c.written += done.total();
+        if done.copied > 0 {
+            self.c.used_offload |= offloaded;
+            self.c.used_stream |= !offloaded;
+        }
+        self.c.end = self.c.end.max(at + done.total());
+        self.c.advance(at + done.total());
+        if done.total() < len {
+            // The holder is shorter than it should be: the rest comes from the source.
+            self.span(at + done.total(), at + len)?;
+        }
+        Ok(())
+    }
+
+    /// Ends the copy of a file of `size` bytes: a trailing hole, and how it went.
+    pub fn finish(mut self, size: u64) -> Result<FileOutcome, DataError> {
+        let c = &mut self.c;
+        c.drop_window(u64::MAX)?;
+        let final_size = match c.eof {
+            // The source shrank while we copied: keep exactly what it had.
+            Some(at) => at,
+            None => {
+                if c.end < size {
+                    // A trailing hole (or zeros skipped by --sparse=always).
+                    sys::truncate(c.dst, size).map_err(fail(Op::Truncate))?;
+                }
+                size
+            }
+        };
+        let copied = c.written - self.shared;
+        let method = if copied == 0 && self.shared > 0 {
+            Method::Clone
+        } else if c.used_offload && !c.used_stream {
+            Method::Offload
+        } else {
+            Method::Stream
+        };
+        let bytes = (c.written + self.resumed).min(final_size);
+        let mut outcome = FileOutcome::new(method, bytes, final_size - bytes);
+        outcome.cloned_bytes = self.shared;
+        outcome.resumed_bytes = self.resumed;
+        Ok(outcome)
+    }
 }
 
 struct Copier<'a> {
@@ -213,6 +360,11 @@ struct Copier<'a> {
     eof: Option<u64>,
     /// With --nocache: the start of the range not yet dropped from the page cache.
     window: u64,
+    /// Everything below this offset is complete.
+    prefix: u64,
+    checkpoint: Option<&'a mut dyn Checkpoint>,
+    /// Where the checkpoint was last told.
+    told: Option<u64>,
 }
 
 /// With --nocache, the copied range is written back and dropped in windows of this size, so
@@ -220,6 +372,26 @@ struct Copier<'a> {
 const NOCACHE_WINDOW: u64 = 8 << 20;
 
 impl Copier<'_> {
+    /// Everything below `at` is complete (pieces are put in place in the file's order).
+    fn advance(&mut self, at: u64) {
+        if at > self.prefix {
+            self.prefix = at;
+            self.tell();
+        }
+    }
+
+    /// Tells the checkpoint, if any, how far the copy got: the first time, and then when it
+    /// got [`CHECKPOINT_EVERY`] further.
+    fn tell(&mut self) {
+        let at = self.prefix;
+        if let Some(cp) = self.checkpoint.as_deref_mut() {
+            if self.told.is_none_or(|t| at >= t + CHECKPOINT_EVERY) {
+                cp.reached(at);
+                self.told = Some(at);
+            }
+        }
+    }
+
     /// With --nocache, once `upto` is a window past the last drop (or at the end, with
     /// `u64::MAX`), writes the range back and drops it from the cache on both sides.
     fn drop_window(&mut self, upto: u64) -> Result<(), DataError> {
@@ -243,19 +415,19 @@ impl Copier<'_> {
         Ok(())
     }
 
-    /// Copies every data segment below `size`, leaving holes unwritten.
-    fn segments(&mut self, size: u64) -> Result<(), DataError> {
-        let mut pos = 0;
-        while pos < size && self.eof.is_none() {
+    /// Copies every data segment of `[from, to)`, leaving holes unwritten.
+    fn segments(&mut self, from: u64, to: u64) -> Result<(), DataError> {
+        let mut pos = from;
+        while pos < to && self.eof.is_none() {
             let Some(data) = sys::seek_data(self.src, pos).map_err(fail(Op::Read))? else {
                 break;
             };
-            if data >= size {
+            if data >= to {
                 break;
             }
             let hole = sys::seek_hole(self.src, data)
                 .map_err(fail(Op::Read))?
-                .min(size);
+                .min(to);
             self.segment(data, hole)?;
             pos = hole;
         }
@@ -265,6 +437,8 @@ impl Copier<'_> {
     /// Copies bytes `[from, to)` by offload, falling back to streaming when offload is not
     /// supported here and nothing has been offloaded yet.
     fn segment(&mut self, from: u64, to: u64) -> Result<(), DataError> {
+        // What lies below `from` and was not written is a hole of the source: complete.
+        self.advance(from);
         let mut pos = from;
         if self.offload {
             while pos < to {
@@ -272,6 +446,8 @@ impl Copier<'_> {
                 let (mut s, mut d) = (pos, pos);
                 let chunk = if self.plan.nocache {
                     NOCACHE_WINDOW
+                } else if self.checkpoint.is_some() {
+                    CHECKPOINT_EVERY
                 } else {
                     OFFLOAD_CHUNK
                 };
@@ -288,17 +464,13 @@ impl Copier<'_> {
                         self.end = self.end.max(pos);
                         self.used_offload = true;
                         self.drop_window(pos)?;
+                        self.advance(pos);
                     }
                     Err(e) if offload_unsupported(e) && !self.used_offload => {
                         self.offload = false;
                         break;
                     }
-                    Err(e) => {
-                        return Err(DataError {
-                            op: Op::Write,
-                            errno: e,
-                        });
-                    }
+                    Err(e) => return Err(DataError::new(Op::Write, e)),
                 }
             }
             if pos >= to {
@@ -341,6 +513,7 @@ impl Copier<'_> {
             self.control.add_bytes(Method::Stream, n as u64);
             pos += n as u64;
             self.drop_window(pos)?;
+            self.advance(pos);
         }
         Ok(())
     }
@@ -349,10 +522,7 @@ impl Copier<'_> {
 /// Fails the file when the run has been stopped, so it is removed promptly.
 pub(crate) fn interrupted(control: &Control) -> Result<(), DataError> {
     if control.is_stopped() {
-        Err(DataError {
-            op: Op::Interrupted,
-            errno: Errno::INTR,
-        })
+        Err(DataError::new(Op::Interrupted, Errno::INTR))
     } else {
         Ok(())
     }
@@ -397,10 +567,7 @@ fn write_all_at(dst: BorrowedFd<'_>, mut data: &[u8], mut off: u64) -> Result<()
     while !data.is_empty() {
         match sys::pwrite(dst, data, off) {
             Ok(0) => {
-                return Err(DataError {
-                    op: Op::Write,
-                    errno: Errno::NOSPC,
-                });
+                return Err(DataError::new(Op::Write, Errno::NOSPC));
             }
             Ok(n) => {
                 data = &data[n..];
@@ -408,10 +575,7 @@ fn write_all_at(dst: BorrowedFd<'_>, mut data: &[u8], mut off: u64) -> Result<()
             }
             Err(Errno::INTR) => {}
             Err(e) => {
-                return Err(DataError {
-                    op: Op::Write,
-                    errno: e,
-                });
+                return Err(DataError::new(Op::Write, e));
             }
         }
     }
@@ -437,16 +601,10 @@ fn stream_to_end(
             Ok(n) => n,
             Err(Errno::INTR) => continue,
             Err(Errno::AGAIN) => {
-                return Err(DataError {
-                    op: Op::Read,
-                    errno: Errno::AGAIN,
-                });
+                return Err(DataError::new(Op::Read, Errno::AGAIN));
             }
             Err(e) => {
-                return Err(DataError {
-                    op: Op::Read,
-                    errno: e,
-                });
+                return Err(DataError::new(Op::Read, e));
             }
         };
         if n == 0 {
@@ -456,18 +614,12 @@ fn stream_to_end(
         while !data.is_empty() {
             match sys::write(dst, data) {
                 Ok(0) => {
-                    return Err(DataError {
-                        op: Op::Write,
-                        errno: Errno::NOSPC,
-                    });
+                    return Err(DataError::new(Op::Write, Errno::NOSPC));
                 }
                 Ok(w) => data = &data[w..],
                 Err(Errno::INTR) => {}
                 Err(e) => {
-                    return Err(DataError {
-                        op: Op::Write,
-                        errno: e,
-                    });
+                    return Err(DataError::new(Op::Write, e));
                 }
             }
         }

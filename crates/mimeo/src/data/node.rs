@@ -29,10 +29,7 @@ pub(crate) fn open_node(
                 std::thread::sleep(POLL);
             }
             Err(errno) => {
-                return Err(DataError {
-                    op: Op::Create,
-                    errno,
-                });
+                return Err(DataError::new(Op::Create, errno));
             }
             Ok(fd) => return Ok(fd),
         }
@@ -55,10 +52,8 @@ pub(crate) fn stream_into(
     let mut pos = 0u64;
     loop {
         interrupted(control)?;
-        let n = sys::pread(src, &mut buf[..bs], pos).map_err(|errno| DataError {
-            op: Op::Read,
-            errno,
-        })?;
+        let n = sys::pread(src, &mut buf[..bs], pos)
+            .map_err(|errno| DataError::new(Op::Read, errno))?;
         if n == 0 {
             return Ok(pos);
         }
@@ -72,10 +67,7 @@ pub(crate) fn stream_into(
                     sys::wait_writable(dst.as_fd(), POLL.as_millis() as i32);
                 }
                 Err(errno) => {
-                    return Err(DataError {
-                        op: Op::Write,
-                        errno,
-                    });
+                    return Err(DataError::new(Op::Write, errno));
                 }
             }
         }

@@ -177,6 +177,8 @@ pub enum Refusal {
     },
     /// `--verify`: the copy's content differs from the source's (BLAKE3).
     ContentDiffers,
+    /// [`concat`](crate::concat): a part is the output file itself. The path is the part.
+    InputIsOutput,
 }
 
 /// What went wrong, beyond the operation.
@@ -291,6 +293,7 @@ impl Error {
             Refusal::SizeDiffers { copy, source } => format!(
                 "verification failed for {path}: size {copy} differs from the source's {source}"
             ),
+            Refusal::InputIsOutput => format!("{path}: input file is output file"),
             Refusal::ContentDiffers => {
                 format!("verification failed for {path}: content differs from the source (BLAKE3)")
             }

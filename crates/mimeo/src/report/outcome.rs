@@ -35,6 +35,13 @@ pub struct FileOutcome {
     pub bytes: u64,
     /// Bytes of the copy's size left as holes.
     pub hole_bytes: u64,
+    /// Bytes of `bytes` cloned by range (`FICLONERANGE`) in a file copied otherwise: extents
+    /// that an earlier copy in the run already holds (`--preserve=sharing`), or the aligned
+    /// parts of a concatenation. Counted as cloned in the [`Summary`](crate::Summary).
+    pub cloned_bytes: u64,
+    /// Bytes of `bytes` kept from an earlier run that was interrupted: the prefix it had
+    /// written, which this run verified and did not copy again.
+    pub resumed_bytes: u64,
 }
 
 impl FileOutcome {
@@ -44,6 +51,8 @@ impl FileOutcome {
             method,
             bytes,
             hole_bytes,
+            cloned_bytes: 0,
+            resumed_bytes: 0,
         }
     }
 }

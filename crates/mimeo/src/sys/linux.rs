@@ -121,6 +121,17 @@ pub(crate) fn open_read(dir: BorrowedFd<'_>, name: &CStr, follow: bool) -> Resul
     rfs::openat(dir, name, flags, Mode::empty())
 }
 
+/// Opens a file to read it from start to end, as `cat` does: following symlinks, and
+/// blocking (a FIFO waits for its writer).
+pub(crate) fn open_to_read(path: &CStr) -> Result<OwnedFd> {
+    rfs::openat(
+        CWD,
+        path,
+        OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY,
+        Mode::empty(),
+    )
+}
+
 /// Opens a directory in `dir` without following a symlink (unless `follow`).
 pub(crate) fn open_dir(dir: BorrowedFd<'_>, name: &CStr, follow: bool) -> Result<OwnedFd> {
     let mut flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
@@ -350,6 +361,41 @@ pub(crate) fn truncate(fd: BorrowedFd<'_>, len: u64) -> Result<()> {
     rfs::ftruncate(fd, len)
 }
 
+/// Whether an open file was opened with `O_APPEND`: every write then lands at its end,
+/// whatever offset `pwrite` names, and clones and `copy_file_range` refuse it (EBADF).
+pub(crate) fn is_append(fd: BorrowedFd<'_>) -> Result<bool> {
+    rfs::fcntl_getfl(fd).map(|f| f.contains(OFlags::APPEND))
+}
+
+/// The file offset of `fd` (`lseek(fd, 0, SEEK_CUR)`).
+pub(crate) fn offset(fd: BorrowedFd<'_>) -> Result<u64> {
+    rfs::seek(fd, rfs::SeekFrom::Current(0))
+}
+
+/// Moves the file offset of `fd` to `off` (`lseek(fd, off, SEEK_SET)`).
+pub(crate) fn set_offset(fd: BorrowedFd<'_>, off: u64) -> Result<()> {
+    rfs::seek(fd, rfs::SeekFrom::Start(off)).map(drop)
+}
+
+/// Moves up to `len` bytes from `src` at `*src_off` into the pipe `dst` (`splice`), without
+/// a copy through user space. Returns the bytes moved, 0 at the source's end.
+pub(crate) fn splice_to_pipe(
+    src: BorrowedFd<'_>,
+    src_off: &mut u64,
+    dst: BorrowedFd<'_>,
+    len: usize,
+) -> Result<usize> {
+    failpoint!("write");
+    rustix::pipe::splice(
+        src,
+        Some(src_off),
+        dst,
+        None,
+        len,
+        rustix::pipe::SpliceFlags::MOVE,
+    )
+}
+
 /// Filesystem magic number (`statfs.f_type`).
 pub(crate) fn fs_type(fd: BorrowedFd<'_>) -> Result<u64> {
     rfs::fstatfs(fd).map(|s| s.f_type as u64)
@@ -576,6 +622,29 @@ pub(crate) fn set_xattr(t: XattrTarget<'_>, name: &CStr, value: &[u8]) -> Result
     }
 }
 
+/// Sets an attribute of mimeo's own on an open file (a resume record), outside the
+/// fault-injection point of the metadata step.
+#[allow(dead_code)] // until resumable copies and --preserve=sharing
+pub(crate) fn set_own_xattr(fd: BorrowedFd<'_>, name: &CStr, value: &[u8]) -> Result<()> {
+    rfs::fsetxattr(fd, name, value, rfs::XattrFlags::empty())
+}
+
+/// Reads a small attribute of an open file into `buf` (at most its length); returns the
+/// bytes read. ERANGE when it is longer.
+#[allow(dead_code)] // until resumable copies and --preserve=sharing
+pub(crate) fn get_own_xattr(fd: BorrowedFd<'_>, name: &CStr, buf: &mut [u8]) -> Result<usize> {
+    rfs::fgetxattr(fd, name, buf)
+}
+
+/// Removes an attribute of an open file; one that is not there is no error.
+#[allow(dead_code)] // until resumable copies and --preserve=sharing
+pub(crate) fn remove_own_xattr(fd: BorrowedFd<'_>, name: &CStr) -> Result<()> {
+    match rfs::fremovexattr(fd, name) {
+        Err(Errno::NODATA) => Ok(()),
+        other => other,
+    }
+}
+
 // ---- directories ----
 
 /// Reads directory entries with getdents64 into a reused buffer.
@@ -724,13 +793,13 @@ pub(crate) const FIEMAP_EXTENT_UNKNOWN: u32 = 0x2;
 pub(crate) const FIEMAP_EXTENT_DELALLOC: u32 = 0x4;
 pub(crate) const FIEMAP_EXTENT_ENCODED: u32 = 0x8;
 // Both set on btrfs inline data (small files), whose `physical` is 0 as the bytes live in
-// metadata. Unused until du and shared reads, which must skip such extents.
+// metadata.
 #[allow(dead_code)]
 pub(crate) const FIEMAP_EXTENT_NOT_ALIGNED: u32 = 0x100;
-#[allow(dead_code)]
+#[allow(dead_code)] // until resumable copies and --preserve=sharing
 pub(crate) const FIEMAP_EXTENT_DATA_INLINE: u32 = 0x200;
-// Preallocated space that reads as zeros. Unused until du.
-#[allow(dead_code)]
+/// Preallocated space that reads as zeros.
+#[allow(dead_code)] // until resumable copies and --preserve=sharing
 pub(crate) const FIEMAP_EXTENT_UNWRITTEN: u32 = 0x800;
 pub(crate) const FIEMAP_EXTENT_SHARED: u32 = 0x2000;
 
@@ -768,8 +837,15 @@ struct FiemapBuf {
 
 /// The file's extent map (after flushing delayed allocation), or an error such as
 /// EOPNOTSUPP where the filesystem has none.
-#[allow(unsafe_code)]
 pub(crate) fn extents(fd: BorrowedFd<'_>) -> Result<Vec<Extent>> {
+    extent_map(fd, true)
+}
+
+/// The file's extent map, flushing delayed allocation first only when `sync`. Without it,
+/// data not yet written back shows as `FIEMAP_EXTENT_DELALLOC` (or `UNKNOWN`) at physical 0,
+/// and the call costs no writeback: enough to find extents that are already shared.
+#[allow(unsafe_code)]
+pub(crate) fn extent_map(fd: BorrowedFd<'_>, sync: bool) -> Result<Vec<Extent>> {
     use rustix::fd::AsRawFd;
     let mut out = Vec::new();
     let mut start = 0u64;
@@ -778,7 +854,7 @@ pub(crate) fn extents(fd: BorrowedFd<'_>) -> Result<Vec<Extent>> {
             head: FiemapHeader {
                 fm_start: start,
                 fm_length: u64::MAX - start,
-                fm_flags: FIEMAP_FLAG_SYNC,
+                fm_flags: if sync { FIEMAP_FLAG_SYNC } else { 0 },
                 fm_extent_count: FIEMAP_BATCH as u32,
                 ..Default::default()
             },
@@ -794,6 +870,7 @@ pub(crate) fn extents(fd: BorrowedFd<'_>) -> Result<Vec<Extent>> {
         }
         let n = buf.head.fm_mapped_extents as usize;
         let mut last = n == 0;
+        let before = start;
         for e in &buf.extents[..n.min(FIEMAP_BATCH)] {
             out.push(Extent {
                 logical: e.fe_logical,
@@ -801,10 +878,12 @@ pub(crate) fn extents(fd: BorrowedFd<'_>) -> Result<Vec<Extent>> {
                 length: e.fe_length,
                 flags: e.fe_flags,
             });
-            start = e.fe_logical + e.fe_length;
+            start = start.max(e.fe_logical.saturating_add(e.fe_length));
             last |= e.fe_flags & FIEMAP_EXTENT_LAST != 0;
         }
-        if last {
+        // A batch that does not move the start on (extents of length 0) would be asked for
+        // again for ever.
+        if last || start <= before {
             return Ok(out);
         }
     }

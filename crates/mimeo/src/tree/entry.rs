@@ -180,6 +180,7 @@ pub(crate) fn copy_opened(
         &plan,
         buf,
         ctx.report.control,
+        None,
     )
     .map_err(|e| discard(data_error(e, src_path, dst_path)))?;
     if outcome.method != Method::Clone && meta.size > 0 {
