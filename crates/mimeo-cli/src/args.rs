@@ -68,7 +68,8 @@ pub struct Args {
     #[arg(short = 'p')]
     pub preserve_default: bool,
 
-    /// Preserve the attributes in ATTR_LIST (mode,ownership,timestamps,links,xattr,all)
+    /// Preserve the attributes in ATTR_LIST (mode,ownership,timestamps,links,xattr,all), and
+    /// sharing: extents shared between source files stay shared in the copy (part of all)
     #[arg(long, value_name = "ATTR_LIST", num_args = 0..=1, require_equals = true,
           default_missing_value = "mode,ownership,timestamps", action = ArgAction::Append)]
     pub preserve: Vec<String>,
@@ -162,6 +163,11 @@ pub struct Args {
     /// Drop copied data from the page cache as the copy goes
     #[arg(long)]
     pub nocache: bool,
+
+    /// When stopped by SIGINT or SIGTERM, keep the written part of large files being copied,
+    /// marked incomplete, for a later -u to resume
+    #[arg(long)]
+    pub partial: bool,
 
     /// Flush every file and directory to stable storage before counting it as copied
     #[arg(long)]

@@ -139,7 +139,8 @@ pub fn summary_json(s: &Summary) -> String {
             "\"hard_links\":{},\"specials\":{},\"skipped\":{},\"bytes\":{},",
             "\"by_method\":{{\"clone\":{},\"offload\":{},\"stream\":{}}},",
             "\"files_by_method\":{{\"clone\":{},\"offload\":{},\"stream\":{}}},",
-            "\"hole_bytes\":{},\"errors\":{},\"vanished\":{},\"interrupted\":{},\"elapsed_s\":{:.6}}}\n"
+            "\"hole_bytes\":{},\"resumed_bytes\":{},\"errors\":{},\"vanished\":{},",
+            "\"interrupted\":{},\"elapsed_s\":{:.6}}}\n"
         ),
         s.files,
         s.directories,
@@ -155,6 +156,7 @@ pub fn summary_json(s: &Summary) -> String {
         s.offload_files,
         s.stream_files,
         s.hole_bytes,
+        s.resumed_bytes,
         s.errors,
         s.vanished,
         s.interrupted,
@@ -179,7 +181,8 @@ pub fn summary_text(s: &Summary) -> String {
             "  cloned    {} in {} files\n",
             "  offloaded {} in {} files\n",
             "  streamed  {} in {} files\n",
-            "  holes     {}\n"
+            "  holes     {}\n",
+            "  resumed   {}\n"
         ),
         s.files,
         s.directories,
@@ -200,6 +203,7 @@ pub fn summary_text(s: &Summary) -> String {
         HumanBytes(s.stream_bytes),
         s.stream_files,
         HumanBytes(s.hole_bytes),
+        HumanBytes(s.resumed_bytes),
     )
 }
 

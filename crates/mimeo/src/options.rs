@@ -39,6 +39,11 @@ pub struct Preserve {
     pub xattr: bool,
     /// Hard-link groups: files that are links of one inode stay links of one inode.
     pub links: bool,
+    /// Extent sharing: extents that source files share (reflink clones, dedupe results)
+    /// stay shared in the copy, also where it cannot clone from its source (another
+    /// filesystem): the first reference is written, later ones are cloned from it. Costs
+    /// nothing where the copy clones from the source anyway, or cannot clone at all.
+    pub sharing: bool,
     /// Whether a failure to preserve xattrs that the destination cannot hold is an error
     /// (`--preserve=xattr` asked explicitly) or silently tolerated (`-a`), as in cp.
     pub xattr_required: bool,
@@ -53,6 +58,7 @@ impl Preserve {
             timestamps: true,
             xattr: true,
             links: true,
+            sharing: true,
             xattr_required: false,
         }
     }
@@ -119,6 +125,11 @@ pub struct Options {
     pub nocache: bool,
     /// Re-read each copied file and compare it with its source (`--verify`).
     pub verify: bool,
+    /// A large file being copied by offload or stream when the run is stopped
+    /// ([`Control::stop`](crate::Control::stop): SIGINT, SIGTERM) keeps its written prefix
+    /// and the record of what it is a prefix of, instead of being removed, so that a later
+    /// run with [`Overwrite::Update`] resumes it (`--partial`). It stays marked incomplete.
+    pub partial: bool,
     /// Also remove the temporaries and in-progress markers that runs on other hosts left in
     /// the directories copied into. Only for when no run elsewhere is still going on: from
     /// here, another host's run can never be proven dead.
@@ -169,6 +180,7 @@ impl Default for Options {
             sync: false,
             nocache: false,
             verify: false,
+            partial: false,
             clean_other_hosts: false,
         }
     }

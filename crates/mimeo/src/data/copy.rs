@@ -138,6 +138,25 @@ pub(crate) fn copy_data<'a>(
     c.finish(size)
 }
 
+/// Goes on copying `src` into `dst`, whose prefix `[0, done)` an earlier run wrote and
+/// which has no bytes beyond it.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn resume_data<'a>(
+    src: BorrowedFd<'a>,
+    meta: &Meta,
+    dst: BorrowedFd<'a>,
+    plan: &'a DataPlan<'a>,
+    buf: &'a mut Vec<u8>,
+    control: &'a Control,
+    done: u64,
+    checkpoint: Option<&'a mut dyn Checkpoint>,
+) -> Result<FileOutcome, DataError> {
+    let mut c = FileCopy::new(src, meta, dst, plan, buf, control).with_checkpoint(checkpoint);
+    c.resume_from(done);
+    c.span(done, meta.size)?;
+    c.finish(meta.size)
+}
+
 /// Tries to clone the whole file (`FICLONE`) as the plan allows. `Some` when it was cloned,
 /// `None` when the data is to be copied.
 pub(crate) fn clone_whole(
@@ -228,7 +247,6 @@ impl<'a> FileCopy<'a> {
         self
     }
 
-    #[allow(dead_code)] // until resumable copies
     /// Goes on from an earlier run's prefix `[0, done)`, which stays as it is.
     pub fn resume_from(&mut self, done: u64) {
         self.resumed = done;
@@ -270,7 +288,6 @@ impl<'a> FileCopy<'a> {
         Ok(())
     }
 
-    #[allow(dead_code)] // until --preserve=sharing
     /// Puts `[at, at + len)` of the file in place by cloning the same bytes from `holder` at
     /// `holder_off` (another copy that already holds them), copying what cannot be cloned.
     pub fn clone_from(

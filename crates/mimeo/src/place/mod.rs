@@ -1,8 +1,11 @@
 //! Placing entries in the destination: the one decision about an existing entry
 //! ([`decide`]), crash safety (temporaries, markers, run identity and the clean-up of dead
-//! runs' leftovers: [`crash`]), and hard-link groups ([`links`]). Uses the data layer below
-//! it; knows nothing of trees or schedulers.
+//! runs' leftovers: [`crash`]; resumable prefixes: [`resume`]), hard-link groups ([`links`]) and extent-sharing groups
+//! ([`sharing`], the same idea per extent). Uses the data layer below it; knows nothing of
+//! trees or schedulers.
 
 pub(crate) mod crash;
 pub(crate) mod decide;
 pub(crate) mod links;
+pub(crate) mod resume;
+pub(crate) mod sharing;

@@ -225,6 +225,13 @@ pub(crate) fn create_excl(dir: BorrowedFd<'_>, name: &CStr, mode: u32) -> Result
     rfs::openat(dir, name, flags, Mode::from_raw_mode(mode))
 }
 
+/// Opens an existing regular file of ours to go on writing it: read-write, neither created
+/// nor truncated, never through a symlink, never blocking on a FIFO swapped in.
+pub(crate) fn open_to_resume(dir: BorrowedFd<'_>, name: &CStr) -> Result<OwnedFd> {
+    let flags = OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+    rfs::openat(dir, name, flags, Mode::empty())
+}
+
 /// Opens an existing FIFO, socket or device node for writing, as cp opens a destination it
 /// writes into: truncating (which nodes ignore), never following a symlink, never blocking
 /// (a FIFO without a reader fails with ENXIO) and never becoming the controlling terminal.
@@ -624,20 +631,17 @@ pub(crate) fn set_xattr(t: XattrTarget<'_>, name: &CStr, value: &[u8]) -> Result
 
 /// Sets an attribute of mimeo's own on an open file (a resume record), outside the
 /// fault-injection point of the metadata step.
-#[allow(dead_code)] // until resumable copies and --preserve=sharing
 pub(crate) fn set_own_xattr(fd: BorrowedFd<'_>, name: &CStr, value: &[u8]) -> Result<()> {
     rfs::fsetxattr(fd, name, value, rfs::XattrFlags::empty())
 }
 
 /// Reads a small attribute of an open file into `buf` (at most its length); returns the
 /// bytes read. ERANGE when it is longer.
-#[allow(dead_code)] // until resumable copies and --preserve=sharing
 pub(crate) fn get_own_xattr(fd: BorrowedFd<'_>, name: &CStr, buf: &mut [u8]) -> Result<usize> {
     rfs::fgetxattr(fd, name, buf)
 }
 
 /// Removes an attribute of an open file; one that is not there is no error.
-#[allow(dead_code)] // until resumable copies and --preserve=sharing
 pub(crate) fn remove_own_xattr(fd: BorrowedFd<'_>, name: &CStr) -> Result<()> {
     match rfs::fremovexattr(fd, name) {
         Err(Errno::NODATA) => Ok(()),
@@ -794,12 +798,9 @@ pub(crate) const FIEMAP_EXTENT_DELALLOC: u32 = 0x4;
 pub(crate) const FIEMAP_EXTENT_ENCODED: u32 = 0x8;
 // Both set on btrfs inline data (small files), whose `physical` is 0 as the bytes live in
 // metadata.
-#[allow(dead_code)]
 pub(crate) const FIEMAP_EXTENT_NOT_ALIGNED: u32 = 0x100;
-#[allow(dead_code)] // until resumable copies and --preserve=sharing
 pub(crate) const FIEMAP_EXTENT_DATA_INLINE: u32 = 0x200;
 /// Preallocated space that reads as zeros.
-#[allow(dead_code)] // until resumable copies and --preserve=sharing
 pub(crate) const FIEMAP_EXTENT_UNWRITTEN: u32 = 0x800;
 pub(crate) const FIEMAP_EXTENT_SHARED: u32 = 0x2000;
 

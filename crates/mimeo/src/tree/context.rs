@@ -8,6 +8,7 @@ use crate::options::Options;
 use crate::place::crash::{PartMarker, Sweep};
 use crate::place::decide::Rules;
 use crate::place::links::{LinkLoc, LinkMap};
+use crate::place::sharing::ExtentMap;
 use crate::report::Reporter;
 use crate::sys::{self, Meta};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -21,6 +22,10 @@ pub(crate) struct Ctx<'a> {
     pub report: Reporter<'a>,
     pub process: Process,
     pub links: LinkMap<LinkLoc>,
+    /// Shared extents of the sources and the copies that hold them (`--preserve=sharing`).
+    pub extents: ExtentMap,
+    /// Source devices whose filesystem can share extents, as far as looked at.
+    pub sharing_devs: std::sync::Mutex<Vec<(u64, bool)>>,
     pub no_clone: NoCloneDevs,
     pub sweep: Sweep,
     pub roots: Vec<Root>,
@@ -35,6 +40,8 @@ impl<'a> Ctx<'a> {
             report,
             process: Process::current(),
             links: LinkMap::new(),
+            extents: ExtentMap::default(),
+            sharing_devs: std::sync::Mutex::new(Vec::new()),
             no_clone: NoCloneDevs::default(),
             sweep: Sweep::of(opts),
             roots: Vec::new(),
@@ -52,6 +59,19 @@ impl<'a> Ctx<'a> {
 
     pub fn root(&self, index: u32) -> &Root {
         &self.roots[index as usize]
+    }
+
+    /// Opens the directory of an earlier copy (a hard-link group's first, or a holder of
+    /// shared extents): None for a root entry, which sits in its root's destination parent
+    /// (open already).
+    pub fn open_loc_dir(&self, loc: &LinkLoc) -> sys::Result<Option<OwnedFd>> {
+        match &loc.dir {
+            None => Ok(None),
+            Some(rel) => {
+                let (_, dst) = self.root(loc.root).dirs();
+                sys::open_dir_beneath(dst, rel).map(Some)
+            }
+        }
     }
 }
 
@@ -91,6 +111,8 @@ pub(crate) struct DstFacts {
     pub cow: bool,
     /// Set-gid: new entries take the directory's group.
     pub setgid: bool,
+    /// `--preserve=sharing` and a filesystem that can clone: its clone granularity.
+    pub share: Option<u64>,
 }
 
 /// Where, relative to the run's roots, an entry is.

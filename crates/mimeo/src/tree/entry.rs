@@ -5,14 +5,15 @@
 
 use super::context::{Ctx, Here};
 use super::roots::open_error;
-use crate::data::copy::{DataError, DataPlan, copy_data};
+use super::{partial, shared};
+use crate::data::copy::{Checkpoint, DataError, DataPlan, copy_data, resume_data};
 use crate::data::meta::{self, Apply, Dst, creation_mode};
 use crate::data::node;
 use crate::data::verify;
 use crate::options::Overwrite;
-use crate::place::crash;
 use crate::place::decide::{Decision, decide};
 use crate::place::links::{Claim, FirstCopy, LinkLoc};
+use crate::place::{crash, resume};
 use crate::report::{EntryKind, Error, FileOutcome, Method, Op, Refusal};
 use crate::sys::{self, Errno, Meta, XattrTarget};
 use rustix::fd::{AsFd, OwnedFd};
@@ -125,8 +126,8 @@ pub(crate) fn copy_opened(
         Some(_) => Err(Errno::EXIST),
         None => sys::create_excl(here.dst_dir, dst_name, initial),
     };
-    let (dst, temp) = match created {
-        Ok(fd) => (fd, None),
+    let (dst, temp, resumed) = match created {
+        Ok(fd) => (fd, None, None),
         Err(Errno::EXIST) => {
             let decision = match found {
                 Some(d) => decide_existing(ctx, here, name, dst_name, &meta, d)?,
@@ -139,27 +140,40 @@ pub(crate) fn copy_opened(
                     return write_into_node(ctx, here, buf, name, dst_name, src, &meta).map(Some);
                 }
                 Decision::Skip if !stale_content(ctx, here, src, name, dst_name, &meta)? => {
+                    shared::hold_existing(ctx, here, src.as_fd(), &meta, dst_name);
                     ctx.report.skipped(src_path, dst_path);
                     return Ok(None);
                 }
-                _ => {
-                    // A temporary is incomplete by its name, so it needs no marker (and no
-                    // chmod to clear one): it is created as restricted as its final mode
-                    // requires.
-                    let mode = creation_mode(ctx.opts, &ctx.process, here.dst.setgid, &meta);
-                    let (fd, t) = crash::with_temp(here.dst_prefix(), |t| {
-                        sys::create_excl(here.dst_dir, t, mode)
-                    })
-                    .map_err(|e| Error::sys(Op::Create, dst_path(), e))?;
-                    (fd, Some((t, mode & !ctx.process.umask)))
-                }
+                _ => match partial::try_resume(ctx, here, src.as_fd(), &meta, dst_name) {
+                    // An earlier run's prefix of this very source: go on from there.
+                    Some(r) => (r.fd, None, Some((r.done, r.was))),
+                    None => {
+                        // A temporary is incomplete by its name, so it needs no marker (and
+                        // no chmod to clear one): it is created as restricted as its final
+                        // mode requires.
+                        let mode = creation_mode(ctx.opts, &ctx.process, here.dst.setgid, &meta);
+                        let (fd, t) = crash::with_temp(here.dst_prefix(), |t| {
+                            sys::create_excl(here.dst_dir, t, mode)
+                        })
+                        .map_err(|e| Error::sys(Op::Create, dst_path(), e))?;
+                        (fd, Some((t, mode & !ctx.process.umask)), None)
+                    }
+                },
             }
         }
         Err(e) => return Err(Error::sys(Op::Create, dst_path(), e)),
     };
     let written_name: &CStr = temp.as_ref().map_or(dst_name, |(t, _)| t);
-    // A failure leaves no half file behind: the new entry is removed.
+    let shared = match resumed {
+        Some(_) => None,
+        None => shared::prepare(ctx, here, src.as_fd(), &meta, dst.as_fd(), written_name),
+    };
+    // A failure leaves no half file behind: the new entry is removed (and nothing clones
+    // from it any more).
     let discard = |err: Error| {
+        if let Some(s) = &shared {
+            s.holder.kill();
+        }
         let _ = sys::unlink(here.dst_dir, written_name, false);
         err
     };
@@ -173,16 +187,31 @@ pub(crate) fn copy_opened(
         size_is_true: meta.dev == here.sized_dev,
         no_clone: &ctx.no_clone,
     };
-    let outcome = copy_data(
-        src.as_fd(),
-        &meta,
-        dst.as_fd(),
-        &plan,
-        buf,
-        ctx.report.control,
-        None,
-    )
-    .map_err(|e| discard(data_error(e, src_path, dst_path)))?;
+    let control = ctx.report.control;
+    let (s, d) = (src.as_fd(), dst.as_fd());
+    // A large file written at its final name keeps a record of its prefix as it goes.
+    let mut record = partial::recorder(d, &meta, temp.is_some() || shared.is_some());
+    let checkpoint = record.as_mut().map(|r| r as &mut dyn Checkpoint);
+    let copied = match (&shared, resumed) {
+        (Some(sh), _) => shared::copy(ctx, sh, s, &meta, d, &plan, buf, control),
+        (None, Some((done, _))) => resume_data(s, &meta, d, &plan, buf, control, done, checkpoint),
+        (None, None) => copy_data(s, &meta, d, &plan, buf, control, checkpoint),
+    };
+    let outcome = match copied {
+        Ok(o) => o,
+        // --partial: a copy stopped by the run's stop request keeps its prefix.
+        Err(e)
+            if e.op == Op::Interrupted
+                && partial::keep_stopped(ctx, here, record.as_mut(), e.prefix) =>
+        {
+            return Err(data_error(e, src_path, dst_path));
+        }
+        Err(e) => return Err(discard(data_error(e, src_path, dst_path))),
+    };
+    if record.as_ref().is_some_and(|r| r.written) {
+        // The data is complete: a complete file never carries a record.
+        resume::clear(d).map_err(|e| discard(Error::sys(Op::SetXattr, dst_path(), e)))?;
+    }
     if outcome.method != Method::Clone && meta.size > 0 {
         // Copying took time: a source written meanwhile would leave a copy that mixes old and
         // new bytes under the old times. A clone is one atomic step and needs no check.
@@ -203,11 +232,15 @@ pub(crate) fn copy_opened(
         process: &ctx.process,
         src: &meta,
         created: true,
-        created_owner: (!here.dst.setgid).then_some((ctx.process.euid, ctx.process.egid)),
-        current_perm: Some(match &temp {
-            Some((_, mode)) => *mode,
-            None if marked_dir => initial & !ctx.process.umask,
-            None => initial,
+        created_owner: match resumed {
+            Some((_, was)) => Some((was.uid, was.gid)),
+            None => (!here.dst.setgid).then_some((ctx.process.euid, ctx.process.egid)),
+        },
+        current_perm: Some(match (&temp, resumed) {
+            (_, Some((_, was))) => was.perm(),
+            (Some((_, mode)), _) => *mode,
+            (None, _) if marked_dir => initial & !ctx.process.umask,
+            (None, _) => initial,
         }),
         inherit_sgid: false,
     };
@@ -226,6 +259,9 @@ pub(crate) fn copy_opened(
         let dirty = outcome.method != Method::Clone && outcome.bytes > 0;
         crash::commit_temp(here.dst_dir, t, dst_name, dirty)
             .map_err(|e| Error::sys(Op::Rename, dst_path(), e))?;
+        if let Some(s) = &shared {
+            s.holder.renamed(dst_name);
+        }
     }
     if ctx.opts.sync && here.dir.is_none() {
         // A root-level file: its directory entry is flushed here; inside a tree, the
@@ -460,7 +496,10 @@ fn link_or_claim(
     let other = if here.holds(&loc) {
         None
     } else {
-        Some(open_link_dir(ctx, &loc).map_err(|e| Error::sys(Op::Link, dst_path(), e))?)
+        Some(
+            ctx.open_loc_dir(&loc)
+                .map_err(|e| Error::sys(Op::Link, dst_path(), e))?,
+        )
     };
     let from = match &other {
         Some(Some(fd)) => fd.as_fd(),
@@ -492,18 +531,6 @@ fn link_or_claim(
         None,
     );
     Ok(LinkStep::Done)
-}
-
-/// Opens the directory of a group's first copy: None for a root entry, which sits in its
-/// root's destination parent (open already).
-fn open_link_dir(ctx: &Ctx<'_>, loc: &LinkLoc) -> sys::Result<Option<OwnedFd>> {
-    match &loc.dir {
-        None => Ok(None),
-        Some(rel) => {
-            let (_, dst) = ctx.root(loc.root).dirs();
-            sys::open_dir_beneath(dst, rel).map(Some)
-        }
-    }
 }
 
 /// Records where a group's first copy now lives, for the links that follow.

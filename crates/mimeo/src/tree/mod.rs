@@ -7,8 +7,10 @@ mod context;
 mod dir;
 mod entry;
 mod exec;
+mod partial;
 mod plan;
 mod roots;
+mod shared;
 mod single;
 mod work;
 

@@ -65,6 +65,7 @@ impl Root {
             ));
         }
         let cow = cow_matters(opts) && is_cow(dst_parent.as_fd());
+        let share = share_granularity(opts, dst_parent.as_fd());
         // Known per tree for directories; a file given alone is checked only if it is empty.
         let sized_dev =
             if meta.is_dir() && sys::sizes_are_true_at(src_parent.as_fd(), &src_name, follow) {
@@ -85,6 +86,7 @@ impl Root {
                 dev: parent_meta.dev,
                 cow,
                 setgid: parent_meta.mode & sys::S_ISGID != 0,
+                share,
             },
             sized_dev,
             dirs: None,
@@ -96,6 +98,17 @@ impl Root {
 /// copy_file_range from sharing extents there).
 pub(crate) fn cow_matters(opts: &Options) -> bool {
     opts.reflink == Reflink::Never
+}
+
+/// With `--preserve=sharing`, where the destination can clone: its clone granularity.
+fn share_granularity(opts: &Options, dir: BorrowedFd<'_>) -> Option<u64> {
+    let wanted = opts.preserve.sharing
+        && opts.reflink != Reflink::Never
+        && opts.sparse != crate::options::Sparse::Never;
+    if !wanted || !is_cow(dir) {
+        return None;
+    }
+    sys::clone_granularity(dir).ok().map(|g| g.bytes)
 }
 
 pub(crate) fn is_cow(dir: BorrowedFd<'_>) -> bool {

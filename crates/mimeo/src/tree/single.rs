@@ -112,6 +112,7 @@ fn dst_facts(
                 dev: d.dev,
                 cow: false,
                 setgid: false,
+                share: None,
             });
         }
     }
@@ -124,6 +125,7 @@ fn dst_facts(
             dev: m.dev,
             cow: is_cow(fd.as_fd()),
             setgid: m.mode & sys::S_ISGID != 0,
+            share: None,
         });
     }
     let m = sys::stat_at(sys::CWD, &dir, true).map_err(create_error)?;
@@ -131,6 +133,7 @@ fn dst_facts(
         dev: m.dev,
         cow: false,
         setgid: m.mode & sys::S_ISGID != 0,
+        share: None,
     })
 }
 
