@@ -11,7 +11,7 @@
 //!   that is not a regular file: a pipe, a terminal, `-` for standard input) is read and
 //!   written through a buffer.
 
-use super::copy::DataError;
+use super::error::{DataError, interrupted};
 use super::range::{RangeCopy, Ranger};
 use crate::report::{Control, EntryKind, Error, FileOutcome, Method, Observer, Op, Refusal};
 use crate::report::{Reporter, Summary};
@@ -237,7 +237,7 @@ impl<'a> Sink<'a> {
                 let mut at = off;
                 let end = off + len;
                 while at < end {
-                    super::copy::interrupted(r.control()).map_err(Failure::Out)?;
+                    interrupted(r.control()).map_err(Failure::Out)?;
                     let want = (end - at).min(1 << 20) as usize;
                     match sys::splice_to_pipe(src, &mut at, self.out, want) {
                         Ok(0) => break,
@@ -271,7 +271,7 @@ impl<'a> Sink<'a> {
         let read_err = |e: Errno| Failure::Part(Error::sys(Op::Read, part, e));
         let mut moved = 0u64;
         loop {
-            super::copy::interrupted(r.control()).map_err(Failure::Out)?;
+            interrupted(r.control()).map_err(Failure::Out)?;
             let buf = r.buffer();
             let n = match from {
                 Some(at) => sys::pread(src, buf, at + moved),
@@ -310,7 +310,7 @@ impl<'a> Sink<'a> {
                 }
                 Err(Errno::INTR) => {}
                 Err(Errno::AGAIN) => {
-                    super::copy::interrupted(control).map_err(Failure::Out)?;
+                    interrupted(control).map_err(Failure::Out)?;
                     sys::wait_writable(self.out, POLL.as_millis() as i32);
                 }
                 Err(e) => return Err(out_err(e)),

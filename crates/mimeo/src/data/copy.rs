@@ -5,32 +5,13 @@
 //! file, so no fallback ever hides ENOSPC, EIO, EDQUOT or ENOMEM (DESIGN §1). Holes come from
 //! SEEK_DATA/SEEK_HOLE, never from `copy_file_range`.
 
+pub(crate) use super::error::{DataError, interrupted};
 use super::range::Ranger;
 use crate::options::{Reflink, Sparse};
 use crate::report::{Control, FileOutcome, Method, Op};
 use crate::sys::{self, Errno, Meta};
 use rustix::fd::BorrowedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
-
-/// A data-path failure: which step failed and the errno. Terminal for the file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct DataError {
-    pub op: Op,
-    pub errno: Errno,
-    /// How much of the file, from its start, was complete when it failed: bytes and holes
-    /// below it are final. Known for a copy stopped by [`Op::Interrupted`], 0 otherwise.
-    pub prefix: u64,
-}
-
-impl DataError {
-    pub fn new(op: Op, errno: Errno) -> Self {
-        DataError {
-            op,
-            errno,
-            prefix: 0,
-        }
-    }
-}
 
 fn fail(op: Op) -> impl FnOnce(Errno) -> DataError {
     move |errno| DataError::new(op, errno)
@@ -532,15 +513,6 @@ impl Copier<'_> {
             self.drop_window(pos)?;
             self.advance(pos);
         }
-        Ok(())
-    }
-}
-
-/// Fails the file when the run has been stopped, so it is removed promptly.
-pub(crate) fn interrupted(control: &Control) -> Result<(), DataError> {
-    if control.is_stopped() {
-        Err(DataError::new(Op::Interrupted, Errno::INTR))
-    } else {
         Ok(())
     }
 }

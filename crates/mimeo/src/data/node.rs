@@ -3,7 +3,7 @@
 //! FIFO without a reader, or a full one, is waited for in short polls, so that a stop request
 //! is still seen.
 
-use super::copy::{DataError, interrupted};
+use super::error::{DataError, interrupted};
 use crate::report::{Control, Op};
 use crate::sys::{self, Errno};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};

@@ -26,7 +26,7 @@
 //!   again by copying, so no byte is left as the failed clone left it. ENOSPC, EIO, EDQUOT and
 //!   ENOMEM are terminal (DESIGN §1), as they are for every copy.
 
-use super::copy::{DataError, interrupted};
+use super::error::{DataError, interrupted};
 use crate::report::{Control, Method, Op};
 use crate::sys::{self, Errno};
 use rustix::fd::{AsFd, BorrowedFd};
