@@ -127,6 +127,11 @@ pub struct Args {
     #[arg(short = 'j', long, value_name = "N", allow_hyphen_values = true)]
     pub jobs: Option<usize>,
 
+    /// Copy files of at least twice SIZE in ranges of SIZE, several workers at once (off:
+    /// never, the default)
+    #[arg(long, value_name = "SIZE", value_parser = parse_split, allow_hyphen_values = true)]
+    pub split: Option<u64>,
+
     /// Buffer size for streamed copies, e.g. 1M
     #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
     pub buffer_size: Option<usize>,
@@ -323,6 +328,14 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
     n.checked_mul(mult)
         .filter(|&v| v > 0)
         .ok_or_else(|| format!("invalid size '{s}'"))
+}
+
+/// `--split`: a size, or `off` (0).
+pub fn parse_split(s: &str) -> Result<u64, String> {
+    if s == "off" {
+        return Ok(0);
+    }
+    parse_size(s).map(|n| n as u64)
 }
 
 #[cfg(test)]

@@ -197,6 +197,9 @@ impl Config {
         if let Some(b) = a.buffer_size {
             options.buffer_size = b;
         }
+        if let Some(size) = a.split {
+            options.split = (size > 0).then_some(size);
+        }
         options.verify = a.verify;
         options.nocache = a.nocache;
         options.partial = a.partial;

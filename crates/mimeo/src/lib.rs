@@ -80,7 +80,8 @@ mod tree;
 pub use data::concat::concat;
 pub use data::range::{RangeCopy, RangeError, clone_range};
 pub use options::{
-    DEFAULT_BUFFER_SIZE, Dereference, Options, Overwrite, Preserve, Reflink, Sparse, default_jobs,
+    DEFAULT_BUFFER_SIZE, DEFAULT_SPLIT, Dereference, Options, Overwrite, Preserve, Reflink, Sparse,
+    default_jobs,
 };
 pub use report::{
     Action, Cause, Control, EntryKind, Error, Event, EventChannel, FileOutcome, Method, NoObserver,
@@ -93,6 +94,7 @@ pub use tree::{CopyPair, Totals, copy_file, dry_run, scan};
 /// process, another host). See [`Scheduler`].
 pub mod work {
     pub use crate::tree::{
-        DirDone, DirInfo, EntryType, Executor, Lineage, Stat, WorkItem, WorkKind, Worker, XattrList,
+        DirDone, DirInfo, EntryType, Executor, FileRange, Lineage, Stat, WorkItem, WorkKind,
+        Worker, XattrList,
     };
 }

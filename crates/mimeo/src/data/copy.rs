@@ -309,6 +309,11 @@ impl<'a> FileCopy<'a> {
         Ok(())
     }
 
+    /// What was written so far: data bytes, and whether by offload and by stream.
+    pub fn tally(&self) -> (u64, bool, bool) {
+        (self.c.written, self.c.used_offload, self.c.used_stream)
+    }
+
     /// Ends the copy of a file of `size` bytes: a trailing hole, and how it went.
     pub fn finish(mut self, size: u64) -> Result<FileOutcome, DataError> {
         let c = &mut self.c;

@@ -72,8 +72,9 @@ pub fn copy_with(
     control: &Control,
 ) -> Summary {
     let (exec, initial) = Executor::new(pairs, opts, observer, control);
-    // Files alone need no more workers than there are files.
-    let jobs = if initial.iter().all(|i| matches!(i.kind, WorkKind::Root)) {
+    // Files alone need no more workers than there are files, unless they may be split.
+    let alone = initial.iter().all(|i| matches!(i.kind, WorkKind::Root));
+    let jobs = if alone && opts.split.is_none() {
         opts.jobs.min(initial.len())
     } else {
         opts.jobs

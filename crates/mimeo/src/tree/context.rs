@@ -1,8 +1,9 @@
 //! The state one run shares across its workers ([`Ctx`]), the opened roots, and where an
 //! entry is being copied ([`Here`]).
 
-use super::work::DirInfo;
-use crate::data::copy::NoCloneDevs;
+use super::split::Splits;
+use super::work::{DirInfo, WorkItem};
+use crate::data::copy::{DataPlan, NoCloneDevs};
 use crate::data::meta::Process;
 use crate::options::Options;
 use crate::place::crash::{PartMarker, Sweep};
@@ -27,6 +28,8 @@ pub(crate) struct Ctx<'a> {
     /// Source devices whose filesystem can share extents, as far as looked at.
     pub sharing_devs: std::sync::Mutex<Vec<(u64, bool)>>,
     pub no_clone: NoCloneDevs,
+    /// Large files being copied in ranges by several workers.
+    pub splits: Splits,
     pub sweep: Sweep,
     pub roots: Vec<Root>,
 }
@@ -43,6 +46,7 @@ impl<'a> Ctx<'a> {
             extents: ExtentMap::default(),
             sharing_devs: std::sync::Mutex::new(Vec::new()),
             no_clone: NoCloneDevs::default(),
+            splits: Splits::default(),
             sweep: Sweep::of(opts),
             roots: Vec::new(),
         }
@@ -54,6 +58,20 @@ impl<'a> Ctx<'a> {
             opts: self.opts,
             process: &self.process,
             suspect,
+        }
+    }
+
+    /// How the data of the source `meta` goes into a directory like `dst`.
+    pub fn plan(&self, meta: &Meta, dst: &DstFacts, sized_dev: u64) -> DataPlan<'_> {
+        DataPlan {
+            reflink: self.opts.reflink,
+            sparse: self.opts.sparse,
+            buffer_size: self.opts.buffer_size,
+            same_fs: meta.dev == dst.dev,
+            dst_cow: dst.cow,
+            nocache: self.opts.nocache,
+            size_is_true: meta.dev == sized_dev,
+            no_clone: &self.no_clone,
         }
     }
 
@@ -115,6 +133,27 @@ pub(crate) struct DstFacts {
     pub share: Option<u64>,
 }
 
+/// Hands work items to the scheduler from inside an item's run: subdirectories, shares of a
+/// large directory, ranges of a large file.
+pub(crate) trait Spawner {
+    fn push(&self, item: WorkItem);
+}
+
+/// The scheduler's `spawn` callback, shared by the places of one item's run that spawn.
+pub(crate) struct Spawn<'s>(std::cell::RefCell<&'s mut dyn FnMut(WorkItem)>);
+
+impl<'s> Spawn<'s> {
+    pub fn new(spawn: &'s mut dyn FnMut(WorkItem)) -> Self {
+        Spawn(std::cell::RefCell::new(spawn))
+    }
+}
+
+impl Spawner for Spawn<'_> {
+    fn push(&self, item: WorkItem) {
+        (self.0.borrow_mut())(item)
+    }
+}
+
 /// Where, relative to the run's roots, an entry is.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Loc<'a> {
@@ -150,6 +189,9 @@ pub(crate) struct Here<'a> {
     /// The device of a root on a filesystem whose files report their true size, so an empty
     /// file there needs no read; files elsewhere (procfs, sysfs, ...) are read to the end.
     pub sized_dev: u64,
+    /// Where work found while copying the entry goes (ranges of a large file); None where
+    /// there is no scheduler (a file copied on its own).
+    pub spawn: Option<&'a dyn Spawner>,
 }
 
 impl<'a> Here<'a> {
@@ -165,6 +207,15 @@ impl<'a> Here<'a> {
             dst: root.dst,
             root_src_dev: root.meta.dev,
             sized_dev: root.sized_dev,
+            spawn: None,
+        }
+    }
+
+    /// The same place, with a scheduler to hand work to.
+    pub fn with_spawner(self, spawn: &'a dyn Spawner) -> Here<'a> {
+        Here {
+            spawn: Some(spawn),
+            ..self
         }
     }
 
@@ -190,6 +241,7 @@ impl<'a> Here<'a> {
             },
             root_src_dev: root.meta.dev,
             sized_dev: root.sized_dev,
+            spawn: None,
         }
     }
 

@@ -7,7 +7,7 @@
 //! only under `-L`), so a directory swapped for a symlink mid-run is refused rather than
 //! followed, and no worker keeps more than a few descriptors open.
 
-use super::context::{Ctx, Here, rel_path};
+use super::context::{Ctx, Here, Spawn, Spawner, rel_path};
 use super::entry::{Buffers, Changed, copy_entry};
 use super::roots::{open_error, stat_error};
 use super::work::{
@@ -251,6 +251,7 @@ pub(crate) fn pass(
         entries.into_iter().partition(|(_, t)| *t == DType::Dir);
     let marker = PartMarker::default();
     {
+        let spawn = Spawn::new(spawn);
         let here = Here::below(
             root_index,
             root,
@@ -258,15 +259,16 @@ pub(crate) fn pass(
             (src.as_fd(), dst.as_fd()),
             &info,
             &marker,
-        );
+        )
+        .with_spawner(&spawn);
         for (name, t) in &dirs {
-            child(ctx, w, &here, &lineage, name, *t, spawn);
+            child(ctx, w, &here, &lineage, name, *t, &spawn);
         }
         // A large directory's files are shared among workers.
         if rest.len() > 2 * CHUNK && ctx.opts.jobs > 1 {
             while rest.len() > CHUNK {
                 let tail = rest.split_off(rest.len() - CHUNK);
-                spawn(WorkItem {
+                spawn.push(WorkItem {
                     root: root_index,
                     path: rel.to_vec(),
                     kind: WorkKind::Entries {
@@ -282,7 +284,7 @@ pub(crate) fn pass(
             }
         }
         for (name, t) in &rest {
-            child(ctx, w, &here, &lineage, name, *t, spawn);
+            child(ctx, w, &here, &lineage, name, *t, &spawn);
         }
     }
     marker.remove_in(dst.as_fd());
@@ -323,6 +325,7 @@ pub(crate) fn entries(
     };
     let marker = PartMarker::default();
     {
+        let spawn = Spawn::new(spawn);
         let here = Here::below(
             root_index,
             root,
@@ -330,10 +333,11 @@ pub(crate) fn entries(
             (src.as_fd(), dst.as_fd()),
             info,
             &marker,
-        );
+        )
+        .with_spawner(&spawn);
         for (name, t) in names {
             let name = CString::new(name).expect("file names contain no NUL byte");
-            child(ctx, w, &here, lineage, &name, t.into(), spawn);
+            child(ctx, w, &here, lineage, &name, t.into(), &spawn);
         }
     }
     marker.remove_in(dst.as_fd());
@@ -347,7 +351,7 @@ fn child(
     lineage: &Lineage,
     name: &CStr,
     t: DType,
-    spawn: &mut dyn FnMut(WorkItem),
+    spawn: &Spawn<'_>,
 ) {
     if ctx.report.control.is_stopped() {
         return;
@@ -371,7 +375,7 @@ fn child(
     loop {
         if (t == DType::Dir && meta.is_none()) || meta.is_some_and(|m| m.is_dir()) {
             if let Some(item) = subdir(ctx, here, root, rel, lineage, name, meta, follow) {
-                spawn(item);
+                spawn.push(item);
             }
             return;
         }
@@ -384,12 +388,18 @@ fn child(
 }
 
 /// Copies a root entry that is not a directory to recurse into.
-pub(crate) fn root_entry(ctx: &Ctx<'_>, w: &mut Buffers, index: u32) {
+pub(crate) fn root_entry(
+    ctx: &Ctx<'_>,
+    w: &mut Buffers,
+    index: u32,
+    spawn: &mut dyn FnMut(WorkItem),
+) {
     if ctx.report.control.is_stopped() {
         return;
     }
     let root = ctx.root(index);
-    let here = Here::at_root(index, root);
+    let spawn = Spawn::new(spawn);
+    let here = Here::at_root(index, root).with_spawner(&spawn);
     let mut meta = root.meta;
     while let Err(Changed(m)) = copy_entry(
         ctx,

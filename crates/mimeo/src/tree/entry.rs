@@ -5,8 +5,8 @@
 
 use super::context::{Ctx, Here};
 use super::roots::open_error;
-use super::{partial, shared};
-use crate::data::copy::{Checkpoint, DataError, DataPlan, copy_data, resume_data};
+use super::{partial, shared, split};
+use crate::data::copy::{Checkpoint, DataError, copy_data, resume_data};
 use crate::data::meta::{self, Apply, Dst, creation_mode};
 use crate::data::node;
 use crate::data::verify;
@@ -177,16 +177,7 @@ pub(crate) fn copy_opened(
         let _ = sys::unlink(here.dst_dir, written_name, false);
         err
     };
-    let plan = DataPlan {
-        reflink: ctx.opts.reflink,
-        sparse: ctx.opts.sparse,
-        buffer_size: ctx.opts.buffer_size,
-        same_fs: meta.dev == here.dst.dev,
-        dst_cow: here.dst.cow,
-        nocache: ctx.opts.nocache,
-        size_is_true: meta.dev == here.sized_dev,
-        no_clone: &ctx.no_clone,
-    };
+    let plan = ctx.plan(&meta, &here.dst, here.sized_dev);
     let control = ctx.report.control;
     let (s, d) = (src.as_fd(), dst.as_fd());
     // A large file written at its final name keeps a record of its prefix as it goes.
@@ -195,7 +186,21 @@ pub(crate) fn copy_opened(
     let copied = match (&shared, resumed) {
         (Some(sh), _) => shared::copy(ctx, sh, s, &meta, d, &plan, buf, control),
         (None, Some((done, _))) => resume_data(s, &meta, d, &plan, buf, control, done, checkpoint),
-        (None, None) => copy_data(s, &meta, d, &plan, buf, control, checkpoint),
+        (None, None) => match split::copy(
+            ctx,
+            here,
+            name,
+            written_name,
+            s,
+            &meta,
+            d,
+            &plan,
+            buf,
+            control,
+        ) {
+            Some(in_ranges) => in_ranges,
+            None => copy_data(s, &meta, d, &plan, buf, control, checkpoint),
+        },
     };
     let outcome = match copied {
         Ok(o) => o,

@@ -4,6 +4,7 @@ use super::context::{Ctx, Here};
 use super::dir::{self, make_dst_dir};
 use super::entry::Buffers;
 use super::roots::{CopyPair, open_error};
+use super::split;
 use super::work::{DirDone, DirInfo, Lineage, Stat, WorkItem, WorkKind};
 use crate::options::Options;
 use crate::report::{Control, Observer, Reporter, Summary};
@@ -117,7 +118,7 @@ impl<'a> Executor<'a> {
         }
         match item.kind {
             WorkKind::Root => {
-                dir::root_entry(&self.ctx, &mut worker.0, item.root);
+                dir::root_entry(&self.ctx, &mut worker.0, item.root, spawn);
                 None
             }
             WorkKind::Dir(info) => Some(dir::pass(
@@ -143,6 +144,10 @@ impl<'a> Executor<'a> {
                     names,
                     spawn,
                 );
+                None
+            }
+            WorkKind::Range(range) => {
+                split::help(&self.ctx, &mut worker.0, item.root, &item.path, &range);
                 None
             }
         }

@@ -12,10 +12,13 @@ mod plan;
 mod roots;
 mod shared;
 mod single;
+mod split;
 mod work;
 
 pub use exec::{Executor, Worker};
 pub use plan::{Totals, dry_run, scan};
 pub use roots::CopyPair;
 pub use single::copy_file;
-pub use work::{DirDone, DirInfo, EntryType, Lineage, Stat, WorkItem, WorkKind, XattrList};
+pub use work::{
+    DirDone, DirInfo, EntryType, FileRange, Lineage, Stat, WorkItem, WorkKind, XattrList,
+};

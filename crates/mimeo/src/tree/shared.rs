@@ -5,8 +5,8 @@
 //! The common path pays nothing: no extent map is read where the copy clones from its source
 //! (the same filesystem: sharing is kept anyway), where the destination cannot clone (its
 //! filesystem type, known per root), where the source's filesystem cannot share (its type,
-//! looked at once per device), or for a file with less than one block of data. Otherwise one
-//! FIEMAP call (without a flush) per file tells whether it has shared extents at all.
+//! looked at once per device), or for a file with less than [`SHARE_MIN`] of data. Otherwise
+//! one FIEMAP call (without a flush) per file tells whether it has shared extents at all.
 
 use super::context::{Ctx, Here};
 use crate::data::copy::{DataError, DataPlan};
@@ -17,6 +17,11 @@ use crate::sys::{self, Extent, Meta};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::CStr;
 use std::sync::Arc;
+
+/// Files with less data than this are copied without looking at their extents: for a tree
+/// of small files the extent map would add a system call per file, for little space (a
+/// small file is at most this much).
+pub(crate) const SHARE_MIN: u64 = 64 << 10;
 
 /// A file whose extents are shared, about to be copied with its sharing kept.
 pub(crate) struct SharedCopy {
@@ -50,8 +55,8 @@ fn extents_to_keep(
     let granularity = here.dst.share?;
     if meta.dev == here.dst.dev
         || here.root.is_none()
-        || meta.size < 4096
-        || meta.blocks * 512 < 4096
+        || meta.size < SHARE_MIN
+        || meta.blocks * 512 < SHARE_MIN
         || !source_can_share(ctx, meta.dev, src)
     {
         return None;

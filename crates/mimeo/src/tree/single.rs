@@ -81,6 +81,7 @@ pub fn copy_file(src: &Path, dst: &Path, opts: &Options) -> Result<FileOutcome, 
         dst: dst_facts(opts, dst, dst_prefix, found.as_ref())?,
         root_src_dev: meta.dev,
         sized_dev: u64::MAX,
+        spawn: None,
     };
     let mut buf = Vec::new();
     copy_opened(
