@@ -4,7 +4,7 @@
 #   bench/ranges.sh [--quick] [--only w3split,w6,w7,w8] [--runs N] [--tag TAG] [--out DIR]
 #
 #   w3split  W3 with large files split among workers: 4 GiB ext4 -> XFS, cold, durable;
-#            mimeo in one piece, split in 1 GiB and 256 MiB ranges, and cp
+#            mimeo in one piece (--split off), split in 1 GiB and 256 MiB ranges, and cp
 #   w6       sharing: 8 clones of a 1 GiB image on btrfs (1 MiB rewritten in two, plus a cloned
 #            subtree) copied to XFS by mimeo -a and cp -a: time (cold, durable) and the space
 #            the copy takes, against the source's physical use
@@ -15,7 +15,9 @@
 #   w8       cat: 8 x 512 MiB pieces on XFS joined by mimeo-cat and by cat (cold, durable),
 #            and how much of the output shares extents with the pieces (FIEMAP)
 #
-# Needs root (loop devices, mount, drop_caches) and about 30 GB free below bench/.work. Runs
+# Needs root (loop devices, mount, drop_caches) and about 10 GB free below bench/.work for
+# each workload (the images are trimmed as files are removed; run workloads one at a time
+# with --only where space is short, and merge their records with lib/ranges_report.py). Runs
 # are interleaved (each tool once per round) so that the shared machine's noise hits all of
 # them alike; the report gives medians and the spread. --quick divides every size by 8.
 set -euo pipefail
@@ -72,6 +74,7 @@ trap 'exit 143' TERM
 timed() {
     local w=$1 c=$2 tool=$3 prep=$4 cmd=$5 t0 t1 status=0
     bash -c "$prep"
+    trim
     drop_caches
     t0=$(date +%s%N)
     bash -c "$cmd" >/dev/null 2>>"$RAW/stderr" || status=$?
@@ -81,17 +84,46 @@ timed() {
     log "  $w $c $tool: $(((t1 - t0) / 1000000)) ms (exit $status)"
 }
 
+# trim : gives the space of removed files back to the host (the images are sparse files on
+# the machine's one disk, shared with others: without it they only grow).
+trim() {
+    local m
+    for m in "$EXT4" "$XFS" "$BTRFS"; do
+        fstrim "$m" 2>/dev/null || true
+    done
+}
+
 # used_bytes MOUNT : bytes in use on a filesystem, after a sync (and a moment for XFS to
 # finish freeing what was removed in the background).
 used_bytes() {
     sync
     sleep 2
-    stat -f -c '%b %f %S' "$1" | awk '{ print ($1 - $2) * $3 }'
+    local blocks free size
+    read -r blocks free size < <(stat -f -c '%b %f %S' "$1")
+    echo $(((blocks - free) * size))
 }
 
-# shared_bytes FILE : bytes of FILE in extents that FIEMAP flags shared.
+# shared_bytes FILE : bytes of FILE in extents that FIEMAP flags shared (FS_IOC_FIEMAP read
+# directly: filefrag's columns run into each other for large offsets).
 shared_bytes() {
-    filefrag -v -b1 "$1" | awk '/shared/ { gsub(":", "", $4); n += $4 } END { print n + 0 }'
+    python3 - "$1" <<'PY'
+import fcntl, os, struct, sys
+FS_IOC_FIEMAP, SHARED, LAST, BATCH = 0xC020660B, 0x2000, 0x1, 256
+fd = os.open(sys.argv[1], os.O_RDONLY)
+start = total = 0
+while True:
+    buf = bytearray(struct.pack("QQIIII", start, 2**64 - 1 - start, 0, 0, BATCH, 0) + bytes(56 * BATCH))
+    fcntl.ioctl(fd, FS_IOC_FIEMAP, buf)
+    n = struct.unpack_from("I", buf, 20)[0]
+    last = n == 0
+    for i in range(n):
+        logical, _, length, _, _, flags = struct.unpack_from("QQQQQI", buf, 32 + 56 * i)
+        total += length if flags & SHARED else 0
+        start, last = logical + length, last or bool(flags & LAST)
+    if last:
+        break
+print(total)
+PY
 }
 
 fs_setup ext4 $((12 / (SCALE > 1 ? 4 : 1) + 2))G
@@ -119,9 +151,9 @@ if want w3split; then
     cases=(xfs xfs xfs xfs xfs ext4 ext4 ext4)
     tools=("mimeo" "mimeo --split 1G" "mimeo --split 256M" "mimeo --split 256M -j 4" cp
         "mimeo" "mimeo --split 1G" cp)
-    cmds=("$MIMEO $s $d" "$MIMEO --split 1G -j 2 $s $d" "$MIMEO --split 256M -j 2 $s $d"
-        "$MIMEO --split 256M -j 4 $s $d" "cp $s $d"
-        "$MIMEO $s $d2" "$MIMEO --split 1G -j 2 $s $d2" "cp $s $d2")
+    cmds=("$MIMEO --split off $s $d" "$MIMEO --split 1G -j 2 $s $d"
+        "$MIMEO --split 256M -j 2 $s $d" "$MIMEO --split 256M -j 4 $s $d" "cp $s $d"
+        "$MIMEO --split off $s $d2" "$MIMEO --split 1G -j 2 $s $d2" "cp $s $d2")
     n=${#cmds[@]}
     for ((r = 1; r <= RUNS; r++)); do
         # Each round starts with another tool, so that no tool is always the first one after
@@ -192,7 +224,9 @@ for i in range(n):
     fcntl.ioctl(d, FICLONERANGE, struct.pack("qQQQ", s, i * 4096, 4096, 2 * i * 4096))
 PY
     sync
-    extents=$(filefrag "$src/frag" | awk '{ print $2 }')
+    # FIEMAP's extents: one per cloned block (filefrag's count merges physically contiguous
+    # ones, its listing does not).
+    extents=$(filefrag -v "$src/frag" | grep -c shared)
     record workload=w6mem kind=source extents="$extents"
     log "W6 memory: $extents shared extents"
     for ((r = 1; r <= RUNS; r++)); do
@@ -221,7 +255,8 @@ kill_at_half() {
     wait "$pid" 2>/dev/null || true
     sync
     record workload=w7 kind=killed size="$(stat -c %s "$d")" \
-        done="$(getfattr --only-values -n user.mimeo.partial "$d" 2>/dev/null | sed 's/.*done=//')"
+        done="$(getfattr --only-values -n user.mimeo.partial "$d" 2>/dev/null | sed 's/.*done=//' |
+            tr ',' '\n' | awk -F- '{ n += $2 - $1 } END { printf "%d\n", n }')"
 }
 if want w7; then
     s=$EXT4/big/big.bin
@@ -248,11 +283,18 @@ if want w8; then
     done
     sync
     out=$dir/joined
+    # GNU cat 9.1 writes a regular output with copy_file_range, which the kernel turns into
+    # a clone where the offsets are aligned; through a pipe, cat reads and writes every byte,
+    # as cat always did.
+    tools=(mimeo-cat cat "cat, through a pipe")
+    cmds=("$MCAT $dir/piece? > $out" "cat $dir/piece? > $out" "cat $dir/piece? | cat > $out")
     for ((r = 1; r <= RUNS; r++)); do
-        if ((r % 2)); then timed w8 xfs cat "rm -f $out" "cat $dir/piece? > $out"; fi
-        timed w8 xfs mimeo-cat "rm -f $out" "$MCAT $dir/piece? > $out"
-        record workload=w8 kind=shared bytes="$(shared_bytes "$out")" size="$(stat -c %s "$out")"
-        if ((r % 2 == 0)); then timed w8 xfs cat "rm -f $out" "cat $dir/piece? > $out"; fi
+        for ((k = 0; k < 3; k++)); do
+            i=$(((k + r) % 3))
+            timed w8 xfs "${tools[i]}" "rm -f $out" "${cmds[i]}"
+            record workload=w8 kind=shared tool="${tools[i]}" bytes="$(shared_bytes "$out")" \
+                size="$(stat -c %s "$out")"
+        done
     done
     cat "$dir"/piece? | cmp - "$out" || record workload=w8 kind=error what="output differs"
     rm -rf "$dir"

@@ -186,13 +186,14 @@ impl Observer for Printer {
                 return;
             }
             if self.json {
-                let errno = err.errno().map_or("null".to_string(), |n| n.to_string());
-                self.json_line(&format!(
-                    "{{\"type\":\"error\",\"path\":{},\"operation\":{},\"message\":{},\"errno\":{errno}}}\n",
-                    json_str(&display(&err.path)),
-                    json_str(err.op.name()),
-                    json_str(&err.to_string()),
-                ));
+                let line = serde_json::json!({
+                    "type": "error",
+                    "path": display(&err.path),
+                    "operation": err.op.name(),
+                    "message": err.to_string(),
+                    "errno": err.errno(),
+                });
+                self.json_line(&format!("{line}\n"));
             }
             error(&err.to_string());
         }
@@ -209,23 +210,22 @@ fn libc_epipe() -> i32 {
 /// The JSON summary: parts written, bytes in all, and how many of them were cloned (share
 /// extents with their part) and copied. Field names are stable.
 fn summary_json(s: &Summary) -> String {
-    format!(
-        concat!(
-            "{{\"type\":\"summary\",\"parts\":{},\"bytes\":{},\"cloned\":{},\"copied\":{},",
-            "\"by_method\":{{\"clone\":{},\"offload\":{},\"stream\":{}}},",
-            "\"errors\":{},\"interrupted\":{},\"elapsed_s\":{:.6}}}\n"
-        ),
-        s.files,
-        s.bytes,
-        s.clone_bytes,
-        s.offload_bytes + s.stream_bytes,
-        s.clone_bytes,
-        s.offload_bytes,
-        s.stream_bytes,
-        s.errors,
-        s.interrupted,
-        s.elapsed.as_secs_f64()
-    )
+    let line = serde_json::json!({
+        "type": "summary",
+        "parts": s.files,
+        "bytes": s.bytes,
+        "cloned": s.clone_bytes,
+        "copied": s.offload_bytes + s.stream_bytes,
+        "by_method": {
+            "clone": s.clone_bytes,
+            "offload": s.offload_bytes,
+            "stream": s.stream_bytes,
+        },
+        "errors": s.errors,
+        "interrupted": s.interrupted,
+        "elapsed_s": s.elapsed.as_secs_f64(),
+    });
+    format!("{line}\n")
 }
 
 /// A progress bar on stderr: bytes written of the parts' total, rate, ETA, and how much was
@@ -308,23 +308,6 @@ fn display(p: &Path) -> String {
         Ok(s) => s.to_string(),
         Err(_) => bytes.escape_ascii().to_string(),
     }
-}
-
-fn json_str(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]

@@ -40,15 +40,24 @@ fn source(root: &Path) -> PathBuf {
     src
 }
 
-/// The prefix a partial file's record says is complete.
-fn record_done(path: &Path) -> Option<u64> {
-    let mut buf = [0u8; 256];
+/// The parts a partial file's record says are complete.
+fn record_parts(path: &Path) -> Option<Vec<(u64, u64)>> {
+    let mut buf = [0u8; 4096];
     let n = rustix::fs::getxattr(path, "user.mimeo.partial", &mut buf).ok()?;
     let text = std::str::from_utf8(&buf[..n]).ok()?;
-    text.split(' ')
-        .find_map(|w| w.strip_prefix("done="))?
-        .parse()
-        .ok()
+    let list = text.split(' ').find_map(|w| w.strip_prefix("done="))?;
+    list.split(',')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (a, b) = p.split_once('-')?;
+            Some((a.parse().ok()?, b.parse().ok()?))
+        })
+        .collect()
+}
+
+/// How many bytes a partial file's record says are complete.
+fn record_done(path: &Path) -> Option<u64> {
+    Some(record_parts(path)?.iter().map(|(a, b)| b - a).sum())
 }
 
 fn spawn(args: &[&std::ffi::OsStr], failpoints: &str) -> Child {
@@ -181,6 +190,46 @@ fn a_killed_stream_resumes_only_an_unchanged_source_with_a_sound_prefix() {
         }
         assert_equal(case, &src, &dst);
     }
+}
+
+#[test]
+fn a_killed_split_copy_resumes_every_range_it_finished() {
+    let Some(fs) = scratch(FsKind::Ext4) else {
+        return;
+    };
+    let src = source(fs.path());
+    let dst = fs.path().join("dst");
+    // 32 MiB ranges, one copy_file_range call each: four calls finish (three or four ranges:
+    // the small file may take one), then every worker pauses.
+    let mut child = spawn(
+        &[
+            "-aT".as_ref(),
+            "--split".as_ref(),
+            "32M".as_ref(),
+            "-j".as_ref(),
+            "3".as_ref(),
+            src.as_os_str(),
+            dst.as_os_str(),
+        ],
+        "copy_file_range=4*off->sleep(60000)",
+    );
+    wait_for_record(&mut child, &dst.join("big"), 96 * MIB);
+    std::thread::sleep(Duration::from_millis(300));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let parts = record_parts(&dst.join("big")).unwrap();
+    let kept = record_done(&dst.join("big")).unwrap();
+    assert!(kept % (32 * MIB) == 0 && kept >= 96 * MIB, "{parts:?}");
+    assert!(parts.iter().all(|(a, _)| a % (32 * MIB) == 0), "{parts:?}");
+    let r = update(&src, &dst);
+    assert_eq!(r.count("resumed_bytes"), kept, "{r:#?}");
+    // The rest of the large file, and the small one unless the killed run finished it.
+    let offloaded = r.count("by_method.offload");
+    assert!(
+        offloaded == BIG - kept || offloaded == BIG - kept + 6,
+        "{r:#?}"
+    );
+    assert_equal("split, killed, resumed", &src, &dst);
 }
 
 #[test]

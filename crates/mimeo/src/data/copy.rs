@@ -17,10 +17,12 @@ fn fail(op: Op) -> impl FnOnce(Errno) -> DataError {
     move |errno| DataError::new(op, errno)
 }
 
-/// Told how far a file's data is complete, so that a copy stopped part-way can be resumed
-/// (see `place::resume`). `reached(done)`: every byte (and hole) below `done` is final.
+/// Told which parts of a file's data are complete, so that a copy stopped part-way can be
+/// resumed (see `place::resume`). `reached(from, to)`: every byte and hole of `[from, to)`
+/// is final; `from` is where the range being copied started, and `to == from` says that its
+/// copy is starting.
 pub(crate) trait Checkpoint {
-    fn reached(&mut self, done: u64);
+    fn reached(&mut self, from: u64, to: u64);
 }
 
 /// The data step is told how far it got every this many bytes.
@@ -119,8 +121,9 @@ pub(crate) fn copy_data<'a>(
     c.finish(size)
 }
 
-/// Goes on copying `src` into `dst`, whose prefix `[0, done)` an earlier run wrote and
-/// which has no bytes beyond it.
+/// Goes on copying `src` into `dst`, whose parts `done` (sorted, disjoint) an earlier run
+/// wrote: the gaps between them are copied. Bytes outside `done` are either what that run
+/// wrote of the same source, or never written.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn resume_data<'a>(
     src: BorrowedFd<'a>,
@@ -129,12 +132,16 @@ pub(crate) fn resume_data<'a>(
     plan: &'a DataPlan<'a>,
     buf: &'a mut Vec<u8>,
     control: &'a Control,
-    done: u64,
+    done: &[(u64, u64)],
     checkpoint: Option<&'a mut dyn Checkpoint>,
 ) -> Result<FileOutcome, DataError> {
     let mut c = FileCopy::new(src, meta, dst, plan, buf, control).with_checkpoint(checkpoint);
     c.resume_from(done);
-    c.span(done, meta.size)?;
+    let mut pos = 0;
+    for &(from, to) in done.iter().chain(std::iter::once(&(meta.size, meta.size))) {
+        c.span(pos, from)?;
+        pos = pos.max(to);
+    }
     c.finish(meta.size)
 }
 
@@ -210,6 +217,7 @@ impl<'a> FileCopy<'a> {
                 end: 0,
                 eof: None,
                 window: 0,
+                span_start: 0,
                 prefix: 0,
                 checkpoint: None,
                 told: None,
@@ -221,29 +229,24 @@ impl<'a> FileCopy<'a> {
         }
     }
 
-    /// Tells `checkpoint` how far the copy got: before the first byte, and then every
-    /// [`CHECKPOINT_EVERY`] bytes.
+    /// Tells `checkpoint` how far the copy of each range got: before its first byte, then
+    /// every [`CHECKPOINT_EVERY`] bytes, and at its end.
     pub fn with_checkpoint(mut self, checkpoint: Option<&'a mut dyn Checkpoint>) -> Self {
         self.c.checkpoint = checkpoint;
         self
     }
 
-    /// Goes on from an earlier run's prefix `[0, done)`, which stays as it is.
-    pub fn resume_from(&mut self, done: u64) {
-        self.resumed = done;
-        self.c.end = done;
-        self.c.prefix = done;
-        self.c.window = done;
+    /// Goes on from the parts `done` an earlier run wrote, which stay as they are.
+    pub fn resume_from(&mut self, done: &[(u64, u64)]) {
+        self.resumed = done.iter().map(|(a, b)| b - a).sum();
+        self.c.end = done.iter().map(|&(_, b)| b).max().unwrap_or(0);
     }
 
-    /// Records a failure, with the prefix complete so far when the run was stopped.
+    /// Records a failure; when the run was stopped, with the part of the range being copied
+    /// that was complete.
     fn stopped(&self, e: DataError) -> DataError {
         DataError {
-            prefix: if e.op == Op::Interrupted {
-                self.c.prefix
-            } else {
-                0
-            },
+            stopped_at: (e.op == Op::Interrupted).then_some((self.c.span_start, self.c.prefix)),
             ..e
         }
     }
@@ -254,7 +257,10 @@ impl<'a> FileCopy<'a> {
         if from >= to || self.c.eof.is_some() {
             return Ok(());
         }
-        // Before the first byte: the checkpoint learns where the data starts.
+        self.c.span_start = from;
+        self.c.prefix = from;
+        self.c.told = None;
+        // Before the first byte: the checkpoint learns that this range is being copied.
         self.c.tell();
         let r = if self.holes {
             self.c.segments(from, to)
@@ -263,8 +269,10 @@ impl<'a> FileCopy<'a> {
         };
         r.map_err(|e| self.stopped(e))?;
         if self.c.eof.is_none() {
-            // A trailing hole of the span is complete too.
+            // A trailing hole of the span is complete too, and the whole range is told.
             self.c.advance(to);
+            self.c.told = None;
+            self.c.tell();
         }
         Ok(())
     }
@@ -279,7 +287,6 @@ impl<'a> FileCopy<'a> {
         len: u64,
         granularity: u64,
     ) -> Result<(), DataError> {
-        self.c.tell();
         let mut done = super::range::RangeCopy::default();
         let mut r = Ranger::new(self.c.control, self.c.buf, self.c.plan.buffer_size);
         r.offload = self.c.offload;
@@ -301,7 +308,6 @@ impl<'a> FileCopy<'a> {
             self.c.used_stream |= !offloaded;
         }
         self.c.end = self.c.end.max(at + done.total());
-        self.c.advance(at + done.total());
         if done.total() < len {
             // The holder is shorter than it should be: the rest comes from the source.
             self.span(at + done.total(), at + len)?;
@@ -363,7 +369,9 @@ struct Copier<'a> {
     eof: Option<u64>,
     /// With --nocache: the start of the range not yet dropped from the page cache.
     window: u64,
-    /// Everything below this offset is complete.
+    /// Where the range being copied started.
+    span_start: u64,
+    /// Everything from `span_start` to this offset is complete.
     prefix: u64,
     checkpoint: Option<&'a mut dyn Checkpoint>,
     /// Where the checkpoint was last told.
@@ -383,13 +391,13 @@ impl Copier<'_> {
         }
     }
 
-    /// Tells the checkpoint, if any, how far the copy got: the first time, and then when it
-    /// got [`CHECKPOINT_EVERY`] further.
+    /// Tells the checkpoint, if any, how far the copy of the range got: the first time, and
+    /// then when it got [`CHECKPOINT_EVERY`] further.
     fn tell(&mut self) {
         let at = self.prefix;
         if let Some(cp) = self.checkpoint.as_deref_mut() {
             if self.told.is_none_or(|t| at >= t + CHECKPOINT_EVERY) {
-                cp.reached(at);
+                cp.reached(self.span_start, at);
                 self.told = Some(at);
             }
         }

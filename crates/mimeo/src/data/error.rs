@@ -9,9 +9,9 @@ use crate::sys::Errno;
 pub(crate) struct DataError {
     pub op: Op,
     pub errno: Errno,
-    /// How much of the file, from its start, was complete when it failed: bytes and holes
-    /// below it are final. Known for a copy stopped by [`Op::Interrupted`], 0 otherwise.
-    pub prefix: u64,
+    /// For a copy stopped by [`Op::Interrupted`]: the part `[from, to)` of the range it was
+    /// copying that was complete, bytes and holes final.
+    pub stopped_at: Option<(u64, u64)>,
 }
 
 impl DataError {
@@ -19,7 +19,7 @@ impl DataError {
         DataError {
             op,
             errno,
-            prefix: 0,
+            stopped_at: None,
         }
     }
 }

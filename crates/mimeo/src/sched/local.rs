@@ -72,9 +72,13 @@ pub fn copy_with(
     control: &Control,
 ) -> Summary {
     let (exec, initial) = Executor::new(pairs, opts, observer, control);
-    // Files alone need no more workers than there are files, unless they may be split.
+    // Files alone need no more workers than there are files, unless one is split.
     let alone = initial.iter().all(|i| matches!(i.kind, WorkKind::Root));
-    let jobs = if alone && opts.split.is_none() {
+    let split = initial.iter().any(|i| {
+        let size = i.stat.map_or(0, |s| s.size);
+        opts.split.is_some_and(|each| each > 0 && size >= 2 * each)
+    });
+    let jobs = if alone && !split {
         opts.jobs.min(initial.len())
     } else {
         opts.jobs

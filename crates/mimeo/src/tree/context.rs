@@ -1,7 +1,7 @@
 //! The state one run shares across its workers ([`Ctx`]), the opened roots, and where an
 //! entry is being copied ([`Here`]).
 
-use super::split::Splits;
+use super::splits::Splits;
 use super::work::{DirInfo, WorkItem};
 use crate::data::copy::{DataPlan, NoCloneDevs};
 use crate::data::meta::Process;
@@ -16,6 +16,21 @@ use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::{CStr, CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+
+/// Per-worker reusable buffers.
+pub(crate) struct Buffers {
+    pub reader: sys::DirReader,
+    pub data: Vec<u8>,
+}
+
+impl Buffers {
+    pub fn new() -> Self {
+        Buffers {
+            reader: sys::DirReader::new(64 * 1024),
+            data: Vec::new(),
+        }
+    }
+}
 
 /// State shared by every worker of one run.
 pub(crate) struct Ctx<'a> {

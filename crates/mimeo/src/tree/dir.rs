@@ -7,8 +7,9 @@
 //! only under `-L`), so a directory swapped for a symlink mid-run is refused rather than
 //! followed, and no worker keeps more than a few descriptors open.
 
+use super::context::Buffers;
 use super::context::{Ctx, Here, Spawn, Spawner, rel_path};
-use super::entry::{Buffers, Changed, copy_entry};
+use super::entry::{Changed, copy_entry};
 use super::roots::{open_error, stat_error};
 use super::work::{
     DirDone, DirInfo, EntryType, Lineage, Stat, WorkItem, WorkKind, XattrList, join_rel,

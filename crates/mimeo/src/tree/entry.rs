@@ -19,21 +19,6 @@ use crate::sys::{self, Errno, Meta, XattrTarget};
 use rustix::fd::{AsFd, OwnedFd};
 use std::ffi::CStr;
 
-/// Per-worker reusable buffers.
-pub(crate) struct Buffers {
-    pub reader: sys::DirReader,
-    pub data: Vec<u8>,
-}
-
-impl Buffers {
-    pub fn new() -> Self {
-        Buffers {
-            reader: sys::DirReader::new(64 * 1024),
-            data: Vec::new(),
-        }
-    }
-}
-
 /// Asks the one overwrite decision about the existing destination `d` of `here/dst_name`.
 fn decide_existing(
     ctx: &Ctx<'_>,
@@ -126,7 +111,7 @@ pub(crate) fn copy_opened(
         Some(_) => Err(Errno::EXIST),
         None => sys::create_excl(here.dst_dir, dst_name, initial),
     };
-    let (dst, temp, resumed) = match created {
+    let (dst, temp, resumed): (_, _, Option<partial::Prior>) = match created {
         Ok(fd) => (fd, None, None),
         Err(Errno::EXIST) => {
             let decision = match found {
@@ -146,7 +131,7 @@ pub(crate) fn copy_opened(
                 }
                 _ => match partial::try_resume(ctx, here, src.as_fd(), &meta, dst_name) {
                     // An earlier run's prefix of this very source: go on from there.
-                    Some(r) => (r.fd, None, Some((r.done, r.was))),
+                    Some(r) => (r.fd, None, Some(r.prior)),
                     None => {
                         // A temporary is incomplete by its name, so it needs no marker (and
                         // no chmod to clear one): it is created as restricted as its final
@@ -164,7 +149,7 @@ pub(crate) fn copy_opened(
         Err(e) => return Err(Error::sys(Op::Create, dst_path(), e)),
     };
     let written_name: &CStr = temp.as_ref().map_or(dst_name, |(t, _)| t);
-    let shared = match resumed {
+    let shared = match &resumed {
         Some(_) => None,
         None => shared::prepare(ctx, here, src.as_fd(), &meta, dst.as_fd(), written_name),
     };
@@ -180,40 +165,38 @@ pub(crate) fn copy_opened(
     let plan = ctx.plan(&meta, &here.dst, here.sized_dev);
     let control = ctx.report.control;
     let (s, d) = (src.as_fd(), dst.as_fd());
-    // A large file written at its final name keeps a record of its prefix as it goes.
-    let mut record = partial::recorder(d, &meta, temp.is_some() || shared.is_some());
-    let checkpoint = record.as_mut().map(|r| r as &mut dyn Checkpoint);
-    let copied = match (&shared, resumed) {
-        (Some(sh), _) => shared::copy(ctx, sh, s, &meta, d, &plan, buf, control),
-        (None, Some((done, _))) => resume_data(s, &meta, d, &plan, buf, control, done, checkpoint),
-        (None, None) => match split::copy(
-            ctx,
-            here,
-            name,
-            written_name,
-            s,
-            &meta,
-            d,
-            &plan,
-            buf,
-            control,
-        ) {
-            Some(in_ranges) => in_ranges,
-            None => copy_data(s, &meta, d, &plan, buf, control, checkpoint),
-        },
+    // A large file written at its final name keeps a record of what is complete as it goes.
+    let done = resumed.as_ref().map_or(&[][..], |r| &r.done[..]);
+    let progress = partial::progress(&meta, temp.is_some() || shared.is_some(), done);
+    let mut recorder = progress.as_ref().map(|p| p.on(d));
+    let checkpoint = recorder.as_mut().map(|r| r as &mut dyn Checkpoint);
+    let copied = match &shared {
+        Some(sh) => shared::copy(ctx, sh, s, &meta, d, &plan, buf, control),
+        None => {
+            let names = split::Names {
+                src: name,
+                written: written_name,
+            };
+            let p = progress.clone();
+            match split::copy(ctx, here, names, p, done, s, &meta, d, &plan, buf, control) {
+                Some(in_ranges) => in_ranges,
+                None if done.is_empty() => copy_data(s, &meta, d, &plan, buf, control, checkpoint),
+                None => resume_data(s, &meta, d, &plan, buf, control, done, checkpoint),
+            }
+        }
     };
     let outcome = match copied {
         Ok(o) => o,
-        // --partial: a copy stopped by the run's stop request keeps its prefix.
+        // --partial: a copy stopped by the run's stop request keeps what it wrote.
         Err(e)
             if e.op == Op::Interrupted
-                && partial::keep_stopped(ctx, here, record.as_mut(), e.prefix) =>
+                && partial::keep_stopped(ctx, here, progress.as_deref(), d, e.stopped_at) =>
         {
             return Err(data_error(e, src_path, dst_path));
         }
         Err(e) => return Err(discard(data_error(e, src_path, dst_path))),
     };
-    if record.as_ref().is_some_and(|r| r.written) {
+    if resumed.is_some() || progress.as_ref().is_some_and(|p| p.written()) {
         // The data is complete: a complete file never carries a record.
         resume::clear(d).map_err(|e| discard(Error::sys(Op::SetXattr, dst_path(), e)))?;
     }
@@ -237,12 +220,12 @@ pub(crate) fn copy_opened(
         process: &ctx.process,
         src: &meta,
         created: true,
-        created_owner: match resumed {
-            Some((_, was)) => Some((was.uid, was.gid)),
+        created_owner: match &resumed {
+            Some(r) => Some((r.was.uid, r.was.gid)),
             None => (!here.dst.setgid).then_some((ctx.process.euid, ctx.process.egid)),
         },
-        current_perm: Some(match (&temp, resumed) {
-            (_, Some((_, was))) => was.perm(),
+        current_perm: Some(match (&temp, &resumed) {
+            (_, Some(r)) => r.was.perm(),
             (Some((_, mode)), _) => *mode,
             (None, _) if marked_dir => initial & !ctx.process.umask,
             (None, _) => initial,

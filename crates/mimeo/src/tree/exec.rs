@@ -1,8 +1,8 @@
 //! The executor: runs work items for a scheduler.
 
+use super::context::Buffers;
 use super::context::{Ctx, Here};
 use super::dir::{self, make_dst_dir};
-use super::entry::Buffers;
 use super::roots::{CopyPair, open_error};
 use super::split;
 use super::work::{DirDone, DirInfo, Lineage, Stat, WorkItem, WorkKind};

@@ -13,6 +13,7 @@ mod roots;
 mod shared;
 mod single;
 mod split;
+mod splits;
 mod work;
 
 pub use exec::{Executor, Worker};

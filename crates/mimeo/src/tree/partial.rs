@@ -1,28 +1,34 @@
-//! Resumable prefixes for one entry (see `place::resume`): the record a large file's copy
-//! keeps while its data is written, `-u` going on from an earlier run's prefix, and
-//! `--partial` keeping the prefix of a copy that the run's stop interrupted.
+//! Resumable copies for one entry (see `place::resume`): the record a large file's copy
+//! keeps while its data is written, `-u` going on from what an earlier run wrote, and
+//! `--partial` keeping what a copy that the run's stop interrupted wrote.
 
 use super::context::{Ctx, Here};
 use crate::options::Overwrite;
 use crate::place::crash;
-use crate::place::resume::{self, RESUME_MIN, Recorder};
+use crate::place::resume::{self, Progress, RESUME_MIN};
 use crate::sys::{self, Meta};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::CStr;
+use std::sync::Arc;
 
-/// A destination that an earlier run left incomplete, opened to go on from its prefix.
+/// A destination that an earlier run left incomplete, opened to go on from its parts.
 pub(crate) struct Resumed {
     pub fd: OwnedFd,
-    /// Bytes from its start that are complete and verified.
-    pub done: u64,
+    pub prior: Prior,
+}
+
+/// What an earlier run left of a copy.
+pub(crate) struct Prior {
+    /// Its parts that are complete and verified.
+    pub done: Vec<(u64, u64)>,
     /// Its metadata as found: owner and mode as the earlier run left them.
     pub was: Meta,
 }
 
 /// Under `-u`, the existing destination `dst_name` of `src` that the overwrite decision
 /// would replace: when it is an incomplete copy of this very source, with a record of its
-/// prefix and that prefix's last block equal to the source's, it is opened to go on from
-/// there (cut to the prefix). None: copy afresh.
+/// complete parts and the last block of each equal to the source's, it is opened to go on
+/// from there. None: copy afresh.
 pub(crate) fn try_resume(
     ctx: &Ctx<'_>,
     here: &Here<'_>,
@@ -39,52 +45,57 @@ pub(crate) fn try_resume(
         return None;
     }
     let record = resume::read(fd.as_fd())?;
-    if !record.is_for(meta) || record.done == 0 || record.done > was.size {
+    let end = record.done.last().map_or(0, |&(_, end)| end);
+    if !record.is_for(meta) || record.done.is_empty() || end > was.size {
         return None;
     }
     // While it is written again it must stay detectably incomplete: by its own mark, or by
     // this part's marker in its directory.
     let marked =
         crash::marked_incomplete(&was, meta) || here.marker.is_some_and(|m| m.ensure(here.dst_dir));
-    if !marked || !resume::prefix_matches(src, fd.as_fd(), record.done) {
+    let sound = record
+        .done
+        .iter()
+        .all(|&(a, b)| resume::part_matches(src, fd.as_fd(), a, b));
+    if !marked || !sound {
         return None;
     }
-    sys::truncate(fd.as_fd(), record.done).ok()?;
     Some(Resumed {
         fd,
-        done: record.done,
-        was,
+        prior: Prior {
+            done: record.done,
+            was,
+        },
     })
 }
 
-/// The record keeper for the copy of `meta` into `dst`: for a large file written at its final
-/// name (a temporary is removed by any later run, so its prefix could never be resumed).
-pub(crate) fn recorder<'a>(
-    dst: BorrowedFd<'a>,
-    meta: &Meta,
-    temporary: bool,
-) -> Option<Recorder<'a>> {
-    (meta.size >= RESUME_MIN && !temporary).then(|| Recorder::new(dst, meta))
+/// The record keeper for the copy of `meta`, whose parts `done` are complete already: for a
+/// large file written at its final name (a temporary is removed by any later run, so it
+/// could never be resumed).
+pub(crate) fn progress(meta: &Meta, temporary: bool, done: &[(u64, u64)]) -> Option<Arc<Progress>> {
+    (meta.size >= RESUME_MIN && !temporary).then(|| Arc::new(Progress::new(meta, done)))
 }
 
-/// With `--partial`, a copy stopped by the run's stop request after `prefix` bytes keeps its
-/// prefix and record (and its directory's marker) instead of being removed. Returns whether
-/// it was kept.
+/// With `--partial`, a copy stopped by the run's stop request keeps what it wrote and its
+/// record (and its directory's marker) instead of being removed: `stopped_at` is the part of
+/// the range it was copying that was complete. Returns whether it was kept.
 pub(crate) fn keep_stopped(
     ctx: &Ctx<'_>,
     here: &Here<'_>,
-    recorder: Option<&mut Recorder<'_>>,
-    prefix: u64,
+    progress: Option<&Progress>,
+    dst: BorrowedFd<'_>,
+    stopped_at: Option<(u64, u64)>,
 ) -> bool {
-    let Some(rec) = recorder else {
+    let Some(p) = progress else {
         return false;
     };
-    if !ctx.opts.partial || !rec.written || !rec.ok {
+    if !ctx.opts.partial || !p.sound() {
         return false;
     }
-    use crate::data::copy::Checkpoint;
-    rec.reached(prefix);
-    if !rec.ok {
+    if let Some((from, to)) = stopped_at {
+        p.add(dst, from, to);
+    }
+    if !p.sound() {
         return false;
     }
     if let Some(m) = here.marker {

@@ -13,113 +13,68 @@
 //! started, the splitter waits for those under way, and the copy is removed. A range item
 //! whose file is finished, or unknown to this executor, does nothing.
 
-use super::context::{Ctx, Here, Loc};
-use super::entry::Buffers;
+use super::context::{Buffers, Ctx, Here, Loc};
+use super::splits::{Did, Split, Tally, lock};
 use super::work::{FileRange, WorkItem, WorkKind};
-use crate::data::copy::{DataError, DataPlan, FileCopy, clone_whole};
+use crate::data::copy::{Checkpoint, DataError, DataPlan, FileCopy, clone_whole};
 use crate::options::Dereference;
+use crate::place::resume::Progress;
 use crate::report::{Control, FileOutcome, Method, Op};
 use crate::sys::{self, Errno, Meta};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::collections::HashMap;
 use std::ffi::CStr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
-/// The run's split files, by id.
-#[derive(Debug, Default)]
-pub(crate) struct Splits {
-    next: AtomicU64,
-    live: Mutex<HashMap<u64, Arc<Split>>>,
-}
-
-impl Splits {
-    fn get(&self, id: u64) -> Option<Arc<Split>> {
-        lock(&self.live).get(&id).cloned()
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// What one range's copy did: bytes written, and whether by offload and by stream.
-type Did = (u64, bool, bool);
-
-#[derive(Debug, Default)]
-struct Tally {
-    /// Ranges finished (copied, failed, or given up).
-    finished: usize,
-    /// The first failure; a stop request only when nothing else failed.
-    error: Option<DataError>,
-    /// By helpers.
-    written: u64,
-    offloaded: bool,
-    streamed: bool,
-}
-
-/// One file being copied in ranges.
-#[derive(Debug)]
-struct Split {
-    /// The source's (dev, ino): a helper checks that it opened the same file.
-    src: (u64, u64),
-    ranges: Vec<(u64, u64)>,
-    taken: Vec<AtomicBool>,
-    /// Set when a range failed: ranges not started are given up.
-    abort: AtomicBool,
-    tally: Mutex<Tally>,
-    finished: Condvar,
-}
-
-impl Split {
-    fn take(&self, i: usize) -> bool {
-        !self.taken[i].swap(true, Ordering::SeqCst)
-    }
-
-    fn finish(&self, did: Result<Did, DataError>, by_helper: bool) {
-        let mut t = lock(&self.tally);
-        t.finished += 1;
-        match did {
-            Ok((written, offloaded, streamed)) if by_helper => {
-                t.written += written;
-                t.offloaded |= offloaded;
-                t.streamed |= streamed;
-            }
-            Ok(_) => {}
-            Err(e) => {
-                self.abort.store(true, Ordering::SeqCst);
-                let stop = |e: &Option<DataError>| e.is_some_and(|e| e.op == Op::Interrupted);
-                if t.error.is_none() || stop(&t.error) {
-                    t.error = Some(e);
-                }
-            }
-        }
-        drop(t);
-        self.finished.notify_all();
-    }
-}
-
-/// The ranges of a file of `size` bytes split every `each` bytes (the last one takes the
-/// remainder).
-fn ranges(size: u64, each: u64) -> Vec<(u64, u64)> {
-    let n = (size / each).max(1);
+/// The ranges of `[from, to)` split every `each` bytes (the last one takes the remainder).
+fn ranges(from: u64, to: u64, each: u64) -> Vec<(u64, u64)> {
+    let n = ((to - from) / each).max(1);
     (0..n)
         .map(|i| {
-            let end = if i + 1 == n { size } else { (i + 1) * each };
-            (i * each, end)
+            let end = if i + 1 == n {
+                to
+            } else {
+                from + (i + 1) * each
+            };
+            (from + i * each, end)
         })
         .collect()
 }
 
-/// Copies the data of `src` into `dst` (written as `written` at `here`) in ranges that
-/// other workers help with, when the options ask for it and the file is large enough; None
-/// otherwise (the caller copies it in one piece). A clone is never split: it is tried first.
+/// What is left to copy of a file of `size` bytes whose parts `done` are complete: the
+/// gaps, each split every `each` bytes.
+fn todo(size: u64, done: &[(u64, u64)], each: u64) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    for &(from, to) in done.iter().chain(std::iter::once(&(size, size))) {
+        if from > pos {
+            out.extend(ranges(pos, from, each));
+        }
+        pos = pos.max(to);
+    }
+    out
+}
+
+/// The names of a file being split: its source's, and the one its copy is written under.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Names<'a> {
+    pub src: &'a CStr,
+    pub written: &'a CStr,
+}
+
+/// Copies the data of `src` into `dst` (written as `names.written` at `here`) in ranges
+/// that other workers help with, when the options ask for it and what is left to copy is
+/// large enough; None otherwise (the caller copies it in one piece). `done`: the parts an
+/// earlier run completed (a resumed copy), empty for a new one. A clone is never split: it
+/// is tried first. Every worker keeps `progress` (the resume record) up to date with its
+/// ranges.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn copy<'a>(
     ctx: &Ctx<'_>,
     here: &Here<'_>,
-    name: &CStr,
-    written: &CStr,
+    names: Names<'_>,
+    progress: Option<Arc<Progress>>,
+    done: &[(u64, u64)],
     src: BorrowedFd<'a>,
     meta: &Meta,
     dst: BorrowedFd<'a>,
@@ -134,17 +89,21 @@ pub(crate) fn copy<'a>(
         Loc::Below(i, rel) => (i, rel.to_vec(), false),
         Loc::Alone { .. } => return None,
     };
-    if ctx.opts.jobs < 2 || meta.size < 2 * each {
+    let left = meta.size - done.iter().map(|(a, b)| b - a).sum::<u64>();
+    if ctx.opts.jobs < 2 || left < 2 * each {
         return None;
     }
-    match clone_whole(src, meta, dst, plan, control) {
-        Ok(None) => {}
-        other => return Some(other.map(|cloned| cloned.expect("cloned"))),
+    if done.is_empty() {
+        match clone_whole(src, meta, dst, plan, control) {
+            Ok(None) => {}
+            other => return Some(other.map(|cloned| cloned.expect("cloned"))),
+        }
     }
     let id = ctx.splits.next.fetch_add(1, Ordering::Relaxed);
-    let all = ranges(meta.size, each);
+    let all = todo(meta.size, done, each);
     let split = Arc::new(Split {
         src: meta.id(),
+        progress: progress.clone(),
         taken: all.iter().map(|_| AtomicBool::new(false)).collect(),
         ranges: all.clone(),
         abort: AtomicBool::new(false),
@@ -152,8 +111,7 @@ pub(crate) fn copy<'a>(
         finished: Condvar::new(),
     });
     lock(&ctx.splits.live).insert(id, split.clone());
-    // The last ranges first: a scheduler that runs its newest items first (the local pool)
-    // then lets helpers start from the end while the splitter starts from the beginning.
+    // The splitter takes the ranges from the first; helpers take whichever item they get.
     for &(offset, end) in all.iter().skip(1) {
         spawn.push(WorkItem {
             root,
@@ -161,15 +119,18 @@ pub(crate) fn copy<'a>(
             kind: WorkKind::Range(FileRange {
                 file: id,
                 at_root,
-                name: name.to_bytes().to_vec(),
-                written: written.to_bytes().to_vec(),
+                name: names.src.to_bytes().to_vec(),
+                written: names.written.to_bytes().to_vec(),
                 offset,
                 len: end - offset,
             }),
             stat: Some((*meta).into()),
         });
     }
-    let mut fc = FileCopy::new(src, meta, dst, plan, buf, control);
+    let mut recorder = progress.as_ref().map(|p| p.on(dst));
+    let checkpoint = recorder.as_mut().map(|r| r as &mut dyn Checkpoint);
+    let mut fc = FileCopy::new(src, meta, dst, plan, buf, control).with_checkpoint(checkpoint);
+    fc.resume_from(done);
     for (i, &(a, b)) in all.iter().enumerate() {
         if !split.take(i) {
             continue;
@@ -179,6 +140,11 @@ pub(crate) fn copy<'a>(
             continue;
         }
         let did = fc.span(a, b).map(|()| (0, false, false));
+        if let (Err(e), Some(p), true) = (&did, &progress, ctx.opts.partial) {
+            if let Some((from, to)) = e.stopped_at {
+                p.add(dst, from, to);
+            }
+        }
         split.finish(did, false);
     }
     // Every range is taken now; wait for the ones helpers are copying.
@@ -268,6 +234,8 @@ fn copy_range(
     }
     let dst = sys::open_to_resume(dst_dir, &sys::cstring(&r.written)).map_err(open)?;
     let plan = ctx.plan(&meta, &root.dst, root.sized_dev);
+    let mut recorder = split.progress.as_ref().map(|p| p.on(dst.as_fd()));
+    let checkpoint = recorder.as_mut().map(|r| r as &mut dyn Checkpoint);
     let mut fc = FileCopy::new(
         src.as_fd(),
         &meta,
@@ -275,9 +243,20 @@ fn copy_range(
         &plan,
         &mut w.data,
         ctx.report.control,
-    );
-    fc.span(r.offset, r.offset + r.len)?;
-    Ok(fc.tally())
+    )
+    .with_checkpoint(checkpoint);
+    match fc.span(r.offset, r.offset + r.len) {
+        Ok(()) => Ok(fc.tally()),
+        Err(e) => {
+            // --partial keeps what this range wrote, as the splitter keeps its own.
+            if let (Some(p), Some((from, to)), true) =
+                (&split.progress, e.stopped_at, ctx.opts.partial)
+            {
+                p.add(dst.as_fd(), from, to);
+            }
+            Err(e)
+        }
+    }
 }
 
 #[cfg(test)]
@@ -285,9 +264,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ranges_cover_the_file_once_and_the_last_takes_the_remainder() {
-        assert_eq!(ranges(10, 4), [(0, 4), (4, 10)]);
-        assert_eq!(ranges(12, 4), [(0, 4), (4, 8), (8, 12)]);
-        assert_eq!(ranges(3, 4), [(0, 3)]);
+    fn ranges_cover_what_is_left_once_and_the_last_takes_the_remainder() {
+        assert_eq!(todo(10, &[], 4), [(0, 4), (4, 10)]);
+        assert_eq!(todo(12, &[], 4), [(0, 4), (4, 8), (8, 12)]);
+        assert_eq!(todo(3, &[], 4), [(0, 3)]);
+        assert_eq!(
+            todo(20, &[(0, 4), (10, 12)], 4),
+            [(4, 10), (12, 16), (16, 20)]
+        );
+        assert_eq!(todo(20, &[(0, 20)], 4), []);
     }
 }
