@@ -39,12 +39,29 @@ pub struct Args {
     #[arg(short = 'a', long)]
     pub archive: bool,
 
+    /// Don't copy the file data, just the attributes
+    #[arg(long)]
+    pub attributes_only: bool,
+
+    /// Make a backup of each existing destination file: CONTROL is none or off, simple or
+    /// never, existing or nil (the default, or $VERSION_CONTROL), numbered or t
+    #[arg(long, value_name = "CONTROL", num_args = 0..=1, require_equals = true)]
+    pub backup: Option<Option<String>>,
+
+    /// Like --backup but does not accept an argument
+    #[arg(short = 'b')]
+    pub backup_default: bool,
+
+    /// Copy the contents of special files (FIFOs, devices) when recursive
+    #[arg(long)]
+    pub copy_contents: bool,
+
     /// Same as --no-dereference --preserve=links
     #[arg(short = 'd')]
     pub no_deref_preserve_links: bool,
 
-    /// Replace an existing destination even if it cannot be opened (mimeo replaces by rename,
-    /// so it always can); -n wins over it
+    /// Replace an existing destination even if it cannot be opened or linked over (mimeo
+    /// replaces files by rename, so it always can); -n wins over it
     #[arg(short = 'f', long)]
     pub force: bool,
 
@@ -56,7 +73,20 @@ pub struct Args {
     #[arg(short = 'L', long = "dereference")]
     pub dereference: bool,
 
-    /// Do not overwrite an existing file (wins over -f)
+    /// Prompt before overwrite (a later -n overrides it)
+    #[arg(short = 'i', long)]
+    pub interactive: bool,
+
+    /// Hard link files instead of copying
+    #[arg(short = 'l', long)]
+    pub link: bool,
+
+    /// Write an existing destination file in place, as cp does, so every hard link of it
+    /// sees the new data (not atomic)
+    #[arg(long)]
+    pub inplace: bool,
+
+    /// Do not overwrite an existing file (wins over -f; a later -i overrides it)
     #[arg(short = 'n', long)]
     pub no_clobber: bool,
 
@@ -74,6 +104,10 @@ pub struct Args {
           default_missing_value = "mode,ownership,timestamps", action = ArgAction::Append)]
     pub preserve: Vec<String>,
 
+    /// Use full source file name under DIRECTORY
+    #[arg(long)]
+    pub parents: bool,
+
     /// Don't preserve the attributes in ATTR_LIST
     #[arg(long, value_name = "ATTR_LIST", action = ArgAction::Append, allow_hyphen_values = true)]
     pub no_preserve: Vec<String>,
@@ -81,6 +115,11 @@ pub struct Args {
     /// Copy directories recursively
     #[arg(short = 'r', short_alias = 'R', long)]
     pub recursive: bool,
+
+    /// Remove each existing destination file before copying (the copy keeps nothing of it;
+    /// it still replaces it atomically)
+    #[arg(long)]
+    pub remove_destination: bool,
 
     /// When to clone (share extents): auto (default), always, never; without WHEN: always
     #[arg(long, value_name = "WHEN", num_args = 0..=1, require_equals = true,
@@ -95,6 +134,14 @@ pub struct Args {
     /// Remove any trailing slashes from each SOURCE that is copied into a directory
     #[arg(long)]
     pub strip_trailing_slashes: bool,
+
+    /// Make symbolic links instead of copying
+    #[arg(short = 's', long)]
+    pub symbolic_link: bool,
+
+    /// Override the usual backup suffix (~)
+    #[arg(short = 'S', long, value_name = "SUFFIX", allow_hyphen_values = true)]
+    pub suffix: Option<String>,
 
     /// Copy all SOURCE arguments into DIRECTORY
     #[arg(short = 't', long, value_name = "DIRECTORY", action = ArgAction::Append,
@@ -206,6 +253,10 @@ pub struct Args {
     /// Whether `-Z` or `--context` was given (`context` holds only the values given).
     #[arg(skip)]
     pub context_given: bool,
+
+    /// `-i` came after the last `-n` (or there is no `-n`): the later of the two counts.
+    #[arg(skip)]
+    pub interactive_last: bool,
 }
 
 /// A flag that sets attributes to keep or how to treat symlinks.
@@ -271,6 +322,8 @@ pub fn parse(prog: &'static str, argv: Vec<OsString>) -> Result<Args, Stop> {
         Args::from_arg_matches(&matches).map_err(|e| Stop::Usage(cmdline::clap_message(&e)))?;
     args.attr_flags = attr_flags(&matches);
     args.context_given = matches.value_source("context") == Some(ValueSource::CommandLine);
+    args.interactive_last = args.interactive
+        && (!args.no_clobber || matches.index_of("interactive") > matches.index_of("no_clobber"));
     Ok(args)
 }
 

@@ -3,7 +3,9 @@
 
 use crate::args::{Args, AttrFlag, When};
 use crate::cmdline::choose;
-use mimeo::{CopyPair, Dereference, Options, Overwrite, Preserve, Reflink, Sparse};
+use mimeo::{
+    Backup, CopyPair, Dereference, LinkInstead, Options, Overwrite, Preserve, Reflink, Sparse,
+};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -68,7 +70,10 @@ fn apply_list(p: &mut Preserve, list: &str, on: bool) -> Result<(), ConfigError>
             },
         };
         match name {
-            "mode" => p.mode = on,
+            "mode" => {
+                p.mode = on;
+                p.default_mode = !on;
+            }
             "ownership" => p.ownership = on,
             "timestamps" => p.timestamps = on,
             "links" => p.links = on,
@@ -82,6 +87,7 @@ fn apply_list(p: &mut Preserve, list: &str, on: bool) -> Result<(), ConfigError>
             "all" => {
                 // xattr_required stays as it was, as in cp.
                 p.mode = on;
+                p.default_mode = !on;
                 p.ownership = on;
                 p.timestamps = on;
                 p.links = on;
@@ -126,6 +132,74 @@ fn attributes(flags: &[AttrFlag]) -> Result<(Preserve, Option<Dereference>), Con
     Ok((preserve, dereference))
 }
 
+/// cp's backup types, with the names argmatch accepts for each.
+const BACKUP_TYPES: &[(&str, BackupType)] = &[
+    ("none", BackupType::None),
+    ("off", BackupType::None),
+    ("simple", BackupType::Simple),
+    ("never", BackupType::Simple),
+    ("existing", BackupType::Existing),
+    ("nil", BackupType::Existing),
+    ("numbered", BackupType::Numbered),
+    ("t", BackupType::Numbered),
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BackupType {
+    None,
+    Simple,
+    Existing,
+    Numbered,
+}
+
+/// A backup type named as argmatch reads it: exactly, or by a prefix whose every match means
+/// the same type. `what` names the source in cp's message.
+fn backup_type(value: &str, what: &str) -> Result<BackupType, ConfigError> {
+    let exact = BACKUP_TYPES.iter().find(|(n, _)| *n == value);
+    let mut begun = BACKUP_TYPES.iter().filter(|(n, _)| n.starts_with(value));
+    let found = match (exact, begun.next()) {
+        (Some(&(_, t)), _) => Ok(t),
+        (None, Some(&(_, t))) if begun.all(|&(_, u)| u == t) => Ok(t),
+        (None, Some(_)) => Err("ambiguous"),
+        (None, None) => Err("invalid"),
+    };
+    found.map_err(|why| {
+        usage(format!(
+            "{why} argument '{value}' for '{what}'\nValid arguments are:\n  - 'none', 'off'\n  {}",
+            "- 'simple', 'never'\n  - 'existing', 'nil'\n  - 'numbered', 't'"
+        ))
+    })
+}
+
+/// `--backup[=CONTROL]`, `-b` and `-S`, as cp reads them: the last CONTROL given, else
+/// `$VERSION_CONTROL`, else existing; the suffix from `-S`, else `$SIMPLE_BACKUP_SUFFIX`, else
+/// `~`.
+fn backup(a: &Args) -> Result<Option<Backup>, ConfigError> {
+    if a.backup.is_none() && !a.backup_default && a.suffix.is_none() {
+        return Ok(None);
+    }
+    // An empty CONTROL counts as none given, as in cp.
+    let kind = match a.backup.as_ref().and_then(Option::as_deref) {
+        Some(control) if !control.is_empty() => backup_type(control, "backup type")?,
+        _ => match std::env::var("VERSION_CONTROL") {
+            Ok(v) if !v.is_empty() => backup_type(&v, "$VERSION_CONTROL")?,
+            _ => BackupType::Existing,
+        },
+    };
+    let suffix = a
+        .suffix
+        .clone()
+        .or_else(|| std::env::var("SIMPLE_BACKUP_SUFFIX").ok())
+        .filter(|s| !s.is_empty() && !s.contains('/'))
+        .unwrap_or_else(|| "~".into());
+    Ok(match kind {
+        BackupType::None => None,
+        BackupType::Simple => Some(Backup::Simple { suffix }),
+        BackupType::Existing => Some(Backup::Existing { suffix }),
+        BackupType::Numbered => Some(Backup::Numbered),
+    })
+}
+
 /// Whether the running kernel has SELinux enabled (its filesystem is mounted).
 fn selinux_enabled() -> bool {
     Path::new("/sys/fs/selinux/enforce").exists()
@@ -151,14 +225,24 @@ impl Config {
         }
         let (preserve, dereference) = attributes(&a.attr_flags)?;
         let recursive = a.recursive || a.archive;
-        // Without -r, cp follows symlinks named as sources.
-        let dereference = dereference.unwrap_or(if recursive {
+        if a.link && a.symbolic_link {
+            return Err(usage("cannot make both hard and symbolic links"));
+        }
+        // Without -r, and with -l, cp follows symlinks named as sources.
+        let dereference = dereference.unwrap_or(if recursive && !a.link {
             Dereference::Never
         } else {
             Dereference::CommandLine
         });
-        // -n wins over -f whatever their order, as in cp 9.1.
-        let overwrite = if a.no_clobber {
+        // -n wins over -f whatever their order, as in cp 9.1; of -i and -n the later counts.
+        let no_clobber = a.no_clobber && !a.interactive_last;
+        let backup = backup(&a)?;
+        if no_clobber && (a.backup.is_some() || a.backup_default || a.suffix.is_some()) {
+            return Err(usage(
+                "options --backup and --no-clobber are mutually exclusive",
+            ));
+        }
+        let overwrite = if no_clobber {
             Overwrite::NoClobber
         } else if a.update {
             Overwrite::Update
@@ -192,11 +276,27 @@ impl Config {
         options.one_file_system = a.one_file_system;
         options.clean_other_hosts = a.clean_other_hosts;
         if let Some(j) = a.jobs {
+            // A fixed count: -j N is a cap, never grown.
             options.jobs = j;
+            options.max_jobs = j;
         }
         if let Some(b) = a.buffer_size {
             options.buffer_size = b;
         }
+        options.interactive = a.interactive_last;
+        options.backup = backup;
+        options.inplace = a.inplace;
+        options.remove_destination = a.remove_destination;
+        options.attributes_only = a.attributes_only;
+        options.copy_contents = a.copy_contents;
+        options.force = a.force;
+        options.link = if a.link {
+            Some(LinkInstead::Hard)
+        } else if a.symbolic_link {
+            Some(LinkInstead::Symbolic)
+        } else {
+            None
+        };
         if let Some(size) = a.split {
             options.split = (size > 0).then_some(size);
         }
@@ -210,12 +310,18 @@ impl Config {
                 When::Never => false,
                 When::Auto => std::io::IsTerminal::is_terminal(&std::io::stderr()),
             };
-        let pairs = resolve_targets(
-            &a.operands,
-            a.target_directory.first().map(PathBuf::as_path),
-            a.no_target_directory,
-            a.strip_trailing_slashes,
-        )?;
+        options.parents = a.parents;
+        let target_dir = a.target_directory.first().map(PathBuf::as_path);
+        let pairs = if a.parents {
+            under_parents(&a.operands, target_dir, a.no_target_directory)?
+        } else {
+            resolve_targets(
+                &a.operands,
+                target_dir,
+                a.no_target_directory,
+                a.strip_trailing_slashes,
+            )?
+        };
         Ok(Config {
             options,
             pairs,
@@ -289,6 +395,41 @@ pub fn resolve_targets(
         )));
     }
     single(&sources[0], dest)
+}
+
+/// `--parents`: each SOURCE goes to DIRECTORY/SOURCE (without a leading slash), and the
+/// destination must be a directory, as in cp.
+fn under_parents(
+    operands: &[PathBuf],
+    target_dir: Option<&Path>,
+    no_target_dir: bool,
+) -> Result<Vec<CopyPair>, ConfigError> {
+    let (dir, sources) = match (target_dir, operands.split_last()) {
+        (Some(dir), _) => (dir, operands),
+        (None, Some((dest, sources))) => (dest.as_path(), sources),
+        (None, None) => return Err(usage("missing file operand")),
+    };
+    if sources.is_empty() {
+        let last = display(&operands[0]);
+        return Err(usage(format!(
+            "missing destination file operand after '{last}'"
+        )));
+    }
+    if no_target_dir || !dir.is_dir() {
+        return Err(usage("with --parents, the destination must be a directory"));
+    }
+    Ok(sources
+        .iter()
+        .map(|src| {
+            let bytes = src.as_os_str().as_bytes();
+            let start = bytes.iter().position(|&b| b != b'/').unwrap_or(bytes.len());
+            let rel = Path::new(std::ffi::OsStr::from_bytes(&bytes[start..]));
+            CopyPair {
+                src: src.clone(),
+                dst: dir.join(rel),
+            }
+        })
+        .collect())
 }
 
 /// SOURCE to DEST exactly; "DEST/" must then name a directory to be made.

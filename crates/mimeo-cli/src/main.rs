@@ -55,6 +55,7 @@ fn main() -> ExitCode {
     let printer = output::Printer {
         verbose: config.verbose,
         json: config.json,
+        force: config.options.force,
     };
     let summary = if config.dry_run {
         mimeo::dry_run(&config.pairs, &config.options, &printer)

@@ -38,6 +38,8 @@ pub fn usage_error(message: &str) {
 pub struct Printer {
     pub verbose: bool,
     pub json: bool,
+    /// `-f`: how `-i` words its question about a file it may not write.
+    pub force: bool,
 }
 
 impl Observer for Printer {
@@ -60,6 +62,15 @@ impl Observer for Printer {
                     out(&line);
                 }
                 error(&err.to_string());
+            }
+            Event::Warning(w) => {
+                if self.json {
+                    let mut line = String::from("{\"type\":\"warning\",\"message\":");
+                    push_json_str(&mut line, &w.to_string());
+                    line.push_str("}\n");
+                    out(&line);
+                }
+                error(&w.to_string());
             }
             Event::Copied {
                 src,
@@ -129,6 +140,69 @@ impl Observer for Printer {
     fn wants_entries(&self) -> bool {
         self.verbose
     }
+
+    /// `-i`: cp's question on stderr, and a line of stdin as the answer (a terminal or not,
+    /// as cp reads it); yes when it starts with y or Y. The end of input is a no.
+    fn confirm_overwrite(&self, _src: &Path, dst: &Path) -> bool {
+        let question = match unwritable_mode(dst) {
+            // cp's wording where it may not write the file (it then fails without -f).
+            Some(mode) if self.force => format!(
+                "{}: replace {}, overriding mode {:04o} ({})? ",
+                prog(),
+                quote(dst),
+                mode,
+                symbolic_mode(mode)
+            ),
+            Some(mode) => format!(
+                "{}: unwritable {} (mode {:04o}, {}); try anyway? ",
+                prog(),
+                quote(dst),
+                mode,
+                symbolic_mode(mode)
+            ),
+            None => format!("{}: overwrite {}? ", prog(), quote(dst)),
+        };
+        err_line(&question);
+        let mut answer = String::new();
+        match std::io::stdin().read_line(&mut answer) {
+            Ok(_) => answer.starts_with(['y', 'Y']),
+            Err(_) => false,
+        }
+    }
+}
+
+/// The permission bits of `dst` when it is a regular file this process (not root) may not
+/// write.
+fn unwritable_mode(dst: &Path) -> Option<u32> {
+    use rustix::fs::{Access, AtFlags, CWD};
+    if rustix::process::geteuid().is_root() {
+        return None;
+    }
+    let m = std::fs::symlink_metadata(dst).ok()?;
+    let writable = rustix::fs::accessat(CWD, dst, Access::WRITE_OK, AtFlags::EACCESS).is_ok();
+    (m.is_file() && !writable)
+        .then(|| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o7777)
+}
+
+/// `rw-r--r--`, as `ls -l` and cp's questions show permission bits.
+fn symbolic_mode(mode: u32) -> String {
+    let mut s = String::new();
+    for (shift, special, on, off) in [
+        (6, 0o4000, 's', 'S'),
+        (3, 0o2000, 's', 'S'),
+        (0, 0o1000, 't', 'T'),
+    ] {
+        let bits = (mode >> shift) & 7;
+        s.push(if bits & 4 != 0 { 'r' } else { '-' });
+        s.push(if bits & 2 != 0 { 'w' } else { '-' });
+        s.push(match (bits & 1 != 0, mode & special != 0) {
+            (true, true) => on,
+            (false, true) => off,
+            (true, false) => 'x',
+            (false, false) => '-',
+        });
+    }
+    s
 }
 
 /// The final JSON summary line. Field names are stable.

@@ -7,79 +7,31 @@
 mod util;
 
 use std::collections::BTreeMap;
-use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions};
 use std::os::unix::fs::{FileExt, PermissionsExt};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, ExitStatus};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mimeo_testkit::cmd::have_program;
 use mimeo_testkit::compare::first_difference;
+use mimeo_testkit::oracle::{Allow, assert_trees_equal};
 use mimeo_testkit::rng::Rng;
 use mimeo_testkit::{
     CompareOptions, FsKind, GenOptions, GenStats, LoopFs, capture, compare_trees, generate, run_ok,
 };
 use serde_json::Value;
 use util::tree::regular_files;
-use util::{Run, copy_json, meta, mimeo, random_file, run, run_command};
+use util::{
+    Run, assert_no_half_files, copy_json, finish, meta, random_file, run, run_fp, signal, spawn_fp,
+    wait_for,
+};
 
 /// `MIMEO_FAILPOINTS` that turn a copy into a stream (no offload) and slow
 /// every buffer write down.
 const SLOW_STREAM: &str = "copy_file_range=return(EXDEV);write=sleep(20)";
-
-/// Runs `mimeo args...` with `MIMEO_FAILPOINTS=failpoints`.
-fn run_fp<S: AsRef<OsStr>>(failpoints: &str, args: &[S]) -> Run {
-    let mut cmd = mimeo();
-    cmd.args(args).env("MIMEO_FAILPOINTS", failpoints);
-    run_command(&mut cmd, args.iter().any(|a| a.as_ref() == "--json"))
-}
-
-/// Starts `mimeo args...` in the background with `MIMEO_FAILPOINTS`.
-fn spawn_fp<S: AsRef<OsStr>>(failpoints: &str, args: &[S]) -> Child {
-    mimeo()
-        .args(args)
-        .env("MIMEO_FAILPOINTS", failpoints)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("cannot start mimeo")
-}
-
-/// Waits for a background run, killing it if it takes over a minute. (Its
-/// output is read at the end, so it must fit in the pipe buffers.)
-fn finish(mut child: Child) -> Output {
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            panic!("mimeo still running after 60 s");
-        }
-        thread::sleep(Duration::from_millis(10));
-    }
-    child.wait_with_output().unwrap()
-}
-
-/// Polls `cond` every 5 ms for up to 30 s; panics naming `what` on timeout.
-#[track_caller]
-fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "timed out waiting until {what}"
-        );
-        thread::sleep(Duration::from_millis(5));
-    }
-}
-
-fn signal(child: &Child, sig: rustix::process::Signal) {
-    let pid = rustix::process::Pid::from_child(child);
-    rustix::process::kill_process(pid, sig).expect("kill");
-}
 
 fn path_arg(p: &Path) -> &str {
     p.to_str().expect("UTF-8 test path")
@@ -101,64 +53,8 @@ fn medium_tree(root: &Path, files: usize, seed: u64) {
     }
 }
 
-/// Whether `path` carries the sticky bit (mimeo's "incomplete" marker).
-fn sticky(path: &Path) -> bool {
-    meta(path).permissions().mode() & 0o1000 != 0
-}
-
 fn is_temp(path: &Path) -> bool {
     path.file_name().is_some_and(util::is_scratch)
-}
-
-/// Whether `path` is marked incomplete: the sticky bit, or an in-progress marker in its
-/// directory while it differs from its source `orig`.
-fn marked(path: &Path, orig: &Path) -> bool {
-    sticky(path)
-        || (util::in_marked_dir(path)
-            && (meta(path).len() != meta(orig).len()
-                || first_difference(orig, path, meta(orig).len())
-                    .unwrap()
-                    .is_some()))
-}
-
-/// Checks every regular file below `dst` against its source below `src`
-/// and returns how many are complete copies. A file must be a complete
-/// copy (same bytes and mode); with `marked_ok` (after SIGKILL) it may
-/// instead carry the incomplete marker. Temporaries are never allowed
-/// after a clean stop.
-#[track_caller]
-fn check_no_partial_files(src: &Path, dst: &Path, marked_ok: bool) -> usize {
-    let mut complete = 0;
-    for file in regular_files(dst) {
-        let rel = file.strip_prefix(dst).unwrap();
-        let orig = src.join(rel);
-        if marked_ok && (is_temp(&file) || marked(&file, &orig)) {
-            continue;
-        }
-        assert!(!is_temp(&file), "temporary left behind: {file:?}");
-        let (s, d) = (meta(&orig), meta(&file));
-        assert_eq!(d.len(), s.len(), "{file:?} is a partial copy");
-        assert_eq!(
-            first_difference(&orig, &file, s.len()).unwrap(),
-            None,
-            "{file:?} differs from its source"
-        );
-        assert_eq!(
-            d.permissions().mode(),
-            s.permissions().mode(),
-            "{file:?} looks complete but has another mode"
-        );
-        complete += 1;
-    }
-    complete
-}
-
-/// Asserts that `left` and `right` compare equal in every field.
-#[track_caller]
-fn assert_trees_equal(left: &Path, right: &Path) {
-    compare_trees(left, right, &CompareOptions::default())
-        .unwrap()
-        .assert_equal();
 }
 
 /// A generated tree with files of at most 1 MiB.
@@ -286,7 +182,8 @@ fn json_reports_a_failed_file_and_copies_the_rest() {
     assert_eq!(r.count("files"), 7);
     // The failed file is gone, the others are whole.
     assert!(!Path::new(path).exists(), "failed file left behind: {path}");
-    assert_eq!(check_no_partial_files(&src, &dst, false), 7);
+    let copied = assert_no_half_files("after failures", &src, &dst, &Allow::default());
+    assert_eq!(copied.complete, 7);
 }
 
 #[test]
@@ -374,7 +271,7 @@ fn dry_run(cwd: &Path, flags: &[&str], snapshot: Option<&Path>) -> Run {
     }
     let dst = cwd.join("dst");
     match snapshot {
-        Some(before) => assert_trees_equal(before, &dst),
+        Some(before) => assert_trees_equal("copy", before, &dst, &CompareOptions::default()),
         None => assert!(!dst.exists(), "a dry run created {dst:?}"),
     }
     r
@@ -423,7 +320,7 @@ fn dry_run_changes_nothing_and_lists_the_actions() {
     let snap_dir = tempfile::tempdir_in(root).unwrap();
     let snapshot = snap_dir.path().join("dst");
     run_ok("cp", &["-a", path_arg(&dst), path_arg(&snapshot)]);
-    assert_trees_equal(&dst, &snapshot);
+    assert_trees_equal("copy", &dst, &snapshot, &CompareOptions::default());
 
     let action = |plan: &BTreeMap<String, (String, String)>, p: &str| -> String {
         plan.get(p)
@@ -544,7 +441,7 @@ fn verified_copy(src: &Path, dst: &Path, method: &str) {
     for e in data_files {
         assert_eq!(e["method"], method, "{e}");
     }
-    assert_trees_equal(src, dst);
+    assert_trees_equal("copy", src, dst, &CompareOptions::default());
 }
 
 #[test]
@@ -574,7 +471,9 @@ fn verify_passes_for_clones_offloads_and_streams() {
 /// Copies an 8 MiB file by slowed streaming and flips its first byte in the
 /// destination once the copy has written past it, so the copy differs from
 /// the source without the engine having seen an error.
-fn copy_with_flipped_byte(extra: &[&str]) -> (Output, PathBuf, PathBuf, tempfile::TempDir) {
+fn copy_with_flipped_byte(
+    extra: &[&str],
+) -> (ExitStatus, Run, PathBuf, PathBuf, tempfile::TempDir) {
     let tmp = tempfile::tempdir().unwrap();
     let (src, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
     random_file(&src, 8 << 20);
@@ -582,7 +481,7 @@ fn copy_with_flipped_byte(extra: &[&str]) -> (Output, PathBuf, PathBuf, tempfile
     args.extend(extra);
     args.extend([path_arg(&src), path_arg(&dst)]);
     let child = spawn_fp(SLOW_STREAM, &args);
-    wait_until("the copy is past its first MiB", || {
+    wait_for(30, "the copy is past its first MiB", || {
         fs::symlink_metadata(&dst).is_ok_and(|m| m.len() >= 1 << 20)
     });
     let f = OpenOptions::new().write(true).open(&dst).unwrap();
@@ -590,19 +489,20 @@ fn copy_with_flipped_byte(extra: &[&str]) -> (Output, PathBuf, PathBuf, tempfile
     File::open(&src).unwrap().read_at(&mut byte, 0).unwrap();
     f.write_at(&[!byte[0]], 0).unwrap();
     drop(f);
-    (finish(child), src, dst, tmp)
+    let (status, run) = finish(child);
+    (status, run, src, dst, tmp)
 }
 
 #[test]
 fn verify_catches_a_byte_flipped_during_the_copy() {
     // Without --verify the corruption goes unnoticed.
-    let (out, src, dst, _tmp) = copy_with_flipped_byte(&[]);
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let (status, out, src, dst, _tmp) = copy_with_flipped_byte(&[]);
+    assert_eq!(status.code(), Some(0), "{out:?}");
     assert_eq!(first_difference(&src, &dst, 8 << 20).unwrap(), Some(0));
 
-    let (out, src, dst, _tmp) = copy_with_flipped_byte(&["--verify"]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let (status, out, src, dst, _tmp) = copy_with_flipped_byte(&["--verify"]);
+    let stdout = &out.stdout;
+    assert_eq!(status.code(), Some(1), "{out:?}");
     let err: Value = stdout
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
@@ -610,8 +510,7 @@ fn verify_catches_a_byte_flipped_during_the_copy() {
         .unwrap_or_else(|| panic!("no error reported: {stdout}"));
     assert_eq!(err["operation"], "verify", "{err}");
     assert_eq!(err["path"], path_arg(&dst), "{err}");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains(path_arg(&dst)), "{stderr}");
+    assert!(out.stderr.contains(path_arg(&dst)), "{}", out.stderr);
     assert!(
         !dst.exists(),
         "the mismatching copy was kept: {:?}",
@@ -637,18 +536,18 @@ fn interrupt_and_update(sig: rustix::process::Signal, code: i32) {
     let (src, dst) = (fs.path().join("src"), fs.path().join("dst"));
     medium_tree(&src, 300, 41);
     let child = spawn_fp(SLOW_OFFLOAD, &["-aT", path_arg(&src), path_arg(&dst)]);
-    wait_until("some files are copied", || {
+    wait_for(30, "some files are copied", || {
         dst.exists() && regular_files(&dst).len() >= 20
     });
     signal(&child, sig);
-    let out = finish(child);
-    assert_eq!(out.status.code(), Some(code), "{out:?}");
-    let done = check_no_partial_files(&src, &dst, false);
+    let (status, out) = finish(child);
+    assert_eq!(status.code(), Some(code), "{out:?}");
+    let done = assert_no_half_files("stopped", &src, &dst, &Allow::default()).complete;
     assert!(done < 300, "the run finished before the signal");
 
     let r = run(&["-aT", "--update", path_arg(&src), path_arg(&dst)]);
     r.expect_code(0);
-    assert_trees_equal(&src, &dst);
+    assert_trees_equal("copy", &src, &dst, &CompareOptions::default());
 }
 
 #[test]
@@ -674,15 +573,15 @@ fn sigterm_during_replacement_keeps_old_or_new_and_no_temporaries() {
     // Every file differs in size, so each one is replaced through a
     // temporary and a rename.
     let child = spawn_fp(SLOW_OFFLOAD, &["-aT", path_arg(&src), path_arg(&dst)]);
-    wait_until("a replacement is in progress", || {
+    wait_for(30, "a replacement is in progress", || {
         fs::read_dir(dst.join("d0"))
             .unwrap()
             .any(|e| is_temp(&e.unwrap().path()))
     });
     thread::sleep(Duration::from_millis(100));
     signal(&child, rustix::process::Signal::TERM);
-    let out = finish(child);
-    assert_eq!(out.status.code(), Some(143), "{out:?}");
+    let (status, out) = finish(child);
+    assert_eq!(status.code(), Some(143), "{out:?}");
     let (mut new, mut kept) = (0, 0);
     for file in regular_files(&dst) {
         assert!(!is_temp(&file), "temporary left behind: {file:?}");
@@ -707,7 +606,7 @@ fn sigterm_during_replacement_keeps_old_or_new_and_no_temporaries() {
     assert_eq!(new + kept, 120);
     assert!(kept > 0, "the run finished before the signal");
     run(&["-aT", "--update", path_arg(&src), path_arg(&dst)]).expect_code(0);
-    assert_trees_equal(&src, &dst);
+    assert_trees_equal("copy", &src, &dst, &CompareOptions::default());
 }
 
 #[test]
@@ -731,11 +630,13 @@ fn sigkill_at_random_moments_then_update_completes_the_tree() {
         child.kill().unwrap();
         let killed = child.wait().unwrap().signal() == Some(libc::SIGKILL);
         let (complete, marked) = if dst.exists() {
-            let marked = regular_files(&dst)
-                .iter()
-                .filter(|f| !is_temp(f) && marked(f, &src.join(f.strip_prefix(&dst).unwrap())))
-                .count();
-            (check_no_partial_files(&src, &dst, true), marked)
+            let allow = Allow {
+                temps: true,
+                marked: true,
+                stale: None,
+            };
+            let h = assert_no_half_files(&format!("round {round}"), &src, &dst, &allow);
+            (h.complete, h.incomplete)
         } else {
             (0, 0)
         };
@@ -767,7 +668,7 @@ fn sigkill_before_times_are_set_is_finished_by_update() {
         "utimensat=sleep(3000)",
         &["-aT", path_arg(&src), path_arg(&dst)],
     );
-    wait_until("the file has its data", || {
+    wait_for(30, "the file has its data", || {
         fs::symlink_metadata(dst.join("f")).is_ok_and(|m| m.len() == 100_000)
     });
     thread::sleep(Duration::from_millis(300));
@@ -862,7 +763,7 @@ fn sync_copies_the_tree_without_errors() {
     r.expect_code(0);
     assert_eq!(r.count("errors"), 0);
     assert_eq!(r.count("files"), stats.files as u64);
-    assert_trees_equal(&src, &dst);
+    assert_trees_equal("copy", &src, &dst, &CompareOptions::default());
 }
 
 // ---------------------------------------------------------------------------
@@ -884,20 +785,25 @@ fn exit_24_when_only_vanished_sources_failed() {
         "clone=sleep(100);copy_file_range=sleep(100);write=sleep(100)",
         &["-aT", "-j1", "--json", path_arg(&src), path_arg(&dst)],
     );
-    wait_until("the first file is being copied", || {
+    wait_for(30, "the first file is being copied", || {
         dst.exists() && fs::read_dir(&dst).unwrap().next().is_some()
     });
+    // A source whose copy is already under way (opened between the check and the move) is
+    // still copied whole from its open descriptor. So sources are moved aside, not deleted:
+    // whichever way each one went, its copy can be checked against it.
+    let aside = tmp.path().join("aside");
+    fs::create_dir(&aside).unwrap();
     let mut removed = 0;
     for i in 0..20 {
         let name = format!("f{i:02}");
         if !dst.join(&name).exists() {
-            fs::remove_file(src.join(&name)).unwrap();
+            fs::rename(src.join(&name), aside.join(&name)).unwrap();
             removed += 1;
         }
     }
     assert!(removed > 0);
-    let out = finish(child);
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let (status, out) = finish(child);
+    let stdout = &out.stdout;
     let lines: Vec<Value> = stdout
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -910,8 +816,13 @@ fn exit_24_when_only_vanished_sources_failed() {
         assert_eq!(e["operation"], "vanished", "{e}");
         assert_eq!(e["errno"], libc::ENOENT, "{e}");
     }
-    assert_eq!(out.status.code(), Some(24), "{stdout}");
-    check_no_partial_files(&src, &dst, false);
+    assert_eq!(status.code(), Some(24), "{stdout}");
+    // Every copy is complete and equal to its source, wherever that source is now.
+    for entry in fs::read_dir(&aside).unwrap() {
+        let name = entry.unwrap().file_name();
+        fs::rename(aside.join(&name), src.join(&name)).unwrap();
+    }
+    assert_no_half_files("vanished sources", &src, &dst, &Allow::default());
 }
 
 #[test]

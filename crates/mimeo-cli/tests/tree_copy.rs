@@ -19,9 +19,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use mimeo_testkit::extents::extents;
+use mimeo_testkit::oracle::assert_trees_equal;
 use mimeo_testkit::{
-    CompareOptions, Comparison, FsKind, GenOptions, LoopFs, compare_trees, gen_deep, gen_small,
-    generate, run_ok,
+    CompareOptions, FsKind, GenOptions, LoopFs, compare_trees, gen_deep, gen_small, generate,
+    run_ok,
 };
 use rustix::fs::{CWD, FileType, Mode};
 use util::tree::{Scratch, Tmpfs, cp_ok, fixed_times, limit_open_files, regular_files, run_timed};
@@ -37,22 +38,6 @@ fn full() -> CompareOptions {
         blocks_le: true,
         ..CompareOptions::default()
     }
-}
-
-#[track_caller]
-fn compare(left: &Path, right: &Path, opts: &CompareOptions) -> Comparison {
-    compare_trees(left, right, opts)
-        .unwrap_or_else(|e| panic!("comparing {left:?} with {right:?}: {e}"))
-}
-
-/// Asserts that `right` equals `left`, naming the command that made it.
-#[track_caller]
-fn assert_same(what: &str, left: &Path, right: &Path, opts: &CompareOptions) {
-    let c = compare(left, right, opts);
-    assert!(
-        c.is_equal(),
-        "{what}: {right:?} differs from {left:?}:\n{c}"
-    );
 }
 
 /// `mimeo args...` must succeed without errors.
@@ -107,8 +92,8 @@ fn random_trees_match_cp_archive_on_every_filesystem() {
             );
             cp_ok(None, &["-a".as_ref(), os(&src), os(&oracle)]);
 
-            assert_same(&what, &oracle, &ours, &full());
-            assert_same(&what, &src, &ours, &full());
+            assert_trees_equal(&what, &oracle, &ours, &full());
+            assert_trees_equal(&what, &src, &ours, &full());
 
             assert_eq!(r.count("files"), stats.files as u64, "{what}: {r:#?}");
             assert_eq!(r.count("symlinks"), stats.symlinks as u64, "{what}");
@@ -175,7 +160,7 @@ fn hard_links_across_source_arguments_stay_one_group() {
         (y.ino(), 2),
         "mimeo -a d1/x d2/y dest/: x and y are not one link group"
     );
-    assert_same(
+    assert_trees_equal(
         "mimeo -a d1/x d2/y dest/",
         &tmp.path().join("c/dest"),
         &dest,
@@ -207,7 +192,7 @@ fn tree_deeper_than_path_max_copies_with_few_descriptors() {
         assert_eq!(r.count("directories"), 4097, "{what}: {r:#?}");
         assert_eq!(r.count("files"), 64, "{what}: {r:#?}");
         assert_eq!(r.count("symlinks"), 1, "{what}: {r:#?}");
-        let c = compare(&src, &dst, &full());
+        let c = compare_trees(&src, &dst, &full()).unwrap();
         assert!(c.is_equal(), "{what}:\n{c}");
         assert!(c.entries > 4096 + 64, "{what}: {c}");
     }
@@ -242,10 +227,10 @@ fn hundred_thousand_entries_with_one_and_eight_workers() {
         assert_eq!(r.count("files"), 100_000, "-j {jobs}: {}", r.summary());
         assert_eq!(r.count("directories"), 1011, "-j {jobs}: {}", r.summary());
         eprintln!("-j {jobs}: 100k files in {took:?}");
-        assert_same(&format!("mimeo -a -j {jobs}"), &src, &dst, &full());
+        assert_trees_equal(&format!("mimeo -a -j {jobs}"), &src, &dst, &full());
         outs.push(dst);
     }
-    assert_same("-j 1 against -j 8", &outs[0], &outs[1], &full());
+    assert_trees_equal("-j 1 against -j 8", &outs[0], &outs[1], &full());
 }
 
 // ---- 5. cp semantics ----
@@ -264,7 +249,7 @@ fn differential(setup: impl Fn(&Path), args: &[&str], results: &[&str]) {
     mimeo_ok(Some(&m), args);
     for rel in results {
         let what = format!("mimeo {} (compared at {rel})", args.join(" "));
-        assert_same(&what, &c.join(rel), &m.join(rel), &full());
+        assert_trees_equal(&what, &c.join(rel), &m.join(rel), &full());
     }
 }
 
@@ -360,7 +345,9 @@ fn directory_into_itself_is_refused_by_identity() {
     symlink("d", tmp.path().join("alias")).unwrap();
     // Whatever differs before the runs (nothing, or times the generator
     // does not control) must be all that differs after them.
-    let before = compare(&pristine, &d, &CompareOptions::default()).differences;
+    let before = compare_trees(&pristine, &d, &CompareOptions::default())
+        .unwrap()
+        .differences;
     for (src, dst) in [("d", "d/sub"), ("d", "alias/sub"), ("alias/", "d/sub")] {
         let r = run_in(Some(tmp.path()), &["-a", src, dst]);
         let what = format!("mimeo -a {src} {dst}");
@@ -371,7 +358,7 @@ fn directory_into_itself_is_refused_by_identity() {
             r.stderr
         );
         assert!(!d.join("sub").exists(), "{what} created d/sub");
-        let after = compare(&pristine, &d, &CompareOptions::default());
+        let after = compare_trees(&pristine, &d, &CompareOptions::default()).unwrap();
         assert_eq!(after.differences, before, "{what} changed d:\n{after}");
     }
 }
@@ -385,7 +372,7 @@ fn recursive_without_archive_matches_cp_r() {
     mimeo_ok(None, &["-r".as_ref(), os(&src), os(&ours)]);
     cp_ok(None, &["-r".as_ref(), os(&src), os(&oracle)]);
     let opts = CompareOptions::content_and_mode();
-    assert_same("mimeo -r src m", &oracle, &ours, &opts);
+    assert_trees_equal("mimeo -r src m", &oracle, &ours, &opts);
     // Not archive: the copy's times are new, like cp -r's.
     let (s, m) = (meta(&src), meta(&ours));
     assert_ne!(
@@ -410,7 +397,7 @@ fn one_file_system_creates_the_mount_point_only() {
     cp_ok(None, &["-a".as_ref(), "-x".as_ref(), os(&src), os(&oracle)]);
     assert!(ours.join("mnt").is_dir(), "mimeo -ax did not create mnt");
     assert_eq!(util::names(&ours.join("mnt")), Vec::<String>::new());
-    assert_same("mimeo -ax src m", &oracle, &ours, &full());
+    assert_trees_equal("mimeo -ax src m", &oracle, &ours, &full());
     drop(inner);
 }
 
@@ -463,7 +450,7 @@ fn dereference_follows_symlinks_to_files_and_directories() {
     assert!(meta(&ours.join("to-dir")).is_dir(), "mimeo -aL: to-dir");
     for s in sub {
         let what = format!("mimeo -aL src/{s} m/");
-        assert_same(&what, &tmp.path().join("c").join(s), &ours.join(s), &full());
+        assert_trees_equal(&what, &tmp.path().join("c").join(s), &ours.join(s), &full());
     }
 }
 
@@ -506,7 +493,7 @@ fn failing_destination_directory_is_reported_and_the_rest_copied() {
         assert!(r.stderr.contains(bad), "{what}: stderr: {}", r.stderr);
     }
     for ok in ["a", "z"] {
-        assert_same(what, &src.join(ok), &dst.join(ok), &full());
+        assert_trees_equal(what, &src.join(ok), &dst.join(ok), &full());
     }
     run_ok("chattr", &["-i".as_ref(), os(&dst.join("blocked"))]);
 }
@@ -606,7 +593,7 @@ fn vanished_source_directory_is_reported() {
             );
         }
         for n in names.iter().filter(|n| !moved.contains(*n)) {
-            assert_same(&what, &src.join(n), &dst.join(n), &full());
+            assert_trees_equal(&what, &src.join(n), &dst.join(n), &full());
         }
         return;
     }
@@ -631,8 +618,8 @@ fn read_only_source_directories_with_contents_copy() {
         &["-a".as_ref(), "--json".as_ref(), os(&src), os(&ours)],
     );
     cp_ok(None, &["-a".as_ref(), os(&src), os(&oracle)]);
-    assert_same("mimeo -a src m (read-only dirs)", &oracle, &ours, &full());
-    assert_same("mimeo -a src m (read-only dirs)", &src, &ours, &full());
+    assert_trees_equal("mimeo -a src m (read-only dirs)", &oracle, &ours, &full());
+    assert_trees_equal("mimeo -a src m (read-only dirs)", &src, &ours, &full());
 }
 
 // ---- 7. special files ----
@@ -671,7 +658,7 @@ fn special_files_are_copied_as_nodes_without_hanging() {
         } else {
             CompareOptions::content_and_mode()
         };
-        assert_same(&what, &oracle, &ours, &opts);
+        assert_trees_equal(&what, &oracle, &ours, &opts);
         for (name, ft) in [
             ("fifo", "fifo"),
             ("null", "char"),
@@ -732,6 +719,72 @@ fn atime_before_the_read_is_kept_on_relatime() {
         }
     }
     let (m, c) = (tmp.path().join("m/dst"), tmp.path().join("c/dst"));
-    assert_same("mimeo -a src dst on relatime", &c, &m, &full());
+    assert_trees_equal("mimeo -a src dst on relatime", &c, &m, &full());
     assert_eq!(meta(&m.join("a")).atime(), 1_500_000_000);
+}
+
+/// A directory with a default ACL passes ACLs on to what is made in it. With `-a` (ACLs are
+/// part of the mode) an entry whose source has no ACL must not keep an inherited one, and an
+/// entry whose source has one gets exactly that, as with cp; without `-p` the inherited ACLs
+/// stay, as with cp.
+#[test]
+fn copies_into_a_directory_with_a_default_acl_match_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = LoopFs::try_new(kind, 300) else {
+            continue;
+        };
+        let setup = |base: &Path| {
+            let src = base.join("src");
+            fs::create_dir_all(src.join("sub")).unwrap();
+            fs::write(src.join("plain"), b"no acl\n").unwrap();
+            fs::write(src.join("sub/plain"), b"no acl\n").unwrap();
+            fs::write(src.join("with-acl"), b"acl\n").unwrap();
+            run_ok(
+                "setfacl",
+                &["-m", "u:1234:r", src.join("with-acl").to_str().unwrap()],
+            );
+            run_ok("mkfifo", &[src.join("fifo")]);
+            for p in ["plain", "sub/plain", "with-acl", "fifo", "sub", ""] {
+                fixed_times(&src.join(p));
+            }
+            let dst = base.join("dst");
+            fs::create_dir(&dst).unwrap();
+            run_ok(
+                "setfacl",
+                &["-d", "-m", "u:4321:rwx", dst.to_str().unwrap()],
+            );
+            // Made after the default ACL: it inherits it.
+            fs::create_dir(dst.join("sub")).unwrap();
+        };
+        // (arguments, what to compare below the base)
+        let cases: [(&[&str], &str); 3] = [
+            (&["-a", "src", "dst/new"], "dst/new"),
+            (&["-r", "src", "dst/new"], "dst/new"),
+            (
+                &["-a", "src/plain", "src/with-acl", "src/fifo", "dst/sub"],
+                "dst/sub",
+            ),
+        ];
+        for (args, result) in cases {
+            let base = fs
+                .path()
+                .join(format!("case-{}", args.join("_").replace('/', "-")));
+            let (c, m) = (base.join("c"), base.join("m"));
+            for dir in [&c, &m] {
+                fs::create_dir_all(dir).unwrap();
+                setup(dir);
+            }
+            cp_ok(Some(&c), args);
+            mimeo_ok(Some(&m), args);
+            let what = format!("{kind}: mimeo {}", args.join(" "));
+            let opts = CompareOptions {
+                // Without -p, cp and mimeo both give new entries the times of the copy, and
+                // a directory copied into changes its own.
+                mtime: args[0] == "-a" && result == "dst/new",
+                atime: false,
+                ..full()
+            };
+            assert_trees_equal(&what, &c.join(result), &m.join(result), &opts);
+        }
+    }
 }

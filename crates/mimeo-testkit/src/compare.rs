@@ -51,6 +51,17 @@ pub struct CompareOptions {
     pub links: bool,
 }
 
+impl CompareOptions {
+    /// Everything `cp -a` keeps, except atimes: reading a source on a `relatime` filesystem
+    /// may move its atime after the copy took it.
+    pub fn archive() -> Self {
+        CompareOptions {
+            atime: false,
+            ..CompareOptions::default()
+        }
+    }
+}
+
 impl Default for CompareOptions {
     fn default() -> Self {
         CompareOptions {

@@ -5,12 +5,16 @@
 //!   so because `gen` is a reserved word in Rust 2024).
 //! - [`compare`]: a tree comparer reporting every metadata or data difference.
 //! - [`extents`]: FIEMAP sharing checks and `st_blocks`.
+//! - [`files`]: files of seeded content with holes, and byte-level assertions.
+//! - [`oracle`]: the shared oracles: no half files that look whole, trees equal.
 //! - [`cmd`]: running helper programs with captured output.
 
 pub mod cmd;
 pub mod compare;
 pub mod extents;
+pub mod files;
 pub mod fsimg;
+pub mod oracle;
 pub mod rng;
 pub mod treegen;
 

@@ -2,10 +2,10 @@
 //! (used by the benchmark harness for its fidelity column).
 //!
 //! ```text
-//! mimeo-testkit gen [--seed N] [--entries N] DIR
+//! mimeo-testkit gen [--seed N] [--entries N] [--no-devices] DIR
 //! mimeo-testkit gen-small --files N [--seed N] DIR
 //! mimeo-testkit gen-empty --files N DIR
-//! mimeo-testkit compare [--no-atime] [--blocks-le] LEFT RIGHT
+//! mimeo-testkit compare [--no-atime] [--no-mtime] [--blocks-le] LEFT RIGHT
 //! ```
 //!
 //! Exit status: 0 on success (trees equal), 1 when `compare` finds
@@ -18,10 +18,10 @@ use std::process::ExitCode;
 use mimeo_testkit::{CompareOptions, GenOptions, compare_trees, gen_empty, gen_small, generate};
 
 const USAGE: &str = "usage:
-  mimeo-testkit gen [--seed N] [--entries N] DIR
+  mimeo-testkit gen [--seed N] [--entries N] [--no-devices] DIR
   mimeo-testkit gen-small --files N [--seed N] DIR
   mimeo-testkit gen-empty --files N DIR
-  mimeo-testkit compare [--no-atime] [--blocks-le] LEFT RIGHT";
+  mimeo-testkit compare [--no-atime] [--no-mtime] [--blocks-le] LEFT RIGHT";
 
 /// Flags and positional arguments of one subcommand.
 #[derive(Debug, Default)]
@@ -87,11 +87,14 @@ fn run() -> Result<bool, String> {
     let io = |e: std::io::Error| e.to_string();
     match cmd.as_str() {
         "gen" => {
-            let a = parse(rest, &["--seed", "--entries"], &[])?;
-            let opts = GenOptions::new(
+            let a = parse(rest, &["--seed", "--entries"], &["--no-devices"])?;
+            let mut opts = GenOptions::new(
                 a.number("--seed").unwrap_or(1),
                 a.number("--entries").unwrap_or(200) as usize,
             );
+            // Device nodes whose data is endless (/dev/zero's numbers), for tools that read
+            // special files as files (shutil).
+            opts.devices &= !a.switch("--no-devices");
             let stats = generate(one_dir(&a)?, &opts).map_err(io)?;
             println!("{stats:?}");
         }
@@ -111,12 +114,13 @@ fn run() -> Result<bool, String> {
             gen_empty(one_dir(&a)?, files as usize).map_err(io)?;
         }
         "compare" => {
-            let a = parse(rest, &[], &["--no-atime", "--blocks-le"])?;
+            let a = parse(rest, &[], &["--no-atime", "--no-mtime", "--blocks-le"])?;
             let [left, right] = a.paths.as_slice() else {
                 return Err("expected LEFT and RIGHT".into());
             };
             let opts = CompareOptions {
-                atime: !a.switch("--no-atime"),
+                atime: !a.switch("--no-atime") && !a.switch("--no-mtime"),
+                mtime: !a.switch("--no-mtime"),
                 blocks_le: a.switch("--blocks-le"),
                 ..CompareOptions::default()
             };

@@ -59,8 +59,10 @@
 //!
 //! The modules form a stack; each uses only those below it:
 //!
-//! - `sched`: who runs which work item ([`copy_with`], [`LocalPool`], [`Scheduler`]);
-//! - `tree`: roots, the per-directory pass, directory completion, the planning walk
+//! - `sched`: who runs which work item ([`copy_with`], [`copy_hooked`], [`LocalPool`],
+//!   [`Scheduler`]);
+//! - `tree`: roots, the per-directory pass, directory completion, the planning walk, a
+//!   caller's [`Hooks`] (entries left out per directory, entries it copies itself)
 //!   ([`work`]: the plain-data unit of work and its [`Executor`](work::Executor));
 //! - `place`: the overwrite decision, crash safety, hard-link groups;
 //! - `data`: clone / offload / stream, byte ranges ([`clone_range`]), verify, metadata;
@@ -80,15 +82,17 @@ mod tree;
 pub use data::concat::concat;
 pub use data::range::{RangeCopy, RangeError, clone_range};
 pub use options::{
-    DEFAULT_BUFFER_SIZE, DEFAULT_SPLIT, Dereference, Options, Overwrite, Preserve, Reflink, Sparse,
-    default_jobs,
+    Backup, DEFAULT_BUFFER_SIZE, DEFAULT_SPLIT, Dereference, LinkInstead, Options, Overwrite,
+    Preserve, Reflink, Sparse, default_jobs, default_max_jobs,
 };
 pub use report::{
     Action, Cause, Control, EntryKind, Error, Event, EventChannel, FileOutcome, Method, NoObserver,
-    Observer, Op, Refusal, Result, Summary,
+    Observer, Op, Refusal, Result, Summary, Warning,
 };
-pub use sched::{LocalPool, Scheduler, copy, copy_with};
-pub use tree::{CopyPair, Totals, copy_file, dry_run, scan};
+pub use sched::{LocalPool, Scheduler, copy, copy_hooked, copy_with};
+pub use tree::{
+    CopyPair, Hooked, Hooks, NoHooks, Totals, copy_file, copy_file_with, dry_run, scan,
+};
 
 /// The unit of work and its executor, for schedulers other than the local pool (another
 /// process, another host). See [`Scheduler`].

@@ -47,6 +47,11 @@ pub struct Preserve {
     /// Whether a failure to preserve xattrs that the destination cannot hold is an error
     /// (`--preserve=xattr` asked explicitly) or silently tolerated (`-a`), as in cp.
     pub xattr_required: bool,
+    /// With `mode` off: new entries get the default mode, 0666 (0777 for directories and
+    /// sockets) less the umask, rather than the source's bits less the umask. This is
+    /// `cp --no-preserve=mode`, which makes writable copies of read-only files. Existing
+    /// destinations keep their mode either way.
+    pub default_mode: bool,
 }
 
 impl Preserve {
@@ -60,6 +65,7 @@ impl Preserve {
             links: true,
             sharing: true,
             xattr_required: false,
+            default_mode: false,
         }
     }
 }
@@ -89,6 +95,38 @@ pub enum Overwrite {
     Update,
 }
 
+/// Whether, and how, an existing destination is kept under another name before it is
+/// replaced (`--backup`), as cp names backups.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Backup {
+    /// `NAME` + suffix (`--backup=simple`, `never`; `-b` with `VERSION_CONTROL` unset).
+    Simple {
+        /// Appended to the name (`~` unless `-S`/`SIMPLE_BACKUP_SUFFIX` say otherwise).
+        suffix: String,
+    },
+    /// `NAME.~N~`, one more than the highest number there (`--backup=numbered`, `t`).
+    Numbered,
+    /// Numbered if numbered backups of the name exist already, simple otherwise
+    /// (`--backup=existing`, `nil`).
+    Existing {
+        /// The suffix of a simple backup.
+        suffix: String,
+    },
+}
+
+/// Links made instead of copies of files (`-l`, `-s`). Directories are still copied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LinkInstead {
+    /// A hard link to the source (`-l`); to what a source symlink points to unless symlinks
+    /// are never followed (`-P`, `-d`, `-a`), as in cp.
+    Hard,
+    /// A symbolic link to the source's path as given (`-s`): relative only in the working
+    /// directory.
+    Symbolic,
+}
+
 /// Options of one copy run. Start from [`Options::default`] (cp's defaults) or
 /// [`Options::archive`] (`cp -a`) and change fields:
 ///
@@ -111,12 +149,17 @@ pub struct Options {
     pub dereference: Dereference,
     /// What to do with existing destination entries.
     pub overwrite: Overwrite,
-    /// Copy directories recursively (`-r`). Without it, directories are refused.
+    /// Copy directories recursively (`-r`). Without it, directories are refused, and FIFOs
+    /// and device nodes named as sources are read as files, as cp reads them.
     pub recursive: bool,
     /// Do not descend into other filesystems (`-x`).
     pub one_file_system: bool,
-    /// Worker threads for tree copies.
+    /// Worker threads for tree copies: how many start.
     pub jobs: usize,
+    /// The most worker threads a tree copy may grow to while its workers wait on I/O (a cold
+    /// cache) and more of them copy faster. Equal to `jobs` (as `-j N` sets it), the count
+    /// is fixed. See [`default_max_jobs`].
+    pub max_jobs: usize,
     /// Buffer size for the streaming fallback.
     pub buffer_size: usize,
     /// Flush every file and directory to stable storage before it counts as copied (`--sync`).
@@ -138,6 +181,37 @@ pub struct Options {
     /// the directories copied into. Only for when no run elsewhere is still going on: from
     /// here, another host's run can never be proven dead.
     pub clean_other_hosts: bool,
+    /// Write an existing regular destination in place (truncate, then write), as cp does, so
+    /// that every hard link of it sees the new bytes (`--inplace`). This gives up the atomic
+    /// replacement: a reader may see a half-written file, and a copy killed meanwhile leaves
+    /// one, marked incomplete by the sticky bit where mimeo may change the file's mode.
+    pub inplace: bool,
+    /// Replace an existing destination by a new entry made as if nothing were there: no
+    /// mode, owner or ACL of the old one is kept, and a FIFO or device node is replaced
+    /// rather than written into (`--remove-destination`). The replacement is still atomic.
+    pub remove_destination: bool,
+    /// Keep each destination that is replaced under a backup name first (`--backup`). The
+    /// backup is a hard link made before the copy is renamed over the name, so the name
+    /// always refers to the old or the new file.
+    pub backup: Option<Backup>,
+    /// Ask before replacing an existing destination (`-i`), through
+    /// [`Observer::confirm_overwrite`](crate::Observer::confirm_overwrite).
+    pub interactive: bool,
+    /// Copy no file data, only the attributes asked for: a new file is empty, and an existing
+    /// one keeps its data (`--attributes-only`).
+    pub attributes_only: bool,
+    /// Make links instead of copying files (`-l`, `-s`).
+    pub link: Option<LinkInstead>,
+    /// Replace an existing destination that cp could not open or link over (cp's `-f`):
+    /// with [`Options::link`], an existing destination is otherwise an error.
+    pub force: bool,
+    /// Copy FIFOs and device nodes met in a recursive copy as regular files holding what
+    /// reading them gives (`--copy-contents`).
+    pub copy_contents: bool,
+    /// Make the directories of each source's path that are missing at its destination, which
+    /// ends with that path (`--parents`: `a/b/c` into `DIR` is `DIR/a/b/c`). They get the
+    /// source directories' attributes as the options say.
+    pub parents: bool,
 }
 
 /// Default number of workers for tree copies: one per CPU, at most 8. Measured with W4
@@ -150,6 +224,13 @@ pub fn default_jobs() -> usize {
         .map(|n| n.get())
         .unwrap_or(1)
         .clamp(1, 8)
+}
+
+/// The default ceiling for a growing pool (see [`Options::max_jobs`]): a cold copy kept
+/// getting faster up to 16–32 workers on 2 CPUs (bench W14), and each idle worker costs
+/// little (its buffers, a thread).
+pub fn default_max_jobs() -> usize {
+    64
 }
 
 /// Default buffer size for the streaming fallback. Measured on a 1 GiB ext4 → XFS stream
@@ -188,6 +269,7 @@ impl Default for Options {
             recursive: false,
             one_file_system: false,
             jobs: default_jobs(),
+            max_jobs: default_max_jobs(),
             buffer_size: DEFAULT_BUFFER_SIZE,
             sync: false,
             nocache: false,
@@ -195,6 +277,15 @@ impl Default for Options {
             split: DEFAULT_SPLIT,
             partial: false,
             clean_other_hosts: false,
+            inplace: false,
+            remove_destination: false,
+            backup: None,
+            interactive: false,
+            attributes_only: false,
+            link: None,
+            force: false,
+            copy_contents: false,
+            parents: false,
         }
     }
 }

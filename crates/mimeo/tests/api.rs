@@ -124,16 +124,7 @@ impl Api<'_> {
                         self.field(&f.to_string(), path, out);
                     }
                 } else if let Some(tuple) = fields.get("tuple") {
-                    let shown: Vec<String> = tuple
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .map(|f| match self.item(&f.to_string()) {
-                            Some(f) => self.ty(&f["inner"]["struct_field"]),
-                            None => "_".into(),
-                        })
-                        .collect();
-                    out.insert(format!("struct {path}({})", shown.join(", ")));
+                    out.insert(format!("struct {path}({})", self.tuple(tuple)));
                 }
                 self.impls(body, path, out);
             }
@@ -152,16 +143,7 @@ impl Api<'_> {
                             self.field(&f.to_string(), &vpath, out);
                         }
                     } else if let Some(tuple) = vk.get("tuple") {
-                        let shown: Vec<String> = tuple
-                            .as_array()
-                            .into_iter()
-                            .flatten()
-                            .map(|f| match self.item(&f.to_string()) {
-                                Some(f) => self.ty(&f["inner"]["struct_field"]),
-                                None => "_".into(),
-                            })
-                            .collect();
-                        out.insert(format!("variant {vpath}({})", shown.join(", ")));
+                        out.insert(format!("variant {vpath}({})", self.tuple(tuple)));
                     } else {
                         out.insert(format!("variant {vpath}"));
                     }
@@ -189,6 +171,20 @@ impl Api<'_> {
                 out.insert(format!("{other} {path}"));
             }
         }
+    }
+
+    /// The types of a tuple struct's or variant's fields.
+    fn tuple(&self, fields: &Value) -> String {
+        let shown: Vec<String> = fields
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|f| match self.item(&f.to_string()) {
+                Some(f) => self.ty(&f["inner"]["struct_field"]),
+                None => "_".into(),
+            })
+            .collect();
+        shown.join(", ")
     }
 
     fn field(&self, id: &str, owner: &str, out: &mut BTreeSet<String>) {

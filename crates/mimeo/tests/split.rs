@@ -117,7 +117,7 @@ impl Through {
             self.run_one(exec, i);
         }
         if let Some(d) = done {
-            exec.complete(d);
+            exec.complete(&mut worker, d);
         }
     }
 }

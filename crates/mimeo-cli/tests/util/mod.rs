@@ -4,14 +4,13 @@
 #![allow(dead_code)] // each test binary uses a different subset
 
 use std::ffi::OsStr;
-use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
 
-use mimeo_testkit::compare::first_difference;
-use mimeo_testkit::rng::Rng;
-use mimeo_testkit::{FsKind, LoopFs, capture, st_blocks};
+use mimeo_testkit::capture;
+use mimeo_testkit::oracle::{Allow, HalfFiles, no_half_files};
 use serde_json::Value;
 
 pub mod tree;
@@ -148,85 +147,84 @@ pub fn copy_json(flags: &[&str], src: &Path, dst: &Path) -> Run {
     run(&args)
 }
 
-/// A loop filesystem of `kind` big enough for most single-file tests.
-pub fn scratch(kind: FsKind) -> Option<LoopFs> {
-    LoopFs::try_new(kind, kind.min_size_mib().max(300))
+#[allow(unused_imports)] // each test binary uses a different subset
+pub use mimeo_testkit::files::{
+    assert_same_bytes, assert_sparse_copy, meta, names, random_file, scratch, sparse_file,
+};
+
+#[allow(unused_imports)] // each test binary uses a different subset
+pub use mimeo_testkit::oracle::{in_marked_dir, is_scratch};
+
+/// [`no_half_files`](mimeo_testkit::oracle::no_half_files), panicking with `what` and the
+/// file that looks complete but is not.
+#[track_caller]
+pub fn assert_no_half_files(what: &str, src: &Path, dst: &Path, allow: &Allow<'_>) -> HalfFiles {
+    no_half_files(src, dst, allow).unwrap_or_else(|e| panic!("{what}: {e}"))
 }
 
-/// Writes a file of `size` bytes with seeded random data at each of the
-/// `data` ranges `(offset, len)` and holes elsewhere.
-pub fn sparse_file(path: &Path, size: u64, data: &[(u64, u64)]) {
-    let file = File::create(path).unwrap();
-    let mut rng = Rng::new(size ^ data.len() as u64);
-    for &(at, len) in data {
-        let mut buf = vec![0u8; len as usize];
-        rng.fill(&mut buf);
-        file.write_all_at(&buf, at).unwrap();
+/// A `mimeo args...` command with fault injection `fp` (`MIMEO_FAILPOINTS`, none when empty),
+/// its output piped, ready to spawn.
+pub fn mimeo_fp<S: AsRef<OsStr>>(fp: &str, args: &[S]) -> Command {
+    let mut cmd = mimeo();
+    cmd.args(args);
+    if !fp.is_empty() {
+        cmd.env("MIMEO_FAILPOINTS", fp);
     }
-    file.set_len(size).unwrap();
-    file.sync_all().unwrap();
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
 }
 
-/// Writes `size` bytes of seeded random data.
-pub fn random_file(path: &Path, size: u64) {
-    sparse_file(path, size, &[(0, size)]);
+/// Starts `mimeo args...` in the background with fault injection `fp`.
+pub fn spawn_fp<S: AsRef<OsStr>>(fp: &str, args: &[S]) -> Child {
+    mimeo_fp(fp, args).spawn().expect("cannot start mimeo")
 }
 
-/// Asserts that two files have the same size and bytes (reading only the
-/// data segments, so huge sparse files are cheap).
-#[track_caller]
-pub fn assert_same_bytes(left: &Path, right: &Path) {
-    let (l, r) = (meta(left), meta(right));
-    assert_eq!(l.len(), r.len(), "size of {right:?} differs from {left:?}");
-    let diff = first_difference(left, right, l.len()).unwrap();
-    assert_eq!(
-        diff, None,
-        "{right:?} differs from {left:?} at byte {diff:?}"
-    );
+/// Runs `mimeo args...` with fault injection `fp`.
+pub fn run_fp<S: AsRef<OsStr>>(fp: &str, args: &[S]) -> Run {
+    let json = args.iter().any(|a| a.as_ref() == "--json");
+    run_command(&mut mimeo_fp(fp, args), json)
 }
 
-/// Asserts equal bytes and that the copy allocates no more blocks than
-/// the source (holes were kept).
-#[track_caller]
-pub fn assert_sparse_copy(src: &Path, dst: &Path) {
-    assert_same_bytes(src, dst);
-    let (sb, db) = (st_blocks(src).unwrap(), st_blocks(dst).unwrap());
-    assert!(db <= sb, "{dst:?} has {db} blocks, the source {sb}");
-}
-
-/// `lstat`, panicking with the path.
-#[track_caller]
-pub fn meta(path: &Path) -> std::fs::Metadata {
-    std::fs::symlink_metadata(path).unwrap_or_else(|e| panic!("lstat {path:?}: {e}"))
-}
-
-/// Sorted names in `dir`: to prove no stray destination or temporary file.
-pub fn names(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+/// Waits for a background run, killing it if it takes over a minute, and collects its output
+/// (JSON parsed leniently: only complete lines, since a stopped run may cut its last one).
+pub fn finish(mut child: Child) -> (ExitStatus, Run) {
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("mimeo still running after 60 s");
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let json = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
         .collect();
-    v.sort();
-    v
-}
-
-/// Whether `name` is one of mimeo's own scratch entries: a temporary (`.mimeo-PID-N.tmp`) or
-/// a directory's in-progress marker (`.mimeo-PID-N.partial`).
-pub fn is_scratch(name: &std::ffi::OsStr) -> bool {
-    let b = name.as_encoded_bytes();
-    b.starts_with(b".mimeo-") && (b.ends_with(b".tmp") || b.ends_with(b".partial"))
-}
-
-/// Whether the directory holding `path` carries an in-progress marker: its entries may be
-/// incomplete (a killed run was writing them), which `--update` must then finish.
-pub fn in_marked_dir(path: &Path) -> bool {
-    let Some(dir) = path.parent() else {
-        return false;
+    let run = Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        json,
     };
-    std::fs::read_dir(dir).is_ok_and(|entries| {
-        entries.flatten().any(|e| {
-            let n = e.file_name();
-            is_scratch(&n) && n.as_encoded_bytes().ends_with(b".partial")
-        })
-    })
+    (out.status, run)
+}
+
+/// Sends `sig` to a child. It may have exited already; it is not reaped yet, so its pid
+/// cannot have been reused.
+pub fn signal(child: &Child, sig: rustix::process::Signal) {
+    let _ = rustix::process::kill_process(rustix::process::Pid::from_child(child), sig);
+}
+
+/// Polls until `cond` holds, for at most `secs` seconds; panics naming `what` on timeout.
+#[track_caller]
+pub fn wait_for(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
+    let end = Instant::now() + Duration::from_secs(secs);
+    while !cond() {
+        assert!(Instant::now() < end, "timed out waiting for {what}");
+        thread::sleep(Duration::from_millis(2));
+    }
 }

@@ -612,20 +612,25 @@ fn stream_to_end(
         if n == 0 {
             return Ok(total);
         }
-        let mut data = &buf[..n];
-        while !data.is_empty() {
-            match sys::write(dst, data) {
-                Ok(0) => {
-                    return Err(DataError::new(Op::Write, Errno::NOSPC));
-                }
-                Ok(w) => data = &data[w..],
-                Err(Errno::INTR) => {}
-                Err(e) => {
-                    return Err(DataError::new(Op::Write, e));
-                }
-            }
-        }
+        write_all(dst, &buf[..n])?;
         total += n as u64;
         control.add_bytes(Method::Stream, n as u64);
     }
+}
+
+/// Writes all of `data` to `dst` at its offset, through short writes and interruptions.
+pub(crate) fn write_all(dst: BorrowedFd<'_>, mut data: &[u8]) -> Result<(), DataError> {
+    while !data.is_empty() {
+        match sys::write(dst, data) {
+            Ok(0) => {
+                return Err(DataError::new(Op::Write, Errno::NOSPC));
+            }
+            Ok(w) => data = &data[w..],
+            Err(Errno::INTR) => {}
+            Err(errno) => {
+                return Err(DataError::new(Op::Write, errno));
+            }
+        }
+    }
+    Ok(())
 }

@@ -50,12 +50,52 @@ pub(crate) fn creation_mode(
     let p = opts.preserve;
     let perm = if p.mode {
         src.perm() & 0o777
+    } else if p.default_mode {
+        0o666 & !process.umask
     } else {
         src.perm() & 0o777 & !process.umask
     };
     let owner_changes =
         p.ownership && (dst_setgid || (src.uid, src.gid) != (process.euid, process.egid));
     if owner_changes { perm & 0o700 } else { perm }
+}
+
+/// The mode an existing file has after cp writes into it without --preserve=mode: its own,
+/// less the set-id bits that the kernel clears when a process without `CAP_FSETID` (anyone
+/// but root, here) writes to a file, or when cp gives it the source's owner
+/// (--preserve=ownership), which clears them for root too. Set-gid goes only where group
+/// execution is on.
+pub(crate) fn written_perm(existing: &Meta, src: &Meta, opts: &Options, process: &Process) -> u32 {
+    let perm = existing.perm();
+    let chowned = opts.preserve.ownership && (existing.uid, existing.gid) != (src.uid, src.gid);
+    if process.euid == 0 && !chowned {
+        return perm;
+    }
+    let mut cleared = sys::S_ISUID;
+    if perm & 0o010 != 0 {
+        cleared |= sys::S_ISGID;
+    }
+    perm & !cleared
+}
+
+/// The xattrs of an existing destination that cp, writing into it, would leave in place, for
+/// a replacement to carry over: every one but file capabilities (which the kernel removes on
+/// a write), and but the POSIX ACLs when the mode comes from the source (cp then sets the
+/// source's ACL, or none). One list call when there are none.
+pub(crate) fn kept_xattrs(
+    opts: &Options,
+    existing: XattrTarget<'_>,
+    path: &dyn Fn() -> PathBuf,
+) -> Result<Xattrs, Error> {
+    let mode = opts.preserve.mode;
+    read_xattrs(existing, path, |n| {
+        n != b"security.capability" && !(mode && is_acl(n))
+    })
+}
+
+/// A POSIX ACL, under its common name or XFS's own (which root sees too).
+fn is_acl(name: &[u8]) -> bool {
+    name.starts_with(b"system.posix_acl_") || name.starts_with(b"trusted.SGI_ACL_")
 }
 
 /// A destination entry whose metadata is being set.
@@ -135,9 +175,55 @@ pub(crate) struct Apply<'a> {
     /// A new directory whose parent ends up set-gid: without --preserve=mode it gets the
     /// set-gid bit it would have inherited, as with cp (which creates parents first).
     pub inherit_sgid: bool,
+    /// The entry was made in a directory with a default ACL, so it may carry ACLs the source
+    /// does not have: with --preserve=mode they are removed, as cp does (the ACL is part of
+    /// the mode).
+    pub inherited_acl: bool,
+    /// Without --preserve=mode: the mode the entry must end with because it takes the place
+    /// of an existing file whose mode cp would have kept (cp writes into that file).
+    pub keep_perm: Option<u32>,
 }
 
-impl Apply<'_> {
+impl<'a> Apply<'a> {
+    /// The step for an entry this process just made in a directory that has the set-gid bit
+    /// (`dst_setgid`, so the entry took the directory's group) or a default ACL
+    /// (`default_acl`), with the permission bits it has now (`current_perm`, when known).
+    pub fn for_new(
+        opts: &'a Options,
+        process: &'a Process,
+        src: &'a Meta,
+        dst_setgid: bool,
+        default_acl: bool,
+        current_perm: Option<u32>,
+    ) -> Self {
+        Apply {
+            opts,
+            process,
+            src,
+            created: true,
+            created_owner: (!dst_setgid).then_some((process.euid, process.egid)),
+            current_perm,
+            inherit_sgid: false,
+            inherited_acl: default_acl,
+            keep_perm: None,
+        }
+    }
+
+    /// The step for an existing entry that the data was written into (a FIFO or device).
+    pub fn for_existing(opts: &'a Options, process: &'a Process, src: &'a Meta) -> Self {
+        Apply {
+            opts,
+            process,
+            src,
+            created: false,
+            created_owner: None,
+            current_perm: None,
+            inherit_sgid: false,
+            inherited_acl: false,
+            keep_perm: None,
+        }
+    }
+
     /// Applies owner, xattrs, times and mode to `dst`. `path` names it in errors; it is only
     /// built when one happens.
     pub fn run(
@@ -147,13 +233,18 @@ impl Apply<'_> {
         path: &dyn Fn() -> PathBuf,
     ) -> Result<(), Error> {
         let p = self.opts.preserve;
+        // Without --preserve=ownership the owner is still the source's when the entry was
+        // created with it (a user copying their own file): set-id bits then stay, as in cp.
         let owner_kept = if p.ownership {
             self.chown(dst, path)?
         } else {
-            false
+            self.created_owner == Some((self.src.uid, self.src.gid))
         };
         if !xattrs.is_empty() {
             self.set_xattrs(dst, xattrs, path)?;
+        }
+        if self.inherited_acl && p.mode {
+            self.strip_inherited_acls(dst, xattrs, path)?;
         }
         if p.timestamps {
             let (a, m) = (self.src.atime, self.src.mtime);
@@ -216,6 +307,41 @@ impl Apply<'_> {
         Ok(())
     }
 
+    /// Removes the ACLs an entry inherited from its directory's default ACL that the source
+    /// does not have.
+    fn strip_inherited_acls(
+        &self,
+        dst: Dst<'_>,
+        xattrs: &Xattrs,
+        path: &dyn Fn() -> PathBuf,
+    ) -> Result<(), Error> {
+        if self.src.is_symlink() {
+            return Ok(());
+        }
+        let proc_path;
+        let target = match dst {
+            Dst::Fd(fd) => XattrTarget::Fd(fd),
+            Dst::At { dir, name, .. } => {
+                proc_path = sys::proc_fd_path(dir, Some(name));
+                XattrTarget::NoFollow(&proc_path)
+            }
+        };
+        let has = |name: &CStr| xattrs.iter().any(|(n, _)| n.as_c_str() == name);
+        let mut names = vec![sys::ACL_ACCESS];
+        if self.src.is_dir() {
+            names.push(sys::ACL_DEFAULT);
+        }
+        for name in names {
+            if !has(name) {
+                match sys::remove_xattr(target, name) {
+                    Ok(()) | Err(Errno::NOTSUP) => {}
+                    Err(e) => return Err(Error::sys(Op::SetXattr, path(), e)),
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The mode the entry must end with, or None to leave it as created (symlinks, and
     /// existing directories without --preserve=mode).
     pub fn final_perm(&self, owner_kept: bool) -> Option<u32> {
@@ -224,6 +350,8 @@ impl Apply<'_> {
         }
         let mut perm = if self.opts.preserve.mode {
             self.src.perm()
+        } else if let Some(kept) = self.keep_perm {
+            return Some(kept);
         } else if self.created {
             // cp without --preserve=mode creates with the source's mode less the umask, and
             // the kernel then drops set-id bits of a regular file (open) and of a directory
@@ -234,7 +362,12 @@ impl Apply<'_> {
                 _ => 0o7777,
             };
             let inherited = if self.inherit_sgid { sys::S_ISGID } else { 0 };
-            (self.src.perm() & bits & !self.process.umask) | inherited
+            let src_perm = if self.opts.preserve.default_mode {
+                default_perm(self.src)
+            } else {
+                self.src.perm()
+            };
+            (src_perm & bits & !self.process.umask) | inherited
         } else {
             return None;
         };
@@ -242,6 +375,15 @@ impl Apply<'_> {
             perm &= !(sys::S_ISUID | sys::S_ISGID);
         }
         Some(perm)
+    }
+}
+
+/// The mode `cp --no-preserve=mode` gives a new entry before the umask: 0777 for directories
+/// and sockets, 0666 for everything else.
+fn default_perm(src: &Meta) -> u32 {
+    match src.file_type() {
+        sys::S_IFDIR | 0o140000 => 0o777,
+        _ => 0o666,
     }
 }
 

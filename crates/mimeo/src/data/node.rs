@@ -3,6 +3,7 @@
 //! FIFO without a reader, or a full one, is waited for in short polls, so that a stop request
 //! is still seen.
 
+use super::copy::write_all;
 use super::error::{DataError, interrupted};
 use crate::report::{Control, Op};
 use crate::sys::{self, Errno};
@@ -45,10 +46,7 @@ pub(crate) fn stream_into(
     buffer_size: usize,
     control: &Control,
 ) -> Result<u64, DataError> {
-    let bs = buffer_size.clamp(4096, 1 << 20);
-    if buf.len() < bs {
-        buf.resize(bs, 0);
-    }
+    let bs = buffer(buf, buffer_size);
     let mut pos = 0u64;
     loop {
         interrupted(control)?;
@@ -74,4 +72,46 @@ pub(crate) fn stream_into(
         control.add_bytes(crate::report::Method::Stream, n as u64);
         pos += n as u64;
     }
+}
+
+/// Reads a FIFO or device node named as a source to its end and writes what it gives into
+/// `dst` (`--copy-contents`), as cp reads it. A FIFO is waited for until a writer has
+/// written or gone, in short polls, so that a stop request is still seen.
+pub(crate) fn read_contents(
+    src: BorrowedFd<'_>,
+    dst: BorrowedFd<'_>,
+    buf: &mut Vec<u8>,
+    buffer_size: usize,
+    control: &Control,
+) -> Result<u64, DataError> {
+    let bs = buffer(buf, buffer_size);
+    let read_error = |errno| DataError::new(Op::Read, errno);
+    let mut total = 0u64;
+    loop {
+        interrupted(control)?;
+        if !sys::wait_readable(src, POLL.as_millis() as i32) {
+            continue;
+        }
+        let n = match sys::read(src, &mut buf[..bs]) {
+            Ok(n) => n,
+            Err(Errno::INTR | Errno::AGAIN) => continue,
+            Err(errno) => return Err(read_error(errno)),
+        };
+        if n == 0 {
+            return Ok(total);
+        }
+        write_all(dst, &buf[..n])?;
+        control.add_bytes(crate::report::Method::Stream, n as u64);
+        total += n as u64;
+    }
+}
+
+/// Makes `buf` hold at least one buffer of the size asked for (within 4 KiB–1 MiB), and
+/// returns that size.
+fn buffer(buf: &mut Vec<u8>, buffer_size: usize) -> usize {
+    let bs = buffer_size.clamp(4096, 1 << 20);
+    if buf.len() < bs {
+        buf.resize(bs, 0);
+    }
+    bs
 }

@@ -3,9 +3,9 @@
 
 use super::crash;
 use crate::data::meta::Process;
-use crate::options::{Options, Overwrite};
+use crate::options::{Backup, LinkInstead, Options, Overwrite};
 use crate::report::{Action, Error, Op, Refusal};
-use crate::sys::Meta;
+use crate::sys::{self, Errno, Meta};
 use std::path::PathBuf;
 
 /// What to do with a source entry at its destination name.
@@ -13,8 +13,16 @@ use std::path::PathBuf;
 pub(crate) enum Decision {
     /// Nothing is there: create it.
     Create,
-    /// Replace the existing entry atomically (temporary + rename).
+    /// Replace the existing entry atomically (temporary + rename). A regular file replacing
+    /// a regular file keeps what cp, writing into it, would keep: the old file's mode, owner,
+    /// group and xattrs (ACLs included), where they are not taken from the source.
     Replace,
+    /// Replace the existing entry atomically by one made as if nothing were there
+    /// (`--remove-destination`, and `--backup`, where cp renames the old entry away).
+    Recreate,
+    /// Write into the existing regular file: truncate it and copy the data, as cp does
+    /// (`--inplace`; `--attributes-only` sets only its attributes).
+    InPlace,
     /// Write the regular source's bytes into the existing FIFO, socket or device node, as cp
     /// does (how images are written to block devices). Atomic replacement is for regular
     /// files only.
@@ -33,6 +41,17 @@ pub(crate) enum Conflict {
     SameFile,
     DirectoryInTheWay,
     NonDirectoryInTheWay,
+    /// An earlier command-line source made this destination in this run (`symlink`: it is a
+    /// symlink, which cp would write through).
+    JustCreated {
+        symlink: bool,
+    },
+    /// The destination is a symlink whose target cannot be looked at (this errno).
+    CannotStat(i32),
+    /// `-l` or `-s` onto an existing entry, without `-f` or `--remove-destination`.
+    LinkExists(LinkInstead),
+    /// A regular file this process may not write, without `-f`.
+    NotWritable,
 }
 
 impl Conflict {
@@ -46,6 +65,19 @@ impl Conflict {
             Conflict::NonDirectoryInTheWay => {
                 Error::refused(Op::CreateDir, dst, Refusal::NonDirectoryInTheWay { src })
             }
+            Conflict::CannotStat(errno) => Error::os(Op::Stat, dst, errno),
+            Conflict::NotWritable => Error::os(Op::Create, dst, libc::EACCES),
+            Conflict::LinkExists(kind) => Error::refused(
+                Op::Link,
+                dst,
+                Refusal::LinkExists {
+                    target: src,
+                    symbolic: kind == LinkInstead::Symbolic,
+                },
+            ),
+            Conflict::JustCreated { symlink } => {
+                Error::refused(Op::Refuse, dst, Refusal::JustCreated { src, symlink })
+            }
         }
     }
 }
@@ -55,8 +87,8 @@ impl Decision {
     pub fn action(self) -> Option<Action> {
         Some(match self {
             Decision::Create => Action::Create,
-            Decision::Replace => Action::Replace,
-            Decision::WriteInto => Action::WriteInto,
+            Decision::Replace | Decision::Recreate => Action::Replace,
+            Decision::WriteInto | Decision::InPlace => Action::WriteInto,
             Decision::Skip => Action::Skip,
             Decision::Merge => Action::Merge,
             Decision::Refuse(_) => return None,
@@ -65,29 +97,60 @@ impl Decision {
 }
 
 /// What the decision needs besides the two entries.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub(crate) struct Rules<'a> {
     pub opts: &'a Options,
     pub process: &'a Process,
     /// The destination directory held another run's in-progress marker: `-u` takes an entry
     /// there as up to date only if it is provably finished.
     pub suspect: bool,
+    /// The (dev, ino) of the entry an earlier command-line source made at this destination
+    /// name in this run: cp will not replace it.
+    pub just_created: Option<(u64, u64)>,
+    /// `-i`: asks whether the destination may be replaced (None: a dry run, which asks
+    /// nothing).
+    pub ask: Option<&'a dyn Fn() -> bool>,
+    /// Whether this process may write to the existing destination (asked only of a process
+    /// other than root's, about a regular file cp would open for writing).
+    pub writable: &'a dyn Fn() -> bool,
 }
 
 /// Decides what to do with `src` at a destination name where `dst` is (None: nothing).
 /// `src_target` and `dst_target` give what a symlink points to (the entry followed); they are
-/// only called when a symlink is involved.
+/// only called when a symlink is involved. A destination symlink that a regular file would be
+/// written through by cp, and whose target cannot be looked at (EACCES, ELOOP), is refused
+/// with cp's "cannot stat"; a dangling one is replaced.
 pub(crate) fn decide(
     rules: &Rules<'_>,
     src: &Meta,
     dst: Option<&Meta>,
     src_target: impl FnOnce() -> Option<Meta>,
-    dst_target: impl FnOnce() -> Option<Meta>,
+    dst_target: impl FnOnce() -> sys::Result<Meta>,
 ) -> Decision {
     let Some(d) = dst else {
         return Decision::Create;
     };
-    if is_same_file(src, src_target, d, dst_target) {
+    let opts = rules.opts;
+    // cp looks through a destination symlink unless it will not write through it anyway.
+    let fresh = opts.remove_destination || opts.backup.is_some();
+    let followed = d.is_symlink().then(dst_target);
+    if let Some(Err(e)) = followed {
+        if src.is_reg() && !fresh && e != Errno::NOENT {
+            return Decision::Refuse(Conflict::CannotStat(e.raw_os_error()));
+        }
+    }
+    // A hard link onto a link of the same inode is there already.
+    if opts.link == Some(LinkInstead::Hard) && src.id() == d.id() {
+        return Decision::Skip;
+    }
+    // With a backup there is always a copy of what is replaced, so cp refuses only a copy of
+    // an entry onto itself.
+    let same = if opts.backup.is_some() {
+        src.id() == d.id()
+    } else {
+        is_same_file(src, src_target, d, || followed.and_then(|r| r.ok()))
+    };
+    if same {
         return Decision::Refuse(Conflict::SameFile);
     }
     if src.is_dir() {
@@ -101,19 +164,55 @@ pub(crate) fn decide(
         return Decision::Refuse(Conflict::DirectoryInTheWay);
     }
     let into_node = src.is_reg() && is_node(d);
-    let replace = if into_node {
+    // cp removes a destination with other links first when it keeps link groups, rather
+    // than write into a file that other names share.
+    let unlinked = opts.preserve.links && d.nlink > 1;
+    let replace = if fresh || unlinked {
+        Decision::Recreate
+    } else if into_node {
         Decision::WriteInto
+    } else if src.is_reg() && d.is_reg() && (opts.inplace || opts.attributes_only) {
+        Decision::InPlace
     } else {
         Decision::Replace
     };
-    match rules.opts.overwrite {
-        Overwrite::NoClobber => Decision::Skip,
-        Overwrite::Replace => replace,
+    let up_to_date = match opts.overwrite {
+        Overwrite::NoClobber => true,
+        Overwrite::Replace => false,
         // A node is never a copy: cp's rule (not older than the source) decides.
-        Overwrite::Update if into_node && d.mtime >= src.mtime => Decision::Skip,
-        Overwrite::Update if !into_node && is_complete_copy(rules, d, src) => Decision::Skip,
-        Overwrite::Update => replace,
+        Overwrite::Update if into_node => d.mtime >= src.mtime,
+        Overwrite::Update => is_complete_copy(rules, d, src),
+    };
+    if up_to_date {
+        return Decision::Skip;
     }
+    // cp's rule for two sources with one destination name; numbered backups keep both.
+    if rules.just_created == Some(d.id()) && opts.backup != Some(Backup::Numbered) {
+        return Decision::Refuse(Conflict::JustCreated {
+            symlink: d.is_symlink(),
+        });
+    }
+    if opts.interactive && rules.ask.is_some_and(|ask| !ask()) {
+        return Decision::Skip;
+    }
+    // cp opens the file to write into it, which fails where it may not write; with -f it
+    // removes the file and makes a new one. Atomic replacement would need no such right, but
+    // a file made read-only stays as cp leaves it.
+    let opened = matches!(replace, Decision::Replace | Decision::InPlace);
+    if opened && rules.process.euid != 0 && d.is_reg() && !(rules.writable)() {
+        if !opts.force {
+            return Decision::Refuse(Conflict::NotWritable);
+        }
+        return Decision::Recreate;
+    }
+    if let Some(kind) = opts.link {
+        // cp links only where nothing is, unless told to remove what is there.
+        if !(fresh || opts.force) {
+            return Decision::Refuse(Conflict::LinkExists(kind));
+        }
+        return Decision::Recreate;
+    }
+    replace
 }
 
 /// Whether copying `src` onto `dst` would copy a file onto itself, by cp's rule

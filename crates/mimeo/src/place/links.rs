@@ -39,6 +39,9 @@ struct Entry<L> {
     slot: Arc<Slot<L>>,
     /// Links of the inode not seen yet in this run.
     unseen: u64,
+    /// Reached through a symlink or named on the command line (`-L`, `-H`): it may be met
+    /// any number of times, so it is kept for the whole run.
+    pinned: bool,
 }
 
 /// What a worker should do with a multiply-linked source.
@@ -77,6 +80,17 @@ impl<L> Drop for FirstCopy<L> {
     }
 }
 
+/// How an inode was met.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sighting {
+    /// One of its `nlink` links.
+    Link,
+    /// Through a symlink or on the command line: kept for the whole run.
+    Pinned,
+    /// Directly, with one link: only an earlier pinned sighting makes it a member.
+    Lookup,
+}
+
 /// The run's map of link groups.
 #[derive(Debug)]
 pub(crate) struct LinkMap<L> {
@@ -92,38 +106,70 @@ impl<L: Clone> LinkMap<L> {
 
     /// Registers one sighting of inode `id` with `nlink` links.
     pub fn claim(&self, id: (u64, u64), nlink: u64) -> Claim<L> {
+        self.sighting(id, nlink, Sighting::Link)
+            .expect("a link is always registered")
+    }
+
+    /// Registers a sighting of inode `id` that may recur beyond its link count: a file
+    /// reached through a symlink under `-L`, or named on the command line under `-H`/`-L`.
+    /// Such inodes are remembered for the whole run, as cp remembers them.
+    pub fn claim_pinned(&self, id: (u64, u64)) -> Claim<L> {
+        self.sighting(id, 1, Sighting::Pinned)
+            .expect("a pinned sighting is always registered")
+    }
+
+    /// A file with a single link reached directly under `-L`: it joins the group of an
+    /// earlier sighting through a symlink, if there is one, and registers nothing.
+    pub fn lookup(&self, id: (u64, u64)) -> Option<Claim<L>> {
+        self.sighting(id, 1, Sighting::Lookup)
+    }
+
+    fn sighting(&self, id: (u64, u64), nlink: u64, how: Sighting) -> Option<Claim<L>> {
         let slot = {
             let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
             match map.get_mut(&id) {
+                None if how == Sighting::Lookup => return None,
                 None => {
                     let slot = Arc::new(Slot {
                         state: Mutex::new(State::Copying),
                         ready: Condvar::new(),
                     });
-                    if nlink > 1 {
+                    let pinned = how == Sighting::Pinned;
+                    if nlink > 1 || pinned {
                         map.insert(
                             id,
                             Entry {
                                 slot: slot.clone(),
-                                unseen: nlink - 1,
+                                unseen: nlink.saturating_sub(1),
+                                pinned,
                             },
                         );
                     }
-                    return Claim::First(FirstCopy {
+                    return Some(Claim::First(FirstCopy {
                         slot,
                         finished: false,
-                    });
+                    }));
                 }
                 Some(entry) => {
-                    entry.unseen = entry.unseen.saturating_sub(1);
                     let slot = entry.slot.clone();
-                    if entry.unseen == 0 {
+                    match how {
+                        Sighting::Pinned => entry.pinned = true,
+                        Sighting::Link | Sighting::Lookup => {
+                            entry.unseen = entry.unseen.saturating_sub(1);
+                        }
+                    }
+                    if entry.unseen == 0 && !entry.pinned {
                         map.remove(&id);
                     }
                     slot
                 }
             }
         };
+        Some(Self::join(slot))
+    }
+
+    /// Waits for the group's first copy and links to it, or becomes the copy if it failed.
+    fn join(slot: Arc<Slot<L>>) -> Claim<L> {
         let mut state = slot.state.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             match &*state {
@@ -158,6 +204,35 @@ mod tests {
         assert!(matches!(map.claim((1, 2), 3), Claim::LinkTo("a")));
         assert!(matches!(map.claim((1, 2), 3), Claim::LinkTo("a")));
         assert!(map.map.lock().unwrap().is_empty(), "all links seen");
+    }
+
+    #[test]
+    fn pinned_inodes_stay_and_single_links_join_them_only() {
+        let map: LinkMap<&'static str> = LinkMap::new();
+        assert!(map.lookup((1, 1)).is_none(), "nothing registered");
+        assert!(map.map.lock().unwrap().is_empty());
+        let Claim::First(first) = map.claim_pinned((1, 1)) else {
+            panic!("first sighting must copy");
+        };
+        first.done("via-link");
+        for _ in 0..3 {
+            assert!(matches!(
+                map.lookup((1, 1)),
+                Some(Claim::LinkTo("via-link"))
+            ));
+            assert!(matches!(
+                map.claim_pinned((1, 1)),
+                Claim::LinkTo("via-link")
+            ));
+        }
+        // A group met through a symlink outlives its link count.
+        let Claim::First(first) = map.claim((2, 2), 2) else {
+            panic!()
+        };
+        first.done("g");
+        assert!(matches!(map.claim_pinned((2, 2)), Claim::LinkTo("g")));
+        assert!(matches!(map.claim((2, 2), 2), Claim::LinkTo("g")));
+        assert!(matches!(map.claim_pinned((2, 2)), Claim::LinkTo("g")));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! ([`sharing`], the same idea per extent). Uses the data layer below it; knows nothing of
 //! trees or schedulers.
 
+pub(crate) mod backup;
 pub(crate) mod crash;
 pub(crate) mod decide;
 pub(crate) mod links;

@@ -39,6 +39,8 @@ pub enum Op {
     Rename,
     /// Removing an entry.
     Remove,
+    /// Keeping an existing destination under its backup name (`--backup`).
+    Backup,
     /// Setting owner and group.
     Chown,
     /// Setting permission bits.
@@ -84,6 +86,7 @@ impl Op {
             Op::MakeNode => "mknod",
             Op::Rename => "rename",
             Op::Remove => "remove",
+            Op::Backup => "backup",
             Op::Chown => "chown",
             Op::Chmod => "chmod",
             Op::SetTimes => "set_times",
@@ -117,6 +120,7 @@ impl Op {
             Op::MakeNode => "cannot create special file",
             Op::Rename => "cannot move into place",
             Op::Remove => "cannot remove",
+            Op::Backup => "cannot backup",
             Op::Chown => "failed to preserve ownership for",
             Op::Chmod => "setting permissions for",
             Op::SetTimes => "preserving times for",
@@ -179,6 +183,25 @@ pub enum Refusal {
     ContentDiffers,
     /// [`concat`](crate::concat): a part is the output file itself. The path is the part.
     InputIsOutput,
+    /// `-l` or `-s` onto an existing entry, kept without `-f` or `--remove-destination`. The
+    /// path is the destination.
+    LinkExists {
+        /// What the link would point to.
+        target: PathBuf,
+        /// A symbolic link (`-s`), not a hard link (`-l`).
+        symbolic: bool,
+    },
+    /// `-s` with a relative source path into a directory other than the working directory,
+    /// where the link would point elsewhere. The path is the destination.
+    RelativeSymlink,
+    /// Two command-line sources have one destination name, and the first made it in this
+    /// run: it is kept, as cp keeps it. The path is the destination.
+    JustCreated {
+        /// The later source, not copied.
+        src: PathBuf,
+        /// The destination made is a symlink (cp would have written through it).
+        symlink: bool,
+    },
 }
 
 /// What went wrong, beyond the operation.
@@ -294,6 +317,26 @@ impl Error {
                 "verification failed for {path}: size {copy} differs from the source's {source}"
             ),
             Refusal::InputIsOutput => format!("{path}: input file is output file"),
+            Refusal::LinkExists { target, symbolic } => format!(
+                "cannot create {} link {path} to {}: File exists",
+                if *symbolic { "symbolic" } else { "hard" },
+                quoted(target)
+            ),
+            Refusal::RelativeSymlink => format!(
+                "{}: can make relative symbolic links only in current directory",
+                &path[1..path.len() - 1]
+            ),
+            Refusal::JustCreated {
+                src,
+                symlink: false,
+            } => format!(
+                "will not overwrite just-created {path} with {}",
+                quoted(src)
+            ),
+            Refusal::JustCreated { src, symlink: true } => format!(
+                "will not copy {} through just-created symlink {path}",
+                quoted(src)
+            ),
             Refusal::ContentDiffers => {
                 format!("verification failed for {path}: content differs from the source (BLAKE3)")
             }

@@ -2,7 +2,7 @@
 
 use super::error::Error;
 use super::outcome::FileOutcome;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::{Duration, Instant};
@@ -74,6 +74,35 @@ impl Action {
     }
 }
 
+/// Something worth saying that is not a failure: the run goes on, and its exit status is not
+/// changed by it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Warning {
+    /// A source named more than once on the command line, into one destination: it is copied
+    /// once, as cp copies it.
+    SourceTwice {
+        /// The source, as named again.
+        src: PathBuf,
+        /// It is a directory.
+        directory: bool,
+    },
+}
+
+impl std::fmt::Display for Warning {
+    /// cp's words, without a program-name prefix.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Warning::SourceTwice { src, directory } => write!(
+                f,
+                "warning: source {} '{}' specified more than once",
+                if *directory { "directory" } else { "file" },
+                src.display()
+            ),
+        }
+    }
+}
+
 /// Something that happened during a run. Events are owned, so an observer may keep them or
 /// send them to another thread.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,6 +128,8 @@ pub enum Event {
     },
     /// An entry failed; the run goes on.
     Failed(Error),
+    /// Not a failure, but worth saying.
+    Warning(Warning),
     /// `--dry-run`: what the copy would do with an entry.
     Planned {
         /// The source path.
@@ -128,6 +159,15 @@ pub trait Observer: Sync {
 
     /// Called once when a run has finished, after its last event.
     fn finished(&self) {}
+
+    /// With [`Options::interactive`](crate::Options::interactive): whether the existing
+    /// destination `dst` may be replaced by a copy of `src` (cp's `-i`). Called from a
+    /// worker thread, one question at a time per worker; an answer of false leaves `dst`
+    /// alone. The default says yes, as cp does without `-i`.
+    fn confirm_overwrite(&self, src: &Path, dst: &Path) -> bool {
+        let _ = (src, dst);
+        true
+    }
 }
 
 /// An observer that ignores everything.

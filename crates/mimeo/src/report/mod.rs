@@ -11,7 +11,7 @@ mod summary;
 
 pub use control::Control;
 pub use error::{Cause, Error, Op, Refusal, Result};
-pub use event::{Action, EntryKind, Event, EventChannel, NoObserver, Observer};
+pub use event::{Action, EntryKind, Event, EventChannel, NoObserver, Observer, Warning};
 pub use outcome::{FileOutcome, Method};
 pub(crate) use reporter::Reporter;
 pub use summary::Summary;

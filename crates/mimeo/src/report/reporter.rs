@@ -3,7 +3,7 @@
 
 use super::control::Control;
 use super::error::{Error, Op};
-use super::event::{Action, EntryKind, Event, Observer};
+use super::event::{Action, EntryKind, Event, Observer, Warning};
 use super::outcome::FileOutcome;
 use super::summary::{Counters, Summary};
 use std::path::PathBuf;
@@ -14,6 +14,7 @@ pub(crate) struct Reporter<'a> {
     observer: &'a dyn Observer,
     wants_entries: bool,
     counters: Counters,
+    asking: std::sync::Mutex<()>,
     pub control: &'a Control,
 }
 
@@ -23,6 +24,7 @@ impl<'a> Reporter<'a> {
             observer,
             wants_entries: observer.wants_entries(),
             counters: Counters::default(),
+            asking: std::sync::Mutex::new(()),
             control,
         }
     }
@@ -35,6 +37,11 @@ impl<'a> Reporter<'a> {
         }
         self.counters.error(&err);
         self.observer.event(Event::Failed(err));
+    }
+
+    /// A warning: reported, not counted as a failure.
+    pub fn warn(&self, warning: Warning) {
+        self.observer.event(Event::Warning(warning));
     }
 
     /// An entry copied completely.
@@ -66,6 +73,13 @@ impl<'a> Reporter<'a> {
                 dst: dst(),
             });
         }
+    }
+
+    /// `-i`: asks the observer whether `dst` may be replaced; one question at a time, so
+    /// that prompts of several workers never interleave.
+    pub fn confirm_overwrite(&self, src: &std::path::Path, dst: &std::path::Path) -> bool {
+        let _one = self.asking.lock().unwrap_or_else(|e| e.into_inner());
+        self.observer.confirm_overwrite(src, dst)
     }
 
     /// `--dry-run`: what the copy would do with an entry.

@@ -2,11 +2,11 @@
 //! counting for directories.
 
 use super::Scheduler;
-use super::pool::{self, Spawner};
+use super::pool::{self, Sizing, Spawner};
 use crate::options::Options;
 use crate::report::{Control, Observer, Summary};
 use crate::sys;
-use crate::tree::{CopyPair, DirDone, Executor, WorkItem, WorkKind};
+use crate::tree::{CopyPair, DirDone, Executor, Hooks, NoHooks, WorkItem, WorkKind, Worker};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -71,34 +71,68 @@ pub fn copy_with(
     observer: &dyn Observer,
     control: &Control,
 ) -> Summary {
-    let (exec, initial) = Executor::new(pairs, opts, observer, control);
-    // Files alone need no more workers than there are files, unless one is split.
+    copy_hooked(pairs, opts, observer, control, &NoHooks)
+}
+
+/// [`copy_with`] with [`Hooks`]: the caller leaves out entries of each directory
+/// ([`Hooks::ignore`]) or copies some kinds of entries itself ([`Hooks::copy_entry`]), as
+/// `shutil.copytree` does with its `ignore` and `copy_function`. See [`Hooks`] for an
+/// example.
+pub fn copy_hooked(
+    pairs: &[CopyPair],
+    opts: &Options,
+    observer: &dyn Observer,
+    control: &Control,
+    hooks: &dyn Hooks,
+) -> Summary {
+    let (exec, initial) = Executor::with_hooks(pairs, opts, observer, control, hooks);
+    // Files alone need no more workers than there are files, unless one is split; questions
+    // to the user are asked one after another, in the order of the sources, as cp asks them.
     let alone = initial.iter().all(|i| matches!(i.kind, WorkKind::Root));
     let split = initial.iter().any(|i| {
         let size = i.stat.map_or(0, |s| s.size);
         opts.split.is_some_and(|each| each > 0 && size >= 2 * each)
     });
-    let jobs = if alone && !split {
+    let jobs = if opts.interactive {
+        1
+    } else if alone && !split {
         opts.jobs.min(initial.len())
     } else {
         opts.jobs
     };
-    LocalPool::new(jobs).run(&exec, initial);
+    let max = if jobs < opts.jobs {
+        jobs
+    } else {
+        opts.max_jobs.max(jobs)
+    };
+    LocalPool::growing(jobs, max).run(&exec, initial);
     exec.finish()
 }
 
-/// The local scheduler: `jobs` threads taking items from work-stealing deques, each worker
+/// The local scheduler: threads taking items from work-stealing deques, each worker
 /// depth-first. Every worker copies with a descriptor table of its own
 /// (`unshare(CLONE_FILES)`), so opening and closing files does not contend on one table.
 #[derive(Debug, Clone, Copy)]
 pub struct LocalPool {
-    jobs: usize,
+    sizing: Sizing,
 }
 
 impl LocalPool {
     /// A pool of `jobs` threads (at least one).
     pub fn new(jobs: usize) -> Self {
-        LocalPool { jobs: jobs.max(1) }
+        LocalPool::growing(jobs, jobs)
+    }
+
+    /// A pool of `start` threads that grows up to `max` while its workers wait on I/O and
+    /// more of them copy faster (see [`Options::max_jobs`]).
+    pub fn growing(start: usize, max: usize) -> Self {
+        let start = start.max(1);
+        LocalPool {
+            sizing: Sizing {
+                start,
+                max: max.max(start),
+            },
+        }
     }
 }
 
@@ -125,7 +159,7 @@ impl Scheduler for LocalPool {
             .map(|item| Task { item, gate: None })
             .collect();
         pool::run(
-            self.jobs,
+            self.sizing,
             tasks,
             || {
                 sys::private_fd_table();
@@ -157,22 +191,23 @@ impl Scheduler for LocalPool {
                     *g.done.lock().unwrap_or_else(|e| e.into_inner()) = Some(done);
                 }
                 if let Some(g) = gate {
-                    release(exec, g);
+                    release(exec, worker, g);
                 }
             },
+            true,
         );
     }
 }
 
 /// One thing a directory waited for is done; the last one completes it, and so on upwards.
-fn release(exec: &Executor<'_>, gate: Arc<Gate>) {
+fn release(exec: &Executor<'_>, worker: &mut Worker, gate: Arc<Gate>) {
     let mut gate = gate;
     loop {
         if gate.pending.fetch_sub(1, Ordering::SeqCst) != 1 {
             return;
         }
         if let Some(done) = gate.done.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            exec.complete(done);
+            exec.complete(worker, done);
         }
         match gate.parent.clone() {
             Some(p) => gate = p,

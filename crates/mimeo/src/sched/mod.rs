@@ -2,10 +2,11 @@
 //! spreads items over a bounded pool of threads with work-stealing deques; another (the MPI
 //! one) can drive the same [`Executor`] across processes by implementing [`Scheduler`].
 
+mod grow;
 mod local;
 mod pool;
 
-pub use local::{LocalPool, copy, copy_with};
+pub use local::{LocalPool, copy, copy_hooked, copy_with};
 
 use crate::tree::{Executor, WorkItem};
 

@@ -43,6 +43,8 @@ pub(crate) const S_IFREG: u32 = 0o100000;
 pub(crate) const S_IFDIR: u32 = 0o040000;
 pub(crate) const S_IFLNK: u32 = 0o120000;
 pub(crate) const S_IFIFO: u32 = 0o010000;
+pub(crate) const S_IFCHR: u32 = 0o020000;
+pub(crate) const S_IFBLK: u32 = 0o060000;
 pub(crate) const S_ISVTX: u32 = 0o1000;
 pub(crate) const S_ISUID: u32 = 0o4000;
 pub(crate) const S_ISGID: u32 = 0o2000;
@@ -245,6 +247,38 @@ pub(crate) fn open_node_for_writing(dir: BorrowedFd<'_>, name: &CStr) -> Result<
     rfs::openat(dir, name, flags, Mode::empty())
 }
 
+/// Opens an existing regular file to write into it in place (`--inplace`, or where no
+/// temporary can be made), for reading back too when `read`: never following a symlink,
+/// never blocking on a FIFO put there meanwhile, never truncating (the caller does, once the
+/// file is marked incomplete).
+pub(crate) fn open_existing_for_writing(
+    dir: BorrowedFd<'_>,
+    name: &CStr,
+    read: bool,
+) -> Result<OwnedFd> {
+    let access = if read { OFlags::RDWR } else { OFlags::WRONLY };
+    let flags = access | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    rfs::openat(dir, name, flags, Mode::empty())
+}
+
+/// Whether this process may write to the entry `dir/name` (`faccessat(W_OK, AT_EACCESS)`,
+/// which counts ACLs and groups as an open would; a symlink is followed, as by an open).
+pub(crate) fn may_write(dir: BorrowedFd<'_>, name: &CStr) -> bool {
+    rfs::accessat(dir, name, rfs::Access::WRITE_OK, AtFlags::EACCESS).is_ok()
+}
+
+/// Waits until `fd` can be read from or its writers have gone, for at most `timeout_ms`.
+/// Returns whether it can.
+pub(crate) fn wait_readable(fd: BorrowedFd<'_>, timeout_ms: i32) -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec};
+    let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+    let timeout = Timespec {
+        tv_sec: (timeout_ms / 1000) as _,
+        tv_nsec: ((timeout_ms % 1000) * 1_000_000) as _,
+    };
+    matches!(rustix::event::poll(&mut fds, Some(&timeout)), Ok(n) if n > 0)
+}
+
 /// Waits until `fd` can be written to, for at most `timeout_ms`.
 pub(crate) fn wait_writable(fd: BorrowedFd<'_>, timeout_ms: i32) {
     use rustix::event::{PollFd, PollFlags, Timespec};
@@ -299,6 +333,23 @@ pub(crate) fn rename(
 pub(crate) fn exchange(dir: BorrowedFd<'_>, a: &CStr, b: &CStr) -> Result<()> {
     failpoint!("rename");
     rfs::renameat_with(dir, a, dir, b, rfs::RenameFlags::EXCHANGE)
+}
+
+/// A hard link `new_dir/new_name` to what the symlink `old_dir/old_name` points to
+/// (`linkat(AT_SYMLINK_FOLLOW)`), or to the entry itself when it is not a symlink.
+pub(crate) fn link_following(
+    old_dir: BorrowedFd<'_>,
+    old_name: &CStr,
+    new_dir: BorrowedFd<'_>,
+    new_name: &CStr,
+) -> Result<()> {
+    rfs::linkat(
+        old_dir,
+        old_name,
+        new_dir,
+        new_name,
+        AtFlags::SYMLINK_FOLLOW,
+    )
 }
 
 pub(crate) fn unlink(dir: BorrowedFd<'_>, name: &CStr, is_dir: bool) -> Result<()> {
@@ -643,11 +694,33 @@ pub(crate) fn get_own_xattr(fd: BorrowedFd<'_>, name: &CStr, buf: &mut [u8]) -> 
 
 /// Removes an attribute of an open file; one that is not there is no error.
 pub(crate) fn remove_own_xattr(fd: BorrowedFd<'_>, name: &CStr) -> Result<()> {
-    match rfs::fremovexattr(fd, name) {
+    remove_xattr(XattrTarget::Fd(fd), name)
+}
+
+/// Whether an open file has the xattr `name` (a zero-sized read: no value is copied).
+pub(crate) fn has_xattr(fd: BorrowedFd<'_>, name: &CStr) -> bool {
+    let mut none: [MaybeUninit<u8>; 0] = [];
+    matches!(
+        rfs::fgetxattr(fd, name, &mut none[..]),
+        Ok(_) | Err(Errno::RANGE)
+    )
+}
+
+/// Removes the xattr `name`; a missing one is not an error.
+pub(crate) fn remove_xattr(t: XattrTarget<'_>, name: &CStr) -> Result<()> {
+    let r = match t {
+        XattrTarget::Fd(fd) => rfs::fremovexattr(fd, name),
+        XattrTarget::NoFollow(p) => rfs::lremovexattr(p, name),
+    };
+    match r {
         Err(Errno::NODATA) => Ok(()),
         other => other,
     }
 }
+
+/// The POSIX ACL xattrs.
+pub(crate) const ACL_ACCESS: &CStr = c"system.posix_acl_access";
+pub(crate) const ACL_DEFAULT: &CStr = c"system.posix_acl_default";
 
 // ---- directories ----
 
@@ -736,6 +809,27 @@ pub(crate) fn current_umask() -> u32 {
     let old = rustix::process::umask(Mode::from_raw_mode(0o022));
     rustix::process::umask(old);
     old.as_raw_mode()
+}
+
+/// CPU time used so far by the whole process, all threads (`CLOCK_PROCESS_CPUTIME_ID`).
+pub(crate) fn process_cpu_time() -> std::time::Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    std::time::Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+/// Bytes this process has caused to be read from storage so far (`read_bytes` of
+/// `/proc/self/io`): data and metadata that were not in the page cache. None where the
+/// kernel does not keep the count.
+pub(crate) fn storage_reads() -> Option<u64> {
+    let io = std::fs::read_to_string("/proc/self/io").ok()?;
+    io.lines()
+        .find_map(|l| l.strip_prefix("read_bytes: "))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// The number of CPUs this process may run on.
+pub(crate) fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 pub(crate) fn euid() -> u32 {

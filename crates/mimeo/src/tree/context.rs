@@ -1,6 +1,7 @@
 //! The state one run shares across its workers ([`Ctx`]), the opened roots, and where an
 //! entry is being copied ([`Here`]).
 
+use super::hooks::HookSet;
 use super::splits::Splits;
 use super::work::{DirInfo, WorkItem};
 use crate::data::copy::{DataPlan, NoCloneDevs};
@@ -17,10 +18,14 @@ use std::ffi::{CStr, CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-/// Per-worker reusable buffers.
+/// Per-worker reusable buffers, and the destination directory of the worker's last pass.
 pub(crate) struct Buffers {
     pub reader: sys::DirReader,
     pub data: Vec<u8>,
+    /// The destination directory the worker's last pass wrote into (root, path, descriptor):
+    /// a directory is most often completed right after its own pass, by the same worker,
+    /// which then needs no second open.
+    pub last_dst: Option<(u32, Vec<u8>, OwnedFd)>,
 }
 
 impl Buffers {
@@ -28,6 +33,7 @@ impl Buffers {
         Buffers {
             reader: sys::DirReader::new(64 * 1024),
             data: Vec::new(),
+            last_dst: None,
         }
     }
 }
@@ -47,10 +53,11 @@ pub(crate) struct Ctx<'a> {
     pub splits: Splits,
     pub sweep: Sweep,
     pub roots: Vec<Root>,
+    pub hooks: HookSet<'a>,
 }
 
 impl<'a> Ctx<'a> {
-    pub fn new(opts: &'a Options, report: Reporter<'a>) -> Self {
+    pub fn new(opts: &'a Options, report: Reporter<'a>, hooks: HookSet<'a>) -> Self {
         #[cfg(feature = "failpoints")]
         sys::failpoints::setup();
         Ctx {
@@ -64,15 +71,24 @@ impl<'a> Ctx<'a> {
             splits: Splits::default(),
             sweep: Sweep::of(opts),
             roots: Vec::new(),
+            hooks,
         }
     }
 
-    /// The rules of the overwrite decision in a directory (`suspect`: see [`DirInfo`]).
-    pub fn rules(&self, suspect: bool) -> Rules<'_> {
+    /// The rules of the overwrite decision for an entry `here` (no `-i` question: the caller
+    /// adds it where it applies). `writable` tells whether the destination may be written.
+    pub fn rules<'r>(&'r self, here: &Here<'_>, writable: &'r dyn Fn() -> bool) -> Rules<'r> {
+        let just_created = match here.loc {
+            Loc::Root(_) => here.root.and_then(|r| r.just_created.get().copied()),
+            _ => None,
+        };
         Rules {
             opts: self.opts,
             process: &self.process,
-            suspect,
+            suspect: here.suspect(),
+            just_created,
+            ask: None,
+            writable,
         }
     }
 
@@ -126,6 +142,15 @@ pub(crate) struct Root {
     /// A directory root's source and destination directories, opened before the workers
     /// start so that every worker can use them (see `sched`).
     pub dirs: Option<(OwnedFd, OwnedFd)>,
+    /// Roots given later with the same destination, copied right after this one by the same
+    /// worker, in command-line order (cp's "will not overwrite just-created").
+    pub followers: Vec<u32>,
+    /// The entry that an earlier root with the same destination made in this run.
+    pub just_created: std::sync::OnceLock<(u64, u64)>,
+    /// `--parents`: the directories made or found on the way to the destination.
+    pub parents: Vec<Parent>,
+    /// The root entry was made or written at its destination (for `followers`).
+    pub made: std::sync::atomic::AtomicBool,
 }
 
 impl Root {
@@ -136,6 +161,15 @@ impl Root {
     }
 }
 
+/// A directory on the way to a `--parents` destination, and its source.
+pub(crate) struct Parent {
+    pub src: Meta,
+    pub src_path: PathBuf,
+    pub dst: PathBuf,
+    /// Made by this run (an existing one keeps its mode unless modes are preserved).
+    pub created: bool,
+}
+
 /// What a destination directory is like, as far as copying into it goes.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct DstFacts {
@@ -144,6 +178,8 @@ pub(crate) struct DstFacts {
     pub cow: bool,
     /// Set-gid: new entries take the directory's group.
     pub setgid: bool,
+    /// A default ACL, which new entries inherit (only looked at with --preserve=mode).
+    pub default_acl: bool,
     /// `--preserve=sharing` and a filesystem that can clone: its clone granularity.
     pub share: Option<u64>,
 }
@@ -252,6 +288,7 @@ impl<'a> Here<'a> {
             marker: Some(marker),
             dst: DstFacts {
                 setgid: info.dst_setgid,
+                default_acl: info.default_acl,
                 ..root.dst
             },
             root_src_dev: root.meta.dev,
@@ -313,6 +350,23 @@ impl<'a> Here<'a> {
         }
     }
 
+    /// Records that this entry was made or written at its destination: for a root entry,
+    /// the later roots with the same destination must not replace it.
+    pub fn made(&self) {
+        if let (Loc::Root(_), Some(root)) = (self.loc, self.root) {
+            root.made.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// A path that reaches the destination entry `dst_name` for the calls that have no
+    /// fd-relative form (l*xattr), never following it.
+    pub fn dst_entry_path(&self, dst_name: &CStr) -> CString {
+        match self.loc {
+            Loc::Alone { .. } => dst_name.to_owned(),
+            _ => sys::proc_fd_path(self.dst_dir, Some(dst_name)),
+        }
+    }
+
     /// Flushes the destination directory's entries.
     pub fn sync_dst_dir(&self) -> sys::Result<()> {
         let Loc::Alone { dst_prefix, .. } = self.loc else {
@@ -341,4 +395,14 @@ pub(crate) fn rel_path(base: &Path, rel: &[u8]) -> PathBuf {
     } else {
         base.join(OsStr::from_bytes(rel))
     }
+}
+
+/// `-s`: whether a link to the relative source path `target` would be made in `dir`, a
+/// directory other than the working directory, where it would point elsewhere (cp refuses).
+pub(crate) fn relative_symlink_elsewhere(target: &[u8], dir: BorrowedFd<'_>) -> bool {
+    if target.starts_with(b"/") {
+        return false;
+    }
+    let cwd = sys::stat_at(sys::CWD, c".", true).map(|m| m.id());
+    cwd.is_err() || cwd != sys::fstat(dir).map(|m| m.id())
 }

@@ -7,9 +7,9 @@
 //! only under `-L`), so a directory swapped for a symlink mid-run is refused rather than
 //! followed, and no worker keeps more than a few descriptors open.
 
-use super::context::Buffers;
-use super::context::{Ctx, Here, Spawn, Spawner, rel_path};
-use super::entry::{Changed, copy_entry};
+use super::context::{Buffers, Ctx, Here, Root, Spawn, Spawner, rel_path};
+use super::entry::{Changed, copy_entry, entry_kind};
+use super::hooks::Hooked;
 use super::roots::{open_error, stat_error};
 use super::work::{
     DirDone, DirInfo, EntryType, Lineage, Stat, WorkItem, WorkKind, XattrList, join_rel,
@@ -18,7 +18,7 @@ use crate::data::meta::{self, Apply, Dst, Xattrs};
 use crate::options::{Dereference, Overwrite};
 use crate::place::crash::{self, PartMarker};
 use crate::place::decide::{Decision, decide};
-use crate::report::{EntryKind, Error, Op, Refusal};
+use crate::report::{EntryKind, Error, Op, Refusal, Warning};
 use crate::sys::{self, DType, Errno, Meta, XattrTarget};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::{CStr, CString};
@@ -61,11 +61,11 @@ pub(crate) fn make_dst_dir(
                 },
             };
             let decision = decide(
-                &ctx.rules(here.suspect()),
+                &ctx.rules(here, &|| true),
                 &src,
                 Some(&d),
                 || sys::stat_at(here.src_dir, name, true).ok(),
-                || sys::stat_at(here.dst_dir, dst_name, true).ok(),
+                || sys::stat_at(here.dst_dir, dst_name, true),
             );
             match decision {
                 Decision::Merge => Some((false, d.mode & sys::S_ISGID != 0)),
@@ -89,6 +89,7 @@ pub(crate) fn make_dst_dir(
 #[allow(clippy::too_many_arguments)]
 fn subdir(
     ctx: &Ctx<'_>,
+    w: &mut Buffers,
     here: &Here<'_>,
     root: u32,
     rel: &[u8],
@@ -113,6 +114,9 @@ fn subdir(
         created,
         dst_setgid,
         suspect: false,
+        // A new directory inherits its parent's default ACL; a merged one is looked at by
+        // its pass.
+        default_acl: created && here.dst.default_acl,
         lineage: lineage.clone(),
     };
     let path = join_rel(rel, name.to_bytes());
@@ -121,6 +125,7 @@ fn subdir(
         let xattrs = dir_xattrs_at(ctx, here.src_dir, name, &|| here.src_path(name));
         complete(
             ctx,
+            w,
             DirDone {
                 root,
                 path,
@@ -166,13 +171,33 @@ fn plain(xattrs: Xattrs) -> XattrList {
         .collect()
 }
 
-/// Opens a source directory below a root: never through a symlink, except under `-L`.
-fn open_src(ctx: &Ctx<'_>, anchor: BorrowedFd<'_>, rel: &[u8]) -> sys::Result<OwnedFd> {
-    if ctx.opts.dereference == Dereference::Always {
+/// Opens the source directory `rel` below a root: never through a symlink, except under
+/// `-L`. A failure is reported.
+fn open_src(ctx: &Ctx<'_>, root: &Root, rel: &[u8]) -> Option<OwnedFd> {
+    let (anchor, _) = root.dirs();
+    let opened = if ctx.opts.dereference == Dereference::Always {
         sys::open_dir_following(anchor, rel)
     } else {
         sys::open_dir_beneath(anchor, rel)
-    }
+    };
+    opened
+        .map_err(|e| {
+            ctx.report
+                .fail(open_error(rel_path(&root.src_path, rel), e))
+        })
+        .ok()
+}
+
+/// Opens the destination directory `rel` below a root, never through a symlink. A failure
+/// is reported.
+fn open_dst(ctx: &Ctx<'_>, root: &Root, rel: &[u8]) -> Option<OwnedFd> {
+    let (_, anchor) = root.dirs();
+    sys::open_dir_beneath(anchor, rel)
+        .map_err(|e| {
+            let p = rel_path(&root.dst_path, rel);
+            ctx.report.fail(Error::sys(Op::Open, p, e))
+        })
+        .ok()
 }
 
 /// One directory's own pass: lists its entries and copies them; subdirectories (and shares
@@ -187,7 +212,6 @@ pub(crate) fn pass(
     spawn: &mut dyn FnMut(WorkItem),
 ) -> DirDone {
     let root = ctx.root(root_index);
-    let (src_anchor, dst_anchor) = root.dirs();
     let src_path = || rel_path(&root.src_path, rel);
     let mut done = DirDone {
         root: root_index,
@@ -195,12 +219,8 @@ pub(crate) fn pass(
         info,
         source: None,
     };
-    let src = match open_src(ctx, src_anchor, rel) {
-        Ok(fd) => fd,
-        Err(e) => {
-            ctx.report.fail(open_error(src_path(), e));
-            return done;
-        }
+    let Some(src) = open_src(ctx, root, rel) else {
+        return done;
     };
     let mut lineage = Lineage::default();
     match sys::fstat(src.as_fd()) {
@@ -225,13 +245,8 @@ pub(crate) fn pass(
         }
         Err(e) => ctx.report.fail(stat_error(src_path(), e)),
     }
-    let dst = match sys::open_dir_beneath(dst_anchor, rel) {
-        Ok(fd) => fd,
-        Err(e) => {
-            let p = rel_path(&root.dst_path, rel);
-            ctx.report.fail(Error::sys(Op::Open, p, e));
-            return done;
-        }
+    let Some(dst) = open_dst(ctx, root, rel) else {
+        return done;
     };
     // Merging into a directory that a killed run may have written: its temporaries and
     // markers go, and under -u its entries are then checked strictly. -n keeps everything
@@ -240,6 +255,10 @@ pub(crate) fn pass(
     if !info.created && ctx.opts.overwrite != Overwrite::NoClobber {
         info.suspect = crash::remove_leftovers(&mut w.reader, dst.as_fd(), ctx.sweep);
     }
+    if !info.created && ctx.opts.preserve.mode {
+        info.default_acl = sys::has_xattr(dst.as_fd(), sys::ACL_DEFAULT);
+        done.info.default_acl = info.default_acl;
+    }
     let mut entries = Vec::new();
     if let Err(e) = w
         .reader
@@ -247,9 +266,17 @@ pub(crate) fn pass(
     {
         ctx.report.fail(Error::sys(Op::ReadDir, src_path(), e));
     }
+    if ctx.hooks.ignores {
+        leave_out_ignored(ctx, &src_path(), &mut entries);
+    }
     // Subdirectories first, so other workers can start on them while we copy files.
     let (dirs, mut rest): (Vec<_>, Vec<_>) =
         entries.into_iter().partition(|(_, t)| *t == DType::Dir);
+    if ctx.opts.dereference == Dereference::Always && ctx.opts.preserve.links {
+        // Symlinks first: a file they lead to is then remembered before it is met directly,
+        // and linked to (see `link_or_claim`).
+        rest.sort_by_key(|(_, t)| *t != DType::Symlink);
+    }
     let marker = PartMarker::default();
     {
         let spawn = Spawn::new(spawn);
@@ -289,7 +316,25 @@ pub(crate) fn pass(
         }
     }
     marker.remove_in(dst.as_fd());
+    w.last_dst = Some((root_index, rel.to_vec(), dst));
     done
+}
+
+/// Drops the entries the caller's [`Hooks::ignore`](crate::Hooks::ignore) leaves out.
+fn leave_out_ignored(ctx: &Ctx<'_>, dir: &std::path::Path, entries: &mut Vec<(CString, DType)>) {
+    use std::os::unix::ffi::OsStrExt;
+    let names: Vec<&std::ffi::OsStr> = entries
+        .iter()
+        .map(|(n, _)| std::ffi::OsStr::from_bytes(n.to_bytes()))
+        .collect();
+    let ignored = ctx.hooks.hooks.ignore(dir, &names);
+    drop(names);
+    let mut index = 0;
+    entries.retain(|_| {
+        let keep = !ignored.get(index).copied().unwrap_or(false);
+        index += 1;
+        keep
+    });
 }
 
 /// A share of a large directory's entries.
@@ -305,24 +350,10 @@ pub(crate) fn entries(
     spawn: &mut dyn FnMut(WorkItem),
 ) {
     let root = ctx.root(root_index);
-    let (src_anchor, dst_anchor) = root.dirs();
     // Reopened here: a descriptor of the worker that listed the directory is not valid in
     // this worker's table.
-    let src = match open_src(ctx, src_anchor, rel) {
-        Ok(fd) => fd,
-        Err(e) => {
-            ctx.report
-                .fail(open_error(rel_path(&root.src_path, rel), e));
-            return;
-        }
-    };
-    let dst = match sys::open_dir_beneath(dst_anchor, rel) {
-        Ok(fd) => fd,
-        Err(e) => {
-            ctx.report
-                .fail(Error::sys(Op::Open, rel_path(&root.dst_path, rel), e));
-            return;
-        }
+    let (Some(src), Some(dst)) = (open_src(ctx, root, rel), open_dst(ctx, root, rel)) else {
+        return;
     };
     let marker = PartMarker::default();
     {
@@ -375,9 +406,12 @@ fn child(
     let mut meta = meta;
     loop {
         if (t == DType::Dir && meta.is_none()) || meta.is_some_and(|m| m.is_dir()) {
-            if let Some(item) = subdir(ctx, here, root, rel, lineage, name, meta, follow) {
+            if let Some(item) = subdir(ctx, w, here, root, rel, lineage, name, meta, follow) {
                 spawn.push(item);
             }
+            return;
+        }
+        if hooked(ctx, here, name, name, meta.as_ref()) {
             return;
         }
         match copy_entry(ctx, here, &mut w.data, name, name, meta, follow) {
@@ -388,19 +422,60 @@ fn child(
     }
 }
 
-/// Copies a root entry that is not a directory to recurse into.
+/// Copies a root entry that is not a directory to recurse into, then the later roots with
+/// the same destination, in command-line order. Each of those finds what the earlier ones
+/// made there in this run, which cp will not overwrite. Ranges of a large file it splits
+/// go to `spawn`.
 pub(crate) fn root_entry(
     ctx: &Ctx<'_>,
     w: &mut Buffers,
     index: u32,
     spawn: &mut dyn FnMut(WorkItem),
 ) {
+    let spawn = Spawn::new(spawn);
+    let lead = ctx.root(index);
+    if lead.followers.is_empty() {
+        return one_root_entry(ctx, w, index, &spawn);
+    }
+    let there = || {
+        sys::stat_at(lead.dst_parent.as_fd(), &lead.dst_name, false)
+            .ok()
+            .map(|m| m.id())
+    };
+    let mut sources = Vec::new();
+    for i in std::iter::once(index).chain(lead.followers.iter().copied()) {
+        let root = ctx.root(i);
+        if sources.contains(&root.meta.id()) {
+            // The same source named again: cp copies it once, and says so.
+            ctx.report.warn(Warning::SourceTwice {
+                src: root.src_path.clone(),
+                directory: false,
+            });
+            continue;
+        }
+        sources.push(root.meta.id());
+        one_root_entry(ctx, w, i, &spawn);
+        // What it made, the later ones will not replace.
+        if root.made.load(std::sync::atomic::Ordering::Relaxed) {
+            if let Some(id) = there() {
+                for &later in lead.followers.iter().filter(|&&f| f > i) {
+                    let _ = ctx.root(later).just_created.set(id);
+                }
+            }
+        }
+    }
+}
+
+/// Copies one root entry that is not a directory to recurse into.
+fn one_root_entry(ctx: &Ctx<'_>, w: &mut Buffers, index: u32, spawn: &Spawn<'_>) {
     if ctx.report.control.is_stopped() {
         return;
     }
     let root = ctx.root(index);
-    let spawn = Spawn::new(spawn);
-    let here = Here::at_root(index, root).with_spawner(&spawn);
+    let here = Here::at_root(index, root).with_spawner(spawn);
+    if hooked(ctx, &here, &root.src_name, &root.dst_name, Some(&root.meta)) {
+        return;
+    }
     let mut meta = root.meta;
     while let Err(Changed(m)) = copy_entry(
         ctx,
@@ -423,12 +498,37 @@ pub(crate) fn root_entry(
         }
         meta = m;
     }
+    root.finish_parents(ctx.opts, &ctx.report);
+}
+
+/// Hands a non-directory entry (a regular file when `meta` is None) to the caller's
+/// [`Hooks::copy_entry`](crate::Hooks::copy_entry) if it takes that kind. Returns whether the
+/// entry is dealt with.
+fn hooked(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    name: &CStr,
+    dst_name: &CStr,
+    meta: Option<&Meta>,
+) -> bool {
+    let kind = meta.map_or(EntryKind::File, entry_kind);
+    if !ctx.hooks.takes(kind) {
+        return false;
+    }
+    let (src, dst) = (here.src_path(name), here.dst_path(dst_name));
+    match ctx.hooks.hooks.copy_entry(&src, &dst, kind) {
+        Ok(Hooked::Copied) => ctx.report.copied(|| src, || dst, kind, None),
+        Ok(Hooked::Skipped) => ctx.report.skipped(|| src, || dst),
+        Ok(Hooked::Declined) => return false,
+        Err(e) => ctx.report.fail(e),
+    }
+    true
 }
 
 /// Completes a directory once its pass and everything it spawned are complete: applies its
 /// metadata (owner, xattrs, times, mode), flushes it with `--sync`, and reports it. A stopped
 /// run completes nothing.
-pub(crate) fn complete(ctx: &Ctx<'_>, done: DirDone) {
+pub(crate) fn complete(ctx: &Ctx<'_>, w: &mut Buffers, done: DirDone) {
     if ctx.report.control.is_stopped() {
         return;
     }
@@ -436,15 +536,14 @@ pub(crate) fn complete(ctx: &Ctx<'_>, done: DirDone) {
         return;
     };
     let root = ctx.root(done.root);
-    let (_, dst_anchor) = root.dirs();
     let dst_path = || rel_path(&root.dst_path, &done.path);
     let src_path = || rel_path(&root.src_path, &done.path);
-    let fd = match sys::open_dir_beneath(dst_anchor, &done.path) {
-        Ok(fd) => fd,
-        Err(e) => {
-            ctx.report.fail(Error::sys(Op::Open, dst_path(), e));
-            return;
-        }
+    let fd = match w.last_dst.take() {
+        Some((r, path, fd)) if r == done.root && path == done.path => fd,
+        _ => match open_dst(ctx, root, &done.path) {
+            Some(fd) => fd,
+            None => return,
+        },
     };
     let info = &done.info;
     let meta = Meta::from(stat);
@@ -460,9 +559,11 @@ pub(crate) fn complete(ctx: &Ctx<'_>, done: DirDone) {
         created_owner: (info.created && !info.dst_setgid)
             .then_some((ctx.process.euid, ctx.process.egid)),
         inherit_sgid: info.created && info.lineage.sgid,
+        keep_perm: None,
         current_perm: info
             .created
             .then_some(0o700 | if info.dst_setgid { sys::S_ISGID } else { 0 }),
+        inherited_acl: info.default_acl,
     };
     let flushed = || {
         if ctx.opts.sync {

@@ -1,8 +1,8 @@
 //! The executor: runs work items for a scheduler.
 
-use super::context::Buffers;
-use super::context::{Ctx, Here};
+use super::context::{Buffers, Ctx, Here};
 use super::dir::{self, make_dst_dir};
+use super::hooks::{HookSet, Hooks, NoHooks};
 use super::roots::{CopyPair, open_error};
 use super::split;
 use super::work::{DirDone, DirInfo, Lineage, Stat, WorkItem, WorkKind};
@@ -57,11 +57,37 @@ impl<'a> Executor<'a> {
         observer: &'a dyn Observer,
         control: &'a Control,
     ) -> (Executor<'a>, Vec<WorkItem>) {
+        Executor::with_hooks(pairs, opts, observer, control, &NoHooks)
+    }
+
+    /// [`Executor::new`] with [`Hooks`]: the caller decides which entries of each directory
+    /// are copied, and may copy some kinds of entries itself.
+    pub fn with_hooks(
+        pairs: &[CopyPair],
+        opts: &'a Options,
+        observer: &'a dyn Observer,
+        control: &'a Control,
+        hooks: &'a dyn Hooks,
+    ) -> (Executor<'a>, Vec<WorkItem>) {
         let start = Instant::now();
         sys::raise_nofile_limit();
-        let mut ctx = Ctx::new(opts, Reporter::new(observer, control));
-        let mut items = Vec::new();
+        let mut ctx = Ctx::new(opts, Reporter::new(observer, control), HookSet::new(hooks));
+        let mut items: Vec<WorkItem> = Vec::new();
+        // Where each root goes: its destination parent's (dev, ino) and name. Only looked at
+        // when there are several sources, which may share a destination.
+        let mut dests: Vec<Option<Dest>> = Vec::new();
         for pair in pairs {
+            let parents = if opts.parents {
+                match super::roots::make_parents(&pair.src, &pair.dst) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        ctx.report.fail(e);
+                        continue;
+                    }
+                }
+            } else {
+                Vec::new()
+            };
             let mut root = match super::context::Root::resolve(opts, pair) {
                 Ok(root) => root,
                 Err(e) => {
@@ -69,16 +95,48 @@ impl<'a> Executor<'a> {
                     continue;
                 }
             };
+            root.parents = parents;
             let index = ctx.roots.len() as u32;
+            let dest = (pairs.len() > 1)
+                .then(|| sys::fstat(root.dst_parent.as_fd()).ok())
+                .flatten()
+                .map(|m| (m.id(), root.dst_name.to_bytes().to_vec()));
+            // An earlier source that is not a directory goes to the same name: cp copies in
+            // command-line order, and the later one must find what the earlier one made.
+            let earlier = dest
+                .as_ref()
+                .and_then(|dest| dests.iter().position(|d| d.as_ref() == Some(dest)));
+            let earlier_item = earlier.and_then(|e| {
+                items
+                    .iter()
+                    .position(|i| i.root == e as u32 && matches!(i.kind, WorkKind::Root))
+            });
             let stat = Some(Stat::from(root.meta));
             let kind = if root.meta.is_dir() {
-                match open_root_dirs(&ctx, index, &mut root) {
+                if let Some(at) = earlier_item {
+                    // The earlier one runs first, now, before this directory is made.
+                    let item = items.remove(at);
+                    // Before the pool runs: a file it splits has no helpers, its splitter copies
+                    // every range.
+                    dir::root_entry(&ctx, &mut Buffers::new(), item.root, &mut |_| {});
+                }
+                let info = open_root_dirs(&ctx, index, &mut root);
+                // Nothing more is made in its parents.
+                root.finish_parents(opts, &ctx.report);
+                match info {
                     Some(info) => WorkKind::Dir(info),
                     None => continue,
                 }
+            } else if let Some(at) = earlier_item {
+                let lead = items[at].root as usize;
+                ctx.roots[lead].followers.push(index);
+                dests.push(None);
+                ctx.roots.push(root);
+                continue;
             } else {
                 WorkKind::Root
             };
+            dests.push(dest);
             ctx.roots.push(root);
             items.push(WorkItem {
                 root: index,
@@ -154,8 +212,10 @@ impl<'a> Executor<'a> {
     }
 
     /// Completes a directory: applies its metadata, now that everything below it is done.
-    pub fn complete(&self, done: DirDone) {
-        dir::complete(&self.ctx, done);
+    /// Best called on the worker that ran the last item of the directory (often its own
+    /// pass), which may still hold the directory open.
+    pub fn complete(&self, worker: &mut Worker, done: DirDone) {
+        dir::complete(&self.ctx, &mut worker.0, done);
     }
 
     /// Ends the run: the summary of what this executor did.
@@ -163,6 +223,9 @@ impl<'a> Executor<'a> {
         self.ctx.report.finish(self.start.elapsed())
     }
 }
+
+/// Where a root goes: its destination parent's (dev, ino), and the name in it.
+type Dest = ((u64, u64), Vec<u8>);
 
 /// A directory root: opens its source first (so an unreadable root leaves nothing behind),
 /// then creates or merges into its destination and opens that. Returns the info of its pass.
@@ -203,6 +266,7 @@ fn open_root_dirs(ctx: &Ctx<'_>, index: u32, root: &mut super::context::Root) ->
         created,
         dst_setgid,
         suspect: false,
+        default_acl: created && root.dst.default_acl,
         lineage,
     })
 }

@@ -7,6 +7,7 @@ mod context;
 mod dir;
 mod entry;
 mod exec;
+mod hooks;
 mod partial;
 mod plan;
 mod roots;
@@ -17,9 +18,10 @@ mod splits;
 mod work;
 
 pub use exec::{Executor, Worker};
+pub use hooks::{Hooked, Hooks, NoHooks};
 pub use plan::{Totals, dry_run, scan};
 pub use roots::CopyPair;
-pub use single::copy_file;
+pub use single::{copy_file, copy_file_with};
 pub use work::{
     DirDone, DirInfo, EntryType, FileRange, Lineage, Stat, WorkItem, WorkKind, XattrList,
 };

@@ -5,18 +5,22 @@
 //! below the root with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`, so the walk keeps
 //! two descriptors open however deep the tree is.
 
-use super::context::{Root, join, rel_path};
-use super::roots::{CopyPair, open_error, stat_error};
+use super::context::{Root, join, rel_path, relative_symlink_elsewhere};
+use super::entry::entry_kind;
+use super::roots::{CopyPair, open_error, parent_dirs, stat_error};
 use super::work::join_rel;
 use crate::data::meta::Process;
-use crate::options::{Dereference, Options, Overwrite};
+use crate::options::{Dereference, LinkInstead, Options, Overwrite};
 use crate::place::crash;
 use crate::place::decide::{Decision, Rules, decide};
-use crate::report::{Control, EntryKind, Error, NoObserver, Observer, Op, Reporter, Summary};
+use crate::report::{
+    Action, Control, EntryKind, Error, NoObserver, Observer, Op, Refusal, Reporter, Summary,
+    Warning,
+};
 use crate::sys::{self, DType, DirReader, Meta};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::CStr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
 
@@ -63,31 +67,124 @@ pub fn dry_run(pairs: &[CopyPair], opts: &Options, observer: &dyn Observer) -> S
     let control = Control::new();
     let report = Reporter::new(observer, &control);
     let process = Process::current();
-    for pair in pairs {
-        let root = match Root::resolve(opts, pair) {
+    // Root-level files by destination: a later source with the same destination finds what
+    // the earlier one would have made (see `Executor::new`).
+    let mut planned: Vec<((u64, u64), Vec<u8>, Meta)> = Vec::new();
+    'pairs: for pair in pairs {
+        // --parents: the directories the copy would make on the way, and then everything
+        // below them is new.
+        let mut missing = false;
+        if opts.parents {
+            for (s, d) in parent_dirs(&pair.src, &pair.dst) {
+                if !missing && sys::stat_at(sys::CWD, &path_name(d), false).is_ok() {
+                    continue;
+                }
+                missing = true;
+                if let Err(e) = sys::stat_at(sys::CWD, &path_name(s), true) {
+                    report.fail(stat_error(s.to_path_buf(), e));
+                    continue 'pairs;
+                }
+                let (s, d) = (s.to_path_buf(), d.to_path_buf());
+                report.planned(s, d, EntryKind::Directory, Action::Create);
+            }
+        }
+        let root = match Root::resolve_planned(opts, pair, missing) {
             Ok(root) => root,
             Err(e) => {
                 report.fail(e);
                 continue;
             }
         };
-        walk(opts, &report, &root, true, &mut |src, dst, at, meta| {
+        let key = (pairs.len() > 1 && !root.meta.is_dir() && !missing)
+            .then(|| sys::fstat(root.dst_parent.as_fd()).ok())
+            .flatten()
+            .map(|m| (m.id(), root.dst_name.to_bytes().to_vec()));
+        if let Some((parent, name)) = &key {
+            let earlier = planned
+                .iter()
+                .find(|(p, n, _)| p == parent && n == name)
+                .map(|(_, _, m)| *m);
+            if let Some(made) = earlier {
+                let (src, dst) = (root.src_path.clone(), root.dst_path.clone());
+                if made.id() == root.meta.id() {
+                    // The same source named again: copied once.
+                    report.warn(Warning::SourceTwice {
+                        src,
+                        directory: false,
+                    });
+                    continue;
+                }
+                // What the earlier one would have made: its source's kind and size, its times
+                // if kept (else now), under an identity no existing entry has.
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap_or_default();
+                let mtime = if opts.preserve.timestamps {
+                    made.mtime
+                } else {
+                    (now.as_secs() as i64, now.subsec_nanos())
+                };
+                let made = Meta {
+                    ino: u64::MAX,
+                    nlink: 1,
+                    mtime,
+                    ..made
+                };
+                let rules = Rules {
+                    opts,
+                    process: &process,
+                    suspect: false,
+                    just_created: Some(made.id()),
+                    ask: None,
+                    writable: &|| true,
+                };
+                let decision = decide(
+                    &rules,
+                    &root.meta,
+                    Some(&made),
+                    || None,
+                    || Err(sys::Errno::NOENT),
+                );
+                match (decision, decision.action()) {
+                    (_, Some(action)) => report.planned(src, dst, entry_kind(&root.meta), action),
+                    (Decision::Refuse(c), None) => report.fail(c.error(src, dst)),
+                    _ => unreachable!("only refusals have no action"),
+                }
+                continue;
+            }
+            planned.push((*parent, name.clone(), root.meta));
+        }
+        walk(opts, &report, &root, !missing, &mut |src, dst, at, meta| {
             let rules = Rules {
                 opts,
                 process: &process,
                 suspect: at.is_some_and(|a| a.suspect),
+                just_created: None,
+                ask: None,
+                writable: &|| at.is_none_or(|a| sys::may_write(a.dir, a.name)),
             };
+            if let (Some(LinkInstead::Symbolic), Some(a)) = (opts.link, at) {
+                let target = src.as_os_str().as_encoded_bytes();
+                if !meta.is_dir() && relative_symlink_elsewhere(target, a.dir) {
+                    report.fail(Error::refused(Op::Symlink, dst, Refusal::RelativeSymlink));
+                    return false;
+                }
+            }
             let existing = at.and_then(|a| sys::stat_at(a.dir, a.name, false).ok());
             let decision = decide(
                 &rules,
                 meta,
                 existing.as_ref(),
                 || sys::stat_at(at?.src_dir, at?.src_name, true).ok(),
-                || sys::stat_at(at?.dir, at?.name, true).ok(),
+                || {
+                    at.map_or(Err(sys::Errno::NOENT), |a| {
+                        sys::stat_at(a.dir, a.name, true)
+                    })
+                },
             );
             match decision.action() {
                 Some(action) => {
-                    report.planned(src, dst, kind_of(meta), action);
+                    report.planned(src, dst, entry_kind(meta), action);
                     decision != Decision::Skip
                 }
                 None => {
@@ -103,16 +200,8 @@ pub fn dry_run(pairs: &[CopyPair], opts: &Options, observer: &dyn Observer) -> S
     report.finish(start.elapsed())
 }
 
-fn kind_of(m: &Meta) -> EntryKind {
-    match m.file_type() {
-        sys::S_IFREG => EntryKind::File,
-        sys::S_IFDIR => EntryKind::Directory,
-        sys::S_IFLNK => EntryKind::Symlink,
-        sys::S_IFIFO => EntryKind::Fifo,
-        0o140000 => EntryKind::Socket,
-        0o020000 => EntryKind::CharDevice,
-        _ => EntryKind::BlockDevice,
-    }
+fn path_name(p: &Path) -> std::ffi::CString {
+    sys::cstring(p.as_os_str().as_encoded_bytes())
 }
 
 /// Where an entry's destination would be, when its directory exists.

@@ -1,9 +1,11 @@
 //! Command-line sources: each pair resolved to parent directory + name on both sides, with
 //! the refusals that need the whole pair (a directory without `-r`, a directory into itself).
 
-use super::context::{DstFacts, Root};
+use super::context::{DstFacts, Parent, Root};
+use crate::data::meta::{Apply, Dst, Process};
 use crate::options::{Dereference, Options, Reflink};
-use crate::report::{Error, Op, Refusal};
+use crate::report::Reporter;
+use crate::report::{EntryKind, Error, Op, Refusal};
 use crate::sys::{self, Errno};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::CString;
@@ -33,6 +35,21 @@ impl CopyPair {
 impl Root {
     /// Resolves a command-line pair. Creates nothing.
     pub(crate) fn resolve(opts: &Options, pair: &CopyPair) -> Result<Root, Error> {
+        Root::resolve_in(opts, pair, false)
+    }
+
+    /// [`Root::resolve`] for a plan, where the destination's parent may be one that the copy
+    /// would make first (`--parents`): it then stands in for the source's parent, and the
+    /// plan must not look at the destination.
+    pub(crate) fn resolve_planned(
+        opts: &Options,
+        pair: &CopyPair,
+        parent_missing: bool,
+    ) -> Result<Root, Error> {
+        Root::resolve_in(opts, pair, parent_missing)
+    }
+
+    fn resolve_in(opts: &Options, pair: &CopyPair, parent_missing: bool) -> Result<Root, Error> {
         let src_path = &pair.src;
         let dst_path = &pair.dst;
         let trailing_slash = src_path.as_os_str().as_bytes().ends_with(b"/");
@@ -51,8 +68,11 @@ impl Root {
         } else {
             Op::Create
         };
-        let dst_parent = sys::open_dir(sys::CWD, &dst_parent_path, true)
-            .map_err(|e| Error::sys(create_op, dst_path, e))?;
+        let dst_parent = match sys::open_dir(sys::CWD, &dst_parent_path, true) {
+            Err(Errno::NOENT) if parent_missing => sys::open_dir(src_parent.as_fd(), c".", false)
+                .map_err(|e| stat_error(src_path.clone(), e))?,
+            other => other.map_err(|e| Error::sys(create_op, dst_path, e))?,
+        };
         let parent_meta =
             sys::fstat(dst_parent.as_fd()).map_err(|e| Error::sys(Op::Stat, dst_path, e))?;
         if meta.is_dir() && is_inside(dst_parent.as_fd(), meta.id()) {
@@ -66,6 +86,8 @@ impl Root {
         }
         let cow = cow_matters(opts) && is_cow(dst_parent.as_fd());
         let share = share_granularity(opts, dst_parent.as_fd());
+        let default_acl =
+            opts.preserve.mode && sys::has_xattr(dst_parent.as_fd(), sys::ACL_DEFAULT);
         // Known per tree for directories; a file given alone is checked only if it is empty.
         let sized_dev =
             if meta.is_dir() && sys::sizes_are_true_at(src_parent.as_fd(), &src_name, follow) {
@@ -87,11 +109,97 @@ impl Root {
                 cow,
                 setgid: parent_meta.mode & sys::S_ISGID != 0,
                 share,
+                default_acl,
             },
             sized_dev,
             dirs: None,
+            followers: Vec::new(),
+            just_created: std::sync::OnceLock::new(),
+            parents: Vec::new(),
+            made: std::sync::atomic::AtomicBool::new(false),
         })
     }
+
+    /// `--parents`: gives the directories made or found on the way to the destination their
+    /// sources' attributes, deepest first, once nothing more is created in them.
+    pub(crate) fn finish_parents(&self, opts: &Options, report: &Reporter<'_>) {
+        let process = Process::current();
+        for parent in self.parents.iter().rev() {
+            let apply = Apply {
+                opts,
+                process: &process,
+                src: &parent.src,
+                created: parent.created,
+                created_owner: None,
+                current_perm: None,
+                inherit_sgid: false,
+                inherited_acl: false,
+                keep_perm: None,
+            };
+            let dst = |e| Error::sys(Op::Open, &parent.dst, e);
+            let done = sys::open_dir(
+                sys::CWD,
+                &sys::cstring(parent.dst.as_os_str().as_bytes()),
+                false,
+            )
+            .map_err(dst)
+            .and_then(|fd| apply.run(Dst::Fd(fd.as_fd()), &Vec::new(), &|| parent.dst.clone()));
+            match done {
+                Err(e) => report.fail(e),
+                Ok(()) if parent.created => report.copied(
+                    || parent.src_path.clone(),
+                    || parent.dst.clone(),
+                    EntryKind::Directory,
+                    None,
+                ),
+                Ok(()) => {}
+            }
+        }
+    }
+}
+
+/// `--parents`: makes the directories of `src`'s path that are missing at `dst`, which ends
+/// with that path. Each pairs with the source directory at the same depth from the end.
+pub(crate) fn make_parents(src: &Path, dst: &Path) -> Result<Vec<Parent>, Error> {
+    let mut made = Vec::new();
+    for (s, d) in parent_dirs(src, dst) {
+        let meta = sys::stat_at(sys::CWD, &sys::cstring(s.as_os_str().as_bytes()), true)
+            .map_err(|e| stat_error(s.to_path_buf(), e))?;
+        let name = sys::cstring(d.as_os_str().as_bytes());
+        let created = match sys::mkdir(sys::CWD, &name, meta.perm() & 0o777) {
+            Ok(()) => true,
+            Err(Errno::EXIST) => false,
+            Err(e) => return Err(Error::sys(Op::CreateDir, d.to_path_buf(), e)),
+        };
+        made.push(Parent {
+            src: meta,
+            src_path: s.to_path_buf(),
+            dst: d.to_path_buf(),
+            created,
+        });
+    }
+    Ok(made)
+}
+
+/// `--parents`: the directories of `src`'s path and the directories at the same depth from
+/// the end of `dst`, which ends with that path, from the top down ("a/b/c" into "t": a with
+/// t/a, a/b with t/a/b).
+pub(crate) fn parent_dirs<'p>(src: &'p Path, dst: &'p Path) -> Vec<(&'p Path, &'p Path)> {
+    let mut src_dirs: Vec<&Path> = src.ancestors().skip(1).collect();
+    let mut dst_dirs: Vec<&Path> = dst.ancestors().skip(1).collect();
+    // Only as many as the source path has below its start ("a/b/c": a and a/b).
+    let depth = src
+        .components()
+        .filter(|c| !matches!(c, Component::RootDir | Component::CurDir))
+        .count()
+        .saturating_sub(1);
+    src_dirs.truncate(depth);
+    dst_dirs.truncate(depth);
+    src_dirs
+        .into_iter()
+        .rev()
+        .zip(dst_dirs.into_iter().rev())
+        .collect()
 }
 
 /// Only --reflink=never needs to know whether the destination is copy-on-write (to keep

@@ -8,6 +8,7 @@
 
 use super::context::{Ctx, DstFacts, Here, Loc};
 use super::entry::copy_opened;
+use super::hooks::{HookSet, NoHooks};
 use super::roots::{cow_matters, is_cow, stat_error};
 use crate::options::{Dereference, Options};
 use crate::report::{Control, Error, FileOutcome, NoObserver, Op, Refusal, Reporter};
@@ -19,7 +20,9 @@ use std::path::Path;
 /// Copies one regular file to `dst`, replacing an existing `dst` atomically.
 ///
 /// `dst` is the exact destination path (no "copy into a directory" rule is applied). The
-/// options work as for a tree copy.
+/// options work as for a tree copy, except those about what is made instead of a copy or
+/// around it ([`Options::link`](crate::Options::link), [`Options::parents`](crate::Options::parents)),
+/// which [`copy`](crate::copy) applies.
 ///
 /// ```
 /// # let dir = tempfile::tempdir()?;
@@ -39,8 +42,45 @@ use std::path::Path;
 /// ([`Refusal::Exists`]), and any failure of the copy itself. Nothing is left at `dst`
 /// after an error, and an existing `dst` is unchanged.
 pub fn copy_file(src: &Path, dst: &Path, opts: &Options) -> Result<FileOutcome, Error> {
-    let control = Control::new();
-    let ctx = Ctx::new(opts, Reporter::new(&NoObserver, &control));
+    copy_file_with(src, dst, opts, &Control::new())
+}
+
+/// [`copy_file`] with a [`Control`]: its byte counters grow as the data is written, and
+/// [`Control::stop`] from another thread stops the copy between two chunks of data.
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// # let (src, dst) = (dir.path().join("src"), dir.path().join("dst"));
+/// std::fs::write(&src, vec![1u8; 4096])?;
+/// let control = mimeo::Control::new();
+/// mimeo::copy_file_with(&src, &dst, &mimeo::Options::default(), &control)?;
+/// assert_eq!((control.bytes_done(), control.entries_done()), (4096, 1));
+///
+/// control.stop();
+/// let stopped = mimeo::copy_file_with(&src, &dir.path().join("new"), &mimeo::Options::default(), &control);
+/// assert_eq!(stopped.unwrap_err().op, mimeo::Op::Interrupted);
+/// assert!(!dir.path().join("new").exists());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+///
+/// As [`copy_file`]; a stopped copy fails with [`Op::Interrupted`] and leaves nothing at
+/// `dst`.
+pub fn copy_file_with(
+    src: &Path,
+    dst: &Path,
+    opts: &Options,
+    control: &Control,
+) -> Result<FileOutcome, Error> {
+    if control.is_stopped() {
+        return Err(Error::os(Op::Interrupted, dst, libc::EINTR));
+    }
+    let ctx = Ctx::new(
+        opts,
+        Reporter::new(&NoObserver, control),
+        HookSet::new(&NoHooks),
+    );
     let src_bytes = src.as_os_str().as_bytes();
     let dst_bytes = dst.as_os_str().as_bytes();
     let follow = opts.dereference != Dereference::Never || src_bytes.ends_with(b"/");
@@ -93,6 +133,7 @@ pub fn copy_file(src: &Path, dst: &Path, opts: &Options) -> Result<FileOutcome, 
         &file,
         &meta,
         found.as_ref(),
+        false,
     )?
     .ok_or_else(|| Error::refused(Op::Refuse, dst, Refusal::Exists))
 }
@@ -107,26 +148,30 @@ fn dst_facts(
     found: Option<&Meta>,
 ) -> Result<DstFacts, Error> {
     let cow_matters = cow_matters(opts);
+    // With --preserve=mode, a default ACL of the directory matters (see `DstFacts`).
+    let acl_matters = opts.preserve.mode;
     if let Some(d) = found {
-        if !opts.preserve.ownership && !cow_matters {
+        if !opts.preserve.ownership && !cow_matters && !acl_matters {
             return Ok(DstFacts {
                 dev: d.dev,
                 cow: false,
                 setgid: false,
                 share: None,
+                default_acl: false,
             });
         }
     }
     let dir = sys::cstring(if prefix.is_empty() { b"." } else { prefix });
     let create_error = |e: Errno| Error::sys(Op::Create, dst, e);
-    if cow_matters {
+    if cow_matters || acl_matters {
         let fd = sys::open_dir(sys::CWD, &dir, true).map_err(create_error)?;
         let m = sys::fstat(fd.as_fd()).map_err(create_error)?;
         return Ok(DstFacts {
             dev: m.dev,
-            cow: is_cow(fd.as_fd()),
+            cow: cow_matters && is_cow(fd.as_fd()),
             setgid: m.mode & sys::S_ISGID != 0,
             share: None,
+            default_acl: acl_matters && sys::has_xattr(fd.as_fd(), sys::ACL_DEFAULT),
         });
     }
     let m = sys::stat_at(sys::CWD, &dir, true).map_err(create_error)?;
@@ -135,6 +180,7 @@ fn dst_facts(
         cow: false,
         setgid: m.mode & sys::S_ISGID != 0,
         share: None,
+        default_acl: false,
     })
 }
 

@@ -83,6 +83,9 @@ pub struct DirInfo {
     /// The destination held another run's in-progress marker: `-u` checks its entries
     /// strictly.
     pub suspect: bool,
+    /// The destination directory has a default ACL, so entries made in it inherit ACLs that
+    /// `--preserve=mode` removes where the source has none (as cp does).
+    pub default_acl: bool,
     /// What its parent passed down.
     pub lineage: Lineage,
 }

@@ -2,16 +2,14 @@
 //! from the working directory instead of opening directories, on loop-mounted btrfs, XFS
 //! (reflink=1) and ext4.
 
-mod util;
-
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
 use std::path::Path;
 
 use mimeo::{Method, Options, Preserve};
+use mimeo_testkit::files::{assert_same_bytes, meta, names, random_file, scratch};
 use mimeo_testkit::{FsKind, sharing};
 use rustix::fs::{AtFlags, CWD, Timespec, Timestamps};
-use util::{assert_same_bytes, meta, names, random_file, scratch};
 
 const MIB: u64 = 1 << 20;
 

@@ -1,0 +1,1061 @@
+//! What cp 9.1 does with existing destinations, and the flags that decide it, with GNU cp as
+//! the oracle: a replaced file keeps the old one's mode, owner and ACL; a writable file in a
+//! directory nobody may write is written in place; sources with one destination name; `-u`
+//! and hard-link groups; `--no-preserve=mode`; `--backup`, `-i`, `--remove-destination`,
+//! `--attributes-only`.
+//!
+//! Each case builds the same entries in two directories on a loop-mounted filesystem, runs
+//! cp in one and mimeo (through a link named `cp`, with `LC_ALL=C`) in the other with the same
+//! arguments, standard input and user, and compares the exit status, the messages word for
+//! word, and every entry: type, mode, owner, group, content or link target, ACL, and which
+//! entries are hard links of one another.
+
+mod util;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{MetadataExt, PermissionsExt, chown, symlink};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use mimeo_testkit::treegen::{FOREIGN_GID, FOREIGN_UID};
+use mimeo_testkit::{FsKind, LoopFs, run_ok};
+
+/// One entry: type, mode, owner, group, content (or link target), ACL, hard-link group.
+#[derive(Debug, PartialEq, Eq)]
+struct Entry {
+    kind: &'static str,
+    mode: u32,
+    owner: (u32, u32),
+    content: Vec<u8>,
+    acl: Option<Vec<u8>>,
+    user_xattr: Option<Vec<u8>>,
+    /// The first path (in sorted order) of the same inode.
+    group: PathBuf,
+}
+
+fn xattr(p: &Path, name: &str) -> Option<Vec<u8>> {
+    let mut buf = vec![0u8; 4096];
+    rustix::fs::lgetxattr(p, name, &mut buf[..])
+        .ok()
+        .map(|n| buf[..n].to_vec())
+}
+
+/// Every entry below `dir` (except `cp`, the link mimeo runs through), by relative path.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Entry> {
+    let mut paths = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if fs::symlink_metadata(&p).unwrap().is_dir() {
+                stack.push(p.clone());
+            }
+            paths.push(p);
+        }
+    }
+    paths.sort();
+    let mut first_of: BTreeMap<(u64, u64), PathBuf> = BTreeMap::new();
+    let mut out = BTreeMap::new();
+    for p in paths {
+        let rel = p.strip_prefix(dir).unwrap().to_path_buf();
+        if rel == Path::new("cp") {
+            continue;
+        }
+        let m = fs::symlink_metadata(&p).unwrap();
+        let t = m.file_type();
+        let (kind, content) = if t.is_symlink() {
+            let target = fs::read_link(&p).unwrap();
+            ("symlink", target.into_os_string().into_encoded_bytes())
+        } else if t.is_dir() {
+            ("dir", Vec::new())
+        } else if t.is_file() {
+            ("file", fs::read(&p).unwrap())
+        } else {
+            ("node", Vec::new())
+        };
+        let group = first_of
+            .entry((m.dev(), m.ino()))
+            .or_insert_with(|| rel.clone())
+            .clone();
+        let entry = Entry {
+            kind,
+            mode: if t.is_symlink() { 0 } else { m.mode() & 0o7777 },
+            owner: (m.uid(), m.gid()),
+            content,
+            acl: xattr(&p, "system.posix_acl_access"),
+            user_xattr: xattr(&p, "user.note"),
+            group,
+        };
+        out.insert(rel, entry);
+    }
+    out
+}
+
+/// How a case runs: arguments, standard input, user, environment.
+#[derive(Default, Clone)]
+struct Run<'a> {
+    args: &'a [&'a str],
+    /// mimeo's arguments where they differ from cp's (a deliberate difference).
+    ours: Option<&'a [&'a str]>,
+    stdin: Option<&'a str>,
+    foreign_user: bool,
+    env: &'a [(&'a str, &'a str)],
+    /// Compare the messages too.
+    same_messages: bool,
+}
+
+fn run_tool(program: &Path, dir: &Path, how: &Run<'_>, args: &[&str]) -> (bool, String) {
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .current_dir(dir)
+        .env("LC_ALL", "C")
+        .env_remove("VERSION_CONTROL")
+        .env_remove("SIMPLE_BACKUP_SUFFIX")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in how.env {
+        cmd.env(k, v);
+    }
+    if how.foreign_user {
+        cmd.uid(FOREIGN_UID).gid(FOREIGN_GID);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut input = child.stdin.take().unwrap();
+    if let Some(text) = how.stdin {
+        let _ = input.write_all(text.as_bytes());
+    }
+    drop(input);
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Builds `setup` in a directory for cp and one for mimeo under `base`, runs both as `how`
+/// says, and asserts the same outcome. Returns mimeo's directory.
+#[track_caller]
+fn same_as_cp(base: &Path, case: &str, setup: &dyn Fn(&Path), how: &Run<'_>) -> PathBuf {
+    let (with_cp, with_mimeo) = (
+        base.join(format!("{case}-cp")),
+        base.join(format!("{case}-mimeo")),
+    );
+    for d in [&with_cp, &with_mimeo] {
+        fs::create_dir(d).unwrap();
+        fs::set_permissions(d, fs::Permissions::from_mode(0o777)).unwrap();
+        setup(d);
+    }
+    // mimeo runs through a link named cp, in a place every user can reach.
+    let link = with_mimeo.join("cp");
+    symlink(util::mimeo().get_program(), &link).unwrap();
+    let cp = run_tool(Path::new("cp"), &with_cp, how, how.args);
+    let ours = run_tool(&link, &with_mimeo, how, how.ours.unwrap_or(how.args));
+    let what = format!(
+        "{case}: `{}`\ncp: {cp:?}\nmimeo: {ours:?}",
+        how.args.join(" ")
+    );
+    assert_eq!(cp.0, ours.0, "exit status differs: {what}");
+    if how.same_messages {
+        // The same lines; their order follows each program's walk (cp's is by inode).
+        let lines = |s: &str| {
+            let mut v: Vec<String> = s.lines().map(str::to_owned).collect();
+            v.sort();
+            v
+        };
+        assert_eq!(lines(&cp.1), lines(&ours.1), "messages differ: {what}");
+    }
+    assert_eq!(
+        snapshot(&with_cp),
+        snapshot(&with_mimeo),
+        "results differ: {what}"
+    );
+    with_mimeo
+}
+
+fn args<'a>(args: &'a [&'a str]) -> Run<'a> {
+    Run {
+        args,
+        same_messages: true,
+        ..Run::default()
+    }
+}
+
+fn write(d: &Path, name: &str, text: &str, mode: u32) {
+    let p = d.join(name);
+    if let Some(parent) = p.parent() {
+        fs::create_dir_all(parent).unwrap();
+    }
+    fs::write(&p, text).unwrap();
+    fs::set_permissions(&p, fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// A new source `s` and an old destination `d` (mode 600).
+fn source_and_old(d: &Path) {
+    write(d, "s", "new\n", 0o644);
+    write(d, "d", "old\n", 0o600);
+}
+
+fn loop_fs(kind: FsKind) -> Option<LoopFs> {
+    util::scratch(kind)
+}
+
+#[test]
+fn a_replaced_file_keeps_the_old_files_mode_owner_and_acl_as_in_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        same_as_cp(base, "mode", &source_and_old, &args(&["s", "d"]));
+        // A root copy onto a user's file stays the user's.
+        let foreign = |d: &Path| {
+            source_and_old(d);
+            chown(d.join("d"), Some(FOREIGN_UID), Some(FOREIGN_GID)).unwrap();
+        };
+        same_as_cp(base, "owner", &foreign, &args(&["s", "d"]));
+        same_as_cp(base, "owner-r", &foreign, &args(&["-r", "s", "d"]));
+        // The set-uid bit of a file root writes into stays; the ACL and xattrs stay too.
+        let acl = |d: &Path| {
+            foreign(d);
+            fs::set_permissions(d.join("d"), fs::Permissions::from_mode(0o4750)).unwrap();
+            run_ok("setfacl", &["-m", "u:1:rw", d.join("d").to_str().unwrap()]);
+            run_ok(
+                "setfattr",
+                &[
+                    "-n",
+                    "user.note",
+                    "-v",
+                    "kept",
+                    d.join("d").to_str().unwrap(),
+                ],
+            );
+        };
+        same_as_cp(base, "acl", &acl, &args(&["s", "d"]));
+        // Whatever the options take from the source is the source's.
+        same_as_cp(base, "acl-p", &acl, &args(&["-p", "s", "d"]));
+        same_as_cp(
+            base,
+            "acl-no-mode",
+            &acl,
+            &args(&["-p", "--no-preserve=mode", "s", "d"]),
+        );
+        same_as_cp(base, "acl-a", &acl, &args(&["-a", "s", "d"]));
+        // A tree copied over an older copy of itself.
+        let trees = |d: &Path| {
+            write(d, "src/a", "new a\n", 0o644);
+            write(d, "src/sub/b", "new b\n", 0o755);
+            write(d, "dst/src/a", "old a\n", 0o600);
+            write(d, "dst/src/sub/b", "old b\n", 0o700);
+            chown(d.join("dst/src/sub/b"), Some(FOREIGN_UID), None).unwrap();
+        };
+        same_as_cp(base, "tree", &trees, &args(&["-r", "src", "dst"]));
+    }
+}
+
+#[test]
+fn a_user_copying_onto_what_it_may_write_but_not_replace_writes_in_place_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let user = |args| Run {
+        foreign_user: true,
+        ..self::args(args)
+    };
+    // A writable file in a directory the user may not write: no temporary can be made.
+    let read_only_dir = |d: &Path| {
+        write(d, "s", "new\n", 0o644);
+        write(d, "ro/f", "old\n", 0o666);
+        fs::set_permissions(d.join("ro"), fs::Permissions::from_mode(0o555)).unwrap();
+    };
+    let dir = same_as_cp(base, "ro-dir", &read_only_dir, &user(&["s", "ro/f"]));
+    assert_eq!(fs::read(dir.join("ro/f")).unwrap(), b"new\n");
+    // Someone else's writable file: a temporary could not be given its owner.
+    let others = |d: &Path| {
+        write(d, "s", "new\n", 0o644);
+        write(d, "f", "old\n", 0o666);
+    };
+    same_as_cp(base, "others-file", &others, &user(&["s", "f"]));
+    // The user's own file in its own directory: replaced (atomically), same result as cp.
+    let own = |d: &Path| {
+        others(d);
+        chown(d.join("f"), Some(FOREIGN_UID), Some(FOREIGN_GID)).unwrap();
+        fs::set_permissions(d.join("f"), fs::Permissions::from_mode(0o4640)).unwrap();
+    };
+    same_as_cp(base, "own-file", &own, &user(&["s", "f"]));
+    // Nothing to write: cp's message and status.
+    let unwritable = |d: &Path| {
+        write(d, "s", "new\n", 0o644);
+        write(d, "ro/f", "old\n", 0o644);
+        fs::set_permissions(d.join("ro"), fs::Permissions::from_mode(0o555)).unwrap();
+    };
+    same_as_cp(base, "unwritable", &unwritable, &user(&["s", "ro/f"]));
+}
+
+#[test]
+fn hard_linked_destinations_are_written_in_place_with_inplace_as_cp_writes_them() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let linked = |d: &Path| {
+            source_and_old(d);
+            fs::hard_link(d.join("d"), d.join("other")).unwrap();
+        };
+        // cp writes into the file, so the other link sees the new bytes; mimeo does the same
+        // with --inplace.
+        let how = Run {
+            ours: Some(&["--inplace", "s", "d"]),
+            ..args(&["s", "d"])
+        };
+        same_as_cp(base, "inplace", &linked, &how);
+        let how = Run {
+            ours: Some(&["--inplace", "-a", "s", "d"]),
+            ..args(&["-a", "s", "d"])
+        };
+        same_as_cp(base, "inplace-a", &linked, &how);
+        // Without it, the name is replaced atomically and the other link keeps the old bytes
+        // (a documented difference).
+        let d = base.join("atomic");
+        fs::create_dir(&d).unwrap();
+        linked(&d);
+        util::run_in(Some(&d), &["s", "d"]).expect_code(0);
+        assert_eq!(fs::read(d.join("d")).unwrap(), b"new\n");
+        assert_eq!(fs::read(d.join("other")).unwrap(), b"old\n");
+        assert_eq!(
+            fs::metadata(d.join("d")).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
+}
+
+#[test]
+fn no_preserve_mode_gives_cps_default_mode() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let sources = |d: &Path| {
+        write(d, "ro", "read only\n", 0o444);
+        write(d, "x", "#!/bin/sh\n", 0o777);
+        write(d, "suid", "s\n", 0o4755);
+        write(d, "dir/f", "f\n", 0o400);
+        fs::set_permissions(d.join("dir"), fs::Permissions::from_mode(0o2700)).unwrap();
+        run_ok("mkfifo", &["-m", "600", d.join("fifo").to_str().unwrap()]);
+        write(d, "old", "old\n", 0o600);
+        fs::create_dir(d.join("sg")).unwrap();
+        fs::set_permissions(d.join("sg"), fs::Permissions::from_mode(0o2777)).unwrap();
+    };
+    for (i, a) in [
+        &["--no-preserve=mode", "ro", "out"][..],
+        &["-p", "--no-preserve=mode", "x", "out"],
+        &["--no-preserve=mode", "suid", "out"],
+        &["-a", "--no-preserve=mode", "dir", "out"],
+        &["-r", "--no-preserve=mode", "dir", "sg"],
+        &["-a", "--no-preserve=mode", "fifo", "out"],
+        &["--no-preserve=mode", "ro", "old"],
+        &["--no-preserve=all", "-p", "x", "out"],
+        &["--no-preserve=mode", "--preserve=mode", "x", "out"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        same_as_cp(base, &format!("case{i}"), &sources, &args(a));
+    }
+}
+
+#[test]
+fn sources_with_one_destination_name_keep_the_first_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let two = |d: &Path| {
+            write(d, "x/f", "one\n", 0o644);
+            write(d, "y/f", "two\n", 0o644);
+            write(d, "z/f", "three\n", 0o644);
+            fs::create_dir(d.join("D")).unwrap();
+            fs::create_dir(d.join("E")).unwrap();
+            write(d, "E/f", "before\n", 0o644);
+            fs::create_dir_all(d.join("w/f")).unwrap();
+        };
+        for (i, a) in [
+            &["x/f", "y/f", "D"][..],
+            &["x/f", "y/f", "z/f", "D"],
+            &["x/f", "y/f", "E"],
+            &["-t", "D", "x/f", "y/f"],
+            &["-n", "x/f", "y/f", "E"],
+            &["-u", "x/f", "y/f", "D"],
+            &["--backup=numbered", "x/f", "y/f", "D"],
+            &["-r", "x/f", "w/f", "D"],
+            &["-r", "w/f", "x/f", "D"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("two{i}"), &two, &args(a));
+        }
+        // Named twice: copied once, with a warning.
+        same_as_cp(base, "twice", &two, &args(&["x/f", "x/f", "D"]));
+        same_as_cp(base, "twice-y", &two, &args(&["x/f", "y/f", "x/f", "D"]));
+        // A symlink made by the first, which cp would write through (coreutils abuse.sh).
+        let abuse = |d: &Path| {
+            for sub in ["a", "b", "c"] {
+                fs::create_dir(d.join(sub)).unwrap();
+            }
+            write(d, "b/1", "b\n", 0o644);
+            write(d, "t", "t\n", 0o644);
+            symlink("../t", d.join("a/1")).unwrap();
+        };
+        same_as_cp(base, "abuse", &abuse, &args(&["-r", "a/1", "b/1", "c"]));
+    }
+}
+
+#[test]
+fn update_keeps_hard_link_groups_with_an_up_to_date_member_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        for gone in ["f", "g"] {
+            let setup = |d: &Path| {
+                write(d, "s/f", "x\n", 0o644);
+                fs::hard_link(d.join("s/f"), d.join("s/g")).unwrap();
+                write(d, "s/h", "h\n", 0o644);
+                fs::hard_link(d.join("s/h"), d.join("s/i")).unwrap();
+                fs::hard_link(d.join("s/h"), d.join("s/j")).unwrap();
+                fs::create_dir(d.join("t")).unwrap();
+                run_ok(
+                    "cp",
+                    &[
+                        "-a",
+                        d.join("s").to_str().unwrap(),
+                        d.join("t").to_str().unwrap(),
+                    ],
+                );
+                fs::remove_file(d.join("t/s").join(gone)).unwrap();
+                fs::remove_file(d.join("t/s/i")).unwrap();
+                fs::remove_file(d.join("t/s/j")).unwrap();
+                write(d, "t/s/j", "h\n", 0o644);
+                run_ok(
+                    "touch",
+                    &[
+                        "-r",
+                        d.join("s/h").to_str().unwrap(),
+                        d.join("t/s/j").to_str().unwrap(),
+                    ],
+                );
+            };
+            same_as_cp(
+                base,
+                &format!("au-{gone}"),
+                &setup,
+                &args(&["-au", "s", "t"]),
+            );
+            same_as_cp(
+                base,
+                &format!("an-{gone}"),
+                &setup,
+                &args(&["-an", "s", "t"]),
+            );
+        }
+    }
+}
+
+#[test]
+fn backups_are_named_and_made_as_by_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let backups = |d: &Path| {
+            source_and_old(d);
+            write(d, "d~", "older\n", 0o644);
+            write(d, "n", "n\n", 0o644);
+            write(d, "n.~3~", "3\n", 0o644);
+            write(d, "n.~12~", "12\n", 0o644);
+            write(d, "n.~x~", "x\n", 0o644);
+            symlink("s", d.join("l")).unwrap();
+            fs::create_dir(d.join("dir")).unwrap();
+            write(d, "dir/s", "in dir\n", 0o644);
+        };
+        for (i, a) in [
+            &["-b", "s", "d"][..],
+            &["--backup", "s", "d"],
+            &["--backup=numbered", "s", "d"],
+            &["--backup=t", "s", "n"],
+            &["--backup=existing", "s", "n"],
+            &["--backup=nil", "s", "d"],
+            &["--backup=simple", "s", "n"],
+            &["--backup=never", "-S", ".bak", "s", "d"],
+            &["-S", ".orig", "s", "d"],
+            &["--suffix=X", "-b", "s", "d"],
+            &["--backup=none", "s", "d"],
+            &["--backup=off", "s", "d"],
+            &["--backup=nu", "s", "d"],
+            &["-b", "s", "new"],
+            &["-b", "-a", "s", "l"],
+            &["-b", "-a", "l", "d"],
+            &["-b", "-r", "dir", "d"],
+            &["--backup=numbered", "-r", "dir/.", "."],
+            // Usage errors, worded as cp words them.
+            &["--backup=x", "s", "d"],
+            &["--backup=n", "s", "d"],
+            &["--backup=", "s", "d"],
+            &["-b", "-n", "s", "d"],
+            &["--backup=none", "-n", "s", "d"],
+            &["-n", "-S", "~", "s", "d"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("backup{i}"), &backups, &args(a));
+        }
+        for (i, env) in [
+            &[("VERSION_CONTROL", "numbered")][..],
+            &[("VERSION_CONTROL", "never")],
+            &[("VERSION_CONTROL", "bogus")],
+            &[("SIMPLE_BACKUP_SUFFIX", ".sav")],
+        ]
+        .iter()
+        .enumerate()
+        {
+            let how = Run {
+                env,
+                ..args(&["-b", "s", "d"])
+            };
+            same_as_cp(base, &format!("env{i}"), &backups, &how);
+        }
+    }
+}
+
+#[test]
+fn interactive_asks_on_stderr_and_reads_stdin_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        source_and_old(d);
+        write(d, "t/s", "older\n", 0o644);
+        write(d, "t/e", "e\n", 0o644);
+        write(d, "e", "e\n", 0o644);
+    };
+    let mut n = 0;
+    for answer in ["y\n", "n\n", "Y\n", "yes\n", " y\n", "", "no\n"] {
+        for a in [
+            &["-i", "s", "d"][..],
+            &["-i", "-f", "s", "d"],
+            &["-f", "-i", "s", "d"],
+            &["-n", "-i", "s", "d"],
+            &["-i", "-n", "s", "d"],
+            &["-i", "s", "new"],
+            &["--interactive", "-r", "s", "e", "t"],
+        ] {
+            n += 1;
+            let how = Run {
+                stdin: Some(answer),
+                ..args(a)
+            };
+            same_as_cp(base, &format!("i{n}"), &setup, &how);
+        }
+    }
+    // One answer per question, read line by line.
+    let how = Run {
+        stdin: Some("n\ny\n"),
+        ..args(&["-i", "s", "e", "t"])
+    };
+    same_as_cp(base, "lines", &setup, &how);
+}
+
+#[test]
+fn remove_destination_and_attributes_only_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            source_and_old(d);
+            fs::set_permissions(d.join("s"), fs::Permissions::from_mode(0o751)).unwrap();
+            chown(d.join("d"), Some(FOREIGN_UID), Some(FOREIGN_GID)).unwrap();
+            fs::hard_link(d.join("d"), d.join("other")).unwrap();
+            run_ok("mkfifo", &[d.join("fifo").to_str().unwrap()]);
+            symlink("d", d.join("l")).unwrap();
+            write(d, "big", "a longer old text\n", 0o640);
+        };
+        for (i, a) in [
+            &["--remove-destination", "s", "d"][..],
+            &["--remove-destination", "s", "fifo"],
+            &["--remove-destination", "s", "l"],
+            &["--remove-destination", "-a", "s", "d"],
+            &["--attributes-only", "s", "new"],
+            &["--attributes-only", "s", "big"],
+            &["--attributes-only", "-p", "s", "big"],
+            &["--attributes-only", "-p", "s", "new"],
+            &["--attributes-only", "--remove-destination", "s", "big"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("rd{i}"), &setup, &args(a));
+        }
+    }
+}
+
+#[test]
+fn a_destination_symlink_that_cannot_be_followed_is_reported_as_by_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "f", "data\n", 0o644);
+        write(d, "secret/x", "secret\n", 0o600);
+        fs::set_permissions(d.join("secret"), fs::Permissions::from_mode(0o700)).unwrap();
+        symlink("secret/x", d.join("l")).unwrap();
+        symlink("loop", d.join("loop")).unwrap();
+        write(d, "s/l", "in tree\n", 0o644);
+        write(d, "t/l", "old\n", 0o644);
+        fs::remove_file(d.join("t/l")).unwrap();
+        symlink("../secret/x", d.join("t/l")).unwrap();
+        chown_all(d);
+    };
+    let user = |args| Run {
+        foreign_user: true,
+        ..self::args(args)
+    };
+    for (i, a) in [
+        &["f", "l"][..],
+        &["-a", "f", "l"],
+        &["-r", "s/.", "t"],
+        &["f", "loop"],
+        // Not written through, so not looked through: replaced (-b keeps the symlink).
+        &["--remove-destination", "f", "l"],
+        &["-b", "f", "l"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        same_as_cp(base, &format!("eacces{i}"), &setup, &user(a));
+    }
+}
+
+/// Gives everything below `d` except `secret` to the foreign user.
+fn chown_all(d: &Path) {
+    for e in fs::read_dir(d).unwrap() {
+        let p = e.unwrap().path();
+        if p.file_name() == Some("secret".as_ref()) {
+            continue;
+        }
+        run_ok(
+            "chown",
+            &[
+                "-hR",
+                &format!("{FOREIGN_UID}:{FOREIGN_GID}"),
+                p.to_str().unwrap(),
+            ],
+        );
+    }
+}
+
+#[test]
+fn a_file_replacing_a_symlink_gets_the_sources_mode_not_the_links() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let d = fs.path();
+    write(d, "s", "new\n", 0o640);
+    write(d, "elsewhere", "old\n", 0o600);
+    symlink("elsewhere", d.join("l")).unwrap();
+    symlink("missing", d.join("dangling")).unwrap();
+    for name in ["l", "dangling"] {
+        util::run_in(Some(d), &["s", name]).expect_code(0);
+        let m = fs::symlink_metadata(d.join(name)).unwrap();
+        assert!(m.is_file(), "{name}");
+        assert_eq!(m.permissions().mode() & 0o7777, 0o640, "{name}");
+    }
+    assert_eq!(fs::read(d.join("elsewhere")).unwrap(), b"old\n");
+}
+
+#[test]
+fn links_instead_of_copies_as_cp_makes_them() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "a", "a\n", 0o640);
+            symlink("a", d.join("la")).unwrap();
+            write(d, "d/sub/f", "f\n", 0o644);
+            symlink("f", d.join("d/sub/lf")).unwrap();
+            fs::create_dir(d.join("t")).unwrap();
+            write(d, "old", "old\n", 0o600);
+            fs::hard_link(d.join("a"), d.join("same")).unwrap();
+        };
+        for (i, a) in [
+            &["-l", "a", "b"][..],
+            &["-l", "a", "t"],
+            &["-l", "a", "old"],
+            &["-lf", "a", "old"],
+            &["-l", "--remove-destination", "a", "old"],
+            &["-ln", "a", "old"],
+            &["-l", "--backup", "-f", "a", "old"],
+            &["-l", "a", "same"],
+            &["-rl", "d", "dl"],
+            &["-al", "d", "dal"],
+            &["-l", "la", "lb"],
+            &["-lP", "la", "lb"],
+            &["-lL", "la", "lb"],
+            &["-l", "d", "x"],
+            &["-s", "a", "sa"],
+            &["-s", "a", "t/sa"],
+            &["-s", "a", "old"],
+            &["-sf", "a", "old"],
+            &["-s", "a", "t"],
+            &["-s", "la", "sb"],
+            &["-rs", "d", "ds"],
+            &["-ls", "a", "x"],
+            &["--link", "--symbolic-link", "a", "x"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("link{i}"), &setup, &args(a));
+        }
+        // Absolute sources may be linked from anywhere.
+        let abs = base.join("abs-src");
+        fs::create_dir(&abs).unwrap();
+        setup(&abs);
+        let a = abs.join("a");
+        let d = abs.join("d");
+        for (i, a) in [
+            &["-s", a.to_str().unwrap(), "t/sa"][..],
+            &["-rs", d.to_str().unwrap(), "t"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("abs{i}"), &setup, &args(a));
+        }
+    }
+}
+
+#[test]
+fn fifos_and_devices_are_read_as_files_without_r_and_with_copy_contents() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "dir/f", "f\n", 0o644);
+        run_ok(
+            "mknod",
+            &[
+                "-m",
+                "640",
+                d.join("dir/zero").to_str().unwrap(),
+                "c",
+                "1",
+                "5",
+            ],
+        );
+        run_ok(
+            "mknod",
+            &[
+                "-m",
+                "600",
+                d.join("dir/null").to_str().unwrap(),
+                "c",
+                "1",
+                "3",
+            ],
+        );
+        run_ok(
+            "mknod",
+            &["-m", "644", d.join("null").to_str().unwrap(), "c", "1", "3"],
+        );
+    };
+    for (i, a) in [
+        &["null", "out"][..],
+        &["-p", "null", "out"],
+        &["-r", "dir", "out"],
+        &["-a", "dir", "out"],
+        &["-r", "--copy-contents", "null", "out"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        same_as_cp(base, &format!("contents{i}"), &setup, &args(a));
+    }
+    // A FIFO fed by a writer is read to its end, by cp and mimeo alike.
+    for tool in ["cp", "mimeo"] {
+        let d = base.join(format!("fifo-{tool}"));
+        fs::create_dir(&d).unwrap();
+        write(&d, "src/f", "f\n", 0o644);
+        run_ok("mkfifo", &[d.join("src/p").to_str().unwrap()]);
+        let p = d.join("src/p");
+        let writer = std::thread::spawn(move || {
+            let mut w = fs::OpenOptions::new().write(true).open(p).unwrap();
+            w.write_all(b"fed through the pipe\n").unwrap();
+        });
+        let args = ["-r", "--copy-contents", "src", "dst"];
+        let ok = if tool == "cp" {
+            util::tree::cp_in(Some(&d), &args).success()
+        } else {
+            util::run_in(Some(&d), &args).code == 0
+        };
+        writer.join().unwrap();
+        assert!(ok, "{tool}");
+        assert_eq!(
+            fs::read(d.join("dst/p")).unwrap(),
+            b"fed through the pipe\n",
+            "{tool}"
+        );
+    }
+}
+
+#[test]
+fn parents_makes_the_source_path_below_the_directory_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "a/b/c", "c\n", 0o644);
+        write(d, "a/b/sub/e", "e\n", 0o600);
+        fs::set_permissions(d.join("a"), fs::Permissions::from_mode(0o750)).unwrap();
+        fs::set_permissions(d.join("a/b"), fs::Permissions::from_mode(0o2777)).unwrap();
+        chown(d.join("a"), Some(FOREIGN_UID), Some(FOREIGN_GID)).unwrap();
+        fs::create_dir_all(d.join("t/a")).unwrap();
+        fs::set_permissions(d.join("t/a"), fs::Permissions::from_mode(0o700)).unwrap();
+        fs::create_dir(d.join("u")).unwrap();
+    };
+    for (i, a) in [
+        &["--parents", "a/b/c", "u"][..],
+        &["--parents", "a/b/c", "t"],
+        &["-p", "--parents", "a/b/c", "t"],
+        &["-a", "--parents", "a/b/c", "u"],
+        &["-r", "--parents", "a/b", "u"],
+        &["--parents", "./a/b/c", "u"],
+        &["--parents", "a/b/c", "a/b/sub/e", "u"],
+        &["--parents", "-t", "u", "a/b/c"],
+        &["--parents", "a/b/c", "nodir"],
+        &["--parents", "a/b/c"],
+        &["--parents", "-T", "a/b/c", "u"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        same_as_cp(base, &format!("parents{i}"), &setup, &args(a));
+    }
+}
+
+#[test]
+fn files_reached_through_symlinks_are_linked_under_l_and_h_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "d/a", "x\n", 0o644);
+            symlink("a", d.join("d/b")).unwrap();
+            symlink("a", d.join("d/c")).unwrap();
+            write(d, "d/h", "h\n", 0o644);
+            fs::hard_link(d.join("d/h"), d.join("d/h2")).unwrap();
+            symlink("h", d.join("d/lh")).unwrap();
+            fs::create_dir(d.join("t")).unwrap();
+        };
+        for (i, (a, ours)) in [
+            (&["-aL", "d", "c"][..], None),
+            (&["-rL", "--preserve=links", "d", "c"], None),
+            (&["-H", "--preserve=links", "d/a", "d/b", "t"], None),
+            (&["-H", "-d", "d/a", "d/b", "t"], None),
+            (&["-L", "--preserve=links", "d/a", "d/b", "d/c", "t"], None),
+            (
+                &["-H", "--preserve=links", "d/h", "d/lh", "d/h2", "t"],
+                None,
+            ),
+            (&["-aH", "d", "c"], None),
+        ]
+        .iter()
+        .enumerate()
+        {
+            let how = Run {
+                ours: *ours,
+                ..args(a)
+            };
+            same_as_cp(base, &format!("deref{i}"), &setup, &how);
+        }
+        // A symlink in a directory to a file in its subdirectory, with one worker, so that
+        // the symlink is met first, as cp meets it. (Met the other way round, with the file
+        // first, mimeo does not link them: see the README.)
+        let nested = |d: &Path| {
+            write(d, "d/sub/f", "f\n", 0o644);
+            symlink("sub/f", d.join("d/lf")).unwrap();
+        };
+        let how = Run {
+            ours: Some(&["-aL", "-j1", "d", "c"]),
+            ..args(&["-aL", "d", "c"])
+        };
+        same_as_cp(base, "nested", &nested, &how);
+    }
+}
+
+/// What a run did or would do to each destination: ("error", path) for a failure, ("skip",
+/// dst) for an entry left alone, ("write", dst) for anything made or replaced.
+fn outcomes(run: &util::Run) -> std::collections::BTreeSet<(String, String)> {
+    run.json
+        .iter()
+        .filter_map(|v| {
+            let s = |k: &str| v[k].as_str().unwrap_or_default().to_string();
+            match v["type"].as_str()? {
+                "error" => Some(("error".into(), s("path"))),
+                "skipped" => Some(("skip".into(), s("dst"))),
+                "copied" => Some(("write".into(), s("dst"))),
+                "planned" if v["action"] == "skip" => Some(("skip".into(), s("dst"))),
+                "planned" => Some(("write".into(), s("dst"))),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn dry_run_agrees_with_the_copy_on_existing_destinations() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "x/f", "one\n", 0o644);
+        write(d, "y/f", "two\n", 0o644);
+        fs::create_dir(d.join("D")).unwrap();
+        write(d, "E/f", "before\n", 0o600);
+        symlink("f", d.join("E/l")).unwrap();
+        write(d, "x/l", "l\n", 0o644);
+    };
+    for (i, flags) in [
+        &[][..],
+        &["-n"],
+        &["-u"],
+        &["--backup=numbered"],
+        &["-b"],
+        &["--remove-destination"],
+        &["--inplace"],
+        &["--attributes-only"],
+        &["-l"],
+        &["-lf"],
+        &["-s"],
+        &["--parents"],
+        &["--parents", "-b"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        for target in ["D", "E"] {
+            let mut results = Vec::new();
+            for dry in [true, false] {
+                let d = base.join(format!("dry{i}{target}{dry}"));
+                fs::create_dir(&d).unwrap();
+                setup(&d);
+                let mut a: Vec<&str> = vec!["-v", "--json"];
+                if dry {
+                    a.push("--dry-run");
+                }
+                a.extend(flags.iter().copied());
+                a.extend(["x/f", "y/f", "x/l", target]);
+                let run = util::run_in(Some(&d), &a);
+                results.push((run.code, outcomes(&run)));
+            }
+            assert_eq!(
+                results[0], results[1],
+                "{flags:?} into {target}: dry run, then copy"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_file_the_user_may_not_write_is_kept_unless_forced_as_by_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "s", "new\n", 0o644);
+        write(d, "d", "old\n", 0o444);
+        write(d, "t/s", "older\n", 0o4555);
+        chown_all(d);
+    };
+    let mut n = 0;
+    for (a, stdin) in [
+        (&["s", "d"][..], None),
+        (&["-f", "s", "d"], None),
+        (&["-r", "s", "t"], None),
+        (&["-rf", "s", "t"], None),
+        (&["-i", "s", "d"], Some("y\n")),
+        (&["-if", "s", "d"], Some("y\n")),
+        (&["-i", "s", "d"], Some("n\n")),
+        (&["--remove-destination", "s", "d"], None),
+        (&["-b", "s", "d"], None),
+    ] {
+        n += 1;
+        let how = Run {
+            foreign_user: true,
+            stdin,
+            ..args(a)
+        };
+        same_as_cp(base, &format!("unwritable{n}"), &setup, &how);
+    }
+    // --inplace too, where cp writes in place anyway.
+    let how = Run {
+        foreign_user: true,
+        ours: Some(&["--inplace", "s", "d"]),
+        ..args(&["s", "d"])
+    };
+    same_as_cp(base, "unwritable-inplace", &setup, &how);
+}
+
+#[test]
+fn a_file_written_in_place_and_killed_is_marked_and_update_finishes_it() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let d = fs.path();
+    util::random_file(&d.join("src"), 4 << 20);
+    write(d, "dst", "old\n", 0o640);
+    fs::hard_link(d.join("dst"), d.join("other")).unwrap();
+    // Every data call slowed down: the copy is caught in the middle.
+    let mut child = util::mimeo()
+        .args(["--inplace", "src", "dst"])
+        .current_dir(d)
+        .env(
+            "MIMEO_FAILPOINTS",
+            "clone=sleep(3000);copy_file_range=sleep(3000);write=sleep(3000)",
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    let marked = loop {
+        let m = fs::metadata(d.join("dst")).unwrap();
+        if m.permissions().mode() & 0o1000 != 0 {
+            break m;
+        }
+        assert!(start.elapsed().as_secs() < 20, "never marked");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Written in place: the other link is the same file, and it is marked incomplete.
+    assert_eq!(marked.permissions().mode() & 0o7777, 0o1640);
+    let other = fs::metadata(d.join("other")).unwrap();
+    assert_eq!((other.ino(), other.nlink()), (marked.ino(), 2));
+    util::run_in(Some(d), &["-u", "--inplace", "src", "dst"]).expect_code(0);
+    util::assert_same_bytes(&d.join("src"), &d.join("other"));
+    let done = fs::metadata(d.join("dst")).unwrap();
+    assert_eq!(done.permissions().mode() & 0o7777, 0o640);
+    assert_eq!(done.ino(), marked.ino());
+}

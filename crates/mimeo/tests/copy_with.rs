@@ -1,0 +1,268 @@
+//! The engine driven as a library: `copy_with` with an observer, batched events, a stop from
+//! another thread, and a scheduler of the caller's own that moves every work item as JSON.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use mimeo::work::{DirDone, Executor, WorkItem, WorkKind, Worker};
+use mimeo::{Control, CopyPair, EntryKind, Event, EventChannel, Observer, Options, Overwrite};
+use mimeo_testkit::oracle::{Allow, assert_archive_equal, is_scratch, no_half_files};
+use mimeo_testkit::{FsKind, GenOptions, LoopFs, generate};
+
+/// A seeded tricky tree of about `entries` entries at `root`.
+fn tree(root: &Path, seed: u64, entries: usize) {
+    generate(root, &GenOptions::new(seed, entries)).unwrap();
+}
+
+/// Counts events by kind, and the distinct destinations copied.
+#[derive(Default)]
+struct Tally {
+    copied: Mutex<BTreeMap<PathBuf, EntryKind>>,
+    failed: AtomicU64,
+}
+
+impl Observer for Tally {
+    fn event(&self, event: Event) {
+        match event {
+            Event::Copied { dst, kind, .. } => {
+                let before = self.copied.lock().unwrap().insert(dst.clone(), kind);
+                assert!(before.is_none(), "{dst:?} reported twice");
+            }
+            Event::Failed(e) => {
+                eprintln!("failed: {e}");
+                self.failed.fetch_add(1, Ordering::Relaxed);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn copy_with_reports_every_entry_once_and_the_summary_agrees() {
+    for kind in FsKind::ALL {
+        let Some(fs) = LoopFs::try_new(kind, 300) else {
+            continue;
+        };
+        let (src, dst) = (fs.path().join("src"), fs.path().join("dst"));
+        tree(&src, 11, 400);
+        let tally = Tally::default();
+        let control = Control::new();
+        let summary = mimeo::copy_with(
+            &[CopyPair::new(&src, &dst)],
+            &Options::archive(),
+            &tally,
+            &control,
+        );
+        assert_eq!(summary.errors, 0, "{kind}");
+        assert_eq!(tally.failed.load(Ordering::Relaxed), 0);
+        assert_archive_equal(&format!("{kind}: copy_with"), &src, &dst);
+        let copied = tally.copied.lock().unwrap();
+        let count = |k: EntryKind| copied.values().filter(|&&v| v == k).count() as u64;
+        assert_eq!(count(EntryKind::File), summary.files, "{kind}");
+        assert_eq!(count(EntryKind::Directory), summary.directories, "{kind}");
+        assert_eq!(count(EntryKind::Symlink), summary.symlinks, "{kind}");
+        assert_eq!(count(EntryKind::HardLink), summary.hard_links, "{kind}");
+        assert_eq!(copied.len() as u64, control.entries_done(), "{kind}");
+        for path in copied.keys() {
+            assert!(path.starts_with(&dst) && fs::symlink_metadata(path).is_ok());
+        }
+    }
+}
+
+#[test]
+fn an_event_channel_delivers_every_event_in_batches() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
+    fs::create_dir(&src).unwrap();
+    for i in 0..500 {
+        fs::write(src.join(format!("f{i}")), b"x").unwrap();
+    }
+    let (observer, batches) = EventChannel::new(64, Duration::from_secs(60), true);
+    let summary = mimeo::copy(&[CopyPair::new(&src, &dst)], &Options::archive(), &observer);
+    drop(observer);
+    let batches: Vec<Vec<Event>> = batches.iter().collect();
+    let events: usize = batches.iter().map(Vec::len).sum();
+    assert_eq!(events as u64, summary.files + summary.directories);
+    assert_eq!(events, 501);
+    // Batches of 64 (the interval never runs out here), and the rest at the end.
+    assert_eq!(batches.len(), 501usize.div_ceil(64));
+    assert!(batches[..batches.len() - 1].iter().all(|b| b.len() == 64));
+}
+
+/// Stops the run from the observer, as another thread would, at the `at`-th copied entry.
+struct StopAt<'a> {
+    control: &'a Control,
+    at: u64,
+    seen: AtomicU64,
+}
+
+impl Observer for StopAt<'_> {
+    fn event(&self, event: Event) {
+        if let Event::Copied { .. } = event {
+            if self.seen.fetch_add(1, Ordering::SeqCst) + 1 == self.at {
+                self.control.stop();
+            }
+        }
+    }
+}
+
+#[test]
+fn a_stopped_run_leaves_no_half_files_and_a_rerun_finishes_it() {
+    for kind in FsKind::ALL {
+        let Some(fs) = LoopFs::try_new(kind, 300) else {
+            continue;
+        };
+        let (src, dst) = (fs.path().join("src"), fs.path().join("dst"));
+        tree(&src, 23, 1500);
+        let control = Control::new();
+        let stopper = StopAt {
+            control: &control,
+            at: 100,
+            seen: AtomicU64::new(0),
+        };
+        let mut opts = Options::archive();
+        opts.jobs = 2;
+        let summary = mimeo::copy_with(&[CopyPair::new(&src, &dst)], &opts, &stopper, &control);
+        assert!(summary.interrupted, "{kind}: the run was stopped");
+        assert!(summary.files < 1000, "{kind}: stopped early: {summary:?}");
+        // A clean stop: no temporary, no marker, and every file complete (none marked).
+        let half =
+            no_half_files(&src, &dst, &Allow::default()).unwrap_or_else(|e| panic!("{kind}: {e}"));
+        assert!(half.complete > 0, "{kind}");
+        let scratch: Vec<_> = walkdir(&dst)
+            .into_iter()
+            .filter(|p| p.file_name().is_some_and(is_scratch))
+            .collect();
+        assert!(scratch.is_empty(), "{kind}: {scratch:?}");
+        opts.overwrite = Overwrite::Replace;
+        let summary = mimeo::copy(&[CopyPair::new(&src, &dst)], &opts, &mimeo::NoObserver);
+        assert_eq!(summary.errors, 0);
+        assert_archive_equal(&format!("{kind}: stopped, then again"), &src, &dst);
+    }
+}
+
+/// Every path below `root`, directories included.
+fn walkdir(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![root.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if e.file_type().unwrap().is_dir() {
+                todo.push(p.clone());
+            }
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// A directory: its root and its path below it.
+type DirKey = (u32, Vec<u8>);
+
+/// Per directory: the items it still waits for, and its completion (as JSON) once its pass ran.
+type Pending = BTreeMap<DirKey, (usize, Option<String>)>;
+
+/// A scheduler of the caller's own: one thread, first in first out, and every work item and
+/// every completion passes through JSON on its way, as it would between processes. Directory
+/// completion is counted by path, not by anything the engine keeps.
+fn run_serialized(exec: &Executor<'_>, initial: Vec<WorkItem>) {
+    // Pending items per directory, and the directory each queued item gates.
+    let mut pending: Pending = BTreeMap::new();
+    let mut queue: VecDeque<(String, Option<DirKey>)> = initial
+        .into_iter()
+        .map(|i| (serde_json::to_string(&i).unwrap(), None))
+        .collect();
+    let mut worker = exec.worker();
+    fn release(
+        exec: &Executor<'_>,
+        worker: &mut Worker,
+        pending: &mut Pending,
+        key: Option<DirKey>,
+    ) {
+        let Some(key) = key else { return };
+        let entry = pending.get_mut(&key).unwrap();
+        entry.0 -= 1;
+        if entry.0 > 0 {
+            return;
+        }
+        let (_, done) = pending.remove(&key).unwrap();
+        let done: DirDone = serde_json::from_str(&done.unwrap()).unwrap();
+        exec.complete(worker, done);
+        // The parent directory waited for this one.
+        let (root, path) = key;
+        let parent = match path.iter().rposition(|&b| b == b'/') {
+            Some(i) => Some((root, path[..i].to_vec())),
+            None if !path.is_empty() => Some((root, Vec::new())),
+            None => None,
+        };
+        let parent = parent.filter(|p| pending.contains_key(p));
+        release(exec, worker, pending, parent);
+    }
+    while let Some((text, gate)) = queue.pop_front() {
+        let item: WorkItem = serde_json::from_str(&text).unwrap();
+        let is_pass = matches!(item.kind, WorkKind::Dir(_));
+        let key = (item.root, item.path.clone());
+        if is_pass {
+            pending.insert(key.clone(), (1, None));
+        }
+        let mine = if is_pass {
+            Some(key.clone())
+        } else {
+            gate.clone()
+        };
+        let mut spawned = Vec::new();
+        let done = exec.run(&mut worker, item, &mut |i| spawned.push(i));
+        for i in spawned {
+            if let Some(k) = &mine {
+                pending.get_mut(k).unwrap().0 += 1;
+            }
+            queue.push_back((serde_json::to_string(&i).unwrap(), mine.clone()));
+        }
+        if let Some(done) = done {
+            pending.get_mut(&key).unwrap().1 = Some(serde_json::to_string(&done).unwrap());
+        }
+        release(exec, &mut worker, &mut pending, mine);
+    }
+    assert!(
+        pending.is_empty(),
+        "directories never completed: {pending:?}"
+    );
+}
+
+#[test]
+fn a_scheduler_of_plain_serialized_items_copies_the_same_tree() {
+    for kind in FsKind::ALL {
+        let Some(fs) = LoopFs::try_new(kind, 300) else {
+            continue;
+        };
+        let (src, dst) = (fs.path().join("src"), fs.path().join("dst"));
+        tree(&src, 31, 600);
+        // Many files in one directory, so that it is shared out as `Entries` items too.
+        fs::create_dir(src.join("wide")).unwrap();
+        for i in 0..1500 {
+            fs::write(src.join("wide").join(format!("{i:04}")), b"w").unwrap();
+        }
+        let control = Control::new();
+        let mut opts = Options::archive();
+        opts.jobs = 2;
+        let tally = Tally::default();
+        let (exec, initial) = Executor::new(&[CopyPair::new(&src, &dst)], &opts, &tally, &control);
+        run_serialized(&exec, initial);
+        let summary = exec.finish();
+        assert_eq!(summary.errors, 0, "{kind}");
+        assert_archive_equal(&format!("{kind}: serialized scheduler"), &src, &dst);
+        assert_eq!(
+            tally.copied.lock().unwrap().len() as u64,
+            summary.files
+                + summary.directories
+                + summary.symlinks
+                + summary.hard_links
+                + summary.specials
+        );
+    }
+}
