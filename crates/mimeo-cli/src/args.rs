@@ -98,7 +98,8 @@ pub struct Args {
     #[arg(short = 'p')]
     pub preserve_default: bool,
 
-    /// Preserve the attributes in ATTR_LIST (mode,ownership,timestamps,links,xattr,all)
+    /// Preserve the attributes in ATTR_LIST (mode,ownership,timestamps,links,xattr,all), and
+    /// sharing: extents shared between source files stay shared in the copy (part of all)
     #[arg(long, value_name = "ATTR_LIST", num_args = 0..=1, require_equals = true,
           default_missing_value = "mode,ownership,timestamps", action = ArgAction::Append)]
     pub preserve: Vec<String>,
@@ -173,6 +174,11 @@ pub struct Args {
     #[arg(short = 'j', long, value_name = "N", allow_hyphen_values = true)]
     pub jobs: Option<usize>,
 
+    /// Copy files of at least twice SIZE in ranges of SIZE, several workers at once (off:
+    /// never, the default)
+    #[arg(long, value_name = "SIZE", value_parser = parse_split, allow_hyphen_values = true)]
+    pub split: Option<u64>,
+
     /// Buffer size for streamed copies, e.g. 1M
     #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
     pub buffer_size: Option<usize>,
@@ -219,6 +225,10 @@ pub struct Args {
     /// same blocks (for measurements)
     #[arg(long, hide = true)]
     pub no_shared_reads: bool,
+    /// When stopped by SIGINT or SIGTERM, keep the written part of large files being copied,
+    /// marked incomplete, for a later -u to resume
+    #[arg(long)]
+    pub partial: bool,
 
     /// Flush every file and directory to stable storage before counting it as copied
     #[arg(long)]
@@ -380,6 +390,14 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
     n.checked_mul(mult)
         .filter(|&v| v > 0)
         .ok_or_else(|| format!("invalid size '{s}'"))
+}
+
+/// `--split`: a size, or `off` (0).
+pub fn parse_split(s: &str) -> Result<u64, String> {
+    if s == "off" {
+        return Ok(0);
+    }
+    parse_size(s).map(|n| n as u64)
 }
 
 #[cfg(test)]

@@ -53,6 +53,10 @@ const PRESERVE_ITEMS: &[&str] = &[
     "all",
 ];
 
+/// mimeo's own attributes. They are not in cp's list, so a name cp knows always means cp's,
+/// and messages about a bad name list cp's names, as cp words them.
+const MIMEO_ITEMS: &[&str] = &["sharing"];
+
 /// Applies one `--preserve=LIST` (`on`) or `--no-preserve=LIST`. Names may be abbreviated, as
 /// in cp; an empty one is ambiguous, as in cp.
 fn apply_list(p: &mut Preserve, list: &str, on: bool) -> Result<(), ConfigError> {
@@ -60,7 +64,10 @@ fn apply_list(p: &mut Preserve, list: &str, on: bool) -> Result<(), ConfigError>
     for item in list.split(',') {
         let name = match choose(item, PRESERVE_ITEMS) {
             Ok(i) => PRESERVE_ITEMS[i],
-            Err(bad) => return Err(usage(bad.message(item, option, PRESERVE_ITEMS))),
+            Err(bad) => match choose(item, MIMEO_ITEMS) {
+                Ok(i) if !item.is_empty() => MIMEO_ITEMS[i],
+                _ => return Err(usage(bad.message(item, option, PRESERVE_ITEMS))),
+            },
         };
         match name {
             "mode" => {
@@ -70,6 +77,7 @@ fn apply_list(p: &mut Preserve, list: &str, on: bool) -> Result<(), ConfigError>
             "ownership" => p.ownership = on,
             "timestamps" => p.timestamps = on,
             "links" => p.links = on,
+            "sharing" => p.sharing = on,
             "xattr" => {
                 p.xattr = on;
                 p.xattr_required = on;
@@ -84,8 +92,9 @@ fn apply_list(p: &mut Preserve, list: &str, on: bool) -> Result<(), ConfigError>
                 p.timestamps = on;
                 p.links = on;
                 p.xattr = on;
+                p.sharing = on;
             }
-            _ => unreachable!("{name} is not in PRESERVE_ITEMS"),
+            _ => unreachable!("{name} is not in PRESERVE_ITEMS or MIMEO_ITEMS"),
         }
     }
     Ok(())
@@ -288,10 +297,14 @@ impl Config {
         } else {
             None
         };
+        if let Some(size) = a.split {
+            options.split = (size > 0).then_some(size);
+        }
         options.verify = a.verify;
         options.nocache = a.nocache;
         options.record_origin = a.record_origin;
         options.shared_reads = !a.no_shared_reads;
+        options.partial = a.partial;
         options.sync = a.sync;
         let progress = !a.quiet
             && match a.progress {

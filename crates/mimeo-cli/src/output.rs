@@ -220,7 +220,7 @@ pub fn summary_json(s: &Summary) -> String {
             "\"hard_links\":{},\"specials\":{},\"skipped\":{},\"bytes\":{},",
             "\"by_method\":{{\"clone\":{},\"offload\":{},\"stream\":{}}},",
             "\"files_by_method\":{{\"clone\":{},\"offload\":{},\"stream\":{}}},",
-            "\"hole_bytes\":{},\"shared_read_bytes\":{},\"errors\":{},\"vanished\":{},",
+            "\"hole_bytes\":{},\"shared_read_bytes\":{},\"resumed_bytes\":{},\"errors\":{},\"vanished\":{},",
             "\"interrupted\":{},\"elapsed_s\":{:.6}}}\n"
         ),
         s.files,
@@ -238,6 +238,7 @@ pub fn summary_json(s: &Summary) -> String {
         s.stream_files,
         s.hole_bytes,
         s.shared_read_bytes,
+        s.resumed_bytes,
         s.errors,
         s.vanished,
         s.interrupted,
@@ -263,7 +264,8 @@ pub fn summary_text(s: &Summary) -> String {
             "  offloaded {} in {} files\n",
             "  streamed  {} in {} files\n",
             "  holes     {}\n",
-            "  read through a canonical file {}\n"
+            "  read through a canonical file {}\n",
+            "  resumed   {}\n"
         ),
         s.files,
         s.directories,
@@ -285,6 +287,7 @@ pub fn summary_text(s: &Summary) -> String {
         s.stream_files,
         HumanBytes(s.hole_bytes),
         HumanBytes(s.shared_read_bytes),
+        HumanBytes(s.resumed_bytes),
     )
 }
 

@@ -33,6 +33,8 @@ pub(crate) struct Summary {
     hole_bytes: u64,
     /// Bytes read through a canonical file (shared reads of clones).
     shared_read_bytes: u64,
+    /// Bytes kept from copies an interrupted run had begun, verified and not copied again.
+    resumed_bytes: u64,
     /// Entries that failed.
     errors: u64,
     /// Sources that vanished during the run (also counted in `errors`).
@@ -63,6 +65,7 @@ impl Summary {
         d.set_item("files_by_method", self.files_by_method.bind(py).copy()?)?;
         d.set_item("hole_bytes", self.hole_bytes)?;
         d.set_item("shared_read_bytes", self.shared_read_bytes)?;
+        d.set_item("resumed_bytes", self.resumed_bytes)?;
         d.set_item("errors", self.errors)?;
         d.set_item("vanished", self.vanished)?;
         d.set_item("interrupted", self.interrupted)?;
@@ -211,6 +214,7 @@ fn summary(
         files_by_method: files_by_method.unbind(),
         hole_bytes: s.hole_bytes,
         shared_read_bytes: s.shared_read_bytes,
+        resumed_bytes: s.resumed_bytes,
         errors: s.errors,
         vanished: s.vanished,
         interrupted: s.interrupted,

@@ -68,7 +68,8 @@
 //!   parallel walker behind `space`
 //!   ([`work`]: the plain-data unit of work and its [`Executor`](work::Executor));
 //! - `place`: the overwrite decision, crash safety, hard-link groups;
-//! - `data`: clone / offload / stream, verify, metadata, shared reads ([`SharedFile`]);
+//! - `data`: clone / offload / stream, byte ranges ([`clone_range`]), verify, metadata,
+//!   shared reads ([`SharedFile`]);
 //! - `sys`: the only module that calls the kernel;
 //! - `report` ([`Error`], [`Event`], [`Summary`], [`Control`]) and [`Options`], used by all.
 
@@ -83,10 +84,12 @@ pub mod space;
 mod sys;
 mod tree;
 
+pub use data::concat::concat;
+pub use data::range::{RangeCopy, RangeError, clone_range};
 pub use data::shared::{SharedFile, SharedOpenOptions, SharedReadStats};
 pub use options::{
-    Backup, DEFAULT_BUFFER_SIZE, Dereference, LinkInstead, Options, Overwrite, Preserve, Reflink,
-    Sparse, default_jobs, default_max_jobs,
+    Backup, DEFAULT_BUFFER_SIZE, DEFAULT_SPLIT, Dereference, LinkInstead, Options, Overwrite,
+    Preserve, Reflink, Sparse, default_jobs, default_max_jobs,
 };
 pub use report::{
     Action, Cause, Control, EntryKind, Error, Event, EventChannel, FileOutcome, Method, NoObserver,
@@ -105,6 +108,7 @@ pub mod work {
     pub use crate::place::links::{LinkClaim, LinkGroups, LinkLoc, Sighting};
     pub use crate::sched::{Feed, Pool, Spawner};
     pub use crate::tree::{
-        DirDone, DirInfo, EntryType, Executor, Lineage, Stat, WorkItem, WorkKind, Worker, XattrList,
+        DirDone, DirInfo, EntryType, Executor, FileRange, Lineage, Stat, WorkItem, WorkKind,
+        Worker, XattrList,
     };
 }

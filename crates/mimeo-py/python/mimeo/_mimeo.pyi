@@ -43,6 +43,8 @@ class Summary:
     hole_bytes: int
     shared_read_bytes: int
     """Bytes read through a canonical file (shared reads of clones)."""
+    resumed_bytes: int
+    """Bytes kept from copies an interrupted run had begun, verified and not copied again."""
     errors: int
     vanished: int
     interrupted: bool

@@ -248,7 +248,8 @@ def test_paths_of_every_type_round_trip(fs):
 
 SUMMARY_KEYS = [
     "type", "files", "directories", "symlinks", "hard_links", "specials", "skipped",
-    "bytes", "by_method", "files_by_method", "hole_bytes", "shared_read_bytes", "errors",
+    "bytes", "by_method", "files_by_method", "hole_bytes", "shared_read_bytes", "resumed_bytes",
+    "errors",
     "vanished", "interrupted", "elapsed_s",
 ]
 

@@ -5,6 +5,8 @@
 //! file, so no fallback ever hides ENOSPC, EIO, EDQUOT or ENOMEM (DESIGN §1). Holes come from
 //! SEEK_DATA/SEEK_HOLE, never from `copy_file_range`.
 
+pub(crate) use super::error::{DataError, interrupted};
+use super::range::Ranger;
 use super::shared::{ReadVia, Through};
 use crate::options::{Reflink, Sparse};
 use crate::report::{Control, FileOutcome, Method, Op};
@@ -12,16 +14,20 @@ use crate::sys::{self, Errno, Meta};
 use rustix::fd::BorrowedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// A data-path failure: which step failed and the errno. Terminal for the file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct DataError {
-    pub op: Op,
-    pub errno: Errno,
+fn fail(op: Op) -> impl FnOnce(Errno) -> DataError {
+    move |errno| DataError::new(op, errno)
 }
 
-fn fail(op: Op) -> impl FnOnce(Errno) -> DataError {
-    move |errno| DataError { op, errno }
+/// Told which parts of a file's data are complete, so that a copy stopped part-way can be
+/// resumed (see `place::resume`). `reached(from, to)`: every byte and hole of `[from, to)`
+/// is final; `from` is where the range being copied started, and `to == from` says that its
+/// copy is starting.
+pub(crate) trait Checkpoint {
+    fn reached(&mut self, from: u64, to: u64);
 }
+
+/// The data step is told how far it got every this many bytes.
+pub(crate) const CHECKPOINT_EVERY: u64 = 64 << 20;
 
 /// The policy and facts that choose a file's data path.
 #[derive(Debug, Clone, Copy)]
@@ -90,47 +96,20 @@ impl NoCloneDevs {
 /// requests let progress and a stop request be seen often.
 const OFFLOAD_CHUNK: u64 = 256 << 20;
 
-/// Copies the bytes of `src` (described by `meta`) into the new, empty `dst`.
-pub(crate) fn copy_data(
-    src: BorrowedFd<'_>,
+/// Copies the bytes of `src` (described by `meta`) into the new, empty `dst`: a clone, or
+/// else an offload or stream of the whole file.
+pub(crate) fn copy_data<'a>(
+    src: BorrowedFd<'a>,
     meta: &Meta,
-    dst: BorrowedFd<'_>,
-    plan: &DataPlan<'_>,
-    buf: &mut Vec<u8>,
-    control: &Control,
+    dst: BorrowedFd<'a>,
+    plan: &'a DataPlan<'a>,
+    buf: &'a mut Vec<u8>,
+    control: &'a Control,
+    checkpoint: Option<&'a mut dyn Checkpoint>,
 ) -> Result<FileOutcome, DataError> {
     let size = meta.size;
-    if plan.sparse != Sparse::Never && plan.reflink != Reflink::Never && size > 0 {
-        if plan.same_fs && !plan.no_clone.contains(meta.dev) {
-            match sys::clone_file(dst, src) {
-                Ok(()) => {
-                    control.add_bytes(Method::Clone, size);
-                    let data = (meta.blocks * 512).min(size);
-                    return Ok(FileOutcome::new(Method::Clone, data, size - data));
-                }
-                Err(e) if clone_unsupported(e) && plan.reflink == Reflink::Auto => {
-                    if e == Errno::OPNOTSUPP {
-                        plan.no_clone.insert(meta.dev);
-                    }
-                }
-                Err(e) => {
-                    return Err(DataError {
-                        op: Op::Clone,
-                        errno: e,
-                    });
-                }
-            }
-        } else if plan.reflink == Reflink::Always {
-            return Err(DataError {
-                op: Op::Clone,
-                errno: Errno::XDEV,
-            });
-        }
-    } else if plan.reflink == Reflink::Always && size > 0 {
-        return Err(DataError {
-            op: Op::Clone,
-            errno: Errno::OPNOTSUPP,
-        });
+    if let Some(cloned) = clone_whole(src, meta, dst, plan, control)? {
+        return Ok(cloned);
     }
     if size == 0 && (plan.size_is_true || sys::sizes_are_true(src)) {
         return Ok(FileOutcome::new(Method::Stream, 0, 0));
@@ -140,49 +119,241 @@ pub(crate) fn copy_data(
         let n = stream_to_end(src, dst, plan, buf, control)?;
         return Ok(FileOutcome::new(Method::Stream, n, 0));
     }
-    let may_offload =
-        plan.sparse == Sparse::Auto && !(plan.reflink == Reflink::Never && plan.dst_cow);
-    let mut c = Copier {
-        src,
-        dst,
-        plan,
-        buf,
-        control,
-        offload: may_offload,
-        used_offload: false,
-        used_stream: false,
-        written: 0,
-        end: 0,
-        eof: None,
-        window: 0,
-        through: 0,
-    };
-    if plan.sparse == Sparse::Never || meta.blocks * 512 >= size {
-        // Not sparse, or holes unwanted: one segment, no SEEK_DATA/SEEK_HOLE calls.
-        c.segment(0, size)?;
-    } else {
-        c.segments(size)?;
+    let mut c = FileCopy::new(src, meta, dst, plan, buf, control).with_checkpoint(checkpoint);
+    c.span(0, size)?;
+    c.finish(size)
+}
+
+/// Goes on copying `src` into `dst`, whose parts `done` (sorted, disjoint) an earlier run
+/// wrote: the gaps between them are copied. Bytes outside `done` are either what that run
+/// wrote of the same source, or never written.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn resume_data<'a>(
+    src: BorrowedFd<'a>,
+    meta: &Meta,
+    dst: BorrowedFd<'a>,
+    plan: &'a DataPlan<'a>,
+    buf: &'a mut Vec<u8>,
+    control: &'a Control,
+    done: &[(u64, u64)],
+    checkpoint: Option<&'a mut dyn Checkpoint>,
+) -> Result<FileOutcome, DataError> {
+    let mut c = FileCopy::new(src, meta, dst, plan, buf, control).with_checkpoint(checkpoint);
+    c.resume_from(done);
+    let mut pos = 0;
+    for &(from, to) in done.iter().chain(std::iter::once(&(meta.size, meta.size))) {
+        c.span(pos, from)?;
+        pos = pos.max(to);
     }
-    c.drop_window(u64::MAX)?;
-    let final_size = match c.eof {
-        // The source shrank while we copied: keep exactly what it had.
-        Some(at) => at,
-        None => {
-            if c.end < size {
-                // A trailing hole (or zeros skipped by --sparse=always).
-                sys::truncate(dst, size).map_err(fail(Op::Truncate))?;
+    c.finish(meta.size)
+}
+
+/// Tries to clone the whole file (`FICLONE`) as the plan allows. `Some` when it was cloned,
+/// `None` when the data is to be copied.
+pub(crate) fn clone_whole(
+    src: BorrowedFd<'_>,
+    meta: &Meta,
+    dst: BorrowedFd<'_>,
+    plan: &DataPlan<'_>,
+    control: &Control,
+) -> Result<Option<FileOutcome>, DataError> {
+    let size = meta.size;
+    if plan.sparse != Sparse::Never && plan.reflink != Reflink::Never && size > 0 {
+        if plan.same_fs && !plan.no_clone.contains(meta.dev) {
+            match sys::clone_file(dst, src) {
+                Ok(()) => {
+                    control.add_bytes(Method::Clone, size);
+                    let data = (meta.blocks * 512).min(size);
+                    return Ok(Some(FileOutcome::new(Method::Clone, data, size - data)));
+                }
+                Err(e) if clone_unsupported(e) && plan.reflink == Reflink::Auto => {
+                    if e == Errno::OPNOTSUPP {
+                        plan.no_clone.insert(meta.dev);
+                    }
+                }
+                Err(e) => return Err(DataError::new(Op::Clone, e)),
             }
-            size
+        } else if plan.reflink == Reflink::Always {
+            return Err(DataError::new(Op::Clone, Errno::XDEV));
         }
-    };
-    let method = if c.used_offload && !c.used_stream {
-        Method::Offload
-    } else {
-        Method::Stream
-    };
-    let mut outcome = FileOutcome::new(method, c.written, final_size.saturating_sub(c.written));
-    outcome.shared_read_bytes = c.through;
-    Ok(outcome)
+    } else if plan.reflink == Reflink::Always && size > 0 {
+        return Err(DataError::new(Op::Clone, Errno::OPNOTSUPP));
+    }
+    Ok(None)
+}
+
+/// The copy of one file's data by ranges, in the order of the file: spans copied by offload
+/// or stream (holes kept), and pieces cloned from another file that holds the same bytes
+/// (`--preserve=sharing`). [`FileCopy::finish`] sets the size and says how it went.
+pub(crate) struct FileCopy<'a> {
+    c: Copier<'a>,
+    /// Keep the source's holes: look for them with SEEK_DATA/SEEK_HOLE.
+    holes: bool,
+    /// Bytes cloned from another file.
+    shared: u64,
+    /// Bytes below this offset were kept from an earlier, interrupted run.
+    resumed: u64,
+}
+
+impl<'a> FileCopy<'a> {
+    pub fn new(
+        src: BorrowedFd<'a>,
+        meta: &Meta,
+        dst: BorrowedFd<'a>,
+        plan: &'a DataPlan<'a>,
+        buf: &'a mut Vec<u8>,
+        control: &'a Control,
+    ) -> Self {
+        let may_offload =
+            plan.sparse == Sparse::Auto && !(plan.reflink == Reflink::Never && plan.dst_cow);
+        FileCopy {
+            c: Copier {
+                src,
+                dst,
+                plan,
+                buf,
+                control,
+                offload: may_offload,
+                used_offload: false,
+                used_stream: false,
+                written: 0,
+                end: 0,
+                eof: None,
+                window: 0,
+                span_start: 0,
+                prefix: 0,
+                checkpoint: None,
+                told: None,
+                through: 0,
+            },
+            // Not sparse, or holes unwanted: one segment, no SEEK_DATA/SEEK_HOLE calls.
+            holes: plan.sparse != Sparse::Never && meta.blocks * 512 < meta.size,
+            shared: 0,
+            resumed: 0,
+        }
+    }
+
+    /// Tells `checkpoint` how far the copy of each range got: before its first byte, then
+    /// every [`CHECKPOINT_EVERY`] bytes, and at its end.
+    pub fn with_checkpoint(mut self, checkpoint: Option<&'a mut dyn Checkpoint>) -> Self {
+        self.c.checkpoint = checkpoint;
+        self
+    }
+
+    /// Goes on from the parts `done` an earlier run wrote, which stay as they are.
+    pub fn resume_from(&mut self, done: &[(u64, u64)]) {
+        self.resumed = done.iter().map(|(a, b)| b - a).sum();
+        self.c.end = done.iter().map(|&(_, b)| b).max().unwrap_or(0);
+    }
+
+    /// Records a failure; when the run was stopped, with the part of the range being copied
+    /// that was complete.
+    fn stopped(&self, e: DataError) -> DataError {
+        DataError {
+            stopped_at: (e.op == Op::Interrupted).then_some((self.c.span_start, self.c.prefix)),
+            ..e
+        }
+    }
+
+    /// Copies `[from, to)` of the source to the same place (offload, else stream), leaving
+    /// the source's holes as holes. Stops early where the source ends.
+    pub fn span(&mut self, from: u64, to: u64) -> Result<(), DataError> {
+        if from >= to || self.c.eof.is_some() {
+            return Ok(());
+        }
+        self.c.span_start = from;
+        self.c.prefix = from;
+        self.c.told = None;
+        // Before the first byte: the checkpoint learns that this range is being copied.
+        self.c.tell();
+        let r = if self.holes {
+            self.c.segments(from, to)
+        } else {
+            self.c.segment(from, to)
+        };
+        r.map_err(|e| self.stopped(e))?;
+        if self.c.eof.is_none() {
+            // A trailing hole of the span is complete too, and the whole range is told.
+            self.c.advance(to);
+            self.c.told = None;
+            self.c.tell();
+        }
+        Ok(())
+    }
+
+    /// Puts `[at, at + len)` of the file in place by cloning the same bytes from `holder` at
+    /// `holder_off` (another copy that already holds them), copying what cannot be cloned.
+    pub fn clone_from(
+        &mut self,
+        holder: BorrowedFd<'_>,
+        holder_off: u64,
+        at: u64,
+        len: u64,
+        granularity: u64,
+    ) -> Result<(), DataError> {
+        let mut done = super::range::RangeCopy::default();
+        let mut r = Ranger::new(self.c.control, self.c.buf, self.c.plan.buffer_size);
+        r.offload = self.c.offload;
+        let result = r.copy(
+            holder,
+            holder_off,
+            self.c.dst,
+            at,
+            len,
+            granularity,
+            &mut done,
+        );
+        let offloaded = r.offload;
+        result.map_err(|e| self.stopped(e))?;
+        self.shared += done.cloned;
+        self.c.written += done.total();
+        if done.copied > 0 {
+            self.c.used_offload |= offloaded;
+            self.c.used_stream |= !offloaded;
+        }
+        self.c.end = self.c.end.max(at + done.total());
+        if done.total() < len {
+            // The holder is shorter than it should be: the rest comes from the source.
+            self.span(at + done.total(), at + len)?;
+        }
+        Ok(())
+    }
+
+    /// What was written so far: data bytes, and whether by offload and by stream.
+    pub fn tally(&self) -> (u64, bool, bool) {
+        (self.c.written, self.c.used_offload, self.c.used_stream)
+    }
+
+    /// Ends the copy of a file of `size` bytes: a trailing hole, and how it went.
+    pub fn finish(mut self, size: u64) -> Result<FileOutcome, DataError> {
+        let c = &mut self.c;
+        c.drop_window(u64::MAX)?;
+        let final_size = match c.eof {
+            // The source shrank while we copied: keep exactly what it had.
+            Some(at) => at,
+            None => {
+                if c.end < size {
+                    // A trailing hole (or zeros skipped by --sparse=always).
+                    sys::truncate(c.dst, size).map_err(fail(Op::Truncate))?;
+                }
+                size
+            }
+        };
+        let copied = c.written - self.shared;
+        let method = if copied == 0 && self.shared > 0 {
+            Method::Clone
+        } else if c.used_offload && !c.used_stream {
+            Method::Offload
+        } else {
+            Method::Stream
+        };
+        let bytes = (c.written + self.resumed).min(final_size);
+        let mut outcome = FileOutcome::new(method, bytes, final_size - bytes);
+        outcome.cloned_bytes = self.shared;
+        outcome.resumed_bytes = self.resumed;
+        outcome.shared_read_bytes = c.through;
+        Ok(outcome)
+    }
 }
 
 struct Copier<'a> {
@@ -203,6 +374,13 @@ struct Copier<'a> {
     eof: Option<u64>,
     /// With --nocache: the start of the range not yet dropped from the page cache.
     window: u64,
+    /// Where the range being copied started.
+    span_start: u64,
+    /// Everything from `span_start` to this offset is complete.
+    prefix: u64,
+    checkpoint: Option<&'a mut dyn Checkpoint>,
+    /// Where the checkpoint was last told.
+    told: Option<u64>,
     /// Bytes read through a canonical file.
     through: u64,
 }
@@ -212,6 +390,26 @@ struct Copier<'a> {
 const NOCACHE_WINDOW: u64 = 8 << 20;
 
 impl Copier<'_> {
+    /// Everything below `at` is complete (pieces are put in place in the file's order).
+    fn advance(&mut self, at: u64) {
+        if at > self.prefix {
+            self.prefix = at;
+            self.tell();
+        }
+    }
+
+    /// Tells the checkpoint, if any, how far the copy of the range got: the first time, and
+    /// then when it got [`CHECKPOINT_EVERY`] further.
+    fn tell(&mut self) {
+        let at = self.prefix;
+        if let Some(cp) = self.checkpoint.as_deref_mut() {
+            if self.told.is_none_or(|t| at >= t + CHECKPOINT_EVERY) {
+                cp.reached(self.span_start, at);
+                self.told = Some(at);
+            }
+        }
+    }
+
     /// With --nocache, once `upto` is a window past the last drop (or at the end, with
     /// `u64::MAX`), writes the range back and drops it from the cache on both sides.
     fn drop_window(&mut self, upto: u64) -> Result<(), DataError> {
@@ -235,19 +433,19 @@ impl Copier<'_> {
         Ok(())
     }
 
-    /// Copies every data segment below `size`, leaving holes unwritten.
-    fn segments(&mut self, size: u64) -> Result<(), DataError> {
-        let mut pos = 0;
-        while pos < size && self.eof.is_none() {
+    /// Copies every data segment of `[from, to)`, leaving holes unwritten.
+    fn segments(&mut self, from: u64, to: u64) -> Result<(), DataError> {
+        let mut pos = from;
+        while pos < to && self.eof.is_none() {
             let Some(data) = sys::seek_data(self.src, pos).map_err(fail(Op::Read))? else {
                 break;
             };
-            if data >= size {
+            if data >= to {
                 break;
             }
             let hole = sys::seek_hole(self.src, data)
                 .map_err(fail(Op::Read))?
-                .min(size);
+                .min(to);
             self.segment(data, hole)?;
             pos = hole;
         }
@@ -257,6 +455,8 @@ impl Copier<'_> {
     /// Copies bytes `[from, to)`: the ranges read through a canonical file (`plan.via`)
     /// through it, the rest from the source.
     fn segment(&mut self, from: u64, to: u64) -> Result<(), DataError> {
+        // What lies below `from` and was not written is a hole of the source: complete.
+        self.advance(from);
         let mut pos = from;
         let via = self.plan.via;
         for v in via.iter().filter(|v| v.at < to && v.at + v.len > from) {
@@ -290,6 +490,8 @@ impl Copier<'_> {
                 interrupted(self.control)?;
                 let chunk = if self.plan.nocache {
                     NOCACHE_WINDOW
+                } else if self.checkpoint.is_some() {
+                    CHECKPOINT_EVERY
                 } else {
                     OFFLOAD_CHUNK
                 };
@@ -302,6 +504,7 @@ impl Copier<'_> {
                     Ok(n) => {
                         pos += n;
                         self.drop_window(pos)?;
+                        self.advance(pos);
                     }
                     Err(e) if offload_unsupported(e.errno) && !self.used_offload => {
                         self.offload = false;
@@ -348,6 +551,7 @@ impl Copier<'_> {
             }
             pos += n;
             self.drop_window(pos)?;
+            self.advance(pos);
         }
         Ok(())
     }
@@ -421,10 +625,7 @@ impl Copier<'_> {
             Ok(m) => m,
             Err(e) => {
                 let errno = Errno::from_io_error(&e).unwrap_or(Errno::IO);
-                return Err(failed.unwrap_or(DataError {
-                    op: Op::Read,
-                    errno,
-                }));
+                return Err(failed.unwrap_or(DataError::new(Op::Read, errno)));
             }
         };
         self.written = written + m.bytes;
@@ -432,7 +633,10 @@ impl Copier<'_> {
         if m.bytes < to - from {
             self.eof = Some(from + m.bytes);
         }
-        self.drop_window(from + m.bytes)
+        self.drop_window(from + m.bytes)?;
+        // The range is complete only once its checks passed and it was written in full.
+        self.advance(from + m.bytes);
+        Ok(())
     }
 
     /// Moves up to `want` bytes of `fd` at `off` into the destination at `dst_off`: by
@@ -454,18 +658,6 @@ impl Copier<'_> {
             }
         }
         self.stream_chunk(fd, off, dst_off, want)
-    }
-}
-
-/// Fails the file when the run has been stopped, so it is removed promptly.
-pub(crate) fn interrupted(control: &Control) -> Result<(), DataError> {
-    if control.is_stopped() {
-        Err(DataError {
-            op: Op::Interrupted,
-            errno: Errno::INTR,
-        })
-    } else {
-        Ok(())
     }
 }
 
@@ -508,10 +700,7 @@ fn write_all_at(dst: BorrowedFd<'_>, mut data: &[u8], mut off: u64) -> Result<()
     while !data.is_empty() {
         match sys::pwrite(dst, data, off) {
             Ok(0) => {
-                return Err(DataError {
-                    op: Op::Write,
-                    errno: Errno::NOSPC,
-                });
+                return Err(DataError::new(Op::Write, Errno::NOSPC));
             }
             Ok(n) => {
                 data = &data[n..];
@@ -519,10 +708,7 @@ fn write_all_at(dst: BorrowedFd<'_>, mut data: &[u8], mut off: u64) -> Result<()
             }
             Err(Errno::INTR) => {}
             Err(e) => {
-                return Err(DataError {
-                    op: Op::Write,
-                    errno: e,
-                });
+                return Err(DataError::new(Op::Write, e));
             }
         }
     }
@@ -548,16 +734,10 @@ fn stream_to_end(
             Ok(n) => n,
             Err(Errno::INTR) => continue,
             Err(Errno::AGAIN) => {
-                return Err(DataError {
-                    op: Op::Read,
-                    errno: Errno::AGAIN,
-                });
+                return Err(DataError::new(Op::Read, Errno::AGAIN));
             }
             Err(e) => {
-                return Err(DataError {
-                    op: Op::Read,
-                    errno: e,
-                });
+                return Err(DataError::new(Op::Read, e));
             }
         };
         if n == 0 {
@@ -574,18 +754,12 @@ pub(crate) fn write_all(dst: BorrowedFd<'_>, mut data: &[u8]) -> Result<(), Data
     while !data.is_empty() {
         match sys::write(dst, data) {
             Ok(0) => {
-                return Err(DataError {
-                    op: Op::Write,
-                    errno: Errno::NOSPC,
-                });
+                return Err(DataError::new(Op::Write, Errno::NOSPC));
             }
             Ok(w) => data = &data[w..],
             Err(Errno::INTR) => {}
             Err(errno) => {
-                return Err(DataError {
-                    op: Op::Write,
-                    errno,
-                });
+                return Err(DataError::new(Op::Write, errno));
             }
         }
     }

@@ -3,7 +3,8 @@
 //! FIFO without a reader, or a full one, is waited for in short polls, so that a stop request
 //! is still seen.
 
-use super::copy::{DataError, interrupted, write_all};
+use super::copy::write_all;
+use super::error::{DataError, interrupted};
 use crate::report::{Control, Op};
 use crate::sys::{self, Errno};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -29,10 +30,7 @@ pub(crate) fn open_node(
                 std::thread::sleep(POLL);
             }
             Err(errno) => {
-                return Err(DataError {
-                    op: Op::Create,
-                    errno,
-                });
+                return Err(DataError::new(Op::Create, errno));
             }
             Ok(fd) => return Ok(fd),
         }
@@ -52,10 +50,8 @@ pub(crate) fn stream_into(
     let mut pos = 0u64;
     loop {
         interrupted(control)?;
-        let n = sys::pread(src, &mut buf[..bs], pos).map_err(|errno| DataError {
-            op: Op::Read,
-            errno,
-        })?;
+        let n = sys::pread(src, &mut buf[..bs], pos)
+            .map_err(|errno| DataError::new(Op::Read, errno))?;
         if n == 0 {
             return Ok(pos);
         }
@@ -69,10 +65,7 @@ pub(crate) fn stream_into(
                     sys::wait_writable(dst.as_fd(), POLL.as_millis() as i32);
                 }
                 Err(errno) => {
-                    return Err(DataError {
-                        op: Op::Write,
-                        errno,
-                    });
+                    return Err(DataError::new(Op::Write, errno));
                 }
             }
         }
@@ -92,10 +85,7 @@ pub(crate) fn read_contents(
     control: &Control,
 ) -> Result<u64, DataError> {
     let bs = buffer(buf, buffer_size);
-    let read_error = |errno| DataError {
-        op: Op::Read,
-        errno,
-    };
+    let read_error = |errno| DataError::new(Op::Read, errno);
     let mut total = 0u64;
     loop {
         interrupted(control)?;

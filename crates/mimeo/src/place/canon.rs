@@ -120,7 +120,7 @@ mod tests {
             loc: LinkLoc {
                 root: 0,
                 dir: None,
-                name: std::ffi::CString::new(name).unwrap(),
+                name: name.as_bytes().to_vec(),
             },
             id: (1, name.len() as u64),
         }
@@ -148,7 +148,7 @@ mod tests {
         assert_eq!(t.len(), 2);
         assert_eq!((t[0].at, t[0].len, t[0].holder_at), (0, 100, 0));
         assert_eq!((t[1].at, t[1].len, t[1].holder_at), (150, 50, 200));
-        assert!(t.iter().all(|x| x.holder.loc.name.as_bytes() == b"parent"));
+        assert!(t.iter().all(|x| x.holder.loc.name.as_slice() == b"parent"));
         // Another device's addresses are another space.
         assert!(m.claim(8, &clone, || holder("elsewhere")).is_empty());
         // A file that shares a part held by the parent and a part nobody held.
@@ -157,7 +157,7 @@ mod tests {
         assert_eq!(t.len(), 1);
         assert_eq!((t[0].at, t[0].len, t[0].holder_at), (0, 50, 200));
         let t = m.claim(7, &[ext(500, 2100, 50, s)], || holder("fourth"));
-        assert_eq!(t[0].holder.loc.name.as_bytes(), b"third");
+        assert_eq!(t[0].holder.loc.name.as_slice(), b"third");
         assert_eq!(t[0].holder_at, 50);
     }
 
@@ -186,9 +186,9 @@ mod tests {
         // What is held still serves: clones of the first file, and of the big one's start.
         let t = m.claim(7, &first, || holder("clone of first"));
         assert_eq!(t.len(), 4);
-        assert!(t.iter().all(|x| x.holder.loc.name.as_bytes() == b"first"));
+        assert!(t.iter().all(|x| x.holder.loc.name.as_slice() == b"first"));
         let t = m.claim(7, &[ext(0, 1, 100, s)], || holder("clone of big"));
-        assert_eq!(t[0].holder.loc.name.as_bytes(), b"big");
+        assert_eq!(t[0].holder.loc.name.as_slice(), b"big");
         // The rest is read from each file itself.
         assert!(m.claim(7, &second, || holder("clone of second")).is_empty());
     }

@@ -199,6 +199,8 @@ pub(crate) fn commit_temp(
 pub(crate) struct PartMarker {
     /// The marker's name once created; None when it could not be created.
     made: OnceCell<Option<CString>>,
+    /// An incomplete entry was left on purpose (`--partial`): the marker stays.
+    keep: std::cell::Cell<bool>,
 }
 
 impl PartMarker {
@@ -215,9 +217,18 @@ impl PartMarker {
             .is_some()
     }
 
+    /// An entry of this part is left incomplete on purpose (`--partial`): the marker stays,
+    /// so that the entry is found incomplete.
+    pub fn keep(&self) {
+        self.keep.set(true);
+    }
+
     /// Removes the marker, if this part made one, from `dir`, the directory it was made in:
     /// every entry of the part is complete (or was removed).
     pub fn remove_in(self, dir: BorrowedFd<'_>) {
+        if self.keep.get() {
+            return;
+        }
         if let Some(Some(name)) = self.made.into_inner() {
             let _ = sys::unlink(dir, &name, false);
         }

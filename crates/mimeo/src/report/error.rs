@@ -189,6 +189,8 @@ pub enum Refusal {
     },
     /// `--verify`: the copy's content differs from the source's (BLAKE3).
     ContentDiffers,
+    /// [`concat`](crate::concat): a part is the output file itself. The path is the part.
+    InputIsOutput,
     /// `-l` or `-s` onto an existing entry, kept without `-f` or `--remove-destination`. The
     /// path is the destination.
     LinkExists {
@@ -322,6 +324,7 @@ impl Error {
             Refusal::SizeDiffers { copy, source } => format!(
                 "verification failed for {path}: size {copy} differs from the source's {source}"
             ),
+            Refusal::InputIsOutput => format!("{path}: input file is output file"),
             Refusal::LinkExists { target, symbolic } => format!(
                 "cannot create {} link {path} to {}: File exists",
                 if *symbolic { "symbolic" } else { "hard" },

@@ -39,6 +39,13 @@ pub struct FileOutcome {
     /// same blocks and was read earlier in the run (shared reads, for copies that cannot
     /// clone). They count under the file's method as well.
     pub shared_read_bytes: u64,
+    /// Bytes of `bytes` cloned by range (`FICLONERANGE`) in a file copied otherwise: extents
+    /// that an earlier copy in the run already holds (`--preserve=sharing`), or the aligned
+    /// parts of a concatenation. Counted as cloned in the [`Summary`](crate::Summary).
+    pub cloned_bytes: u64,
+    /// Bytes of `bytes` kept from an earlier run that was interrupted: the prefix it had
+    /// written, which this run verified and did not copy again.
+    pub resumed_bytes: u64,
 }
 
 impl FileOutcome {
@@ -49,6 +56,8 @@ impl FileOutcome {
             bytes,
             hole_bytes,
             shared_read_bytes: 0,
+            cloned_bytes: 0,
+            resumed_bytes: 0,
         }
     }
 }

@@ -25,7 +25,8 @@ pub struct Summary {
     pub specials: u64,
     /// Entries left alone because of `-n` or `-u`.
     pub skipped: u64,
-    /// Bytes of file data now present in the destination (excluding holes).
+    /// Bytes of file data now present in the destination (excluding holes): cloned,
+    /// offloaded, streamed and resumed.
     pub bytes: u64,
     /// Bytes that share extents with their source.
     pub clone_bytes: u64,
@@ -45,6 +46,10 @@ pub struct Summary {
     /// read earlier in the run) instead of the file itself: part of the offloaded and
     /// streamed bytes.
     pub shared_read_bytes: u64,
+    /// Bytes kept from the prefixes that interrupted runs had written (`-u` after a killed
+    /// copy, or `--partial`), verified and not copied again; part of `bytes`, and of no
+    /// method's count.
+    pub resumed_bytes: u64,
     /// Entries that failed.
     pub errors: u64,
     /// Sources that disappeared during the run (also counted in `errors`).
@@ -74,6 +79,7 @@ impl Summary {
         self.stream_files += other.stream_files;
         self.hole_bytes += other.hole_bytes;
         self.shared_read_bytes += other.shared_read_bytes;
+        self.resumed_bytes += other.resumed_bytes;
         self.errors += other.errors;
         self.vanished += other.vanished;
         self.interrupted |= other.interrupted;
@@ -112,6 +118,7 @@ pub(crate) struct Counters {
     method_files: [AtomicU64; 3],
     hole_bytes: AtomicU64,
     shared_read_bytes: AtomicU64,
+    resumed_bytes: AtomicU64,
     errors: AtomicU64,
     vanished: AtomicU64,
 }
@@ -127,7 +134,15 @@ impl Counters {
         };
         counter.fetch_add(1, Relaxed);
         if let Some(o) = outcome {
-            self.method_bytes[o.method as usize].fetch_add(o.bytes, Relaxed);
+            // Bytes cloned from another copy count as cloned, a kept prefix as resumed, and
+            // the rest under the file's method.
+            let own = o.bytes - o.cloned_bytes.min(o.bytes);
+            let own = own - o.resumed_bytes.min(own);
+            self.method_bytes[o.method as usize].fetch_add(own, Relaxed);
+            if o.cloned_bytes > 0 {
+                self.method_bytes[Method::Clone as usize].fetch_add(o.cloned_bytes, Relaxed);
+            }
+            self.resumed_bytes.fetch_add(o.resumed_bytes, Relaxed);
             self.method_files[o.method as usize].fetch_add(1, Relaxed);
             self.hole_bytes.fetch_add(o.hole_bytes, Relaxed);
             self.shared_read_bytes
@@ -156,7 +171,8 @@ impl Counters {
             hard_links: self.hard_links.load(Relaxed),
             specials: self.specials.load(Relaxed),
             skipped: self.skipped.load(Relaxed),
-            bytes: Method::ALL.iter().map(|&m| by(m)).sum(),
+            bytes: Method::ALL.iter().map(|&m| by(m)).sum::<u64>()
+                + self.resumed_bytes.load(Relaxed),
             clone_bytes: by(Method::Clone),
             offload_bytes: by(Method::Offload),
             stream_bytes: by(Method::Stream),
@@ -165,6 +181,7 @@ impl Counters {
             stream_files: files(Method::Stream),
             hole_bytes: self.hole_bytes.load(Relaxed),
             shared_read_bytes: self.shared_read_bytes.load(Relaxed),
+            resumed_bytes: self.resumed_bytes.load(Relaxed),
             errors: self.errors.load(Relaxed),
             vanished: self.vanished.load(Relaxed),
             interrupted: false,

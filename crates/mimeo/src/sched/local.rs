@@ -89,11 +89,16 @@ pub fn copy_hooked(
     hooks: &dyn Hooks,
 ) -> Summary {
     let (exec, initial) = Executor::with_hooks(pairs, opts, observer, control, hooks);
-    // Files alone need no more workers than there are files; questions to the user are
-    // asked one after another, in the order of the sources, as cp asks them.
+    // Files alone need no more workers than there are files, unless one is split; questions
+    // to the user are asked one after another, in the order of the sources, as cp asks them.
+    let alone = initial.iter().all(|i| matches!(i.kind, WorkKind::Root));
+    let split = initial.iter().any(|i| {
+        let size = i.stat.map_or(0, |s| s.size);
+        opts.split.is_some_and(|each| each > 0 && size >= 2 * each)
+    });
     let jobs = if opts.interactive {
         1
-    } else if initial.iter().all(|i| matches!(i.kind, WorkKind::Root)) {
+    } else if alone && !split {
         opts.jobs.min(initial.len())
     } else {
         opts.jobs

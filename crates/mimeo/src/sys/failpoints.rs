@@ -3,7 +3,9 @@
 //! Points are configured from `MIMEO_FAILPOINTS`, e.g. `write=return(ENOSPC);clone=return(EXDEV)`
 //! (any action of the `fail` crate; `return(ERRNO)` makes the call fail with that errno).
 //! Points: read, write, clone, clone_range, dedupe, copy_file_range, fsetxattr, utimensat, rename,
-//! fiemap, cachestat.
+//! fiemap, cachestat. `clone_range_short` (any action, e.g. `1*return`) makes a range clone
+//! behave as the kernel does when it remaps less than asked: it really clones the first half
+//! (block-aligned), then fails with EINVAL.
 
 use rustix::io::Errno;
 use std::sync::Once;
@@ -35,8 +37,9 @@ pub(crate) fn errno(arg: Option<String>) -> Errno {
         Some("ENOSYS") => Errno::NOSYS,
         Some("ETXTBSY") => Errno::TXTBSY,
         Some("EPERM") => Errno::PERM,
-        Some("EACCES") => Errno::ACCESS,
         Some("EAGAIN") => Errno::AGAIN,
+        Some("EBADF") => Errno::BADF,
+        Some("EACCES") => Errno::ACCESS,
         _ => Errno::IO,
     }
 }

@@ -171,6 +171,17 @@ pub(crate) fn open_file_beneath(
     open(base)
 }
 
+/// Opens a file to read it from start to end, as `cat` does: following symlinks, and
+/// blocking (a FIFO waits for its writer).
+pub(crate) fn open_to_read(path: &CStr) -> Result<OwnedFd> {
+    rfs::openat(
+        CWD,
+        path,
+        OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY,
+        Mode::empty(),
+    )
+}
+
 /// Opens a directory in `dir` without following a symlink (unless `follow`).
 pub(crate) fn open_dir(dir: BorrowedFd<'_>, name: &CStr, follow: bool) -> Result<OwnedFd> {
     let mut flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
@@ -262,6 +273,13 @@ pub(crate) fn cstring(bytes: &[u8]) -> CString {
 pub(crate) fn create_excl(dir: BorrowedFd<'_>, name: &CStr, mode: u32) -> Result<OwnedFd> {
     let flags = OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     rfs::openat(dir, name, flags, Mode::from_raw_mode(mode))
+}
+
+/// Opens an existing regular file of ours to go on writing it: read-write, neither created
+/// nor truncated, never through a symlink, never blocking on a FIFO swapped in.
+pub(crate) fn open_to_resume(dir: BorrowedFd<'_>, name: &CStr) -> Result<OwnedFd> {
+    let flags = OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+    rfs::openat(dir, name, flags, Mode::empty())
 }
 
 /// Opens an existing FIFO, socket or device node for writing, as cp opens a destination it
@@ -447,6 +465,41 @@ pub(crate) fn write(fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize> {
 
 pub(crate) fn truncate(fd: BorrowedFd<'_>, len: u64) -> Result<()> {
     rfs::ftruncate(fd, len)
+}
+
+/// Whether an open file was opened with `O_APPEND`: every write then lands at its end,
+/// whatever offset `pwrite` names, and clones and `copy_file_range` refuse it (EBADF).
+pub(crate) fn is_append(fd: BorrowedFd<'_>) -> Result<bool> {
+    rfs::fcntl_getfl(fd).map(|f| f.contains(OFlags::APPEND))
+}
+
+/// The file offset of `fd` (`lseek(fd, 0, SEEK_CUR)`).
+pub(crate) fn offset(fd: BorrowedFd<'_>) -> Result<u64> {
+    rfs::seek(fd, rfs::SeekFrom::Current(0))
+}
+
+/// Moves the file offset of `fd` to `off` (`lseek(fd, off, SEEK_SET)`).
+pub(crate) fn set_offset(fd: BorrowedFd<'_>, off: u64) -> Result<()> {
+    rfs::seek(fd, rfs::SeekFrom::Start(off)).map(drop)
+}
+
+/// Moves up to `len` bytes from `src` at `*src_off` into the pipe `dst` (`splice`), without
+/// a copy through user space. Returns the bytes moved, 0 at the source's end.
+pub(crate) fn splice_to_pipe(
+    src: BorrowedFd<'_>,
+    src_off: &mut u64,
+    dst: BorrowedFd<'_>,
+    len: usize,
+) -> Result<usize> {
+    failpoint!("write");
+    rustix::pipe::splice(
+        src,
+        Some(src_off),
+        dst,
+        None,
+        len,
+        rustix::pipe::SpliceFlags::MOVE,
+    )
 }
 
 /// Filesystem magic number (`statfs.f_type`).
@@ -675,6 +728,23 @@ pub(crate) fn set_xattr(t: XattrTarget<'_>, name: &CStr, value: &[u8]) -> Result
     }
 }
 
+/// Sets an attribute of mimeo's own on an open file (a resume record), outside the
+/// fault-injection point of the metadata step.
+pub(crate) fn set_own_xattr(fd: BorrowedFd<'_>, name: &CStr, value: &[u8]) -> Result<()> {
+    rfs::fsetxattr(fd, name, value, rfs::XattrFlags::empty())
+}
+
+/// Reads a small attribute of an open file into `buf` (at most its length); returns the
+/// bytes read. ERANGE when it is longer.
+pub(crate) fn get_own_xattr(fd: BorrowedFd<'_>, name: &CStr, buf: &mut [u8]) -> Result<usize> {
+    rfs::fgetxattr(fd, name, buf)
+}
+
+/// Removes an attribute of an open file; one that is not there is no error.
+pub(crate) fn remove_own_xattr(fd: BorrowedFd<'_>, name: &CStr) -> Result<()> {
+    remove_xattr(XattrTarget::Fd(fd), name)
+}
+
 /// Whether an open file has the xattr `name` (a zero-sized read: no value is copied).
 pub(crate) fn has_xattr(fd: BorrowedFd<'_>, name: &CStr) -> bool {
     let mut none: [MaybeUninit<u8>; 0] = [];
@@ -876,10 +946,9 @@ pub(crate) const FIEMAP_EXTENT_DELALLOC: u32 = 0x4;
 pub(crate) const FIEMAP_EXTENT_ENCODED: u32 = 0x8;
 // Both set on btrfs inline data (small files), whose `physical` is 0 as the bytes live in
 // metadata.
-#[allow(dead_code)]
 pub(crate) const FIEMAP_EXTENT_NOT_ALIGNED: u32 = 0x100;
 pub(crate) const FIEMAP_EXTENT_DATA_INLINE: u32 = 0x200;
-// Preallocated space that reads as zeros.
+/// Preallocated space that reads as zeros.
 pub(crate) const FIEMAP_EXTENT_UNWRITTEN: u32 = 0x800;
 pub(crate) const FIEMAP_EXTENT_SHARED: u32 = 0x2000;
 

@@ -115,7 +115,6 @@ pub(crate) fn clone_range_to_eof(
     ficlonerange(src, src_off, dst, dst_off, 0)
 }
 
-#[allow(unsafe_code)]
 fn ficlonerange(
     src: BorrowedFd<'_>,
     src_off: u64,
@@ -125,6 +124,25 @@ fn ficlonerange(
 ) -> Result<()> {
     #[cfg(feature = "failpoints")]
     fail::fail_point!("clone_range", |arg| Err(super::failpoints::errno(arg)));
+    #[cfg(feature = "failpoints")]
+    fail::fail_point!("clone_range_short", len >= 8192, |_| {
+        // What the kernel does with a remap cut short: a prefix is shared, and the call
+        // still fails.
+        let half = len / 2 / 4096 * 4096;
+        ficlonerange_raw(src, src_off, dst, dst_off, half)?;
+        Err(Errno::INVAL)
+    });
+    ficlonerange_raw(src, src_off, dst, dst_off, len)
+}
+
+#[allow(unsafe_code)]
+fn ficlonerange_raw(
+    src: BorrowedFd<'_>,
+    src_off: u64,
+    dst: BorrowedFd<'_>,
+    dst_off: u64,
+    len: u64,
+) -> Result<()> {
     let arg = FileCloneRange {
         src_fd: src.as_raw_fd().into(),
         src_offset: src_off,

@@ -2,21 +2,44 @@
 //! entry is being copied ([`Here`]).
 
 use super::hooks::HookSet;
-use super::work::DirInfo;
-use crate::data::copy::NoCloneDevs;
+use super::splits::Splits;
+use super::work::{DirInfo, WorkItem};
+use crate::data::copy::{DataPlan, NoCloneDevs};
 use crate::data::meta::Process;
 use crate::data::origin::Mounts;
+use crate::data::shared::ReadVia;
 use crate::options::Options;
 use crate::place::canon::CanonMap;
 use crate::place::crash::{PartMarker, Sweep};
 use crate::place::decide::Rules;
 use crate::place::links::{LinkGroups, LinkLoc, LinkMap};
+use crate::place::sharing::ExtentMap;
 use crate::report::Reporter;
 use crate::sys::{self, Meta};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::{CStr, CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+
+/// Per-worker reusable buffers, and the destination directory of the worker's last pass.
+pub(crate) struct Buffers {
+    pub reader: sys::DirReader,
+    pub data: Vec<u8>,
+    /// The destination directory the worker's last pass wrote into (root, path, descriptor):
+    /// a directory is most often completed right after its own pass, by the same worker,
+    /// which then needs no second open.
+    pub last_dst: Option<(u32, Vec<u8>, OwnedFd)>,
+}
+
+impl Buffers {
+    pub fn new() -> Self {
+        Buffers {
+            reader: sys::DirReader::new(64 * 1024),
+            data: Vec::new(),
+            last_dst: None,
+        }
+    }
+}
 
 /// State shared by every worker of one run.
 pub(crate) struct Ctx<'a> {
@@ -27,7 +50,13 @@ pub(crate) struct Ctx<'a> {
     /// The run's link groups when they are kept elsewhere than in `links` (a run spread over
     /// processes).
     pub groups: Option<&'a dyn LinkGroups>,
+    /// Shared extents of the sources and the copies that hold them (`--preserve=sharing`).
+    pub extents: ExtentMap,
+    /// Source devices whose filesystem can share extents, as far as looked at.
+    pub sharing_devs: std::sync::Mutex<Vec<(u64, bool)>>,
     pub no_clone: NoCloneDevs,
+    /// Large files being copied in ranges by several workers.
+    pub splits: Splits,
     /// Mount points met, for origin records (`--record-origin`).
     pub mounts: Mounts,
     /// The canonical source files of shared extents (shared reads).
@@ -47,7 +76,10 @@ impl<'a> Ctx<'a> {
             process: Process::current(),
             links: LinkMap::new(),
             groups: None,
+            extents: ExtentMap::default(),
+            sharing_devs: std::sync::Mutex::new(Vec::new()),
             no_clone: NoCloneDevs::default(),
+            splits: Splits::default(),
             mounts: Mounts::default(),
             canon: CanonMap::default(),
             sweep: Sweep::of(opts),
@@ -78,8 +110,43 @@ impl<'a> Ctx<'a> {
         self.groups.unwrap_or(&self.links)
     }
 
+    /// How the data of the source `meta` goes into a directory like `dst`; `via` are the
+    /// ranges of the source read through canonical files (shared reads).
+    pub fn plan<'s>(
+        &'s self,
+        meta: &Meta,
+        dst: &DstFacts,
+        sized_dev: u64,
+        via: &'s [ReadVia<'s>],
+    ) -> DataPlan<'s> {
+        DataPlan {
+            reflink: self.opts.reflink,
+            sparse: self.opts.sparse,
+            buffer_size: self.opts.buffer_size,
+            same_fs: meta.dev == dst.dev,
+            dst_cow: dst.cow,
+            nocache: self.opts.nocache,
+            size_is_true: meta.dev == sized_dev,
+            no_clone: &self.no_clone,
+            via,
+        }
+    }
+
     pub fn root(&self, index: u32) -> &Root {
         &self.roots[index as usize]
+    }
+
+    /// Opens the directory of an earlier copy (a hard-link group's first, or a holder of
+    /// shared extents): None for a root entry, which sits in its root's destination parent
+    /// (open already).
+    pub fn open_loc_dir(&self, loc: &LinkLoc) -> sys::Result<Option<OwnedFd>> {
+        match &loc.dir {
+            None => Ok(None),
+            Some(rel) => {
+                let (_, dst) = self.root(loc.root).dirs();
+                sys::open_dir_beneath(dst, rel).map(Some)
+            }
+        }
     }
 }
 
@@ -139,6 +206,29 @@ pub(crate) struct DstFacts {
     pub setgid: bool,
     /// A default ACL, which new entries inherit (only looked at with --preserve=mode).
     pub default_acl: bool,
+    /// `--preserve=sharing` and a filesystem that can clone: its clone granularity.
+    pub share: Option<u64>,
+}
+
+/// Hands work items to the scheduler from inside an item's run: subdirectories, shares of a
+/// large directory, ranges of a large file.
+pub(crate) trait Spawner {
+    fn push(&self, item: WorkItem);
+}
+
+/// The scheduler's `spawn` callback, shared by the places of one item's run that spawn.
+pub(crate) struct Spawn<'s>(std::cell::RefCell<&'s mut dyn FnMut(WorkItem)>);
+
+impl<'s> Spawn<'s> {
+    pub fn new(spawn: &'s mut dyn FnMut(WorkItem)) -> Self {
+        Spawn(std::cell::RefCell::new(spawn))
+    }
+}
+
+impl Spawner for Spawn<'_> {
+    fn push(&self, item: WorkItem) {
+        (self.0.borrow_mut())(item)
+    }
 }
 
 /// Where, relative to the run's roots, an entry is.
@@ -176,6 +266,9 @@ pub(crate) struct Here<'a> {
     /// The device of a root on a filesystem whose files report their true size, so an empty
     /// file there needs no read; files elsewhere (procfs, sysfs, ...) are read to the end.
     pub sized_dev: u64,
+    /// Where work found while copying the entry goes (ranges of a large file); None where
+    /// there is no scheduler (a file copied on its own).
+    pub spawn: Option<&'a dyn Spawner>,
 }
 
 impl<'a> Here<'a> {
@@ -191,6 +284,15 @@ impl<'a> Here<'a> {
             dst: root.dst,
             root_src_dev: root.meta.dev,
             sized_dev: root.sized_dev,
+            spawn: None,
+        }
+    }
+
+    /// The same place, with a scheduler to hand work to.
+    pub fn with_spawner(self, spawn: &'a dyn Spawner) -> Here<'a> {
+        Here {
+            spawn: Some(spawn),
+            ..self
         }
     }
 
@@ -217,6 +319,7 @@ impl<'a> Here<'a> {
             },
             root_src_dev: root.meta.dev,
             sized_dev: root.sized_dev,
+            spawn: None,
         }
     }
 

@@ -7,8 +7,8 @@
 //! only under `-L`), so a directory swapped for a symlink mid-run is refused rather than
 //! followed, and no worker keeps more than a few descriptors open.
 
-use super::context::{Ctx, Here, Root, rel_path};
-use super::entry::{Buffers, Changed, copy_entry, entry_kind};
+use super::context::{Buffers, Ctx, Here, Root, Spawn, Spawner, rel_path};
+use super::entry::{Changed, copy_entry, entry_kind};
 use super::hooks::Hooked;
 use super::roots::{open_error, stat_error};
 use super::work::{
@@ -277,6 +277,7 @@ pub(crate) fn pass(
     }
     let marker = PartMarker::default();
     {
+        let spawn = Spawn::new(spawn);
         let here = Here::below(
             root_index,
             root,
@@ -284,16 +285,19 @@ pub(crate) fn pass(
             (src.as_fd(), dst.as_fd()),
             &info,
             &marker,
-        );
+        )
+        .with_spawner(&spawn);
         for (name, t) in &dirs {
-            child(ctx, w, &here, &lineage, name, *t, spawn);
+            child(ctx, w, &here, &lineage, name, *t, &spawn);
         }
         // A large directory's files are shared among workers.
         if ctx.opts.jobs > 1 {
-            spawn_shares(&mut rest, root_index, rel, &info, &lineage, spawn);
+            spawn_shares(&mut rest, root_index, rel, &info, &lineage, &mut |item| {
+                spawn.push(item)
+            });
         }
         for (name, t) in &rest {
-            child(ctx, w, &here, &lineage, name, *t, spawn);
+            child(ctx, w, &here, &lineage, name, *t, &spawn);
         }
     }
     marker.remove_in(dst.as_fd());
@@ -338,6 +342,7 @@ pub(crate) fn entries(
     };
     let marker = PartMarker::default();
     {
+        let spawn = Spawn::new(spawn);
         let here = Here::below(
             root_index,
             root,
@@ -345,10 +350,11 @@ pub(crate) fn entries(
             (src.as_fd(), dst.as_fd()),
             info,
             &marker,
-        );
+        )
+        .with_spawner(&spawn);
         for (name, t) in names {
             let name = CString::new(name).expect("file names contain no NUL byte");
-            child(ctx, w, &here, lineage, &name, t.into(), spawn);
+            child(ctx, w, &here, lineage, &name, t.into(), &spawn);
         }
     }
     marker.remove_in(dst.as_fd());
@@ -362,7 +368,7 @@ fn child(
     lineage: &Lineage,
     name: &CStr,
     t: DType,
-    spawn: &mut dyn FnMut(WorkItem),
+    spawn: &Spawn<'_>,
 ) {
     if ctx.report.control.is_stopped() {
         return;
@@ -386,7 +392,7 @@ fn child(
     loop {
         if (t == DType::Dir && meta.is_none()) || meta.is_some_and(|m| m.is_dir()) {
             if let Some(item) = subdir(ctx, w, here, root, rel, lineage, name, meta, follow) {
-                spawn(item);
+                spawn.push(item);
             }
             return;
         }
@@ -403,11 +409,18 @@ fn child(
 
 /// Copies a root entry that is not a directory to recurse into, then the later roots with
 /// the same destination, in command-line order. Each of those finds what the earlier ones
-/// made there in this run, which cp will not overwrite.
-pub(crate) fn root_entry(ctx: &Ctx<'_>, w: &mut Buffers, index: u32) {
+/// made there in this run, which cp will not overwrite. Ranges of a large file it splits
+/// go to `spawn`.
+pub(crate) fn root_entry(
+    ctx: &Ctx<'_>,
+    w: &mut Buffers,
+    index: u32,
+    spawn: &mut dyn FnMut(WorkItem),
+) {
+    let spawn = Spawn::new(spawn);
     let lead = ctx.root(index);
     if lead.followers.is_empty() {
-        return one_root_entry(ctx, w, index);
+        return one_root_entry(ctx, w, index, &spawn);
     }
     let there = || {
         sys::stat_at(lead.dst_parent.as_fd(), &lead.dst_name, false)
@@ -426,7 +439,7 @@ pub(crate) fn root_entry(ctx: &Ctx<'_>, w: &mut Buffers, index: u32) {
             continue;
         }
         sources.push(root.meta.id());
-        one_root_entry(ctx, w, i);
+        one_root_entry(ctx, w, i, &spawn);
         // What it made, the later ones will not replace.
         if root.made.load(std::sync::atomic::Ordering::Relaxed) {
             if let Some(id) = there() {
@@ -439,12 +452,12 @@ pub(crate) fn root_entry(ctx: &Ctx<'_>, w: &mut Buffers, index: u32) {
 }
 
 /// Copies one root entry that is not a directory to recurse into.
-fn one_root_entry(ctx: &Ctx<'_>, w: &mut Buffers, index: u32) {
+fn one_root_entry(ctx: &Ctx<'_>, w: &mut Buffers, index: u32, spawn: &Spawn<'_>) {
     if ctx.report.control.is_stopped() {
         return;
     }
     let root = ctx.root(index);
-    let here = Here::at_root(index, root);
+    let here = Here::at_root(index, root).with_spawner(spawn);
     if hooked(ctx, &here, &root.src_name, &root.dst_name, Some(&root.meta)) {
         return;
     }

@@ -6,39 +6,22 @@
 use super::context::{Ctx, Here, relative_symlink_elsewhere};
 use super::readvia;
 use super::roots::{open_error, stat_error};
-use crate::data::copy::{DataError, DataPlan, copy_data};
+use super::shared::SharedCopy;
+use super::{partial, shared, split};
+use crate::data::copy::{Checkpoint, DataError, copy_data, resume_data};
 use crate::data::meta::{self, Apply, Dst, creation_mode};
 use crate::data::node;
 use crate::data::origin;
 use crate::data::verify;
 use crate::options::{Dereference, LinkInstead, Overwrite};
 use crate::place::decide::{Decision, decide};
-use crate::place::links::{FirstCopy, LinkClaim, LinkLoc, Sighting};
-use crate::place::{backup, crash};
+use crate::place::links::{FirstCopy, LinkClaim, Sighting};
+use crate::place::resume::Progress;
+use crate::place::{backup, crash, resume};
 use crate::report::{EntryKind, Error, FileOutcome, Method, Op, Refusal};
 use crate::sys::{self, Errno, Meta, XattrTarget};
 use rustix::fd::{AsFd, OwnedFd};
 use std::ffi::{CStr, CString};
-
-/// Per-worker reusable buffers, and the destination directory of the worker's last pass.
-pub(crate) struct Buffers {
-    pub reader: sys::DirReader,
-    pub data: Vec<u8>,
-    /// The destination directory the worker's last pass wrote into (root, path, descriptor):
-    /// a directory is most often completed right after its own pass, by the same worker,
-    /// which then needs no second open.
-    pub last_dst: Option<(u32, Vec<u8>, OwnedFd)>,
-}
-
-impl Buffers {
-    pub fn new() -> Self {
-        Buffers {
-            reader: sys::DirReader::new(64 * 1024),
-            data: Vec::new(),
-            last_dst: None,
-        }
-    }
-}
 
 /// Asks the one overwrite decision about the existing destination `d` of `here/dst_name`,
 /// with the `-i` question where the decision comes to it.
@@ -125,6 +108,9 @@ enum Target {
     },
     /// The existing destination itself (`--inplace`, or where no temporary can be made).
     InPlace,
+    /// A copy of this source that an earlier run left incomplete, whose parts listed are
+    /// complete (see `place::resume`).
+    Resumed(Vec<(u64, u64)>),
 }
 
 /// What a regular file being written needs for its metadata step besides the source's.
@@ -201,6 +187,7 @@ pub(crate) fn copy_opened(
                     return write_into_node(ctx, here, buf, name, dst_name, src, &meta).map(Some);
                 }
                 Decision::Skip if !stale_content(ctx, here, src, name, dst_name, &meta)? => {
+                    shared::hold_existing(ctx, here, src.as_fd(), &meta, dst_name);
                     if ctx.opts.overwrite == Overwrite::Update {
                         // An up-to-date member of a hard-link group is the group's copy, as
                         // in cp: the members still to come are linked to it.
@@ -215,21 +202,33 @@ pub(crate) fn copy_opened(
                 }
                 Decision::Recreate => recreate(ctx, here, dst_name, &meta)?,
                 _ if !d.is_reg() => recreate(ctx, here, dst_name, &meta)?,
-                _ => match replacement(ctx, here, dst_name, &meta, &d)? {
-                    Some((fd, t, placed)) => {
-                        let target = Target::Temp {
-                            name: t,
-                            backup: false,
+                _ => match partial::try_resume(ctx, here, src.as_fd(), &meta, dst_name) {
+                    // What an earlier run wrote of this very source: go on from there.
+                    Some(r) => {
+                        let placed = Placed {
+                            perm: r.prior.was.perm(),
+                            owner: Some((r.prior.was.uid, r.prior.was.gid)),
+                            keep_perm: None,
+                            kept_xattrs: Vec::new(),
                         };
-                        (fd, target, placed)
+                        (r.fd, Target::Resumed(r.prior.done), placed)
                     }
-                    // No temporary can be made there (a writable file in a directory we
-                    // may not write), or it cannot get the old file's owner: cp writes
-                    // into the file, and so does mimeo.
-                    None => {
-                        let (fd, placed) = open_in_place(ctx, here, dst_name, &meta, &d)?;
-                        (fd, Target::InPlace, placed)
-                    }
+                    None => match replacement(ctx, here, dst_name, &meta, &d)? {
+                        Some((fd, t, placed)) => {
+                            let target = Target::Temp {
+                                name: t,
+                                backup: false,
+                            };
+                            (fd, target, placed)
+                        }
+                        // No temporary can be made there (a writable file in a directory
+                        // we may not write), or it cannot get the old file's owner: cp
+                        // writes into the file, and so does mimeo.
+                        None => {
+                            let (fd, placed) = open_in_place(ctx, here, dst_name, &meta, &d)?;
+                            (fd, Target::InPlace, placed)
+                        }
+                    },
                 },
             }
         }
@@ -239,15 +238,36 @@ pub(crate) fn copy_opened(
         Target::Temp { name, .. } => name,
         _ => dst_name,
     };
-    // A failure leaves no half file behind: the new entry is removed. A file written in
-    // place stays as it is (marked incomplete where it could be), as cp leaves it.
     let in_place = matches!(target, Target::InPlace);
+    let done = match &target {
+        Target::Resumed(done) => &done[..],
+        _ => &[][..],
+    };
+    let data = !ctx.opts.attributes_only && !contents;
+    // --preserve=sharing: extents the source shares are written once and cloned after.
+    let shared = match &target {
+        Target::New | Target::Temp { .. } if data => {
+            shared::prepare(ctx, here, src.as_fd(), &meta, dst.as_fd(), written_name)
+        }
+        _ => None,
+    };
+    // A failure leaves no half file behind: the new entry is removed (and nothing clones
+    // from it any more). A file written in place stays as it is (marked incomplete where it
+    // could be), as cp leaves it.
     let discard = |err: Error| {
+        if let Some(s) = &shared {
+            s.holder.kill();
+        }
         if !in_place {
             let _ = sys::unlink(here.dst_dir, written_name, false);
         }
         err
     };
+    // A large file written at its final name keeps a record of what is complete as it goes.
+    let resumable = matches!(target, Target::New | Target::Resumed(_)) && shared.is_none();
+    let progress = data
+        .then(|| partial::progress(&meta, !resumable, done))
+        .flatten();
     let outcome = if ctx.opts.attributes_only {
         FileOutcome::new(Method::Stream, 0, 0)
     } else if contents {
@@ -256,9 +276,34 @@ pub(crate) fn copy_opened(
             .map(|n| FileOutcome::new(Method::Stream, n, 0))
             .map_err(|e| discard(data_error(e, src_path, dst_path)))?
     } else {
-        copy_file_data(ctx, here, buf, name, src, &meta, dst.as_fd())
-            .map_err(|e| discard(e.into_error(src_path, dst_path)))?
+        let how = DataHow {
+            written: written_name,
+            shared: shared.as_ref(),
+            progress: progress.clone(),
+            done,
+        };
+        match copy_file_data(ctx, here, buf, name, src, &meta, dst.as_fd(), how) {
+            Ok(o) => o,
+            // --partial: a copy stopped by the run's stop request keeps what it wrote.
+            Err(DataFailure::Data(e))
+                if e.op == Op::Interrupted
+                    && partial::keep_stopped(
+                        ctx,
+                        here,
+                        progress.as_deref(),
+                        dst.as_fd(),
+                        e.stopped_at,
+                    ) =>
+            {
+                return Err(data_error(e, src_path, dst_path));
+            }
+            Err(e) => return Err(discard(e.into_error(src_path, dst_path))),
+        }
     };
+    if !done.is_empty() || progress.as_ref().is_some_and(|p| p.written()) {
+        // The data is complete: a complete file never carries a record.
+        resume::clear(dst.as_fd()).map_err(|e| discard(Error::sys(Op::SetXattr, dst_path(), e)))?;
+    }
     let mut xattrs = placed.kept_xattrs;
     xattrs.extend(
         meta::source_xattrs(ctx.opts, XattrTarget::Fd(src.as_fd()), &src_path).map_err(discard)?,
@@ -293,6 +338,9 @@ pub(crate) fn copy_opened(
     if let Target::Temp { name: t, backup } = &target {
         let dirty = outcome.method != Method::Clone && outcome.bytes > 0;
         commit(ctx, here, t, dst_name, dirty, *backup)?;
+        if let Some(s) = &shared {
+            s.holder.renamed(dst_name);
+        }
     }
     if ctx.opts.sync && here.dir.is_none() {
         // A root-level file: its directory entry is flushed here; inside a tree, the
@@ -326,8 +374,19 @@ impl DataFailure {
     }
 }
 
-/// Copies the source's bytes into `dst` (new and empty, or just truncated), checking that the
-/// source did not change meanwhile.
+/// How a file's data is written besides the plain way: the name it is written under, its
+/// shared extents (`--preserve=sharing`), its resume record, and the parts an earlier run
+/// completed (empty for a new copy).
+struct DataHow<'h> {
+    written: &'h CStr,
+    shared: Option<&'h SharedCopy>,
+    progress: Option<std::sync::Arc<Progress>>,
+    done: &'h [(u64, u64)],
+}
+
+/// Copies the source's bytes into `dst` (new and empty, just truncated, or what an earlier
+/// run left of it), checking that the source did not change meanwhile.
+#[allow(clippy::too_many_arguments)]
 fn copy_file_data(
     ctx: &Ctx<'_>,
     here: &Here<'_>,
@@ -336,31 +395,36 @@ fn copy_file_data(
     src: &OwnedFd,
     meta: &Meta,
     dst: rustix::fd::BorrowedFd<'_>,
+    how: DataHow<'_>,
 ) -> Result<FileOutcome, DataFailure> {
     let canonicals = readvia::canonicals(ctx, here, name, src.as_fd(), meta);
     let via = canonicals.via();
-    let plan = DataPlan {
-        reflink: ctx.opts.reflink,
-        sparse: ctx.opts.sparse,
-        buffer_size: ctx.opts.buffer_size,
-        same_fs: meta.dev == here.dst.dev,
-        dst_cow: here.dst.cow,
-        nocache: ctx.opts.nocache,
-        size_is_true: meta.dev == here.sized_dev,
-        no_clone: &ctx.no_clone,
-        via: &via,
+    let plan = ctx.plan(meta, &here.dst, here.sized_dev, &via);
+    let control = ctx.report.control;
+    let (s, done) = (src.as_fd(), how.done);
+    let mut recorder = how.progress.as_ref().map(|p| p.on(dst));
+    let checkpoint = recorder.as_mut().map(|r| r as &mut dyn Checkpoint);
+    let copied = match how.shared {
+        Some(sh) => shared::copy(ctx, sh, s, meta, dst, &plan, buf, control),
+        None => {
+            let names = split::Names {
+                src: name,
+                written: how.written,
+            };
+            let p = how.progress.clone();
+            match split::copy(ctx, here, names, p, done, s, meta, dst, &plan, buf, control) {
+                Some(in_ranges) => in_ranges,
+                None if done.is_empty() => copy_data(s, meta, dst, &plan, buf, control, checkpoint),
+                None => resume_data(s, meta, dst, &plan, buf, control, done, checkpoint),
+            }
+        }
     };
-    let outcome = copy_data(src.as_fd(), meta, dst, &plan, buf, ctx.report.control)
-        .map_err(DataFailure::Data)?;
+    let outcome = copied.map_err(DataFailure::Data)?;
     if outcome.method != Method::Clone && meta.size > 0 {
         // Copying took time: a source written meanwhile would leave a copy that mixes old and
         // new bytes under the old times. A clone is one atomic step and needs no check.
-        let now = sys::fstat(src.as_fd()).map_err(|errno| {
-            DataFailure::Data(DataError {
-                op: Op::Read,
-                errno,
-            })
-        })?;
+        let now = sys::fstat(src.as_fd())
+            .map_err(|errno| DataFailure::Data(DataError::new(Op::Read, errno)))?;
         if now.size != meta.size || now.mtime != meta.mtime {
             return Err(DataFailure::Other(Error::refused(
                 Op::Changed,
@@ -415,7 +479,10 @@ fn replacement(
     let keep_perm = (!p.mode).then(|| kept_perm(ctx, src, d));
     let kept_xattrs = {
         let at = here.dst_entry_path(dst_name);
-        meta::kept_xattrs(ctx.opts, XattrTarget::NoFollow(&at), &dst_path)?
+        let mut kept = meta::kept_xattrs(ctx.opts, XattrTarget::NoFollow(&at), &dst_path)?;
+        // The resume record of an earlier run's partial copy is not the file's own.
+        kept.retain(|(name, _)| name.as_c_str() != resume::RECORD);
+        kept
     };
     let ours = (process.euid, process.egid);
     let mode = match keep_perm {
@@ -493,6 +560,9 @@ fn open_in_place(
     }
     if data {
         sys::truncate(fd.as_fd(), 0).map_err(|e| Error::sys(Op::Truncate, dst_path(), e))?;
+        // An earlier run's resume record described the bytes just cut off (a filesystem
+        // without xattrs has none to remove).
+        let _ = resume::clear(fd.as_fd());
     }
     let placed = Placed {
         perm,
@@ -776,7 +846,10 @@ fn link_or_claim<'a>(
     let other = if here.holds(&loc) {
         None
     } else {
-        Some(open_link_dir(ctx, &loc).map_err(|e| Error::sys(Op::Link, dst_path(), e))?)
+        Some(
+            ctx.open_loc_dir(&loc)
+                .map_err(|e| Error::sys(Op::Link, dst_path(), e))?,
+        )
     };
     let from = match &other {
         Some(Some(fd)) => fd.as_fd(),
@@ -819,18 +892,6 @@ fn link_or_claim<'a>(
         None,
     );
     Ok(LinkStep::Done)
-}
-
-/// Opens the directory of a group's first copy: None for a root entry, which sits in its
-/// root's destination parent (open already).
-fn open_link_dir(ctx: &Ctx<'_>, loc: &LinkLoc) -> sys::Result<Option<OwnedFd>> {
-    match &loc.dir {
-        None => Ok(None),
-        Some(rel) => {
-            let (_, dst) = ctx.root(loc.root).dirs();
-            sys::open_dir_beneath(dst, rel).map(Some)
-        }
-    }
 }
 
 /// Records where a group's first copy now lives, for the links that follow.

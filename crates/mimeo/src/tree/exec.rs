@@ -1,10 +1,10 @@
 //! The executor: runs work items for a scheduler.
 
-use super::context::{Ctx, Here};
+use super::context::{Buffers, Ctx, Here};
 use super::dir::{self, make_dst_dir};
-use super::entry::Buffers;
 use super::hooks::{HookSet, Hooks, NoHooks};
 use super::roots::{CopyPair, open_error};
+use super::split;
 use super::work::{DirDone, DirInfo, Lineage, Stat, WorkItem, WorkKind};
 use crate::options::Options;
 use crate::place::links::LinkGroups;
@@ -162,7 +162,9 @@ impl<'a> Executor<'a> {
                 if let Some(at) = earlier_item {
                     // The earlier one runs first, now, before this directory is made.
                     let item = items.remove(at);
-                    dir::root_entry(&ctx, &mut Buffers::new(), item.root);
+                    // Before the pool runs: a file it splits has no helpers, its splitter copies
+                    // every range.
+                    dir::root_entry(&ctx, &mut Buffers::new(), item.root, &mut |_| {});
                 }
                 let info = open_root_dirs(&ctx, index, &mut root);
                 // Nothing more is made in its parents.
@@ -276,7 +278,7 @@ impl<'a> Executor<'a> {
         }
         match item.kind {
             WorkKind::Root => {
-                dir::root_entry(&self.ctx, &mut worker.0, item.root);
+                dir::root_entry(&self.ctx, &mut worker.0, item.root, spawn);
                 None
             }
             WorkKind::Dir(info) => Some(dir::pass(
@@ -302,6 +304,10 @@ impl<'a> Executor<'a> {
                     names,
                     spawn,
                 );
+                None
+            }
+            WorkKind::Range(range) => {
+                split::help(&self.ctx, &mut worker.0, item.root, &item.path, &range);
                 None
             }
         }

@@ -8,10 +8,14 @@ mod dir;
 mod entry;
 mod exec;
 mod hooks;
+mod partial;
 mod plan;
 mod readvia;
 mod roots;
+mod shared;
 mod single;
+mod split;
+mod splits;
 mod walk;
 mod work;
 
@@ -23,4 +27,6 @@ pub use roots::CopyPair;
 pub use single::{copy_file, copy_file_with};
 pub(crate) use walk::{Entry, Roots, Visitor, Walk, WalkOptions};
 pub(crate) use work::join_rel;
-pub use work::{DirDone, DirInfo, EntryType, Lineage, Stat, WorkItem, WorkKind, XattrList};
+pub use work::{
+    DirDone, DirInfo, EntryType, FileRange, Lineage, Stat, WorkItem, WorkKind, XattrList,
+};

@@ -85,6 +85,7 @@ impl Root {
             ));
         }
         let cow = cow_matters(opts) && is_cow(dst_parent.as_fd());
+        let share = share_granularity(opts, dst_parent.as_fd());
         let default_acl =
             opts.preserve.mode && sys::has_xattr(dst_parent.as_fd(), sys::ACL_DEFAULT);
         // Known per tree for directories; a file given alone is checked only if it is empty.
@@ -107,6 +108,7 @@ impl Root {
                 dev: parent_meta.dev,
                 cow,
                 setgid: parent_meta.mode & sys::S_ISGID != 0,
+                share,
                 default_acl,
             },
             sized_dev,
@@ -204,6 +206,17 @@ pub(crate) fn parent_dirs<'p>(src: &'p Path, dst: &'p Path) -> Vec<(&'p Path, &'
 /// copy_file_range from sharing extents there).
 pub(crate) fn cow_matters(opts: &Options) -> bool {
     opts.reflink == Reflink::Never
+}
+
+/// With `--preserve=sharing`, where the destination can clone: its clone granularity.
+fn share_granularity(opts: &Options, dir: BorrowedFd<'_>) -> Option<u64> {
+    let wanted = opts.preserve.sharing
+        && opts.reflink != Reflink::Never
+        && opts.sparse != crate::options::Sparse::Never;
+    if !wanted || !is_cow(dir) {
+        return None;
+    }
+    sys::clone_granularity(dir).ok().map(|g| g.bytes)
 }
 
 pub(crate) fn is_cow(dir: BorrowedFd<'_>) -> bool {

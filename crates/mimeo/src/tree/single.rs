@@ -121,6 +121,7 @@ pub fn copy_file_with(
         dst: dst_facts(opts, dst, dst_prefix, found.as_ref())?,
         root_src_dev: meta.dev,
         sized_dev: u64::MAX,
+        spawn: None,
     };
     let mut buf = Vec::new();
     copy_opened(
@@ -155,6 +156,7 @@ fn dst_facts(
                 dev: d.dev,
                 cow: false,
                 setgid: false,
+                share: None,
                 default_acl: false,
             });
         }
@@ -168,6 +170,7 @@ fn dst_facts(
             dev: m.dev,
             cow: cow_matters && is_cow(fd.as_fd()),
             setgid: m.mode & sys::S_ISGID != 0,
+            share: None,
             default_acl: acl_matters && sys::has_xattr(fd.as_fd(), sys::ACL_DEFAULT),
         });
     }
@@ -176,6 +179,7 @@ fn dst_facts(
         dev: m.dev,
         cow: false,
         setgid: m.mode & sys::S_ISGID != 0,
+        share: None,
         default_acl: false,
     })
 }

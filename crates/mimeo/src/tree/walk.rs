@@ -296,6 +296,8 @@ impl<V: Visitor> Passes for Walk<'_, V> {
                 self.share(w, item.root, &item.path, &lineage, names, spawn);
                 None
             }
+            // A walk reads no file data, so it never makes ranges of a file.
+            WorkKind::Range(_) => None,
         }
     }
 

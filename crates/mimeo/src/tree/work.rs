@@ -42,6 +42,32 @@ pub enum WorkKind {
         /// Their names and types as the listing gave them.
         names: Vec<(Vec<u8>, EntryType)>,
     },
+    /// A range of a large file being copied by several workers at once.
+    Range(FileRange),
+}
+
+/// One range of a large regular file, copied by whichever worker runs it while others copy
+/// the file's other ranges (see [`Options::split`](crate::Options::split)). The item's `path`
+/// is the directory the file is in, below the root; the file's metadata is applied once,
+/// after its last range, by the worker that split it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
+pub struct FileRange {
+    /// Which split file of the run it belongs to.
+    pub file: u64,
+    /// The file is the root entry itself: its names are in the root's parent directories,
+    /// not in the item's path.
+    pub at_root: bool,
+    /// The source file's name.
+    pub name: Vec<u8>,
+    /// The name the copy is being written under in the destination directory (a temporary,
+    /// or the final name).
+    pub written: Vec<u8>,
+    /// Where the range starts, in both files.
+    pub offset: u64,
+    /// Its length.
+    pub len: u64,
 }
 
 /// What the work on a directory needs to know of it, decided when it was created.

@@ -1,0 +1,277 @@
+//! Large files split into ranges that several workers copy at once
+//! ([`Options::split`](crate::Options::split)).
+//!
+//! The worker that meets the file (the *splitter*) creates the copy as usual, then hands one
+//! work item per range ([`FileRange`]: plain data) to the scheduler, and copies ranges itself
+//! too. Each range is taken exactly once, by whoever gets to it first: a helper that runs a
+//! range item takes that range, the splitter takes the ranges in order. When the splitter has
+//! no range left to take, it waits for the ranges helpers are copying: a helper never waits,
+//! so the wait always ends. Then the splitter goes on with the file as with any other: the
+//! metadata is applied once, after the last range.
+//!
+//! A range that fails (or a stop request) ends the file: ranges not yet started are not
+//! started, the splitter waits for those under way, and the copy is removed. A range item
+//! whose file is finished, or unknown to this executor, does nothing.
+
+use super::context::{Buffers, Ctx, Here, Loc};
+use super::splits::{Did, Split, Tally, lock};
+use super::work::{FileRange, WorkItem, WorkKind};
+use crate::data::copy::{Checkpoint, DataError, DataPlan, FileCopy, clone_whole};
+use crate::options::Dereference;
+use crate::place::resume::Progress;
+use crate::report::{Control, FileOutcome, Method, Op};
+use crate::sys::{self, Errno, Meta};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::ffi::CStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+
+/// The ranges of `[from, to)` split every `each` bytes (the last one takes the remainder).
+fn ranges(from: u64, to: u64, each: u64) -> Vec<(u64, u64)> {
+    let n = ((to - from) / each).max(1);
+    (0..n)
+        .map(|i| {
+            let end = if i + 1 == n {
+                to
+            } else {
+                from + (i + 1) * each
+            };
+            (from + i * each, end)
+        })
+        .collect()
+}
+
+/// What is left to copy of a file of `size` bytes whose parts `done` are complete: the
+/// gaps, each split every `each` bytes.
+fn todo(size: u64, done: &[(u64, u64)], each: u64) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    for &(from, to) in done.iter().chain(std::iter::once(&(size, size))) {
+        if from > pos {
+            out.extend(ranges(pos, from, each));
+        }
+        pos = pos.max(to);
+    }
+    out
+}
+
+/// The names of a file being split: its source's, and the one its copy is written under.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Names<'a> {
+    pub src: &'a CStr,
+    pub written: &'a CStr,
+}
+
+/// Copies the data of `src` into `dst` (written as `names.written` at `here`) in ranges
+/// that other workers help with, when the options ask for it and what is left to copy is
+/// large enough; None otherwise (the caller copies it in one piece). `done`: the parts an
+/// earlier run completed (a resumed copy), empty for a new one. A clone is never split: it
+/// is tried first. Every worker keeps `progress` (the resume record) up to date with its
+/// ranges.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn copy<'a>(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    names: Names<'_>,
+    progress: Option<Arc<Progress>>,
+    done: &[(u64, u64)],
+    src: BorrowedFd<'a>,
+    meta: &Meta,
+    dst: BorrowedFd<'a>,
+    plan: &'a DataPlan<'a>,
+    buf: &'a mut Vec<u8>,
+    control: &'a Control,
+) -> Option<Result<FileOutcome, DataError>> {
+    let each = ctx.opts.split.filter(|&e| e > 0)?;
+    let spawn = here.spawn?;
+    let (root, path, at_root) = match here.loc {
+        Loc::Root(i) => (i, Vec::new(), true),
+        Loc::Below(i, rel) => (i, rel.to_vec(), false),
+        Loc::Alone { .. } => return None,
+    };
+    let left = meta.size - done.iter().map(|(a, b)| b - a).sum::<u64>();
+    if ctx.opts.jobs < 2 || left < 2 * each {
+        return None;
+    }
+    if done.is_empty() {
+        match clone_whole(src, meta, dst, plan, control) {
+            Ok(None) => {}
+            other => return Some(other.map(|cloned| cloned.expect("cloned"))),
+        }
+    }
+    let id = ctx.splits.next.fetch_add(1, Ordering::Relaxed);
+    let all = todo(meta.size, done, each);
+    let split = Arc::new(Split {
+        src: meta.id(),
+        progress: progress.clone(),
+        taken: all.iter().map(|_| AtomicBool::new(false)).collect(),
+        ranges: all.clone(),
+        abort: AtomicBool::new(false),
+        tally: Mutex::new(Tally::default()),
+        finished: Condvar::new(),
+    });
+    lock(&ctx.splits.live).insert(id, split.clone());
+    // The splitter takes the ranges from the first; helpers take whichever item they get.
+    for &(offset, end) in all.iter().skip(1) {
+        spawn.push(WorkItem {
+            root,
+            path: path.clone(),
+            kind: WorkKind::Range(FileRange {
+                file: id,
+                at_root,
+                name: names.src.to_bytes().to_vec(),
+                written: names.written.to_bytes().to_vec(),
+                offset,
+                len: end - offset,
+            }),
+            stat: Some((*meta).into()),
+        });
+    }
+    let mut recorder = progress.as_ref().map(|p| p.on(dst));
+    let checkpoint = recorder.as_mut().map(|r| r as &mut dyn Checkpoint);
+    let mut fc = FileCopy::new(src, meta, dst, plan, buf, control).with_checkpoint(checkpoint);
+    fc.resume_from(done);
+    for (i, &(a, b)) in all.iter().enumerate() {
+        if !split.take(i) {
+            continue;
+        }
+        if split.abort.load(Ordering::SeqCst) {
+            split.finish(Err(DataError::new(Op::Interrupted, Errno::INTR)), false);
+            continue;
+        }
+        let did = fc.span(a, b).map(|()| (0, false, false));
+        if let (Err(e), Some(p), true) = (&did, &progress, ctx.opts.partial) {
+            if let Some((from, to)) = e.stopped_at {
+                p.add(dst, from, to);
+            }
+        }
+        split.finish(did, false);
+    }
+    // Every range is taken now; wait for the ones helpers are copying.
+    let mut t = lock(&split.tally);
+    while t.finished < all.len() {
+        t = split.finished.wait(t).unwrap_or_else(|e| e.into_inner());
+    }
+    let tally = std::mem::take(&mut *t);
+    drop(t);
+    lock(&ctx.splits.live).remove(&id);
+    if let Some(e) = tally.error {
+        return Some(Err(e));
+    }
+    Some(fc.finish(meta.size).map(|mut o| {
+        o.bytes = (o.bytes + tally.written).min(meta.size);
+        o.hole_bytes = meta.size - o.bytes;
+        if tally.streamed || (o.method == Method::Stream && o.bytes > tally.written) {
+            o.method = Method::Stream;
+        } else if tally.offloaded || o.method == Method::Offload {
+            o.method = Method::Offload;
+        }
+        o
+    }))
+}
+
+/// Runs a range item: copies its range, unless the splitter or another helper took it, or
+/// its file is finished.
+pub(crate) fn help(ctx: &Ctx<'_>, w: &mut Buffers, root: u32, rel: &[u8], r: &FileRange) {
+    let Some(split) = ctx.splits.get(r.file) else {
+        return;
+    };
+    let Some(i) = split.ranges.iter().position(|&(a, _)| a == r.offset) else {
+        return;
+    };
+    if !split.take(i) {
+        return;
+    }
+    if split.abort.load(Ordering::SeqCst) {
+        split.finish(Err(DataError::new(Op::Interrupted, Errno::INTR)), true);
+        return;
+    }
+    let did = copy_range(ctx, w, root, rel, r, &split);
+    split.finish(did, true);
+}
+
+/// Opens the file's source and its copy again, in this worker, and copies the range.
+fn copy_range(
+    ctx: &Ctx<'_>,
+    w: &mut Buffers,
+    root_index: u32,
+    rel: &[u8],
+    r: &FileRange,
+    split: &Split,
+) -> Result<Did, DataError> {
+    let root = ctx.root(root_index);
+    let open = |e: Errno| DataError::new(Op::Open, e);
+    let dirs: Option<(OwnedFd, OwnedFd)> = if r.at_root {
+        None
+    } else {
+        let (src_anchor, dst_anchor) = root.dirs();
+        let src_dir = if ctx.opts.dereference == Dereference::Always {
+            sys::open_dir_following(src_anchor, rel)
+        } else {
+            sys::open_dir_beneath(src_anchor, rel)
+        };
+        Some((
+            src_dir.map_err(open)?,
+            sys::open_dir_beneath(dst_anchor, rel).map_err(open)?,
+        ))
+    };
+    let (src_dir, dst_dir, follow) = match &dirs {
+        Some((s, d)) => (
+            s.as_fd(),
+            d.as_fd(),
+            ctx.opts.dereference == Dereference::Always,
+        ),
+        None => (
+            root.src_parent.as_fd(),
+            root.dst_parent.as_fd(),
+            root.follow,
+        ),
+    };
+    let src = sys::open_read(src_dir, &sys::cstring(&r.name), follow).map_err(open)?;
+    let meta = sys::fstat(src.as_fd()).map_err(|e| DataError::new(Op::Stat, e))?;
+    if meta.id() != split.src {
+        return Err(DataError::new(Op::Changed, Errno::STALE));
+    }
+    let dst = sys::open_to_resume(dst_dir, &sys::cstring(&r.written)).map_err(open)?;
+    let plan = ctx.plan(&meta, &root.dst, root.sized_dev, &[]);
+    let mut recorder = split.progress.as_ref().map(|p| p.on(dst.as_fd()));
+    let checkpoint = recorder.as_mut().map(|r| r as &mut dyn Checkpoint);
+    let mut fc = FileCopy::new(
+        src.as_fd(),
+        &meta,
+        dst.as_fd(),
+        &plan,
+        &mut w.data,
+        ctx.report.control,
+    )
+    .with_checkpoint(checkpoint);
+    match fc.span(r.offset, r.offset + r.len) {
+        Ok(()) => Ok(fc.tally()),
+        Err(e) => {
+            // --partial keeps what this range wrote, as the splitter keeps its own.
+            if let (Some(p), Some((from, to)), true) =
+                (&split.progress, e.stopped_at, ctx.opts.partial)
+            {
+                p.add(dst.as_fd(), from, to);
+            }
+            Err(e)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_cover_what_is_left_once_and_the_last_takes_the_remainder() {
+        assert_eq!(todo(10, &[], 4), [(0, 4), (4, 10)]);
+        assert_eq!(todo(12, &[], 4), [(0, 4), (4, 8), (8, 12)]);
+        assert_eq!(todo(3, &[], 4), [(0, 3)]);
+        assert_eq!(
+            todo(20, &[(0, 4), (10, 12)], 4),
+            [(4, 10), (12, 16), (16, 20)]
+        );
+        assert_eq!(todo(20, &[(0, 20)], 4), []);
+    }
+}
