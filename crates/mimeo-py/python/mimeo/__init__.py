@@ -10,8 +10,9 @@ GIL released. Each function also takes the keyword-only extras ``workers=``, ``r
 :func:`archive` is ``mimeo -a``: everything ``cp -a`` keeps, with a :class:`Summary`.
 :mod:`mimeo.aio` has asyncio versions of them all.
 
-:class:`SharedFile` is a file object that reads the clones of a file through one canonical
-file, so that they share its page cache; the bytes are always those of a plain read.
+`open_shared` opens a :class:`SharedFile`: a file object that reads the clones of a file
+through one canonical file, so that they share its page cache; the bytes are always those of a
+plain read.
 """
 
 from . import aio
@@ -26,7 +27,7 @@ from ._mimeo import (
     copyfile,
     copytree,
 )
-from ._shared import SharedFile
+from ._shared import SharedFile, open_shared
 
 __all__ = [
     "Error",
@@ -42,4 +43,5 @@ __all__ = [
     "copy2",
     "copyfile",
     "copytree",
+    "open_shared",
 ]

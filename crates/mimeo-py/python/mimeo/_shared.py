@@ -95,3 +95,11 @@ class SharedFile(io.RawIOBase):
 
     def __repr__(self):
         return f"<mimeo.SharedFile name={self.name!r} closed={self.closed}>"
+
+
+def open_shared(path, *, canonical=None, origin=True, registry=True, buffer=None):
+    """Opens ``path`` for reading as a :class:`SharedFile`: ``open(path, "rb")`` whose ranges
+    shared with a canonical file are read through it (the bytes are those of a plain read)."""
+    return SharedFile(
+        path, canonical=canonical, origin=origin, registry=registry, buffer=buffer
+    )

@@ -50,6 +50,16 @@ def test_a_clone_reads_through_its_parent_and_returns_a_plain_read(fs):
         c.read()
 
 
+def test_open_shared_is_a_shared_file_giving_the_plain_bytes(fs):
+    d = fs.scratch()
+    parent, clone = parent_and_clone(d)
+    with mimeo.open_shared(parent) as p, mimeo.open_shared(clone, registry=True) as c:
+        assert isinstance(c, mimeo.SharedFile)
+        assert c.canonical_count == (0 if fs.kind == "ext4" else 1)
+        assert c.read() == clone.read_bytes()
+        assert p.read() == parent.read_bytes()
+
+
 def test_seek_tell_readinto_and_copyfileobj(fs):
     d = fs.scratch()
     parent, clone = parent_and_clone(d)
