@@ -97,6 +97,14 @@ fn run(world: &SimpleCommunicator, control: Arc<mimeo::Control>, stopped: &signa
         }
         return EXIT_USAGE;
     }
+    if args.split.is_some_and(|size| size > 0) {
+        // A split file's ranges finish together in the process that began it; ranks do not
+        // share that state, and a stolen range would have nowhere to report.
+        if lead {
+            output::usage_error("--split is not supported: a file is copied by one rank");
+        }
+        return EXIT_USAGE;
+    }
     if lead {
         for warning in config::warnings(&args) {
             output::error(&warning);

@@ -525,4 +525,9 @@ fn a_failed_source_gives_mimeos_status_and_rank_0_still_prints_the_summary() {
     assert_eq!(r.code, Some(2), "{r:#?}");
     assert_eq!(r.stderr.matches("--interactive").count(), 1, "{r:#?}");
     assert!(!into.join("src").exists());
+    // --split makes ranges that only the rank that began a file can finish: refused too.
+    let r = run(2, &[&"-a", &"--split", &"1G", &src, &into]);
+    assert_eq!(r.code, Some(2), "{r:#?}");
+    assert_eq!(r.stderr.matches("--split").count(), 1, "{r:#?}");
+    assert!(!into.join("src").exists());
 }
