@@ -136,15 +136,17 @@ fn a_killed_offload_resumes_where_it_stopped() {
     };
     let src = source(fs.path());
     let dst = fs.path().join("dst");
-    // copy_file_range goes 64 MiB at a time with a record after each: paused in the third.
+    // copy_file_range goes 64 MiB at a time with a record after each, and the small file
+    // takes one call too, before or after `big` starts: the fourth call pauses, so `big` is
+    // killed with two or three records' worth written.
     let kept = killed_at(
         &src,
         &dst,
         &[],
-        "copy_file_range=2*off->sleep(60000)",
+        "copy_file_range=3*off->sleep(60000)",
         128 * MIB,
     );
-    assert_eq!(kept, 128 * MIB);
+    assert!(kept == 128 * MIB || kept == 192 * MIB, "{kept}");
     let r = update(&src, &dst);
     assert_eq!(r.count("resumed_bytes"), kept, "{r:#?}");
     assert_eq!(r.count("by_method.offload"), BIG - kept + 6, "{r:#?}");

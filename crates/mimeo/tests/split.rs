@@ -43,9 +43,9 @@ fn split_options() -> Options {
 }
 
 #[track_caller]
-fn assert_equal(what: &str, src: &Path, dst: &Path) {
+fn assert_equal(what: &str, src: &Path, dst: &Path, blocks_le: bool) {
     let opts = CompareOptions {
-        blocks_le: true,
+        blocks_le,
         ..CompareOptions::default()
     };
     let c = compare_trees(src, dst, &opts).unwrap();
@@ -74,7 +74,9 @@ fn split_copies_equal_their_source_on_ext4_and_from_btrfs_to_xfs() {
             "{what}: {s:?}"
         );
         assert_eq!(s.clone_bytes, 0, "{what}");
-        assert_equal(&what, &src, &dst);
+        // XFS preallocates speculatively past the end of a file that grows from several
+        // writers at once and trims it later, so its block count is not comparable there.
+        assert_equal(&what, &src, &dst, to.kind() != FsKind::Xfs);
         // A file given alone is split too.
         let alone = to.path().join(format!("alone-from-{}", from.kind()));
         let s = mimeo::copy(
@@ -146,7 +148,7 @@ fn ranges_are_plain_data_that_another_worker_copies() {
     through.run(&exec, initial);
     let s = exec.finish();
     assert_eq!((s.errors, s.files), (0, 4), "{s:?}");
-    assert_equal("ranges through JSON", &src, &dst);
+    assert_equal("ranges through JSON", &src, &dst, true);
     let ranges = through.ranges.lock().unwrap();
     // a: 9 ranges of 1 MiB (the last with the remainder), b: 4, sparse: 8; the first of each
     // is the splitter's own.
