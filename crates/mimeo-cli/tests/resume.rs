@@ -149,7 +149,12 @@ fn a_killed_offload_resumes_where_it_stopped() {
     assert!(kept == 128 * MIB || kept == 192 * MIB, "{kept}");
     let r = update(&src, &dst);
     assert_eq!(r.count("resumed_bytes"), kept, "{r:#?}");
-    assert_eq!(r.count("by_method.offload"), BIG - kept + 6, "{r:#?}");
+    // The small file is copied again unless the killed run had finished it.
+    let offloaded = r.count("by_method.offload");
+    assert!(
+        offloaded == BIG - kept + 6 || offloaded == BIG - kept,
+        "{r:#?}"
+    );
     assert_equal("offload resumed", &src, &dst);
 }
 
