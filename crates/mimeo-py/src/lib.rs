@@ -14,6 +14,7 @@ mod files;
 mod paths;
 mod run;
 mod shared;
+mod space;
 mod tree;
 
 use extras::Extras;
@@ -175,6 +176,8 @@ fn _mimeo(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(copy2, m)?)?;
     m.add_function(wrap_pyfunction!(copytree, m)?)?;
     m.add_function(wrap_pyfunction!(archive, m)?)?;
+    m.add_function(wrap_pyfunction!(space::du, m)?)?;
+    m.add_function(wrap_pyfunction!(space::dedupe, m)?)?;
     m.add_class::<archiving::Summary>()?;
     m.add_class::<run::Progress>()?;
     m.add_class::<shared::SharedReader>()?;

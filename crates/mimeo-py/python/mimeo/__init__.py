@@ -8,6 +8,8 @@ GIL released. Each function also takes the keyword-only extras ``workers=``, ``r
 ``progress=`` and ``preserve=``.
 
 :func:`archive` is ``mimeo -a``: everything ``cp -a`` keeps, with a :class:`Summary`.
+:func:`du` measures total, exclusive and shared bytes from extent maps (``mimeo-du``), and
+:func:`dedupe` makes files with the same content share their extents (``mimeo-dedupe``).
 :mod:`mimeo.aio` has asyncio versions of them all.
 
 `open_shared` opens a :class:`SharedFile`: a file object that reads the clones of a file
@@ -26,6 +28,8 @@ from ._mimeo import (
     copy2,
     copyfile,
     copytree,
+    dedupe,
+    du,
 )
 from ._shared import SharedFile, open_shared
 
@@ -43,5 +47,7 @@ __all__ = [
     "copy2",
     "copyfile",
     "copytree",
+    "dedupe",
+    "du",
     "open_shared",
 ]

@@ -146,3 +146,20 @@ def archive(
     verify: bool = False,
 ) -> Summary:
     """Copy as ``mimeo -a`` does and return the :class:`Summary`."""
+
+def du(
+    *paths: StrOrBytesPath,
+    one_file_system: bool = False,
+    sync: bool = False,
+    workers: Optional[int] = None,
+) -> dict:
+    """Total, exclusive and shared bytes of ``paths``, as ``mimeo-du`` measures them."""
+
+def dedupe(
+    *paths: StrOrBytesPath,
+    min_size: int = 1,
+    one_file_system: bool = False,
+    dry_run: bool = False,
+    workers: Optional[int] = None,
+) -> dict:
+    """Make files with the same content below ``paths`` share their extents (``mimeo-dedupe``)."""
