@@ -5,13 +5,11 @@
 use indicatif::{HumanBytes, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use mimeo::Control;
 use serde_json::Value;
-use signal_hook::consts::{SIGINT, SIGTERM};
-use signal_hook::iterator::Signals;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -20,19 +18,8 @@ pub const EXIT_FAILED: u8 = 1;
 /// Exit status: the command line was wrong.
 pub const EXIT_USAGE: u8 = 2;
 
-/// The signal that stopped the run, if one did.
-#[derive(Debug, Default)]
-pub struct Stopped(AtomicI32);
-
-impl Stopped {
-    /// 128 + the signal's number, as shells report a run stopped by a signal.
-    pub fn exit_code(&self) -> Option<u8> {
-        match self.0.load(Ordering::SeqCst) {
-            0 => None,
-            sig => Some((128 + sig) as u8),
-        }
-    }
-}
+/// The signal that stopped the run, if one did: `mimeo`'s own stop switch.
+pub use mimeo_cli::signals::Stopped;
 
 /// Turns the first SIGINT or SIGTERM into `control.stop()`; a second one exits at once.
 ///
@@ -41,18 +28,7 @@ impl Stopped {
 /// When the handlers cannot be installed.
 pub fn on_signals(control: Arc<Control>) -> std::io::Result<Arc<Stopped>> {
     let stopped = Arc::new(Stopped::default());
-    let mut signals = Signals::new([SIGINT, SIGTERM])?;
-    let seen = stopped.clone();
-    std::thread::Builder::new()
-        .name("signals".into())
-        .spawn(move || {
-            for sig in signals.forever() {
-                if seen.0.swap(sig, Ordering::SeqCst) != 0 {
-                    std::process::exit(128 + sig);
-                }
-                control.stop();
-            }
-        })?;
+    mimeo_cli::signals::install(control, stopped.clone())?;
     Ok(stopped)
 }
 
