@@ -9,6 +9,7 @@
 
 mod links;
 mod msg;
+mod ranges;
 mod sched;
 
 use links::DistLinks;
@@ -18,6 +19,7 @@ use mimeo_cli::config::{Config, ConfigError};
 use mimeo_cli::{EXIT_FAILED, EXIT_USAGE, args, config, exit_code, output, progress, signals};
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
+use ranges::DistRanges;
 use sched::{AllLive, MpiScheduler, Net};
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
@@ -56,6 +58,11 @@ fn main() -> ExitCode {
     drop(universe);
     ExitCode::from(code)
 }
+
+/// The size of the ranges large files are split into across ranks, unless `--split` says
+/// otherwise: files of twice this size or more are shared out (a clone is tried first, and
+/// is never split).
+const SPLIT: u64 = 256 << 20;
 
 /// How long a rank may stay silent before the run is given up: `MIMEO_MPI_TIMEOUT` seconds,
 /// 10 by default.
@@ -97,21 +104,19 @@ fn run(world: &SimpleCommunicator, control: Arc<mimeo::Control>, stopped: &signa
         }
         return EXIT_USAGE;
     }
-    if args.split.is_some_and(|size| size > 0) {
-        // A split file's ranges finish together in the process that began it; ranks do not
-        // share that state, and a stolen range would have nowhere to report.
-        if lead {
-            output::usage_error("--split is not supported: a file is copied by one rank");
-        }
-        return EXIT_USAGE;
-    }
+    let split_given = args.split.is_some();
     if lead {
         for warning in config::warnings(&args) {
             output::error(&warning);
         }
     }
     // Every rank reads the command line before rank 0 creates anything.
-    let config = Config::from_args(args);
+    let config = Config::from_args(args).map(|mut c| {
+        if !split_given && world.size() > 1 {
+            c.options.split = Some(SPLIT);
+        }
+        c
+    });
     world.barrier();
     let start = if lead {
         None
@@ -189,7 +194,13 @@ fn run(world: &SimpleCommunicator, control: Arc<mimeo::Control>, stopped: &signa
             }
         }
     };
+    let ranges = DistRanges::new(rank);
     let exec = exec.with_link_groups(&links);
+    let exec = if world.size() > 1 {
+        exec.lending_ranges()
+    } else {
+        exec
+    };
     let live = lead.then(|| Arc::new(AllLive::new(control.clone())));
     let bar = match &live {
         Some(live) if config.progress => Some(progress::Progress::start_with(
@@ -205,6 +216,7 @@ fn run(world: &SimpleCommunicator, control: Arc<mimeo::Control>, stopped: &signa
     let scheduler = MpiScheduler {
         net: std::sync::Mutex::new(&mut net),
         links: &links,
+        ranges: &ranges,
         live,
         jobs: config.options.jobs,
         max_jobs: config.options.max_jobs,
@@ -220,6 +232,7 @@ fn run(world: &SimpleCommunicator, control: Arc<mimeo::Control>, stopped: &signa
             "directories": summary.directories,
             "hard_links": summary.hard_links,
             "bytes": summary.bytes,
+            "ranges_copied": ranges.copied.load(std::sync::atomic::Ordering::Relaxed),
             "sent": net.sent,
         });
         output::err_line(&format!("{line}\n"));

@@ -38,14 +38,35 @@ pub enum Tag {
     Summary = 13,
     /// Rank 0 has every summary: the run's exit status (one byte).
     Bye = 14,
+    /// A worker is about to copy a range of a file the receiver split: [`RangeAsk`].
+    RangeAsk = 15,
+    /// The splitter's answer: [`RangeAnswer`].
+    RangeAnswer = 16,
+    /// A lent range is done, to the rank that split its file: `mimeo::work::RangeDone`.
+    RangeDone = 17,
 }
 
 impl Tag {
     pub fn from_raw(raw: i32) -> Option<Tag> {
         use Tag::*;
         [
-            Request, NoWork, Work, Release, Token, Done, LinkClaim, LinkSettle, LinkAnswer,
-            Progress, Heartbeat, Stop, Summary, Bye,
+            Request,
+            NoWork,
+            Work,
+            Release,
+            Token,
+            Done,
+            LinkClaim,
+            LinkSettle,
+            LinkAnswer,
+            Progress,
+            Heartbeat,
+            Stop,
+            Summary,
+            Bye,
+            RangeAsk,
+            RangeAnswer,
+            RangeDone,
         ]
         .into_iter()
         .find(|t| *t as i32 == raw)
@@ -53,9 +74,24 @@ impl Tag {
 }
 
 /// Items given away, each with the id of the gate (directory) it counts against on the
-/// giving rank, if any.
+/// giving rank, if any, and for a range item the rank that split its file.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Work(pub Vec<(WorkItem, Option<u64>)>);
+pub struct Work(pub Vec<(WorkItem, Option<u64>, Option<i32>)>);
+
+/// A worker asks for the range at `offset` of split file `file`; `req` names its request.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct RangeAsk {
+    pub file: u64,
+    pub offset: u64,
+    pub req: u64,
+}
+
+/// Whether the range of request `req` is the asking worker's to copy.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct RangeAnswer {
+    pub req: u64,
+    pub lent: bool,
+}
 
 /// The termination token (Safra's algorithm): the sum of the counts of basic messages sent
 /// minus received of the ranks it passed, and whether any of them received one since it last

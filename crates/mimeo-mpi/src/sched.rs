@@ -29,6 +29,7 @@
 
 use crate::links::DistLinks;
 use crate::msg::{self, Counters, Tag, Token, Work};
+use crate::ranges::DistRanges;
 use mimeo::work::{DirDone, Executor, Feed, Pool, Spawner, WorkItem, WorkKind, Worker};
 use mimeo::{Control, Method, Scheduler};
 use mpi::point_to_point::MatchedReceiveVec;
@@ -208,8 +209,9 @@ impl Gate {
 // Items are nearly every task: boxing them would cost an allocation each.
 #[allow(clippy::large_enum_variant)]
 enum Task {
-    /// An item, and the gate it counts against.
-    Item(WorkItem, Option<Arc<Gate>>),
+    /// An item, the gate it counts against, and for a range item that came from another
+    /// rank the rank that split its file.
+    Item(WorkItem, Option<Arc<Gate>>, Option<i32>),
     /// Something a gate waited for (on another rank) is done.
     Release(Arc<Gate>),
 }
@@ -223,6 +225,7 @@ type Owed = Mutex<HashMap<i32, Vec<u64>>>;
 pub struct MpiScheduler<'n, 'w> {
     pub net: Mutex<&'n mut Net<'w>>,
     pub links: &'n DistLinks,
+    pub ranges: &'n DistRanges,
     /// Rank 0's sum of the ranks' counters.
     pub live: Option<Arc<AllLive>>,
     /// Workers to start with, and the most the pool may grow to while they wait on storage.
@@ -247,12 +250,12 @@ impl Scheduler for MpiScheduler<'_, '_> {
         let mut end = End::Done;
         Pool::growing(self.jobs, self.max_jobs).run(
             || exec.worker(),
-            |worker, task, spawner| handle(exec, &owed, worker, task, spawner),
+            |worker, task, spawner| handle(exec, self.ranges, &owed, worker, task, spawner),
             |feed| {
                 for item in initial {
-                    feed.push(Task::Item(item, None));
+                    feed.push(Task::Item(item, None, None));
                 }
-                end = Loop::new(net, self, exec.control(), &owed).run(feed);
+                end = Loop::new(net, self, exec, &owed).run(feed);
             },
         );
         if let End::Lost(rank) = end {
@@ -273,6 +276,7 @@ fn lost(net: &Net<'_>, rank: i32) -> ! {
 /// Runs one task on a worker of this rank.
 fn handle(
     exec: &Executor<'_>,
+    ranges: &DistRanges,
     owed: &Owed,
     worker: &mut Worker,
     task: Task,
@@ -280,7 +284,14 @@ fn handle(
 ) {
     let (item, gate) = match task {
         Task::Release(gate) => return release(exec, owed, worker, gate),
-        Task::Item(item, gate) => (item, gate),
+        Task::Item(item, gate, Some(owner)) if owner != ranges.rank => {
+            run_lent(exec, ranges, worker, item, owner);
+            if let Some(g) = gate {
+                release(exec, owed, worker, g);
+            }
+            return;
+        }
+        Task::Item(item, gate, _) => (item, gate),
     };
     // Items spawned by a directory's pass gate that directory; items spawned by anything
     // else gate what that item gates.
@@ -293,7 +304,7 @@ fn handle(
         if let Some(g) = &gate {
             g.pending.fetch_add(1, Ordering::SeqCst);
         }
-        spawner.push(Task::Item(child, gate.clone()));
+        spawner.push(Task::Item(child, gate.clone(), None));
     });
     if let Some(done) = done {
         let g = gate.as_ref().expect("a directory's pass has a gate");
@@ -301,6 +312,27 @@ fn handle(
     }
     if let Some(g) = gate {
         release(exec, owed, worker, g);
+    }
+}
+
+/// A range of a file that rank `owner` split: copied here if the owner lends it (a range
+/// it spawns nothing, so it needs no gate of its own).
+fn run_lent(
+    exec: &Executor<'_>,
+    ranges: &DistRanges,
+    worker: &mut Worker,
+    item: WorkItem,
+    owner: i32,
+) {
+    let WorkKind::Range(range) = &item.kind else {
+        return;
+    };
+    // A stopped run starts no range: the owner gives up the ranges nobody took.
+    if exec.control().is_stopped() || !ranges.ask(owner, range) {
+        return;
+    }
+    if let Some(done) = exec.run_lent(worker, item) {
+        ranges.done(owner, &done);
     }
 }
 
@@ -331,6 +363,7 @@ fn release(exec: &Executor<'_>, owed: &Owed, worker: &mut Worker, gate: Arc<Gate
 struct Loop<'a, 'n, 'w> {
     net: &'a mut Net<'w>,
     sched: &'a MpiScheduler<'n, 'w>,
+    exec: &'a Executor<'a>,
     control: &'a Control,
     owed: &'a Owed,
     /// Gates of items given away, by the id sent with them.
@@ -358,7 +391,7 @@ impl<'a, 'n, 'w> Loop<'a, 'n, 'w> {
     fn new(
         net: &'a mut Net<'w>,
         sched: &'a MpiScheduler<'n, 'w>,
-        control: &'a Control,
+        exec: &'a Executor<'a>,
         owed: &'a Owed,
     ) -> Self {
         let now = Instant::now();
@@ -366,7 +399,8 @@ impl<'a, 'n, 'w> Loop<'a, 'n, 'w> {
         Loop {
             net,
             sched,
-            control,
+            exec,
+            control: exec.control(),
             owed,
             given: HashMap::new(),
             next_id: 0,
@@ -413,6 +447,7 @@ impl<'a, 'n, 'w> Loop<'a, 'n, 'w> {
             if let Some(rank) = self.net.silent() {
                 self.control.stop();
                 self.sched.links.stop();
+                self.sched.ranges.stop();
                 let since = Instant::now();
                 while feed.busy() > 0 && since.elapsed() < Duration::from_secs(5) {
                     std::thread::sleep(Duration::from_millis(5));
@@ -449,9 +484,9 @@ impl<'a, 'n, 'w> Loop<'a, 'n, 'w> {
                 let Some(Work(items)) = msg::decode(body) else {
                     return false;
                 };
-                for (item, id) in items {
+                for (item, id, owner) in items {
                     let gate = id.map(|id| Gate::new(Parent::Remote(from, id)));
-                    feed.push(Task::Item(item, gate));
+                    feed.push(Task::Item(item, gate, owner));
                 }
             }
             Tag::Release => {
@@ -490,6 +525,22 @@ impl<'a, 'n, 'w> Loop<'a, 'n, 'w> {
                 self.sched.links.stop();
                 self.told_stop = true;
             }
+            Tag::RangeAsk => {
+                if let Some(ask) = msg::decode::<msg::RangeAsk>(body) {
+                    let lent = self.exec.lend_range(ask.file, ask.offset);
+                    self.sched.ranges.answer(from, ask.req, lent);
+                }
+            }
+            Tag::RangeAnswer => {
+                if let Some(answer) = msg::decode(body) {
+                    self.sched.ranges.on_answer(answer);
+                }
+            }
+            Tag::RangeDone => {
+                if let Some(done) = msg::decode(body) {
+                    self.exec.range_done(&done);
+                }
+            }
             Tag::Heartbeat | Tag::Summary | Tag::Bye => {}
         }
         false
@@ -503,13 +554,18 @@ impl<'a, 'n, 'w> Loop<'a, 'n, 'w> {
         if !self.asking && queued > 0 {
             for _ in 0..queued.div_ceil(2).min(MAX_GIVE) {
                 match feed.take() {
-                    Some(Task::Item(item, gate)) => {
+                    Some(Task::Item(item, gate, owner)) => {
                         let id = gate.map(|g| {
                             self.next_id += 1;
                             self.given.insert(self.next_id, g);
                             self.next_id
                         });
-                        items.push((item, id));
+                        // A range of a file split here is asked for here when it starts.
+                        let owner = match item.kind {
+                            WorkKind::Range(_) => owner.or(Some(self.net.rank)),
+                            _ => owner,
+                        };
+                        items.push((item, id, owner));
                     }
                     // Releases are this rank's own business.
                     Some(release) => keep.push(release),
@@ -532,7 +588,8 @@ impl<'a, 'n, 'w> Loop<'a, 'n, 'w> {
     /// Sends what the workers queued for other ranks; true if anything was sent.
     fn flush(&mut self) -> bool {
         let mut sent = false;
-        for (to, tag, body) in self.sched.links.outgoing() {
+        let links = self.sched.links.outgoing();
+        for (to, tag, body) in links.into_iter().chain(self.sched.ranges.outgoing()) {
             self.net.send(to, tag, &body);
             sent = true;
         }

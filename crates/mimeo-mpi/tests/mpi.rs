@@ -10,7 +10,7 @@ use mimeo_testkit::{FsKind, GenOptions, LoopFs, gen_small, generate};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -298,14 +298,21 @@ fn with_dereference_files_reached_through_symlinks_on_different_ranks_are_linked
     assert!(spread > 0, "no run had links made by two ranks");
 }
 
-/// Flags of the interruption runs: streamed and flushed file by file, to be slow enough to hit.
-const SLOW: [&str; 4] = ["-aT", "--reflink=never", "--sparse=never", "--sync"];
+/// Flags of the interruption runs: streamed and flushed file by file, to be slow enough to hit,
+/// with the larger files split into ranges that several ranks copy.
+const SLOW: [&str; 5] = [
+    "-aT",
+    "--reflink=never",
+    "--sparse=never",
+    "--sync",
+    "--split=512K",
+];
 
 fn spawn_slow(np: usize, src: &Path, dst: &Path) -> Child {
     mpirun(
         np,
         &[
-            &SLOW[0], &SLOW[1], &SLOW[2], &SLOW[3], &"--json", &src, &dst,
+            &SLOW[0], &SLOW[1], &SLOW[2], &SLOW[3], &SLOW[4], &"--json", &src, &dst,
         ],
     )
     .stdout(Stdio::piped())
@@ -399,12 +406,7 @@ fn sigkill_of_one_rank_fails_the_run_within_seconds_and_update_finishes_it() {
             took < Duration::from_secs(15),
             "{what}: ended after {took:?}"
         );
-        let allow = Allow {
-            temps: true,
-            marked: true,
-            stale: None,
-        };
-        no_half_files(&src, &dst, &allow).unwrap_or_else(|e| panic!("{what}: {e}"));
+        no_half_files_after_kill(&src, &dst, &what);
         update_finishes(&what, 2, &src, &dst);
     }
 }
@@ -422,25 +424,10 @@ fn sigkill_of_mpirun_then_update_gives_an_exact_tree() {
         let ranks = children(child.id());
         child.kill().unwrap();
         child.wait().unwrap();
-        // The ranks go with their launcher.
-        let t0 = Instant::now();
-        while ranks
-            .iter()
-            .any(|p| Path::new(&format!("/proc/{p}")).exists())
-        {
-            assert!(
-                t0.elapsed() < Duration::from_secs(20),
-                "ranks outlived mpirun"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
         let what = format!("round {round}: SIGKILL of mpirun");
-        let allow = Allow {
-            temps: true,
-            marked: true,
-            stale: None,
-        };
-        no_half_files(&src, &dst, &allow).unwrap_or_else(|e| panic!("{what}: {e}"));
+        // The ranks go with their launcher.
+        wait_gone(&ranks, &what);
+        no_half_files_after_kill(&src, &dst, &what);
         update_finishes(&what, 1 + round % 3, &src, &dst);
     }
 }
@@ -471,26 +458,61 @@ fn sigint_to_mpirun_stops_every_rank_which_cleans_up() {
     update_finishes("SIGINT", 3, &src, &dst);
 }
 
+/// A file of `mib` MiB whose every 4 KiB block differs from the others.
+fn pattern_file(path: &Path, mib: u64) {
+    use std::io::Write;
+    let mut f = fs::File::create(path).unwrap();
+    let mut chunk = vec![0u8; 1 << 20];
+    for i in 0..mib {
+        for (j, b) in chunk.iter_mut().enumerate().step_by(4096) {
+            *b = (i as u8) ^ (j >> 12) as u8;
+        }
+        chunk[..8].copy_from_slice(&i.to_le_bytes());
+        f.write_all(&chunk).unwrap();
+    }
+    f.sync_all().unwrap();
+}
+
+/// An ext4 filesystem with room for two copies of `src/big`, a file of `mib` MiB.
+fn ext4_with_big_file(mib: u64) -> Option<(LoopFs, PathBuf)> {
+    let fs = LoopFs::try_new(FsKind::Ext4, 2 * mib + 1024)?;
+    let src = fs.path().join("src");
+    fs::create_dir(&src).unwrap();
+    pattern_file(&src.join("big"), mib);
+    Some((fs, src))
+}
+
+/// Waits until the processes `pids` are gone.
+fn wait_gone(pids: &[u32], what: &str) {
+    let t0 = Instant::now();
+    while pids
+        .iter()
+        .any(|p| Path::new(&format!("/proc/{p}")).exists())
+    {
+        assert!(t0.elapsed() < Duration::from_secs(20), "{what}: ranks stay");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// After a killed run: temporaries and marked entries may be left, never a half file.
+#[track_caller]
+fn no_half_files_after_kill(src: &Path, dst: &Path, what: &str) {
+    let allow = Allow {
+        temps: true,
+        marked: true,
+        stale: None,
+    };
+    no_half_files(src, dst, &allow).unwrap_or_else(|e| panic!("{what}: {e}"));
+}
+
 #[test]
 fn a_4_gib_file_on_4_ranks_is_exact_and_cloned() {
-    // Splitting one file into ranges across ranks is not there yet: one rank copies it.
+    // Where the filesystem clones, the whole file is one clone: it is never split.
     let Some(fs) = LoopFs::try_new(FsKind::Xfs, 4096 + 1024) else {
         return;
     };
     let src = fs.path().join("big");
-    {
-        use std::io::Write;
-        let mut f = fs::File::create(&src).unwrap();
-        let mut chunk = vec![0u8; 1 << 20];
-        for i in 0..4096u64 {
-            for (j, b) in chunk.iter_mut().enumerate().step_by(4096) {
-                *b = (i as u8) ^ (j >> 12) as u8;
-            }
-            chunk[..8].copy_from_slice(&i.to_le_bytes());
-            f.write_all(&chunk).unwrap();
-        }
-        f.sync_all().unwrap();
-    }
+    pattern_file(&src, 4096);
     let dst = fs.path().join("copy");
     let r = run(4, &[&"-a", &"--json", &src, &dst]);
     assert_eq!(r.code, Some(0), "{r:#?}");
@@ -498,6 +520,79 @@ fn a_4_gib_file_on_4_ranks_is_exact_and_cloned() {
     assert_same_bytes(&src, &dst);
     let m = fs::metadata(&dst).unwrap();
     assert_eq!(m.len(), 4 << 30);
+}
+
+#[test]
+fn a_4_gib_file_is_split_across_4_ranks_where_it_cannot_be_cloned() {
+    let Some((fs, src)) = ext4_with_big_file(4096) else {
+        return;
+    };
+    fs::set_permissions(src.join("big"), fs::Permissions::from_mode(0o640)).unwrap();
+    let dst = fs.path().join("dst");
+    let r = copy_exact("4 GiB on ext4", 4, &src, &dst);
+    assert_eq!(r.summary["files"], 1, "{r:#?}");
+    assert_eq!(r.summary["bytes"], 4u64 << 30, "{r:#?}");
+    // The rank that met the file split it into 256 MiB ranges; other ranks copied some.
+    let helpers: Vec<u64> = r
+        .ranks
+        .values()
+        .filter(|v| v["files"] == 0)
+        .map(|v| v["ranges_copied"].as_u64().unwrap())
+        .collect();
+    assert_eq!(helpers.len(), 3, "{r:#?}");
+    assert!(
+        helpers.iter().filter(|&&n| n > 0).count() >= 2,
+        "ranges copied by the other ranks: {helpers:?}"
+    );
+    assert!(helpers.iter().sum::<u64>() < 16, "{r:#?}");
+}
+
+#[test]
+fn a_file_split_across_ranks_survives_a_lost_rank_and_a_killed_mpirun() {
+    let Some((fs, src)) = ext4_with_big_file(2048) else {
+        return;
+    };
+    gen_small(&src.join("small"), 200, 5).unwrap();
+    for (round, kill_rank) in [(0, true), (1, false)] {
+        let what = format!(
+            "round {round}: SIGKILL of {} during a split file",
+            if kill_rank { "rank 2" } else { "mpirun" }
+        );
+        let dst = fs.path().join(format!("dst{round}"));
+        let mut child = mpirun(4, &[&"-aT", &"--split=64M", &"--json", &src, &dst])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Once the copy of the large file is under way.
+        let t0 = Instant::now();
+        while fs::read_dir(&dst).map(|d| d.count()).unwrap_or(0) < 2 {
+            assert!(t0.elapsed() < Duration::from_secs(30), "{what}: no start");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        let mut ranks = children(child.id());
+        ranks.sort();
+        assert_eq!(ranks.len(), 4, "{what}: four ranks under mpirun");
+        if kill_rank {
+            let t0 = Instant::now();
+            kill(ranks[2], 9);
+            let r = finish_within(child, 30, &what);
+            let took = t0.elapsed();
+            assert_ne!(r.code, Some(0), "{what}: {r:#?}");
+            assert!(
+                took < Duration::from_secs(20),
+                "{what}: ended after {took:?}"
+            );
+        } else {
+            child.kill().unwrap();
+            child.wait().unwrap();
+        }
+        wait_gone(&ranks, &what);
+        no_half_files_after_kill(&src, &dst, &what);
+        update_finishes(&what, 3, &src, &dst);
+        fs::remove_dir_all(&dst).unwrap();
+    }
 }
 
 #[test]
@@ -524,10 +619,5 @@ fn a_failed_source_gives_mimeos_status_and_rank_0_still_prints_the_summary() {
     let r = run(2, &[&"-a", &"-i", &src, &into]);
     assert_eq!(r.code, Some(2), "{r:#?}");
     assert_eq!(r.stderr.matches("--interactive").count(), 1, "{r:#?}");
-    assert!(!into.join("src").exists());
-    // --split makes ranges that only the rank that began a file can finish: refused too.
-    let r = run(2, &[&"-a", &"--split", &"1G", &src, &into]);
-    assert_eq!(r.code, Some(2), "{r:#?}");
-    assert_eq!(r.stderr.matches("--split").count(), 1, "{r:#?}");
     assert!(!into.join("src").exists());
 }

@@ -33,7 +33,7 @@
 //! # Finding the canonical file
 //!
 //! [`SharedFile::open`] takes the first of: a canonical file named by the caller; the
-//! file's origin record (see [`origin`](super::origin)), checked to name the very file it
+//! file's origin record (see [`origin`]), checked to name the very file it
 //! was made from; and a process-wide registry, by device address, of the shared extents of
 //! the files already opened through this module. A file registers the shared extents nobody
 //! holds yet, and becomes their canonical file for later opens.

@@ -1,8 +1,8 @@
 //! Canonical source files of one run: for every shared extent of the sources (clones,
 //! dedupe results), the first source file read that held it. When the destination cannot
 //! clone (btrfs → ext4, `--reflink=never`), each later reference to such an extent is read
-//! through that file (see [`shared`](crate::data::shared)), whose page cache then holds the
-//! bytes once: copying eight clones of one file reads the device once.
+//! through that file (see [`SharedFile`](crate::data::shared::SharedFile)), whose page
+//! cache then holds the bytes once: copying eight clones of one file reads the device once.
 //!
 //! The same idea as hard-link groups ([`links`](super::links)), per extent: the map holds
 //! disjoint intervals of device addresses per source device (a [`PhysMap`]), each naming the

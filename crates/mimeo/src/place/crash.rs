@@ -17,7 +17,7 @@
 //!   `….partial`: a host id, the process id and the process's start time, so that names are
 //!   unique across the hosts that share a filesystem, and a leftover is removed only when its
 //!   run is provably dead: on this host, with no process of that id and start time
-//!   ([`Scratch::remove_leftovers`]). Another host's leftovers are removed only when asked.
+//!   ([`remove_leftovers`]). Another host's leftovers are removed only when asked.
 
 use crate::options::Options;
 use crate::sys::{self, DType, DirReader, Errno, Meta};

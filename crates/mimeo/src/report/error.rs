@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 /// The operation that failed, named as cp names it in its messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub enum Op {
     /// Reading an entry's metadata.

@@ -1,4 +1,4 @@
-//! The local scheduler: a bounded pool of threads ([`pool`](super::pool)) with completion
+//! The local scheduler: a bounded pool of threads ([`pool`]) with completion
 //! counting for directories.
 
 use super::Scheduler;

@@ -19,7 +19,7 @@
 //!    is handled on its own: `DIFFERS` (it changed), `EAGAIN` (retried, then reported busy),
 //!    `EINVAL`, `EPERM`/`EACCES`; each becomes a [`SpaceEvent::Skipped`] and the run goes on.
 //!
-//! Bytes saved are measured as [`du`](super::du) measures space: the physical bytes the
+//! Bytes saved are measured as [`du`](fn@super::du) measures space: the physical bytes the
 //! candidates reference (every byte once) before, less those they reference after (read
 //! again from the extent maps). So `mimeo-du` before and after agrees with it, unless a
 //! file that is not a candidate shares part of a deduped file's old extents.
@@ -47,7 +47,7 @@ const READ_BUF: usize = 256 << 10;
 /// Tries of a call the filesystem answers with `EAGAIN`.
 const TRIES: u32 = 5;
 
-/// How [`dedupe`] runs.
+/// How [`dedupe`](fn@dedupe) runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct DedupeOptions {
@@ -73,7 +73,7 @@ impl Default for DedupeOptions {
     }
 }
 
-/// What [`dedupe`] did.
+/// What [`dedupe`](fn@dedupe) did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct DedupeSummary {
@@ -93,7 +93,7 @@ pub struct DedupeSummary {
     pub bytes_read: u64,
     /// Bytes compared and shared by the kernel (the targets' lengths).
     pub bytes_deduped: u64,
-    /// Physical bytes freed, measured as [`du`](super::du) measures (with `dry_run`: that
+    /// Physical bytes freed, measured as [`du`](fn@super::du) measures (with `dry_run`: that
     /// would be freed).
     pub bytes_saved: u64,
     /// Targets left as they were ([`SpaceEvent::Skipped`]).

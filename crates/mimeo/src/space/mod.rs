@@ -1,5 +1,5 @@
-//! Space: how much room a tree really takes on a copy-on-write filesystem ([`du`]), and
-//! getting the room of duplicate files back without changing a byte ([`dedupe`]).
+//! Space: how much room a tree really takes on a copy-on-write filesystem ([`du`](fn@du)), and
+//! getting the room of duplicate files back without changing a byte ([`dedupe`](fn@dedupe)).
 //!
 //! This layer sits above `sched` (it walks with the one walker of `tree`, run on the local
 //! pool) and below the crate root; it imports `sched`, `tree`, `report` and `sys`, and
@@ -7,7 +7,7 @@
 //!
 //! # What the numbers mean
 //!
-//! [`du`] reads every regular file's extent map (`FIEMAP`) and counts, as
+//! [`du`](fn@du) reads every regular file's extent map (`FIEMAP`) and counts, as
 //! `btrfs filesystem du` does, on btrfs, XFS and any filesystem with `FIEMAP`:
 //!
 //! - **total**: bytes of data extents. Holes are not data; an extent's length is what
@@ -112,13 +112,13 @@ fn walk_roots(
     (wopts, roots, items)
 }
 
-/// Something that happened during [`du`] or [`dedupe`].
+/// Something that happened during [`du`](fn@du) or [`dedupe`](fn@dedupe).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SpaceEvent {
     /// Something could not be read or changed; the run goes on.
     Failed(Error),
-    /// [`du`]: the usage of a directory below a given path, once everything below it has
+    /// [`du`](fn@du): the usage of a directory below a given path, once everything below it has
     /// been counted (post-order). Its `shared` fields are `None`.
     Directory {
         /// The directory.
@@ -128,7 +128,7 @@ pub enum SpaceEvent {
         /// What it holds.
         usage: Usage,
     },
-    /// [`dedupe`]: files with the same content, found before any is changed.
+    /// [`dedupe`](fn@dedupe): files with the same content, found before any is changed.
     Duplicates {
         /// Their size in bytes.
         size: u64,
@@ -138,11 +138,11 @@ pub enum SpaceEvent {
         targets: Vec<PathBuf>,
         /// Files that share all of `keep`'s extents already; nothing is done to them.
         sharing: Vec<PathBuf>,
-        /// Bytes the group would free, measured as [`du`] measures (physical bytes that
+        /// Bytes the group would free, measured as [`du`](fn@du) measures (physical bytes that
         /// only the targets reference).
         saves: u64,
     },
-    /// [`dedupe`]: a file now shares all of its data with `keep`.
+    /// [`dedupe`](fn@dedupe): a file now shares all of its data with `keep`.
     Deduped {
         /// The file.
         path: PathBuf,
@@ -151,7 +151,7 @@ pub enum SpaceEvent {
         /// Bytes compared and shared.
         bytes: u64,
     },
-    /// [`dedupe`]: a file was left as it was (or shares only part of its data).
+    /// [`dedupe`](fn@dedupe): a file was left as it was (or shares only part of its data).
     Skipped {
         /// The file.
         path: PathBuf,
@@ -162,7 +162,7 @@ pub enum SpaceEvent {
     },
 }
 
-/// Why [`dedupe`] left a file alone.
+/// Why [`dedupe`](fn@dedupe) left a file alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum SkipReason {
@@ -264,13 +264,13 @@ impl SpaceObserver for NoSpaceObserver {
 pub enum Phase {
     /// Walking the trees.
     Walking,
-    /// [`dedupe`]: comparing candidates and sharing duplicates.
+    /// [`dedupe`](fn@dedupe): comparing candidates and sharing duplicates.
     Comparing,
     /// Done.
     Finished,
 }
 
-/// Live progress of [`du`] or [`dedupe`], for another thread to read (a progress bar).
+/// Live progress of [`du`](fn@du) or [`dedupe`](fn@dedupe), for another thread to read (a progress bar).
 ///
 /// ```
 /// let progress = mimeo::space::Progress::default();
@@ -302,23 +302,23 @@ impl Progress {
         self.files.load(Relaxed)
     }
 
-    /// [`du`]: data bytes counted so far. [`dedupe`]: bytes of the files found so far.
+    /// [`du`](fn@du): data bytes counted so far. [`dedupe`](fn@dedupe): bytes of the files found so far.
     pub fn bytes(&self) -> u64 {
         self.bytes.load(Relaxed)
     }
 
-    /// [`dedupe`]: bytes of candidates to compare, known once the walk is done. Files
+    /// [`dedupe`](fn@dedupe): bytes of candidates to compare, known once the walk is done. Files
     /// found to share their extents already come off as they are found.
     pub fn work_total(&self) -> u64 {
         self.work_total.load(Relaxed)
     }
 
-    /// [`dedupe`]: bytes of candidates compared (read or proved shared) so far.
+    /// [`dedupe`](fn@dedupe): bytes of candidates compared (read or proved shared) so far.
     pub fn work_done(&self) -> u64 {
         self.work_done.load(Relaxed)
     }
 
-    /// [`dedupe`]: bytes shared so far.
+    /// [`dedupe`](fn@dedupe): bytes shared so far.
     pub fn deduped(&self) -> u64 {
         self.deduped.load(Relaxed)
     }

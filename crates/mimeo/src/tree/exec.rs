@@ -5,7 +5,7 @@ use super::dir::{self, make_dst_dir};
 use super::hooks::{HookSet, Hooks, NoHooks};
 use super::roots::{CopyPair, open_error};
 use super::split;
-use super::work::{DirDone, DirInfo, Lineage, Stat, WorkItem, WorkKind};
+use super::work::{DirDone, DirInfo, Lineage, RangeDone, Stat, WorkItem, WorkKind};
 use crate::options::Options;
 use crate::place::links::LinkGroups;
 use crate::report::{Control, Observer, Reporter, Summary};
@@ -248,6 +248,50 @@ impl<'a> Executor<'a> {
     pub fn with_link_groups(mut self, groups: &'a dyn LinkGroups) -> Self {
         self.ctx.groups = Some(groups);
         self
+    }
+
+    /// Other processes of the run help copy the ranges of the files this executor splits
+    /// ([`Options::split`]): a file is split even where this process runs a single worker,
+    /// and its range items may be run elsewhere, as [`Executor::lend_range`] says. Call it
+    /// before the first [`Executor::run`].
+    pub fn lending_ranges(mut self) -> Self {
+        self.ctx.splits.lending = true;
+        self
+    }
+
+    /// In the process that split a file (the one whose executor spawned the range item of
+    /// `file` at `offset`, see [`FileRange`](crate::work::FileRange)): takes the range for a worker of another
+    /// process that is about to start its item. True: that
+    /// worker copies it with [`Executor::run_lent`], and what it returns must come back here,
+    /// to [`Executor::range_done`], or the file never finishes. False: the range is taken
+    /// already, or its file finished or failed; the item does nothing.
+    ///
+    /// Ask at the moment the item starts, not when it is handed over: the splitter waits for
+    /// the ranges taken by others, and a range waiting in a queue behind a busy worker could
+    /// make it wait for ever.
+    pub fn lend_range(&self, file: u64, offset: u64) -> bool {
+        split::lend(&self.ctx, file, offset)
+    }
+
+    /// Copies the range of a [`WorkKind::Range`] item whose file another process split, after
+    /// that process lent it ([`Executor::lend_range`]). None for another kind of item.
+    pub fn run_lent(&self, worker: &mut Worker, item: WorkItem) -> Option<RangeDone> {
+        match item.kind {
+            WorkKind::Range(range) => Some(split::run_lent(
+                &self.ctx,
+                &mut worker.0,
+                item.root,
+                &item.path,
+                &range,
+                item.stat,
+            )),
+            _ => None,
+        }
+    }
+
+    /// In the process that split a file: a range it lent is done.
+    pub fn range_done(&self, done: &RangeDone) {
+        split::lent_done(&self.ctx, done);
     }
 
     /// A worker's buffers, for [`Executor::run`].

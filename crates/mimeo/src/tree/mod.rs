@@ -28,5 +28,5 @@ pub use single::{copy_file, copy_file_with};
 pub(crate) use walk::{Entry, Roots, Visitor, Walk, WalkOptions};
 pub(crate) use work::join_rel;
 pub use work::{
-    DirDone, DirInfo, EntryType, FileRange, Lineage, Stat, WorkItem, WorkKind, XattrList,
+    DirDone, DirInfo, EntryType, FileRange, Lineage, RangeDone, Stat, WorkItem, WorkKind, XattrList,
 };

@@ -12,10 +12,16 @@
 //! A range that fails (or a stop request) ends the file: ranges not yet started are not
 //! started, the splitter waits for those under way, and the copy is removed. A range item
 //! whose file is finished, or unknown to this executor, does nothing.
+//!
+//! **Across processes** (a run spread over several, see `Executor::lend_range`): a range
+//! item that reached another process is taken there only once the splitter's process has
+//! lent it (`lend`), at the moment a worker there starts it, so that the splitter waits only
+//! for ranges that a worker is copying and its wait still always ends. That worker copies
+//! it (`run_lent`) and the outcome goes back to the splitter's process (`lent_done`).
 
 use super::context::{Buffers, Ctx, Here, Loc};
 use super::splits::{Did, Split, Tally, lock};
-use super::work::{FileRange, WorkItem, WorkKind};
+use super::work::{FileRange, RangeDone, Stat, WorkItem, WorkKind};
 use crate::data::copy::{Checkpoint, DataError, DataPlan, FileCopy, clone_whole};
 use crate::options::Dereference;
 use crate::place::resume::Progress;
@@ -90,7 +96,7 @@ pub(crate) fn copy<'a>(
         Loc::Alone { .. } => return None,
     };
     let left = meta.size - done.iter().map(|(a, b)| b - a).sum::<u64>();
-    if ctx.opts.jobs < 2 || left < 2 * each {
+    if (ctx.opts.jobs < 2 && !ctx.splits.lending) || left < 2 * each {
         return None;
     }
     if done.is_empty() {
@@ -101,9 +107,15 @@ pub(crate) fn copy<'a>(
     }
     let id = ctx.splits.next.fetch_add(1, Ordering::Relaxed);
     let all = todo(meta.size, done, each);
+    // Ranges copied elsewhere are recorded here, through a descriptor of our own.
+    let own_dst = match (&progress, ctx.splits.lending) {
+        (Some(_), true) => dst.try_clone_to_owned().ok(),
+        _ => None,
+    };
     let split = Arc::new(Split {
         src: meta.id(),
         progress: progress.clone(),
+        dst: own_dst,
         taken: all.iter().map(|_| AtomicBool::new(false)).collect(),
         ranges: all.clone(),
         abort: AtomicBool::new(false),
@@ -186,18 +198,106 @@ pub(crate) fn help(ctx: &Ctx<'_>, w: &mut Buffers, root: u32, rel: &[u8], r: &Fi
         split.finish(Err(DataError::new(Op::Interrupted, Errno::INTR)), true);
         return;
     }
-    let did = copy_range(ctx, w, root, rel, r, &split);
+    let did = copy_range(ctx, w, root, rel, r, split.src, split.progress.as_deref());
     split.finish(did, true);
 }
 
-/// Opens the file's source and its copy again, in this worker, and copies the range.
+/// In the splitter's process: takes the range of `file` at `offset` for a worker of another process that
+/// is about to start it. False when it is taken already (by the splitter, a helper here, or
+/// a worker elsewhere), when the file is finished, or when the file failed (the range is
+/// then given up here).
+pub(crate) fn lend(ctx: &Ctx<'_>, file: u64, offset: u64) -> bool {
+    let Some(split) = ctx.splits.get(file) else {
+        return false;
+    };
+    let Some(i) = split.ranges.iter().position(|&(a, _)| a == offset) else {
+        return false;
+    };
+    if !split.take(i) {
+        return false;
+    }
+    if split.abort.load(Ordering::SeqCst) {
+        split.finish(Err(DataError::new(Op::Interrupted, Errno::INTR)), true);
+        return false;
+    }
+    true
+}
+
+/// In another process: copies a range that the splitter's process lent (see [`lend`]), and
+/// says how it went, for [`lent_done`] there. The run's resume record is the splitter's
+/// business: this worker writes none.
+pub(crate) fn run_lent(
+    ctx: &Ctx<'_>,
+    w: &mut Buffers,
+    root: u32,
+    rel: &[u8],
+    r: &FileRange,
+    stat: Option<Stat>,
+) -> RangeDone {
+    let did = match stat {
+        _ if ctx.report.control.is_stopped() => Err(DataError::new(Op::Interrupted, Errno::INTR)),
+        Some(stat) => copy_range(ctx, w, root, rel, r, (stat.dev, stat.ino), None),
+        None => Err(DataError::new(Op::Changed, Errno::STALE)),
+    };
+    let (written, offloaded, streamed, failed, stopped_at) = match did {
+        Ok((written, offloaded, streamed)) => (written, offloaded, streamed, None, None),
+        Err(e) => (
+            0,
+            false,
+            false,
+            Some((e.op, e.errno.raw_os_error())),
+            e.stopped_at,
+        ),
+    };
+    RangeDone {
+        file: r.file,
+        offset: r.offset,
+        written,
+        offloaded,
+        streamed,
+        failed,
+        stopped_at,
+    }
+}
+
+/// In the splitter's process: a lent range is done; records it as a helper's.
+pub(crate) fn lent_done(ctx: &Ctx<'_>, done: &RangeDone) {
+    let Some(split) = ctx.splits.get(done.file) else {
+        return;
+    };
+    let Some(&(from, to)) = split.ranges.iter().find(|&&(a, _)| a == done.offset) else {
+        return;
+    };
+    let record = |a: u64, b: u64| {
+        if let (Some(p), Some(dst)) = (&split.progress, &split.dst) {
+            p.add(dst.as_fd(), a, b);
+        }
+    };
+    let did = match done.failed {
+        None => {
+            record(from, to);
+            Ok((done.written, done.offloaded, done.streamed))
+        }
+        Some((op, errno)) => {
+            if let (Some((a, b)), true) = (done.stopped_at, ctx.opts.partial) {
+                record(a, b);
+            }
+            Err(DataError::new(op, Errno::from_raw_os_error(errno)))
+        }
+    };
+    split.finish(did, true);
+}
+
+/// Opens the file's source (which must still be inode `src_id`) and its copy again, in this
+/// worker, and copies the range, keeping `progress` up to date if given.
 fn copy_range(
     ctx: &Ctx<'_>,
     w: &mut Buffers,
     root_index: u32,
     rel: &[u8],
     r: &FileRange,
-    split: &Split,
+    src_id: (u64, u64),
+    progress: Option<&Progress>,
 ) -> Result<Did, DataError> {
     let root = ctx.root(root_index);
     let open = |e: Errno| DataError::new(Op::Open, e);
@@ -229,12 +329,12 @@ fn copy_range(
     };
     let src = sys::open_read(src_dir, &sys::cstring(&r.name), follow).map_err(open)?;
     let meta = sys::fstat(src.as_fd()).map_err(|e| DataError::new(Op::Stat, e))?;
-    if meta.id() != split.src {
+    if meta.id() != src_id {
         return Err(DataError::new(Op::Changed, Errno::STALE));
     }
     let dst = sys::open_to_resume(dst_dir, &sys::cstring(&r.written)).map_err(open)?;
     let plan = ctx.plan(&meta, &root.dst, root.sized_dev, &[]);
-    let mut recorder = split.progress.as_ref().map(|p| p.on(dst.as_fd()));
+    let mut recorder = progress.map(|p| p.on(dst.as_fd()));
     let checkpoint = recorder.as_mut().map(|r| r as &mut dyn Checkpoint);
     let mut fc = FileCopy::new(
         src.as_fd(),
@@ -249,9 +349,7 @@ fn copy_range(
         Ok(()) => Ok(fc.tally()),
         Err(e) => {
             // --partial keeps what this range wrote, as the splitter keeps its own.
-            if let (Some(p), Some((from, to)), true) =
-                (&split.progress, e.stopped_at, ctx.opts.partial)
-            {
+            if let (Some(p), Some((from, to)), true) = (progress, e.stopped_at, ctx.opts.partial) {
                 p.add(dst.as_fd(), from, to);
             }
             Err(e)

@@ -5,6 +5,7 @@
 use crate::data::copy::DataError;
 use crate::place::resume::Progress;
 use crate::report::Op;
+use rustix::fd::OwnedFd;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -14,6 +15,9 @@ use std::sync::{Arc, Condvar, Mutex};
 pub(crate) struct Splits {
     pub next: AtomicU64,
     pub live: Mutex<HashMap<u64, Arc<Split>>>,
+    /// Other processes of the run copy ranges too (see `Executor::lend_range`): a file is
+    /// split even where this process has a single worker.
+    pub lending: bool,
 }
 
 impl Splits {
@@ -48,6 +52,9 @@ pub(crate) struct Split {
     pub src: (u64, u64),
     /// The file's resume record, which every worker keeps up to date with its ranges.
     pub progress: Option<Arc<Progress>>,
+    /// The copy, for recording the ranges other processes copied in `progress`: only when
+    /// both are there.
+    pub dst: Option<OwnedFd>,
     pub ranges: Vec<(u64, u64)>,
     pub taken: Vec<AtomicBool>,
     /// Set when a range failed: ranges not started are given up.

@@ -6,6 +6,7 @@
 //! executor's business, and completion counting is the scheduler's. With the `serde`
 //! feature, every type here can be serialized.
 
+use crate::report::Op;
 use crate::sys::{DType, Meta};
 
 /// One unit of work of a tree copy.
@@ -68,6 +69,29 @@ pub struct FileRange {
     pub offset: u64,
     /// Its length.
     pub len: u64,
+}
+
+/// How a range copied in another process than its file's splitter went: what that process's
+/// [`Executor::run_lent`](crate::work::Executor::run_lent) returns, for the splitter's
+/// [`Executor::range_done`](crate::work::Executor::range_done).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
+pub struct RangeDone {
+    /// The split file ([`FileRange::file`]).
+    pub file: u64,
+    /// Where the range starts ([`FileRange::offset`]).
+    pub offset: u64,
+    /// Bytes written (holes are skipped, not written).
+    pub written: u64,
+    /// Some of it was copied inside the kernel (`copy_file_range`).
+    pub offloaded: bool,
+    /// Some of it was read and written through a buffer.
+    pub streamed: bool,
+    /// The failure, if it failed: the step and the errno.
+    pub failed: Option<(Op, i32)>,
+    /// For a range stopped by the run's stop: the part `[from, to)` of it that is complete.
+    pub stopped_at: Option<(u64, u64)>,
 }
 
 /// What the work on a directory needs to know of it, decided when it was created.
