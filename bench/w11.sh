@@ -1,21 +1,21 @@
 #!/usr/bin/env bash
 # w11.sh: benchmark W11, cache-sharing reads of clones (bench/README.md, "W11").
 #
-#   sudo bench/w11.sh [--size MIB] [--clones N] [--runs N] [--tag TAG] [--quick]
+#   sudo bench/w11.sh [--size MIB] [--clones N] [--runs N] [--tag TAG] [--name NAME] [--quick]
 #
 # On loop-mounted btrfs and XFS (direct-I/O loop devices), one file of --size MiB (default
 # 1024) and --clones clones of it (default 8) made with `mimeo --record-origin`, every other
 # clone with 10 % of it rewritten. Cold cache before every run.
-#   (a) read the parent, then each clone, each in its own process: the shared reader
-#       (`shared_cat`, the SharedFile example; mimeo-cat once it reads this way) against cat.
-#       Page-cache growth (/proc/meminfo Cached, and fincore of the files), bytes read from
-#       the loop device (/proc/diskstats), time. Then one clone read right after the parent
-#       is cached, against a cached read of the parent (hyperfine).
+#   (a) read the parent, then each clone, each in its own process: mimeo-cat against cat,
+#       both writing to /dev/null. Page-cache growth (/proc/meminfo Cached, and fincore of
+#       the files), bytes read from the loop device (/proc/diskstats), time. Then one clone
+#       read right after the parent is cached, against a cached read of the parent
+#       (hyperfine), also into a pipe (mimeo-cat with and without shared reads, and cat).
 #   (b) copy the files to ext4 cold: `mimeo -a` against `cp -a` (and mimeo without shared
 #       reads, once): bytes read from the source device, time until the tool returns and
 #       until the copy is on disk (sync). --runs times from btrfs, once from XFS.
-# Writes bench/results/<date>-<tag>-w11.md and .json (--quick: bench/.work/w11/results); raw
-# data in bench/.work/w11/raw.
+# Writes bench/results/<date>-<tag>-<name>.md and .json (name: w11 unless --name; --quick:
+# bench/.work/w11/results); raw data in bench/.work/w11/raw.
 set -euo pipefail
 
 BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -25,15 +25,16 @@ source "$BENCH/lib/common.sh"
 # shellcheck source=bench/lib/fs.sh
 source "$BENCH/lib/fs.sh"
 
-SIZE_MIB=1024 CLONES=8 RUNS=3 TAG=2core-vm QUICK=0
+SIZE_MIB=1024 CLONES=8 RUNS=3 TAG=2core-vm NAME=w11 QUICK=0
 while (($#)); do
     case $1 in
         --size) SIZE_MIB=$2; shift ;;
         --clones) CLONES=$2; shift ;;
         --runs) RUNS=$2; shift ;;
         --tag) TAG=$2; shift ;;
+        --name) NAME=$2; shift ;;
         --quick) SIZE_MIB=128 CLONES=4 RUNS=1 QUICK=1 ;;
-        -h | --help) sed -n '2,18p' "$0"; exit 0 ;;
+        -h | --help) sed -n '2,19p' "$0"; exit 0 ;;
         *) die "unknown option $1" ;;
     esac
     shift
@@ -46,7 +47,7 @@ done
 WORK=$BENCH/.work/w11
 RAW=$WORK/raw
 RECORDS=$RAW/records.jsonl
-OUT=$BENCH/results/$(date +%F)-$TAG-w11
+OUT=$BENCH/results/$(date +%F)-$TAG-$NAME
 ((QUICK)) && OUT=$WORK/results/$(date +%F)-quick-w11 && mkdir -p "$WORK/results"
 rm -rf "$RAW"
 mkdir -p "$RAW"
@@ -54,11 +55,10 @@ mkdir -p "$RAW"
 # The images are removed at exit, whatever happens: they take gigabytes of a shared disk.
 trap 'fs_teardown; rm -rf "$WORK/img"' EXIT
 
-log "building mimeo and the shared_cat example"
-(cd "$ROOT" && cargo build --release --locked --quiet -p mimeo-cli &&
-    cargo build --release --locked --quiet -p mimeo --example shared_cat)
+log "building mimeo and mimeo-cat"
+(cd "$ROOT" && cargo build --release --locked --quiet -p mimeo-cli -p mimeo-cat)
 MIMEO=$ROOT/target/release/mimeo
-SCAT=$ROOT/target/release/examples/shared_cat
+MCAT=$ROOT/target/release/mimeo-cat
 
 # loop_dev MNT : the loop device (loopN) a mount point's filesystem is on.
 loop_dev() { findmnt -no SOURCE "$1" | sed 's|/dev/||'; }
@@ -112,7 +112,7 @@ case_a() {
     for ((run = 1; run <= RUNS; run++)); do
         for tool in cat mimeo-cat; do
             cmd=cat
-            [[ $tool == mimeo-cat ]] && cmd=$SCAT
+            [[ $tool == mimeo-cat ]] && cmd=$MCAT
             drop_caches
             c0=$(meminfo_kb Cached)
             s0=$(sectors "$dev")
@@ -129,11 +129,12 @@ case_a() {
             log "  (a) $fs $tool run $run: $(elapsed "$t0" "$t1") s, page cache +$(((c1 - c0) / 1024)) MiB, read $(((s1 - s0) / 2048)) MiB"
         done
     done
-    # Bytes each clone read through the parent (one more run, with the reader's own count).
+    # Bytes each clone read through the parent (one more run, with mimeo-cat's JSON summary,
+    # which it writes on stderr when the output is stdout).
     drop_caches
     cat "$dir/parent" >/dev/null
     for ((i = 1; i <= CLONES; i++)); do
-        "$SCAT" -v "$dir/clone$i" 2>>"$RAW/a-$fs-stats.jsonl" >/dev/null
+        "$MCAT" --json "$dir/clone$i" 2>>"$RAW/a-$fs-stats.jsonl" >/dev/null
     done
     # One clone read right after the parent is cached, against a cached read of the parent;
     # the clone's own pages are dropped before every run.
@@ -143,8 +144,13 @@ case_a() {
         --prepare "python3 -c 'import os; fd = os.open(\"$dir/clone1\", os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)'" \
         --export-json "$RAW/a-$fs-cached.json" \
         -n "cat parent (cached)" "cat $dir/parent" \
-        -n "mimeo-cat clone (parent cached)" "$SCAT $dir/clone1" \
-        -n "cat clone (parent cached)" "cat $dir/clone1" 2>&1 | tee -a "$RAW/hyperfine.log" >&2
+        -n "mimeo-cat clone (parent cached)" "$MCAT $dir/clone1 >/dev/null" \
+        -n "cat clone (parent cached)" "cat $dir/clone1" \
+        -n "mimeo-cat clone into a pipe (parent cached)" "$MCAT $dir/clone1 | cat >/dev/null" \
+        -n "mimeo-cat --no-shared-reads clone into a pipe (spliced)" \
+        "$MCAT --no-shared-reads $dir/clone1 | cat >/dev/null" \
+        -n "cat clone into a pipe (parent cached)" "cat $dir/clone1 | cat >/dev/null" \
+        2>&1 | tee -a "$RAW/hyperfine.log" >&2
     record kind=a_cached fs="$fs" file="a-$fs-cached.json"
 }
 

@@ -40,7 +40,10 @@ enum When {
         at a block-aligned offset of the output is cloned (its extents shared, whole or up to \
         its unaligned tail), so reassembling `split -b 1G` pieces costs no data. Everything \
         else is copied inside the kernel where possible (copy_file_range, or splice into a \
-        pipe), and read and written otherwise. The bytes are always those cat would write.",
+        pipe), and read and written otherwise. Where a part's bytes must be read, the blocks \
+        it shares with another file (its origin, recorded by `mimeo --record-origin`, or an \
+        earlier part) are read through that file's page cache. The bytes are always those \
+        cat would write.",
     override_usage = "mimeo-cat [OPTIONS] [PART]... > OUT\n       mimeo-cat [OPTIONS] -o OUT [PART]...",
     after_long_help = "With no PART, or where PART is -, standard input is read."
 )]
@@ -58,6 +61,11 @@ struct Args {
     #[arg(long, value_name = "WHEN", num_args = 0..=1, require_equals = true,
           default_missing_value = "always", default_value = "auto")]
     progress: When,
+
+    /// Read every byte from its own part, never through another file that holds the same
+    /// blocks (for measurements)
+    #[arg(long, hide = true)]
+    no_shared_reads: bool,
 
     /// The files to concatenate, in order; - is standard input
     #[arg(value_name = "PART")]
@@ -124,7 +132,9 @@ fn main() -> ExitCode {
         When::Auto => std::io::stderr().is_terminal(),
     };
     let bar = show_progress.then(|| Progress::start(&parts, control.clone()));
-    let summary = mimeo::concat(&parts, out_fd, &out_name, &printer, &control);
+    let mut options = mimeo::ConcatOptions::default();
+    options.shared_reads = !args.no_shared_reads;
+    let summary = mimeo::concat_with(&parts, out_fd, &out_name, &options, &printer, &control);
     if let Some(bar) = bar {
         bar.finish();
     }
@@ -207,8 +217,9 @@ fn libc_epipe() -> i32 {
         .unwrap_or(32)
 }
 
-/// The JSON summary: parts written, bytes in all, and how many of them were cloned (share
-/// extents with their part) and copied. Field names are stable.
+/// The JSON summary: parts written, bytes in all, how many of them were cloned (share
+/// extents with their part) and copied, and how many were read through a canonical file
+/// (`shared_read_bytes`, as in mimeo's summary). Field names are stable.
 fn summary_json(s: &Summary) -> String {
     let line = serde_json::json!({
         "type": "summary",
@@ -221,6 +232,7 @@ fn summary_json(s: &Summary) -> String {
             "offload": s.offload_bytes,
             "stream": s.stream_bytes,
         },
+        "shared_read_bytes": s.shared_read_bytes,
         "errors": s.errors,
         "interrupted": s.interrupted,
         "elapsed_s": s.elapsed.as_secs_f64(),

@@ -6,7 +6,8 @@
 //! Usage: `shared_cat [-v] FILE...`
 //!
 //! With `-v`, one JSON line per file on standard error says how many bytes were read
-//! through a canonical file. Used by the benchmark W11 (`bench/w11.sh`).
+//! through a canonical file. (`mimeo-cat` reads its parts this way too, where their bytes
+//! must be read.)
 
 use mimeo::SharedFile;
 use std::io::Write;

@@ -84,7 +84,7 @@ pub mod space;
 mod sys;
 mod tree;
 
-pub use data::concat::concat;
+pub use data::concat::{ConcatOptions, concat, concat_with};
 pub use data::range::{RangeCopy, RangeError, clone_range};
 pub use data::shared::{SharedFile, SharedOpenOptions, SharedReadStats};
 pub use options::{

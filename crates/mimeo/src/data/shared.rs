@@ -605,6 +605,19 @@ fn extents_of(fd: BorrowedFd<'_>) -> Vec<Extent> {
         .collect()
 }
 
+/// Files smaller than this are read plainly: their extent map would cost more than reading
+/// them through another file saves.
+pub(crate) const MIN_SIZE: u64 = 256 << 10;
+
+/// Whether a filesystem of type `magic` (`statfs`'s `f_type`) shares blocks between files,
+/// so that shared reads may find something to read through.
+pub(crate) fn shares_blocks(magic: u64) -> bool {
+    matches!(
+        magic,
+        sys::BTRFS_MAGIC | sys::XFS_MAGIC | sys::BCACHEFS_MAGIC | sys::OCFS2_MAGIC | sys::ZFS_MAGIC
+    )
+}
+
 /// Adds the ranges where `own` (with extents `own_ext`) and `canon` put bytes at the same
 /// device addresses to `pieces`.
 fn match_extents(pieces: &mut Pieces, own_ext: &[Extent], canon: &Arc<Canon>) {
@@ -689,10 +702,17 @@ impl SharedOpenOptions {
 
     /// Reads `file`, an open file, with shared reads: as [`open`](Self::open).
     pub fn from_file(&self, file: File) -> SharedFile {
+        let map = sys::fiemap(file.as_fd(), 0, u64::MAX, false).unwrap_or_default();
+        self.with_extents(file, map)
+    }
+
+    /// As [`from_file`](Self::from_file), for a caller that has already taken the file's
+    /// extent map (`FIEMAP` of the whole file, without `FIEMAP_FLAG_SYNC`).
+    pub(crate) fn with_extents(&self, file: File, map: Vec<Extent>) -> SharedFile {
         let mut pieces = Pieces::default();
         let mut me = None;
         if let Ok(own) = sys::stamp(file.as_fd()) {
-            let own_ext = extents_of(file.as_fd());
+            let own_ext: Vec<Extent> = map.into_iter().filter(shareable).collect();
             if !own_ext.is_empty() {
                 let mut hinted = Vec::new();
                 if let Some(p) = &self.canonical {
@@ -894,6 +914,19 @@ impl SharedFile {
     /// The file itself (for metadata; reading from it directly is a plain read).
     pub fn file(&self) -> &File {
         &self.file
+    }
+
+    /// Whether the file holds shared extents in the process-wide registry, as their
+    /// canonical file for files opened later (while it stays open).
+    pub(crate) fn is_canonical(&self) -> bool {
+        self._me.is_some()
+    }
+
+    /// How many bytes from `off` on are read through a canonical file (`Ok`), or, where
+    /// `off` is read from the file itself, where the next range read through one starts
+    /// (`Err`, None when there is none).
+    pub(crate) fn shared_at(&self, off: u64) -> Result<u64, Option<u64>> {
+        lock(&self.pieces).at(off).map(|p| p.at + p.len - off)
     }
 
     /// Bytes of the file currently read through a canonical file where the checks pass.

@@ -14,9 +14,6 @@ use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::CStr;
 use std::sync::Arc;
 
-/// Files smaller than this are read plainly: their extent map would cost more than it saves.
-const MIN_SIZE: u64 = 256 << 10;
-
 /// The canonical files a file is read through, open, and the ranges read through each.
 #[derive(Debug, Default)]
 pub(crate) struct Canonicals {
@@ -49,15 +46,8 @@ fn worth_it(ctx: &Ctx<'_>, here: &Here<'_>, src: BorrowedFd<'_>, meta: &Meta) ->
         && !o.nocache
         && o.sparse != Sparse::Always
         && !cloned
-        && meta.size >= MIN_SIZE
-        && matches!(
-            sys::fs_type(src),
-            Ok(sys::BTRFS_MAGIC
-                | sys::XFS_MAGIC
-                | sys::BCACHEFS_MAGIC
-                | sys::OCFS2_MAGIC
-                | sys::ZFS_MAGIC)
-        )
+        && meta.size >= shared::MIN_SIZE
+        && sys::fs_type(src).is_ok_and(shared::shares_blocks)
 }
 
 /// Finds and opens the canonical files of the source `here/name` (open as `src`), and makes
