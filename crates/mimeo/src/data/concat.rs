@@ -28,7 +28,7 @@ use super::range::{RangeCopy, Ranger};
 use super::shared::{self, SharedFile, SharedOpenOptions};
 use crate::report::{Control, EntryKind, Error, FileOutcome, Method, Observer, Op, Refusal};
 use crate::report::{Reporter, Summary};
-use crate::sys::{self, Errno, Meta};
+use crate::sys::{self, Errno, IoBuf, Meta};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::collections::VecDeque;
 use std::os::unix::ffi::OsStrExt;
@@ -132,7 +132,7 @@ pub fn concat_with(
             return report.finish(start.elapsed());
         }
     };
-    let mut buf = Vec::new();
+    let mut buf = IoBuf::default();
     for part in parts {
         if control.is_stopped() {
             break;
@@ -188,7 +188,7 @@ struct Sink<'a> {
     /// them (at most [`KEEP`], the oldest let go first).
     kept: VecDeque<SharedFile>,
     /// The buffer for ranges read through a canonical file (one set of checks each).
-    big: Vec<u8>,
+    big: IoBuf,
 }
 
 /// How long one wait for room in a non-blocking output lasts before the stop switch is
@@ -218,7 +218,7 @@ impl<'a> Sink<'a> {
             shared_reads: options.shared_reads,
             out_fs: None,
             kept: VecDeque::new(),
-            big: Vec::new(),
+            big: IoBuf::default(),
         })
     }
 
@@ -275,7 +275,7 @@ impl<'a> Sink<'a> {
     fn put(
         &mut self,
         part: &Path,
-        buf: &mut Vec<u8>,
+        buf: &mut IoBuf,
         control: &Control,
     ) -> Result<FileOutcome, Failure> {
         let part_err = |op, e: Errno| Failure::Part(Error::sys(op, part, e));
@@ -375,7 +375,7 @@ impl<'a> Sink<'a> {
                     interrupted(r.control()).map_err(Failure::Out)?;
                     let want = n.min(end - at).min(shared::CHUNK);
                     let mut big = std::mem::take(&mut self.big);
-                    big.resize(shared::CHUNK as usize, 0);
+                    big.resize(shared::CHUNK as usize);
                     let got = sf.read_at(&mut big[..want as usize], at);
                     let got = got.map_err(|e| Failure::Part(Error::io(Op::Read, part, &e)));
                     let wrote = got.and_then(|n| self.write(r.control(), &big[..n]).map(|_| n));

@@ -10,7 +10,7 @@ use super::range::Ranger;
 use super::shared::{ReadVia, Through};
 use crate::options::{Reflink, Sparse};
 use crate::report::{Control, FileOutcome, Method, Op};
-use crate::sys::{self, Errno, Meta};
+use crate::sys::{self, Errno, IoBuf, Meta};
 use rustix::fd::BorrowedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -103,7 +103,7 @@ pub(crate) fn copy_data<'a>(
     meta: &Meta,
     dst: BorrowedFd<'a>,
     plan: &'a DataPlan<'a>,
-    buf: &'a mut Vec<u8>,
+    buf: &'a mut IoBuf,
     control: &'a Control,
     checkpoint: Option<&'a mut dyn Checkpoint>,
 ) -> Result<FileOutcome, DataError> {
@@ -133,7 +133,7 @@ pub(crate) fn resume_data<'a>(
     meta: &Meta,
     dst: BorrowedFd<'a>,
     plan: &'a DataPlan<'a>,
-    buf: &'a mut Vec<u8>,
+    buf: &'a mut IoBuf,
     control: &'a Control,
     done: &[(u64, u64)],
     checkpoint: Option<&'a mut dyn Checkpoint>,
@@ -201,7 +201,7 @@ impl<'a> FileCopy<'a> {
         meta: &Meta,
         dst: BorrowedFd<'a>,
         plan: &'a DataPlan<'a>,
-        buf: &'a mut Vec<u8>,
+        buf: &'a mut IoBuf,
         control: &'a Control,
     ) -> Self {
         let may_offload =
@@ -360,7 +360,7 @@ struct Copier<'a> {
     src: BorrowedFd<'a>,
     dst: BorrowedFd<'a>,
     plan: &'a DataPlan<'a>,
-    buf: &'a mut Vec<u8>,
+    buf: &'a mut IoBuf,
     control: &'a Control,
     /// Still allowed to try `copy_file_range`.
     offload: bool,
@@ -568,7 +568,7 @@ impl Copier<'_> {
         self.used_stream = true;
         let bs = self.plan.buffer_size.max(4096);
         if self.buf.len() < bs {
-            self.buf.resize(bs, 0);
+            self.buf.resize(bs);
         }
         let want = want.min(bs as u64) as usize;
         let n = sys::pread(fd, &mut self.buf[..want], off).map_err(fail(Op::Read))?;
@@ -720,12 +720,12 @@ fn stream_to_end(
     src: BorrowedFd<'_>,
     dst: BorrowedFd<'_>,
     plan: &DataPlan<'_>,
-    buf: &mut Vec<u8>,
+    buf: &mut IoBuf,
     control: &Control,
 ) -> Result<u64, DataError> {
     let bs = plan.buffer_size.clamp(4096, 1 << 20);
     if buf.len() < bs {
-        buf.resize(bs, 0);
+        buf.resize(bs);
     }
     let mut total = 0u64;
     loop {

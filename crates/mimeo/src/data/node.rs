@@ -6,7 +6,7 @@
 use super::copy::write_all;
 use super::error::{DataError, interrupted};
 use crate::report::{Control, Op};
-use crate::sys::{self, Errno};
+use crate::sys::{self, Errno, IoBuf};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::CStr;
 use std::time::Duration;
@@ -42,7 +42,7 @@ pub(crate) fn open_node(
 pub(crate) fn stream_into(
     src: BorrowedFd<'_>,
     dst: &OwnedFd,
-    buf: &mut Vec<u8>,
+    buf: &mut IoBuf,
     buffer_size: usize,
     control: &Control,
 ) -> Result<u64, DataError> {
@@ -80,7 +80,7 @@ pub(crate) fn stream_into(
 pub(crate) fn read_contents(
     src: BorrowedFd<'_>,
     dst: BorrowedFd<'_>,
-    buf: &mut Vec<u8>,
+    buf: &mut IoBuf,
     buffer_size: usize,
     control: &Control,
 ) -> Result<u64, DataError> {
@@ -108,10 +108,10 @@ pub(crate) fn read_contents(
 
 /// Makes `buf` hold at least one buffer of the size asked for (within 4 KiB–1 MiB), and
 /// returns that size.
-fn buffer(buf: &mut Vec<u8>, buffer_size: usize) -> usize {
+fn buffer(buf: &mut IoBuf, buffer_size: usize) -> usize {
     let bs = buffer_size.clamp(4096, 1 << 20);
     if buf.len() < bs {
-        buf.resize(bs, 0);
+        buf.resize(bs);
     }
     bs
 }

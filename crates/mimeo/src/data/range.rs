@@ -28,7 +28,7 @@
 
 use super::error::{DataError, interrupted};
 use crate::report::{Control, Method, Op};
-use crate::sys::{self, Errno};
+use crate::sys::{self, Errno, IoBuf};
 use rustix::fd::{AsFd, BorrowedFd};
 use std::fmt;
 use std::time::Duration;
@@ -144,7 +144,7 @@ pub fn clone_range<S: AsFd, D: AsFd>(
         .map_err(|e| fail(Op::Stat, e))?
         .bytes;
     let control = Control::new();
-    let mut buf = Vec::new();
+    let mut buf = IoBuf::default();
     let mut ranger = Ranger::new(&control, &mut buf, crate::DEFAULT_BUFFER_SIZE);
     let mut done = RangeCopy::default();
     ranger
@@ -197,14 +197,14 @@ fn offload_refused(e: Errno) -> bool {
 /// Copies ranges between files, with one run's buffer and counters.
 pub(crate) struct Ranger<'a> {
     control: &'a Control,
-    buf: &'a mut Vec<u8>,
+    buf: &'a mut IoBuf,
     buffer_size: usize,
     /// Try `copy_file_range` before reading and writing.
     pub offload: bool,
 }
 
 impl<'a> Ranger<'a> {
-    pub fn new(control: &'a Control, buf: &'a mut Vec<u8>, buffer_size: usize) -> Self {
+    pub fn new(control: &'a Control, buf: &'a mut IoBuf, buffer_size: usize) -> Self {
         Ranger {
             control,
             buf,
@@ -222,7 +222,7 @@ impl<'a> Ranger<'a> {
     pub fn buffer(&mut self) -> &mut [u8] {
         let bs = self.buffer_size.clamp(4096, 8 << 20);
         if self.buf.len() < bs {
-            self.buf.resize(bs, 0);
+            self.buf.resize(bs);
         }
         &mut self.buf[..bs]
     }
@@ -340,7 +340,7 @@ impl<'a> Ranger<'a> {
         }
         let bs = self.buffer_size.clamp(4096, 8 << 20);
         if self.buf.len() < bs {
-            self.buf.resize(bs, 0);
+            self.buf.resize(bs);
         }
         // Forwards, unless the destination starts inside the source's range: then from the
         // end, so that no byte is overwritten before it is read.

@@ -40,7 +40,7 @@
 
 use super::origin;
 use super::physmap::PhysMap;
-use crate::sys::{self, Errno, Extent};
+use crate::sys::{self, Errno, Extent, IoBuf};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
@@ -735,7 +735,7 @@ impl SharedOpenOptions {
             _me: me,
             stats: [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
             pos: 0,
-            buf: Vec::new(),
+            buf: IoBuf::default(),
             buf_cap: self.buffer,
             buf_start: 0,
         }
@@ -888,7 +888,7 @@ pub struct SharedFile {
     /// canonical, own, rejected bytes.
     stats: [AtomicU64; 3],
     pos: u64,
-    buf: Vec<u8>,
+    buf: IoBuf,
     buf_cap: usize,
     /// The file offset of `buf[0]`.
     buf_start: u64,
@@ -1045,7 +1045,7 @@ impl Read for SharedFile {
                 return Ok(n);
             }
             let mut buf = std::mem::take(&mut self.buf);
-            buf.resize(self.buf_cap, 0);
+            buf.resize(self.buf_cap);
             let n = self.read_at(&mut buf, self.pos);
             let n = match n {
                 Ok(n) => n,
@@ -1055,7 +1055,7 @@ impl Read for SharedFile {
                     return Err(e);
                 }
             };
-            buf.truncate(n);
+            buf.resize(n);
             self.buf = buf;
             self.buf_start = self.pos;
             if n == 0 {

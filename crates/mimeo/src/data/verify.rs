@@ -8,7 +8,7 @@
 
 use crate::report::{Error, Op};
 use crate::report::{Method, Refusal};
-use crate::sys::{self, Errno, Meta};
+use crate::sys::{self, Errno, IoBuf, Meta};
 use rustix::fd::BorrowedFd;
 use std::path::PathBuf;
 
@@ -142,7 +142,7 @@ fn union(a: &[(u64, u64)], b: &[(u64, u64)]) -> Vec<(u64, u64)> {
 
 fn hash(fd: BorrowedFd<'_>, ranges: &[(u64, u64)]) -> sys::Result<blake3::Hash> {
     let mut hasher = blake3::Hasher::new();
-    let mut buf = vec![0u8; 1 << 20];
+    let mut buf = IoBuf::zeroed(1 << 20);
     for &(start, end) in ranges {
         hasher.update(&start.to_le_bytes());
         let mut pos = start;

@@ -29,7 +29,7 @@
 use super::links::LinkLoc;
 use crate::data::copy::{DataError, DataPlan, FileCopy};
 use crate::report::{Control, FileOutcome};
-use crate::sys::{self, Extent, Meta};
+use crate::sys::{self, Extent, IoBuf, Meta};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -329,7 +329,7 @@ pub(crate) fn copy_shared<'a>(
     meta: &Meta,
     dst: BorrowedFd<'a>,
     plan: &'a DataPlan<'a>,
-    buf: &'a mut Vec<u8>,
+    buf: &'a mut IoBuf,
     control: &'a Control,
     shared: &[Extent],
     sharing: &Sharing<'_>,

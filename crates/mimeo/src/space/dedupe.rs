@@ -28,7 +28,7 @@ use super::physical::{Class, Physical, class, is_encoded, is_inline, is_unwritte
 use super::{Failures, Phase, Progress, SkipReason, SpaceEvent, SpaceObserver, walk_roots};
 use crate::report::{Control, Error, Op};
 use crate::sched::{pool, walk};
-use crate::sys::{self, DedupeStatus, DedupeTarget, Errno, Extent, Meta};
+use crate::sys::{self, DedupeStatus, DedupeTarget, Errno, Extent, IoBuf, Meta};
 use crate::tree::{Entry, Roots, Visitor, join_rel};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::collections::HashMap;
@@ -203,7 +203,7 @@ pub fn dedupe(
         || {
             sys::private_fd_table();
             Worker {
-                buf: vec![0u8; READ_BUF],
+                buf: IoBuf::zeroed(READ_BUF),
                 extents: Vec::new(),
             }
         },
@@ -416,7 +416,7 @@ fn size_groups(mut cands: Vec<Candidate>) -> (Vec<Candidate>, Vec<Range<usize>>)
 
 /// A worker's buffers.
 struct Worker {
-    buf: Vec<u8>,
+    buf: IoBuf,
     extents: Vec<Extent>,
 }
 

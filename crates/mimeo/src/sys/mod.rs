@@ -1,6 +1,9 @@
 //! The only place that calls the operating system. Everything above works with these
 //! functions and types, so a port to another platform replaces this module alone.
 
+mod iobuf;
+pub(crate) use iobuf::IoBuf;
+
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]

@@ -15,7 +15,7 @@ use crate::place::decide::Rules;
 use crate::place::links::{LinkGroups, LinkLoc, LinkMap};
 use crate::place::sharing::ExtentMap;
 use crate::report::Reporter;
-use crate::sys::{self, Meta};
+use crate::sys::{self, IoBuf, Meta};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::{CStr, CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 /// Per-worker reusable buffers, and the destination directory of the worker's last pass.
 pub(crate) struct Buffers {
     pub reader: sys::DirReader,
-    pub data: Vec<u8>,
+    pub data: IoBuf,
     /// The destination directory the worker's last pass wrote into (root, path, descriptor):
     /// a directory is most often completed right after its own pass, by the same worker,
     /// which then needs no second open.
@@ -35,7 +35,7 @@ impl Buffers {
     pub fn new() -> Self {
         Buffers {
             reader: sys::DirReader::new(64 * 1024),
-            data: Vec::new(),
+            data: IoBuf::default(),
             last_dst: None,
         }
     }

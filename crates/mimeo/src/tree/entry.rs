@@ -19,7 +19,7 @@ use crate::place::links::{FirstCopy, LinkClaim, Sighting};
 use crate::place::resume::Progress;
 use crate::place::{backup, crash, resume};
 use crate::report::{EntryKind, Error, FileOutcome, Method, Op, Refusal};
-use crate::sys::{self, Errno, Meta, XattrTarget};
+use crate::sys::{self, Errno, IoBuf, Meta, XattrTarget};
 use rustix::fd::{AsFd, OwnedFd};
 use std::ffi::{CStr, CString};
 
@@ -71,7 +71,7 @@ fn decide_at(
 pub(crate) fn copy_regular(
     ctx: &Ctx<'_>,
     here: &Here<'_>,
-    buf: &mut Vec<u8>,
+    buf: &mut IoBuf,
     name: &CStr,
     dst_name: &CStr,
     follow: bool,
@@ -132,7 +132,7 @@ struct Placed {
 pub(crate) fn copy_opened(
     ctx: &Ctx<'_>,
     here: &Here<'_>,
-    buf: &mut Vec<u8>,
+    buf: &mut IoBuf,
     name: &CStr,
     dst_name: &CStr,
     src: &OwnedFd,
@@ -390,7 +390,7 @@ struct DataHow<'h> {
 fn copy_file_data(
     ctx: &Ctx<'_>,
     here: &Here<'_>,
-    buf: &mut Vec<u8>,
+    buf: &mut IoBuf,
     name: &CStr,
     src: &OwnedFd,
     meta: &Meta,
@@ -642,7 +642,7 @@ fn stale_content(
 fn write_into_node(
     ctx: &Ctx<'_>,
     here: &Here<'_>,
-    buf: &mut Vec<u8>,
+    buf: &mut IoBuf,
     name: &CStr,
     dst_name: &CStr,
     src: &OwnedFd,
@@ -906,7 +906,7 @@ fn first_done(first: Option<FirstCopy<'_>>, here: &Here<'_>, dst_name: &CStr) {
 pub(crate) fn copy_entry(
     ctx: &Ctx<'_>,
     here: &Here<'_>,
-    buf: &mut Vec<u8>,
+    buf: &mut IoBuf,
     name: &CStr,
     dst_name: &CStr,
     meta: Option<Meta>,
@@ -952,7 +952,7 @@ pub(crate) fn copy_entry(
 fn copy_contents(
     ctx: &Ctx<'_>,
     here: &Here<'_>,
-    buf: &mut Vec<u8>,
+    buf: &mut IoBuf,
     name: &CStr,
     dst_name: &CStr,
     follow: bool,

@@ -13,7 +13,7 @@ use crate::data::copy::{DataError, DataPlan};
 use crate::place::links::LinkLoc;
 use crate::place::sharing::{self, Holder, Sharing};
 use crate::report::{Control, FileOutcome};
-use crate::sys::{self, Extent, Meta};
+use crate::sys::{self, Extent, IoBuf, Meta};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::CStr;
 use std::sync::Arc;
@@ -105,7 +105,7 @@ pub(crate) fn copy<'a>(
     meta: &Meta,
     dst: BorrowedFd<'a>,
     plan: &'a DataPlan<'a>,
-    buf: &'a mut Vec<u8>,
+    buf: &'a mut IoBuf,
     control: &'a Control,
 ) -> Result<FileOutcome, DataError> {
     let open = |loc: &LinkLoc| open_holder(ctx, loc);

@@ -123,7 +123,7 @@ pub fn copy_file_with(
         sized_dev: u64::MAX,
         spawn: None,
     };
-    let mut buf = Vec::new();
+    let mut buf = crate::sys::IoBuf::default();
     copy_opened(
         &ctx,
         &here,

@@ -26,7 +26,7 @@ use crate::data::copy::{Checkpoint, DataError, DataPlan, FileCopy, clone_whole};
 use crate::options::Dereference;
 use crate::place::resume::Progress;
 use crate::report::{Control, FileOutcome, Method, Op};
-use crate::sys::{self, Errno, Meta};
+use crate::sys::{self, Errno, IoBuf, Meta};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -85,7 +85,7 @@ pub(crate) fn copy<'a>(
     meta: &Meta,
     dst: BorrowedFd<'a>,
     plan: &'a DataPlan<'a>,
-    buf: &'a mut Vec<u8>,
+    buf: &'a mut IoBuf,
     control: &'a Control,
 ) -> Option<Result<FileOutcome, DataError>> {
     let each = ctx.opts.split.filter(|&e| e > 0)?;
