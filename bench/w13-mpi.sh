@@ -134,11 +134,15 @@ tools() {
 }
 
 # ---- W13 -----------------------------------------------------------------------------------
-# What starting a job costs, whatever it runs: the floor under every mpirun figure.
-log "launch: mpirun -np N true"
+# What starting a job costs, whatever it runs: the floor under every mpirun figure. `true`
+# is mpirun's own start; `mimeo-mpi --version` adds MPI_Init and MPI_Finalize in every rank
+# (Open MPI loads and probes its transports there), which every MPI program pays.
+log "launch: mpirun -np N true, and mimeo-mpi --version"
 out=$RAW/w13-launch.json
 hf "$out" true "$((RUNS + 1))" 0 "mpirun np1 true" "${MPIRUN[*]} -np 1 true" \
-    "mpirun np4 true" "${MPIRUN[*]} -np 4 true"
+    "mpirun np4 true" "${MPIRUN[*]} -np 4 true" \
+    "mpi start np1" "${MPIRUN[*]} -np 1 $MIMEO_MPI --version" \
+    "mpi start np4" "${MPIRUN[*]} -np 4 $MIMEO_MPI --version"
 record kind=launch file="${out##*/}"
 for fs in xfs ext4; do
     mnt=$(fs_mnt "$fs")
