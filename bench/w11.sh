@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # w11.sh: benchmark W11, cache-sharing reads of clones (bench/README.md, "W11").
 #
-#   sudo bench/w11.sh [--size MIB] [--clones N] [--runs N] [--tag TAG] [--name NAME] [--quick]
+#   sudo bench/w11.sh [--size MIB] [--clones N] [--rewritten N] [--runs N] [--tag TAG]
+#                     [--name NAME] [--quick]
 #
 # On loop-mounted btrfs and XFS (direct-I/O loop devices), one file of --size MiB (default
-# 1024) and --clones clones of it (default 8) made with `mimeo --record-origin`, every other
-# clone with 10 % of it rewritten. Cold cache before every run.
+# 1024) and --clones clones of it (default 8) made with `mimeo --record-origin`, --rewritten
+# of them (default: every other clone) with 10 % rewritten. Cold cache before every run.
 #   (a) read the parent, then each clone, each in its own process: mimeo-cat against cat,
 #       both writing to /dev/null. Page-cache growth (/proc/meminfo Cached, and fincore of
 #       the files), bytes read from the loop device (/proc/diskstats), time. Then one clone
@@ -25,20 +26,23 @@ source "$BENCH/lib/common.sh"
 # shellcheck source=bench/lib/fs.sh
 source "$BENCH/lib/fs.sh"
 
-SIZE_MIB=1024 CLONES=8 RUNS=3 TAG=2core-vm NAME=w11 QUICK=0
+SIZE_MIB=1024 CLONES=8 REWRITTEN="" RUNS=3 TAG=2core-vm NAME=w11 QUICK=0
 while (($#)); do
     case $1 in
         --size) SIZE_MIB=$2; shift ;;
         --clones) CLONES=$2; shift ;;
+        --rewritten) REWRITTEN=$2; shift ;;
         --runs) RUNS=$2; shift ;;
         --tag) TAG=$2; shift ;;
         --name) NAME=$2; shift ;;
         --quick) SIZE_MIB=128 CLONES=4 RUNS=1 QUICK=1 ;;
-        -h | --help) sed -n '2,19p' "$0"; exit 0 ;;
+        -h | --help) sed -n '2,20p' "$0"; exit 0 ;;
         *) die "unknown option $1" ;;
     esac
     shift
 done
+[[ -n $REWRITTEN ]] || REWRITTEN=$((CLONES / 2))
+((REWRITTEN <= CLONES / 2)) || die "--rewritten: at most every other clone ($((CLONES / 2)))"
 [[ $(id -u) == 0 ]] || die "needs root (loop mounts, drop_caches)"
 for cmd in hyperfine fincore fstrim mkfs.btrfs mkfs.xfs mkfs.ext4 python3; do
     command -v "$cmd" >/dev/null || die "$cmd is missing (bench/run.sh installs it)"
@@ -89,7 +93,7 @@ make_files() {
     sync
     for ((i = 1; i <= CLONES; i++)); do
         "$MIMEO" --record-origin "$dir/parent" "$dir/clone$i"
-        if ((i % 2 == 0)); then
+        if ((i % 2 == 0 && i / 2 <= REWRITTEN)); then
             # 10 % of the clone rewritten, at a place of its own.
             dd if=/dev/urandom of="$dir/clone$i" bs=1M count="$((SIZE_MIB / 10))" \
                 seek="$(((i * SIZE_MIB / (CLONES + 1)) % (SIZE_MIB - SIZE_MIB / 10)))" \
@@ -233,7 +237,7 @@ cat >"$RAW/meta.json" <<EOF
  "dirty": $(if [[ -n $(git -C "$ROOT" status --porcelain) ]]; then echo true; else echo false; fi),
  "kernel": "$(uname -r)", "cores": $(nproc), "mem_gib": $(awk '/MemTotal/ {printf "%.0f", $2 / 1048576}' /proc/meminfo),
  "load": "$LOAD_START at the start, $(cut -d' ' -f1 /proc/loadavg) at the end (1-minute averages)",
- "size_mib": $SIZE_MIB, "clones": $CLONES, "rewritten": $((CLONES / 2)), "runs": $RUNS, "cp": "$(cp --version | head -1)"}
+ "size_mib": $SIZE_MIB, "clones": $CLONES, "rewritten": $REWRITTEN, "runs": $RUNS, "cp": "$(cp --version | head -1)"}
 EOF
 python3 "$BENCH/lib/w11report.py" "$RAW" "$OUT"
 log "results: $OUT.md and .json"
