@@ -83,6 +83,10 @@ MIMEO_MPI=$ROOT/crates/mimeo-mpi/target/release/mimeo-mpi
 COMPARE=("$ROOT/target/release/mimeo-testkit" compare --no-atime)
 DCP=${DCP:-/var/tmp/mpifileutils/bin/dcp}
 if [[ ! -x $DCP ]]; then
+    # build.sh installs these itself only when mpicc, cmake or autoreconf is missing.
+    log "installing dcp's build dependencies"
+    apt-get install -y -qq --no-install-recommends cmake pkg-config libattr1-dev libarchive-dev \
+        libssl-dev libbz2-dev autoconf automake libtool make gcc g++ >/dev/null
     log "building dcp"
     bash "$ROOT/../shared/peers/mpifileutils/build.sh" "$(dirname "$(dirname "$DCP")")" >/dev/null
 fi
