@@ -66,8 +66,9 @@ def targets(meta, data):
         "",
         "## Against the targets",
         "",
-        "The files hold %s of distinct bytes (the parent, and %d clones' rewritten tenths): no "
-        "reader can cache or read less than that; %s." % (gib(unique), rewritten, limit),
+        "The files hold %s of distinct bytes (the parent, and %s): no reader can cache or read "
+        "less than that; %s." % (gib(unique), "one clone's rewritten tenth" if rewritten == 1
+                                 else "%d clones' rewritten tenths" % rewritten, limit),
         "",
         "| target | btrfs | xfs |",
         "|---|---:|---:|",
