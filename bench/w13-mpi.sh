@@ -156,7 +156,7 @@ for fs in xfs ext4; do
         hfargs=()
         while IFS=$'\t' read -r name cmd; do hfargs+=("$name" "$cmd"); done < <(tools "$src" "$dst")
         out=$RAW/w13-$fs-$tree.json
-        hf "$out" "rm -rf $dst && sync" "$RUNS" 0 "${hfargs[@]}"
+        hf "$out" "rm -rf $dst && sync && $(warm_memory_cmd 6)" "$RUNS" 0 "${hfargs[@]}"
         record kind=hyperfine workload=W13 fs="$fs" tree="$tree" file="${out##*/}"
         # Fidelity: one more run of each, compared with the source.
         while IFS=$'\t' read -r name cmd; do

@@ -26,8 +26,9 @@ md = [
     f"{meta.get('bind_to', 'default')}. Every rank runs on "
     "this one machine (`mpirun --oversubscribe`), so more ranks add processes, not cores or "
     "disks: the scaling columns show the cost of the distribution, not what more nodes give. "
-    f"hyperfine, {meta['runs']} run(s) per tool, the destination removed and `sync`ed before "
-    "each; the machine is shared with other developers' builds and tests, so ratios within "
+    f"hyperfine, {meta['runs']} run(s) per tool, the destination removed and `sync`ed, and 6 GiB of "
+    "memory written and freed, before each (`warm_memory_cmd` in bench/lib/common.sh: the VM "
+    "hands freed memory back to its host, and the next large writer pays to fault it in); the machine is shared with other developers' builds and tests, so ratios within "
     "about 15 % are ties.",
     "",
     "Ratios are of median wall times (the ± column is the standard deviation): below 1.00× is faster. *diffs* counts the differences "
