@@ -15,14 +15,15 @@
 
 use std::ops::{Deref, DerefMut};
 
-/// The alignment of an [`IoBuf`]'s start: a page on every platform mimeo runs on.
+/// The alignment of an [`IoBuf`]'s start: 4 KiB, the smallest page size, and a multiple of
+/// every cache line (what the kernel's block copy cares about).
 const ALIGN: usize = 4096;
 
 /// A growable byte buffer whose first byte lies on a page boundary. It dereferences to its
 /// bytes, like a `Vec<u8>` of the same length.
 #[derive(Debug, Default)]
 pub(crate) struct IoBuf {
-    /// The allocation: `ALIGN - 1` bytes more than the buffer needs.
+    /// The allocation: at least `ALIGN - 1` bytes more than the buffer's length.
     raw: Vec<u8>,
     /// Where the aligned bytes start in `raw`.
     start: usize,
