@@ -52,7 +52,6 @@ rm -rf "$RAW"
 mkdir -p "$RAW"
 trap 'fs_teardown; rm -rf "$WORK/img"' EXIT
 
-DROP="python3 -c 'import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)'"
 LOAD_START=$(cut -d' ' -f1 /proc/loadavg)
 {
     echo "# Buffers: page-aligned I/O buffers, before and after ($(date +%F), $TAG)"
@@ -75,7 +74,7 @@ for fs in btrfs xfs; do
         args=(-N -w 2 -r "$RUNS" --export-markdown "$RAW/$fs-$case.md" --output=null)
         case $case in
             shared)
-                hyperfine "${args[@]}" --prepare "$DROP $m/clone" \
+                hyperfine "${args[@]}" --prepare "$(dontneed_cmd "$m/clone")" \
                     -n "cat parent (cached)" "cat $m/parent" \
                     -n "before: mimeo-cat clone" "$BEFORE/mimeo-cat $m/clone" \
                     -n "after: mimeo-cat clone" "$AFTER/mimeo-cat $m/clone" ;;

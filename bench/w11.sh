@@ -74,9 +74,7 @@ now() { date +%s.%N; }
 # elapsed T0 T1 : seconds from T0 to T1, to the millisecond.
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
 # fadvise_dontneed FILE : drop one file's clean pages from the page cache.
-fadvise_dontneed() {
-    python3 -c 'import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)' "$1"
-}
+fadvise_dontneed() { bash -c "$(dontneed_cmd "$1")"; }
 
 size=$((SIZE_MIB * 1048576))
 LOAD_START=$(cut -d' ' -f1 /proc/loadavg)
@@ -145,7 +143,7 @@ case_a() {
     drop_caches
     cat "$dir/parent" >/dev/null
     hyperfine --style basic --runs "$((RUNS * 2 + 1))" --warmup 1 \
-        --prepare "python3 -c 'import os; fd = os.open(\"$dir/clone1\", os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)'" \
+        --prepare "$(dontneed_cmd "$dir/clone1")" \
         --export-json "$RAW/a-$fs-cached.json" \
         -n "cat parent (cached)" "cat $dir/parent" \
         -n "mimeo-cat clone (parent cached)" "$MCAT $dir/clone1 >/dev/null" \

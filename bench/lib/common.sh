@@ -58,3 +58,9 @@ human() {
 warm_memory_cmd() {
     printf "python3 -c 'b = b\"x\" * (%d << 30)'" "$1"
 }
+
+# dontneed_cmd FILE : a shell command that drops FILE's clean pages from the page cache
+# (POSIX_FADV_DONTNEED), for hyperfine's --prepare or `bash -c`.
+dontneed_cmd() {
+    printf "python3 -c 'import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)' %q" "$1"
+}
