@@ -567,9 +567,7 @@ impl Copier<'_> {
     ) -> Result<u64, DataError> {
         self.used_stream = true;
         let bs = self.plan.buffer_size.max(4096);
-        if self.buf.len() < bs {
-            self.buf.resize(bs);
-        }
+        self.buf.grow_to(bs);
         let want = want.min(bs as u64) as usize;
         let n = sys::pread(fd, &mut self.buf[..want], off).map_err(fail(Op::Read))?;
         if n == 0 {
@@ -724,9 +722,7 @@ fn stream_to_end(
     control: &Control,
 ) -> Result<u64, DataError> {
     let bs = plan.buffer_size.clamp(4096, 1 << 20);
-    if buf.len() < bs {
-        buf.resize(bs);
-    }
+    buf.grow_to(bs);
     let mut total = 0u64;
     loop {
         interrupted(control)?;

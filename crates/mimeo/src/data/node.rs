@@ -110,8 +110,6 @@ pub(crate) fn read_contents(
 /// returns that size.
 fn buffer(buf: &mut IoBuf, buffer_size: usize) -> usize {
     let bs = buffer_size.clamp(4096, 1 << 20);
-    if buf.len() < bs {
-        buf.resize(bs);
-    }
+    buf.grow_to(bs);
     bs
 }

@@ -221,9 +221,7 @@ impl<'a> Ranger<'a> {
     /// The buffer for reading and writing, at its working size.
     pub fn buffer(&mut self) -> &mut [u8] {
         let bs = self.buffer_size.clamp(4096, 8 << 20);
-        if self.buf.len() < bs {
-            self.buf.resize(bs);
-        }
+        self.buf.grow_to(bs);
         &mut self.buf[..bs]
     }
 
@@ -339,9 +337,7 @@ impl<'a> Ranger<'a> {
             }
         }
         let bs = self.buffer_size.clamp(4096, 8 << 20);
-        if self.buf.len() < bs {
-            self.buf.resize(bs);
-        }
+        self.buf.grow_to(bs);
         // Forwards, unless the destination starts inside the source's range: then from the
         // end, so that no byte is overwritten before it is read.
         let backwards = overlap && dst_off > src_off;

@@ -56,6 +56,14 @@ impl IoBuf {
         }
     }
 
+    /// Makes the buffer at least `len` bytes long (as [`resize`](Self::resize) does when it
+    /// is shorter; a longer buffer stays as it is).
+    pub(crate) fn grow_to(&mut self, len: usize) {
+        if self.len < len {
+            self.resize(len);
+        }
+    }
+
     /// Makes the buffer empty, keeping its allocation.
     pub(crate) fn clear(&mut self) {
         self.len = 0;
@@ -113,5 +121,9 @@ mod tests {
         b.resize(4);
         assert_eq!(b.as_ptr(), at);
         assert_eq!(b.len(), 4);
+        b.grow_to(2);
+        assert_eq!(b.len(), 4);
+        b.grow_to(4096);
+        assert_eq!((b.len(), b.as_ptr()), (4096, at));
     }
 }
