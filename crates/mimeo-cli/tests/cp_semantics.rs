@@ -655,6 +655,59 @@ fn attributes_only_never_replaces_data_as_cp() {
     }
 }
 
+/// ACLs are part of the mode, as in cp: `--preserve=xattr` copies the other xattrs but not the
+/// ACLs, and `-a --no-preserve=mode` drops them, so nobody gains access the copy was not
+/// meant to give.
+#[test]
+fn preserving_xattrs_leaves_acls_to_the_mode_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "sec", "secret\n", 0o600);
+            write(d, "dir/f", "f\n", 0o644);
+            for p in [d.join("sec"), d.join("dir")] {
+                let p = p.to_str().unwrap();
+                run_ok("setfacl", &["-m", "u:nobody:r", p]);
+                run_ok("setfattr", &["-n", "user.note", "-v", "kept", p]);
+            }
+            run_ok(
+                "setfacl",
+                &["-d", "-m", "u:nobody:rx", d.join("dir").to_str().unwrap()],
+            );
+        };
+        for (i, a) in [
+            &["--preserve=xattr", "sec", "m"][..],
+            &["-a", "--no-preserve=mode", "sec", "m"],
+            &["-r", "--preserve=xattr", "dir", "m"],
+            &["-a", "--no-preserve=mode", "dir", "m"],
+            &["-a", "sec", "m"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            let dir = same_as_cp(base, &format!("x{i}"), &setup, &args(a));
+            let m = dir.join("m");
+            let kept = a.contains(&"-a") && !a.contains(&"--no-preserve=mode");
+            assert_eq!(
+                xattr(&m, "system.posix_acl_access").is_some(),
+                kept,
+                "{a:?}"
+            );
+            assert_eq!(
+                xattr(&m, "user.note").as_deref(),
+                Some(&b"kept"[..]),
+                "{a:?}"
+            );
+            if m.is_dir() {
+                let default = xattr(&m, "system.posix_acl_default");
+                assert_eq!(default.is_some(), kept, "{a:?}");
+            }
+        }
+    }
+}
+
 #[test]
 fn a_destination_symlink_that_cannot_be_followed_is_reported_as_by_cp() {
     let Some(fs) = loop_fs(FsKind::Ext4) else {
