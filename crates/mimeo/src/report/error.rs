@@ -325,7 +325,9 @@ impl Error {
             Refusal::SizeDiffers { copy, source } => format!(
                 "verification failed for {path}: size {copy} differs from the source's {source}"
             ),
-            Refusal::InputIsOutput => format!("{path}: input file is output file"),
+            Refusal::InputIsOutput => {
+                format!("{}: input file is output file", cat_name(&self.path))
+            }
             Refusal::LinkExists { target, symbolic } => format!(
                 "cannot create {} link {path} to {}: File exists",
                 if *symbolic { "symbolic" } else { "hard" },
@@ -360,6 +362,20 @@ fn quoted(path: &Path) -> String {
     match std::str::from_utf8(bytes) {
         Ok(s) => format!("'{s}'"),
         Err(_) => format!("'{}'", bytes.escape_ascii()),
+    }
+}
+
+/// A path as `cat` names it in its messages: bare when no character needs quoting, quoted
+/// otherwise.
+fn cat_name(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = path.as_os_str().as_bytes();
+    let plain = |(i, b): (usize, &u8)| {
+        b.is_ascii_alphanumeric() || b"%+,-./@_".contains(b) || (i > 0 && b"#~".contains(b))
+    };
+    match std::str::from_utf8(bytes) {
+        Ok(s) if !s.is_empty() && bytes.iter().enumerate().all(plain) => s.to_string(),
+        _ => quoted(path),
     }
 }
 
