@@ -211,6 +211,12 @@ pub enum Refusal {
         /// The destination made is a symlink (cp would have written through it).
         symlink: bool,
     },
+    /// `--backup`: the destination's backup name is the source itself, which the backup
+    /// would replace (cp's rule; numbered backups never do). The path is the destination.
+    BackupIsSource {
+        /// The source, not copied.
+        src: PathBuf,
+    },
 }
 
 /// What went wrong, beyond the operation.
@@ -346,6 +352,10 @@ impl Error {
             ),
             Refusal::JustCreated { src, symlink: true } => format!(
                 "will not copy {} through just-created symlink {path}",
+                quoted(src)
+            ),
+            Refusal::BackupIsSource { src } => format!(
+                "backing up {path} might destroy source;  {} not copied",
                 quoted(src)
             ),
             Refusal::ContentDiffers => {
