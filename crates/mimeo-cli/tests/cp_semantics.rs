@@ -414,6 +414,59 @@ fn sources_with_one_destination_name_keep_the_first_as_cp() {
     }
 }
 
+/// A source directory named twice into one place is copied once, with cp's warning ("source
+/// directory 't' specified more than once", named as given the second time), so that `-b`
+/// does not back up the first copy's files.
+#[test]
+fn a_source_directory_named_twice_is_copied_once_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "t/f", "f\n", 0o644);
+            write(d, "t/sub/g", "g\n", 0o600);
+            write(d, "u/t/h", "other\n", 0o644);
+            fs::create_dir(d.join("D")).unwrap();
+            write(d, "E/t/f", "before\n", 0o644);
+            fs::create_dir(d.join("s")).unwrap();
+            symlink("../t", d.join("s/t")).unwrap();
+        };
+        for (i, a) in [
+            &["-r", "t", "t", "D"][..],
+            &["-rb", "t", "t", "D"],
+            &["-rb", "t", "t", "E"],
+            &["-a", "--backup=numbered", "t", "t", "E"],
+            &["-r", "t", "./t", "D"],
+            &["-r", "t/", "t", "D"],
+            &["-r", "t", "t", "t", "D"],
+            &["-rb", "t", "u/t", "t", "E"],
+            &["-rH", "t", "s/t", "D"],
+            &["-r", "t", "s/t", "D"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("dir-twice{i}"), &setup, &args(a));
+        }
+    }
+    // A dry run says the same, and plans the directory's entries once.
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "t/f", "f\n", 0o644);
+    fs::create_dir(dir.path().join("D")).unwrap();
+    let run = util::run_in(
+        Some(dir.path()),
+        &["--dry-run", "--json", "-r", "t", "t", "D"],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        "mimeo: warning: source directory 't' specified more than once\n"
+    );
+    let planned = |dst: &str| run.json.iter().filter(|v| v["dst"] == dst).count();
+    assert_eq!((planned("D/t"), planned("D/t/f")), (1, 1), "{}", run.stdout);
+}
+
 #[test]
 fn update_keeps_hard_link_groups_with_an_up_to_date_member_as_cp() {
     for kind in FsKind::ALL {

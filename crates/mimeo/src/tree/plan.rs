@@ -95,14 +95,16 @@ pub fn dry_run(pairs: &[CopyPair], opts: &Options, observer: &dyn Observer) -> S
                 continue;
             }
         };
-        let key = (pairs.len() > 1 && !root.meta.is_dir() && !missing)
+        let key = (pairs.len() > 1 && !missing)
             .then(|| sys::fstat(root.dst_parent.as_fd()).ok())
             .flatten()
             .map(|m| (m.id(), root.dst_name.to_bytes().to_vec()));
         if let Some((parent, name)) = &key {
+            // A directory meets only itself named again: into another one it is merged.
+            let dir = root.meta.is_dir();
             let earlier = planned
                 .iter()
-                .find(|(p, n, _)| p == parent && n == name)
+                .find(|(p, n, m)| p == parent && n == name && (!dir || m.id() == root.meta.id()))
                 .map(|(_, _, m)| *m);
             if let Some(made) = earlier {
                 let (src, dst) = (root.src_path.clone(), root.dst_path.clone());
@@ -110,7 +112,7 @@ pub fn dry_run(pairs: &[CopyPair], opts: &Options, observer: &dyn Observer) -> S
                     // The same source named again: copied once.
                     report.warn(Warning::SourceTwice {
                         src,
-                        directory: false,
+                        directory: dir,
                     });
                     continue;
                 }
