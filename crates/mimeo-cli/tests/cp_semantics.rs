@@ -978,6 +978,46 @@ fn parents_makes_the_source_path_below_the_directory_as_cp() {
     }
 }
 
+/// `--parents` where a directory on the way is not one, in the source (a file named as a
+/// directory) or at the destination, or where the destination's parent is there already:
+/// the messages and what is left behind are cp's (nothing made for a file).
+#[test]
+fn parents_on_a_path_through_a_file_fails_as_cp_and_makes_nothing() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "f", "f\n", 0o644);
+            write(d, "a/b/c", "c\n", 0o644);
+            fs::set_permissions(d.join("a/b"), fs::Permissions::from_mode(0o751)).unwrap();
+            fs::create_dir(d.join("u")).unwrap();
+            fs::create_dir_all(d.join("v/f")).unwrap();
+            write(d, "w/a", "not a directory\n", 0o644);
+            fs::create_dir_all(d.join("x/a/b")).unwrap();
+            for sub in ["x/a", "x/a/b"] {
+                fs::set_permissions(d.join(sub), fs::Permissions::from_mode(0o700)).unwrap();
+            }
+        };
+        for (i, a) in [
+            &["--parents", "f/g", "u"][..],
+            &["--parents", "a/b/c/x", "u"],
+            &["--parents", "a/nope/c", "u"],
+            &["--parents", "f/g", "v"],
+            &["-p", "--parents", "f/g", "v"],
+            &["--parents", "f/g/h", "v"],
+            &["--parents", "a/b/c", "w"],
+            &["-p", "--parents", "a/b/c", "x"],
+            &["-a", "--parents", "f/g", "a/b/c", "u"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("parents-file{i}"), &setup, &args(a));
+        }
+    }
+}
+
 #[test]
 fn files_reached_through_symlinks_are_linked_under_l_and_h_as_cp() {
     for kind in FsKind::ALL {

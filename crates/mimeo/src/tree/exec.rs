@@ -124,7 +124,7 @@ impl<'a> Executor<'a> {
         let mut dests: Vec<Option<Dest>> = Vec::new();
         for pair in pairs {
             let parents = if opts.parents {
-                match super::roots::make_parents(&pair.src, &pair.dst) {
+                match super::roots::make_parents(&pair.src, &pair.dst, opts) {
                     Ok(p) => p,
                     Err(e) => {
                         ctx.report.fail(e);

@@ -7,7 +7,7 @@
 
 use super::context::{Root, join, rel_path, relative_symlink_elsewhere};
 use super::entry::entry_kind;
-use super::roots::{CopyPair, open_error, parent_dirs, stat_error};
+use super::roots::{CopyPair, open_error, parent_dirs, parent_source, stat_error};
 use super::work::join_rel;
 use crate::data::meta::Process;
 use crate::options::{Dereference, LinkInstead, Options, Overwrite};
@@ -80,8 +80,8 @@ pub fn dry_run(pairs: &[CopyPair], opts: &Options, observer: &dyn Observer) -> S
                     continue;
                 }
                 missing = true;
-                if let Err(e) = sys::stat_at(sys::CWD, &path_name(s), true) {
-                    report.fail(stat_error(s.to_path_buf(), e));
+                if let Err(e) = parent_source(s) {
+                    report.fail(e);
                     continue 'pairs;
                 }
                 let (s, d) = (s.to_path_buf(), d.to_path_buf());
