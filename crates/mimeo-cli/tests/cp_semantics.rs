@@ -658,6 +658,53 @@ fn a_backup_that_would_replace_the_source_is_refused_as_by_cp() {
     );
 }
 
+/// Backups of names near the 255-byte limit are named as cp 9.1 names them (gnulib's
+/// `backupfile`): a new backup name longer than the limit less one is cut to the original
+/// name's first bytes and `~`; an explicit simple backup is not cut and fails as cp's does; a
+/// numbered one whose cut name exists fails with "File exists".
+#[test]
+fn backups_of_long_names_are_named_as_by_cp() {
+    let name = |c: char, len: usize| c.to_string().repeat(len);
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "s", "new\n", 0o644);
+            for (c, len) in [('a', 250), ('b', 253), ('c', 254), ('d', 255), ('e', 255)] {
+                write(d, &name(c, len), "old\n", 0o644);
+            }
+            // The cut name of e* is there already; f* has a numbered backup, the next longer.
+            write(d, &format!("{}~", name('e', 253)), "older\n", 0o644);
+            write(d, &name('f', 250), "old\n", 0o644);
+            write(d, &format!("{}.~9~", name('f', 250)), "9\n", 0o644);
+        };
+        let mut i = 0;
+        for (c, len) in [
+            ('a', 250),
+            ('b', 253),
+            ('c', 254),
+            ('d', 255),
+            ('e', 255),
+            ('f', 250),
+        ] {
+            let dst = name(c, len);
+            for opts in [
+                &["-b"][..],
+                &["--backup=simple"],
+                &["--backup=numbered"],
+                &["--backup=existing"],
+                &["-b", "-S", ".bakbak"],
+            ] {
+                let mut a: Vec<&str> = opts.to_vec();
+                a.extend(["s", dst.as_str()]);
+                same_as_cp(base, &format!("long-backup{i}"), &setup, &args(&a));
+                i += 1;
+            }
+        }
+    }
+}
+
 #[test]
 fn interactive_asks_on_stderr_and_reads_stdin_as_cp() {
     let Some(fs) = loop_fs(FsKind::Ext4) else {
