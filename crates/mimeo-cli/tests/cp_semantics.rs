@@ -889,7 +889,7 @@ fn files_reached_through_symlinks_are_linked_under_l_and_h_as_cp() {
         }
         // A symlink in a directory to a file in its subdirectory, with one worker, so that
         // the symlink is met first, as cp meets it. (Met the other way round, with the file
-        // first, mimeo does not link them: see the README.)
+        // first, mimeo does not link them: see docs/cp.md.)
         let nested = |d: &Path| {
             write(d, "d/sub/f", "f\n", 0o644);
             symlink("sub/f", d.join("d/lf")).unwrap();
