@@ -778,6 +778,56 @@ fn remove_destination_and_attributes_only_as_cp() {
     }
 }
 
+/// GNU's tests/cp/attr-existing.sh: `--attributes-only` never writes, truncates or replaces
+/// a file's data, whatever other names the file has, and a source that is not a regular file
+/// is refused where something exists (unless told to remove it).
+#[test]
+fn attributes_only_never_replaces_data_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "file1", "1", 0o640);
+            write(d, "file2", "2", 0o644);
+            fs::hard_link(d.join("file2"), d.join("link2")).unwrap();
+            symlink("file1", d.join("sym1")).unwrap();
+            symlink("file2", d.join("sym2")).unwrap();
+            run_ok("mkfifo", &[d.join("fifo").to_str().unwrap()]);
+        };
+        for (i, a) in [
+            &["--attributes-only", "file1", "file2"][..],
+            &["-a", "--attributes-only", "file1", "file2"],
+            &["-a", "--attributes-only", "sym1", "file2"],
+            &["-a", "--attributes-only", "sym1", "sym2"],
+            &["-a", "--attributes-only", "fifo", "file2"],
+            &["--attributes-only", "sym1", "file2"],
+            &[
+                "-a",
+                "--remove-destination",
+                "--attributes-only",
+                "sym1",
+                "file2",
+            ],
+        ]
+        .iter()
+        .enumerate()
+        {
+            // cp names a FIFO it cannot make "fifo", mimeo "special file" (as for any node).
+            let how = Run {
+                same_messages: !a.contains(&"fifo"),
+                ..args(a)
+            };
+            let dir = same_as_cp(base, &format!("ao{i}"), &setup, &how);
+            assert_eq!(fs::read(dir.join("file1")).unwrap(), b"1", "{a:?}");
+            if !a.contains(&"--remove-destination") {
+                assert_eq!(fs::read(dir.join("file2")).unwrap(), b"2", "{a:?}");
+                assert_eq!(fs::read(dir.join("link2")).unwrap(), b"2", "{a:?}");
+            }
+        }
+    }
+}
+
 #[test]
 fn a_destination_symlink_that_cannot_be_followed_is_reported_as_by_cp() {
     let Some(fs) = loop_fs(FsKind::Ext4) else {
@@ -1102,7 +1152,7 @@ fn files_reached_through_symlinks_are_linked_under_l_and_h_as_cp() {
         }
         // A symlink in a directory to a file in its subdirectory, with one worker, so that
         // the symlink is met first, as cp meets it. (Met the other way round, with the file
-        // first, mimeo does not link them: see the README.)
+        // first, mimeo does not link them: see docs/cp.md.)
         let nested = |d: &Path| {
             write(d, "d/sub/f", "f\n", 0o644);
             symlink("sub/f", d.join("d/lf")).unwrap();
