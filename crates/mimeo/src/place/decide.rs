@@ -52,6 +52,8 @@ pub(crate) enum Conflict {
     LinkExists(LinkInstead),
     /// A regular file this process may not write, without `-f`.
     NotWritable,
+    /// The destination's backup would replace the source (cp's `backup-is-src` rule).
+    BackupIsSource,
     /// `--attributes-only` with a source that is not a regular file onto an existing entry:
     /// cp would create a new entry there, which fails (`symlink`: the source is one).
     Exists {
@@ -86,6 +88,9 @@ impl Conflict {
             ),
             Conflict::JustCreated { symlink } => {
                 Error::refused(Op::Refuse, dst, Refusal::JustCreated { src, symlink })
+            }
+            Conflict::BackupIsSource => {
+                Error::refused(Op::Backup, dst, Refusal::BackupIsSource { src })
             }
         }
     }
@@ -122,6 +127,9 @@ pub(crate) struct Rules<'a> {
     /// Whether this process may write to the existing destination (asked only of a process
     /// other than root's, about a regular file cp would open for writing).
     pub writable: &'a dyn Fn() -> bool,
+    /// `--backup`: whether the destination's backup would replace the source (see
+    /// `backup::is_source`); None where no backup is made.
+    pub backup_is_source: Option<&'a dyn Fn() -> bool>,
 }
 
 /// Decides what to do with `src` at a destination name where `dst` is (None: nothing).
@@ -192,6 +200,10 @@ pub(crate) fn decide(
     }
     if opts.interactive && rules.ask.is_some_and(|ask| !ask()) {
         return Decision::Skip;
+    }
+    // cp checks this last, just before it would rename the old entry to its backup name.
+    if opts.backup.is_some() && rules.backup_is_source.is_some_and(|is_source| is_source()) {
+        return Decision::Refuse(Conflict::BackupIsSource);
     }
     if let Decision::Refuse(_) = replace {
         return replace;
