@@ -353,14 +353,9 @@ impl Error {
     }
 }
 
-/// `'path'`, with bytes that are not UTF-8 escaped.
+/// `'path'`, quoted as cp quotes names (see [`quote`](super::quote::quote)).
 fn quoted(path: &Path) -> String {
-    use std::os::unix::ffi::OsStrExt;
-    let bytes = path.as_os_str().as_bytes();
-    match std::str::from_utf8(bytes) {
-        Ok(s) => format!("'{s}'"),
-        Err(_) => format!("'{}'", bytes.escape_ascii()),
-    }
+    super::quote::quote(path)
 }
 
 /// strerror's text for an errno, without Rust's " (os error N)" suffix.
