@@ -391,10 +391,7 @@ pub fn resolve_targets(
         return Ok(sources.iter().map(|s| into_dir(s, dest)).collect());
     }
     if sources.len() > 1 {
-        return Err(fatal(format!(
-            "target {} is not a directory",
-            quote(dest)
-        )));
+        return Err(fatal(format!("target {} is not a directory", quote(dest))));
     }
     single(&sources[0], dest)
 }

@@ -43,7 +43,7 @@ pub fn start(prog: &'static str) -> Started {
 /// The options every command but `mimeo` takes from here (`mimeo` has them in its own
 /// table, in cp's order).
 #[derive(Debug, clap::Args)]
-pub struct Common {
+pub struct FamilyOptions {
     /// Show a progress line on stderr: auto (when stderr is a terminal), always, never;
     /// without WHEN: always
     #[arg(long, value_name = "WHEN", num_args = 0..=1, require_equals = true,
@@ -66,7 +66,7 @@ pub struct Common {
 /// What `--generate` makes.
 pub const GENERATE: [&str; 5] = ["man", "bash", "zsh", "fish", "elvish"];
 
-impl Common {
+impl FamilyOptions {
     /// Whether to draw the progress line.
     pub fn progress(&self) -> bool {
         want_progress(self.progress)
@@ -122,15 +122,10 @@ pub fn json_asked(argv: &[OsString]) -> bool {
         .any(|a| a.len() >= 4 && a.to_str().is_some_and(|a| "--json".starts_with(a)))
 }
 
-/// The JSON object of a failure that no path is to blame for (a usage error, a missing
-/// target): `{"type":"error","path":null,"operation":OP,"message":…,"errno":null}`.
+/// The JSON object of a failure that no path is to blame for: see
+/// [`output::error_object`].
 pub fn error_object(operation: &str, message: &str) -> String {
-    let mut line = String::from("{\"type\":\"error\",\"path\":null,\"operation\":");
-    output::push_json_str(&mut line, operation);
-    line.push_str(",\"message\":");
-    output::push_json_str(&mut line, message);
-    line.push_str(",\"errno\":null}\n");
-    line
+    output::error_object(operation, message)
 }
 
 /// The exit status of a run: 128 + the signal that stopped it, 1 after failures, else 0.
@@ -223,7 +218,10 @@ fn man(cmd: clap::Command, page: &Page, w: &mut Vec<u8>) {
     man.render_description_section(w).expect(into);
     man.render_options_section(w).expect(into);
     let mut roff = Roff::default();
-    for (title, entries) in [("EXIT STATUS", page.exit_status), ("EXAMPLES", page.examples)] {
+    for (title, entries) in [
+        ("EXIT STATUS", page.exit_status),
+        ("EXAMPLES", page.examples),
+    ] {
         roff.control("SH", [title]);
         for (head, text) in entries {
             roff.control("TP", [] as [&str; 0]);

@@ -14,17 +14,38 @@ const PAGE: Page = Page {
     ],
     exit_status: &[
         ("0", "Everything was copied."),
-        ("1", "Some entry failed (each failure is reported), or standard output could not be written."),
+        (
+            "1",
+            "Some entry failed (each failure is reported), or standard output could not be written.",
+        ),
         ("2", "The command line was wrong."),
         ("24", "Only sources that vanished during the run failed."),
-        ("128+N", "Stopped by signal N: 130 for SIGINT, 143 for SIGTERM, 141 when the reader of standard output went away."),
+        (
+            "128+N",
+            "Stopped by signal N: 130 for SIGINT, 143 for SIGTERM, 141 when the reader of standard output went away.",
+        ),
     ],
     examples: &[
-        ("-a src dst", "Copy the tree src to dst, keeping everything cp -a keeps; files are cloned where the filesystem can share extents."),
-        ("-r --progress src dst", "Copy a tree with a progress line on stderr."),
-        ("-v a b dir", "Copy a and b into dir, naming each copy as cp -v does."),
-        ("-au --partial big.img /backup/", "Copy what changed; after an interrupted run, resume the large files where they stopped."),
-        ("--json -r src dst", "Copy a tree, with JSON Lines of errors and a final summary on stdout."),
+        (
+            "-a src dst",
+            "Copy the tree src to dst, keeping everything cp -a keeps; files are cloned where the filesystem can share extents.",
+        ),
+        (
+            "-r --progress src dst",
+            "Copy a tree with a progress line on stderr.",
+        ),
+        (
+            "-v a b dir",
+            "Copy a and b into dir, naming each copy as cp -v does.",
+        ),
+        (
+            "-au --partial big.img /backup/",
+            "Copy what changed; after an interrupted run, resume the large files where they stopped.",
+        ),
+        (
+            "--json -r src dst",
+            "Copy a tree, with JSON Lines of errors and a final summary on stdout.",
+        ),
         ("--generate man > mimeo.1", "Write this man page."),
     ],
 };

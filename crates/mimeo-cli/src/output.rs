@@ -30,17 +30,48 @@ pub fn prog() -> &'static str {
     })
 }
 
+/// Messages go to stderr as JSON error objects instead of lines of text (see
+/// [`errors_as_json`]).
+static ERRORS_AS_JSON: AtomicBool = AtomicBool::new(false);
+
+/// Makes [`error`] and [`usage_error`] write JSON error objects ([`error_object`]) instead of
+/// lines of text, for a command whose JSON stream is on stderr (`mimeo-cat --json`), so that
+/// no plain line is mixed into it.
+pub fn errors_as_json(on: bool) {
+    ERRORS_AS_JSON.store(on, Ordering::Relaxed);
+}
+
 /// Prints `PROG: message` on stderr.
 pub fn error(message: &str) {
-    err_line(&format!("{}: {message}\n", prog()));
+    if ERRORS_AS_JSON.load(Ordering::Relaxed) {
+        err_line(&error_object("other", message));
+    } else {
+        err_line(&format!("{}: {message}\n", prog()));
+    }
 }
 
 /// Prints a usage error as cp does: `PROG: message`, then where to find help.
 pub fn usage_error(message: &str) {
     let prog = prog();
-    err_line(&format!(
-        "{prog}: {message}\nTry '{prog} --help' for more information.\n"
-    ));
+    if ERRORS_AS_JSON.load(Ordering::Relaxed) {
+        err_line(&error_object("usage", message));
+    } else {
+        err_line(&format!(
+            "{prog}: {message}\nTry '{prog} --help' for more information.\n"
+        ));
+    }
+}
+
+/// The JSON object of a failure that no path is to blame for (a usage error, a missing
+/// target): `{"type":"error","path":null,"operation":OP,"message":…,"errno":null}`, with its
+/// newline.
+pub fn error_object(operation: &str, message: &str) -> String {
+    Json::new("error")
+        .with("path", serde_json::Value::Null)
+        .with("operation", operation)
+        .with("message", message)
+        .with("errno", serde_json::Value::Null)
+        .line()
 }
 
 /// Prints events as they come from the workers.
@@ -310,8 +341,8 @@ static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
 pub fn watch_stdout() {
     use rustix::fs::{FileType, OFlags};
     let stdout = std::io::stdout();
-    let read_write = rustix::fs::fcntl_getfl(&stdout)
-        .is_ok_and(|f| f & OFlags::RWMODE == OFlags::RDWR);
+    let read_write =
+        rustix::fs::fcntl_getfl(&stdout).is_ok_and(|f| f & OFlags::RWMODE == OFlags::RDWR);
     let dev_null = rustix::fs::fstat(&stdout).is_ok_and(|st| {
         FileType::from_raw_mode(st.st_mode) == FileType::CharacterDevice
             && st.st_rdev == rustix::fs::makedev(1, 3)
@@ -332,13 +363,20 @@ pub fn out_bytes(b: &[u8]) {
         return;
     }
     if STDOUT_CLOSED.load(Ordering::Relaxed) {
-        stdout_failed(&std::io::Error::from_raw_os_error(rustix::io::Errno::BADF.raw_os_error()));
+        stdout_failed(&std::io::Error::from_raw_os_error(
+            rustix::io::Errno::BADF.raw_os_error(),
+        ));
         return;
     }
     let mut o = std::io::stdout().lock();
     if let Err(e) = o.write_all(b).and_then(|()| o.flush()) {
         stdout_failed(&e);
     }
+}
+
+/// Whether standard output was closed when the command started ([`watch_stdout`]).
+pub fn stdout_closed() -> bool {
+    STDOUT_CLOSED.load(Ordering::Relaxed)
 }
 
 /// Records a failed write to standard output.

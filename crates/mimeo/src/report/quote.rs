@@ -17,7 +17,12 @@ use std::os::unix::ffi::OsStrExt;
 pub fn quote(name: impl AsRef<OsStr>) -> String {
     let bytes = name.as_ref().as_bytes();
     let units = units(bytes);
-    if bytes.contains(&b'\'') && units.iter().enumerate().all(|(i, u)| double_ok(u, i, bytes)) {
+    if bytes.contains(&b'\'')
+        && units
+            .iter()
+            .enumerate()
+            .all(|(i, u)| double_ok(u, i, bytes))
+    {
         // Every unit is a printable character here, so the bytes are UTF-8.
         return format!("\"{}\"", String::from_utf8_lossy(bytes));
     }
