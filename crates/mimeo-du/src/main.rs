@@ -70,7 +70,7 @@ struct Args {
     summarize: bool,
 
     /// Report directories down to N levels below each PATH (default: all)
-    #[arg(short = 'd', long, value_name = "N", alias = "depth")]
+    #[arg(short = 'd', long, value_name = "N")]
     max_depth: Option<u32>,
 
     /// Print a total line for all PATHs
