@@ -73,8 +73,8 @@ struct Args {
     #[arg(short = 'o', long, value_name = "OUT")]
     output: Option<PathBuf>,
 
-    /// Print JSON Lines instead of messages: an object per error and a summary with the
-    /// bytes cloned and copied, last; on standard output with -o, else on standard error
+    /// Print JSON Lines: an object per error, then a summary with the bytes cloned and
+    /// copied; on standard output with -o, else on standard error, in place of the messages
     #[arg(long)]
     json: bool,
 
