@@ -97,14 +97,12 @@ fn main() -> ExitCode {
     // With --json, a usage error is an error object in the JSON stream, then a summary.
     let json_asked = family::json_asked(&argv);
     output::errors_as_json(json_asked);
-    let args = match family::parse::<Args>(argv) {
+    let parsed = family::parse_json::<Args>(argv, |_| {
+        output::err_line(&summary_json(&failed_summary()));
+    });
+    let args = match parsed {
         Ok((args, _)) => args,
-        Err(code) => {
-            if json_asked && code == ExitCode::from(mimeo_cli::EXIT_USAGE) {
-                output::err_line(&summary_json(&failed_summary()));
-            }
-            return code;
-        }
+        Err(code) => return code,
     };
     output::errors_as_json(false);
     if let Some(what) = &args.common.generate {

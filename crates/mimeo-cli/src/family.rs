@@ -89,21 +89,46 @@ pub fn want_progress(when: When) -> bool {
 pub fn parse<P: FromArgMatches + CommandFactory>(
     argv: Vec<OsString>,
 ) -> Result<(P, ArgMatches), ExitCode> {
+    parse_json(argv, |_| {})
+}
+
+/// [`parse`] for a command with `--json`: when the command line asks for JSON ([`json_asked`])
+/// and is wrong, `json_end(message)` is called after the usage message, to end the JSON
+/// stream with the error object and the final object, where the command writes its JSON.
+pub fn parse_json<P: FromArgMatches + CommandFactory>(
+    argv: Vec<OsString>,
+    json_end: impl FnOnce(&str),
+) -> Result<(P, ArgMatches), ExitCode> {
+    let json = json_asked(&argv);
+    let refuse = |message: &str| {
+        output::usage_error(message);
+        if json {
+            json_end(message);
+        }
+        finish(EXIT_USAGE)
+    };
     let prog = output::prog();
     let mut cmd = P::command().name(prog).bin_name(prog);
     cmd.build();
-    let argv = cmdline::normalize_with(&cmd, argv, &[]).map_err(|m| usage(&m))?;
-    let matches = cmd.try_get_matches_from_mut(argv).map_err(|e| {
-        use clap::error::ErrorKind;
-        if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-            output::out(&e.render().to_string());
-            finish(0)
-        } else {
-            usage(&cmdline::clap_message(&e))
+    let argv = match cmdline::normalize_with(&cmd, argv, &[]) {
+        Ok(argv) => argv,
+        Err(message) => return Err(refuse(&message)),
+    };
+    let matches = match cmd.try_get_matches_from_mut(argv) {
+        Ok(m) => m,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                output::out(&e.render().to_string());
+                return Err(finish(0));
+            }
+            return Err(refuse(&cmdline::clap_message(&e)));
         }
-    })?;
-    let args = P::from_arg_matches(&matches).map_err(|e| usage(&cmdline::clap_message(&e)))?;
-    Ok((args, matches))
+    };
+    match P::from_arg_matches(&matches) {
+        Ok(args) => Ok((args, matches)),
+        Err(e) => Err(refuse(&cmdline::clap_message(&e))),
+    }
 }
 
 /// Reports a usage error as cp does (`PROG: message`, then `Try 'PROG --help' ...`): exit

@@ -118,7 +118,19 @@ fn parse_size(s: &str) -> Result<u64, String> {
 
 fn main() -> ExitCode {
     let family::Started { control, stopped } = family::start(PROG);
-    let args = match family::parse::<Args>(std::env::args_os().collect()) {
+    let parsed = family::parse_json::<Args>(std::env::args_os().collect(), |message| {
+        output::out(&output::error_object("usage", message));
+        let mut refused = DedupeSummary::default();
+        refused.errors = 1;
+        let printer = Printer {
+            json: true,
+            raw: true,
+            verbose: false,
+            dry_run: false,
+        };
+        printer.summary(&refused);
+    });
+    let args = match parsed {
         Ok((args, _)) => args,
         Err(code) => return code,
     };
@@ -126,7 +138,22 @@ fn main() -> ExitCode {
         return family::generate(<Args as clap::CommandFactory>::command(), &PAGE, what);
     }
     if args.paths.is_empty() {
-        return family::usage("missing operand");
+        if args.common.json {
+            output::out(&output::error_object("usage", "missing operand"));
+        }
+        let code = family::usage("missing operand");
+        if args.common.json {
+            let mut refused = DedupeSummary::default();
+            refused.errors = 1;
+            Printer {
+                json: true,
+                raw: true,
+                verbose: false,
+                dry_run: false,
+            }
+            .summary(&refused);
+        }
+        return code;
     }
     let mut opts = DedupeOptions::default();
     opts.min_size = args.min_size;

@@ -292,6 +292,13 @@ fn names_and_messages_as_in_the_family() {
         bad.stderr,
         "mimeo-dedupe: unrecognized option '--bogus'\nTry 'mimeo-dedupe --help' for more information.\n"
     );
+    for args in [&[][..], &[OsStr::new("--bogus")]] {
+        let json = dedupe(None, &[], args);
+        assert_eq!(json.code, 2, "{args:?}");
+        assert_eq!(json.lines.len(), 2, "{:?}", json.lines);
+        assert_eq!(json.lines[0]["operation"], "usage");
+        assert_eq!(json.n("errors"), 1);
+    }
     let man = capture(Command::new(bin).args(["--gen=man"])).unwrap();
     for section in [
         ".SH SYNOPSIS",

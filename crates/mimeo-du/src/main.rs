@@ -121,7 +121,18 @@ fn units(m: &ArgMatches) -> Units {
 
 fn main() -> ExitCode {
     let family::Started { control, stopped } = family::start(PROG);
-    let (mut args, matches) = match family::parse::<Args>(std::env::args_os().collect()) {
+    let parsed = family::parse_json::<Args>(std::env::args_os().collect(), |message| {
+        output::out(&output::error_object("usage", message));
+        let mut refused = DuReport::default();
+        refused.errors = 1;
+        let printer = Printer {
+            json: true,
+            units: Units::Bytes,
+            total: false,
+        };
+        printer.report(&refused);
+    });
+    let (mut args, matches) = match parsed {
         Ok(parsed) => parsed,
         Err(code) => return code,
     };

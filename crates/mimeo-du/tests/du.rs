@@ -490,6 +490,13 @@ fn messages_names_and_streams_as_in_the_family() {
         bad.stderr,
         "mimeo-du: unrecognized option '--no-such-flag'\nTry 'mimeo-du --help' for more information.\n"
     );
+    // With --json, the usage error is an error object too, and the total comes last.
+    let json = mimeo_du(&[OsStr::new("--no-such-flag")]);
+    assert_eq!(json.code, 2);
+    assert_eq!(json.lines.len(), 2, "{:?}", json.lines);
+    assert_eq!(json.lines[0]["operation"], "usage");
+    assert_eq!(json.lines[1]["type"], "total");
+    assert_eq!(json.lines[1]["errors"], 1);
     let missing = du_text(&[dir.path().join("missing").as_os_str()]);
     assert_eq!(missing.code(), 1, "{missing}");
     // Names a terminal would act on are quoted; JSON names are lossless.
