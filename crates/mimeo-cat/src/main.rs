@@ -12,7 +12,7 @@ use mimeo_cli::output::{self, Json};
 use mimeo_cli::{EXIT_FAILED, signals};
 use std::os::fd::AsFd;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Mutex;
 
@@ -122,24 +122,20 @@ fn main() -> ExitCode {
     let stdout = std::io::stdout();
     let opened;
     let out_fd = match &args.output {
-        Some(path) => {
-            let file = std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o666)
-                .open(path);
-            match file {
-                Ok(f) => {
-                    opened = f;
-                    opened.as_fd()
-                }
-                Err(e) => {
-                    printer.failed(&mimeo::Error::io(mimeo::Op::Create, path, &e));
-                    return printer.end(&failed_summary(), EXIT_FAILED);
-                }
+        Some(path) => match open_output(path, &parts) {
+            Ok(f) => {
+                opened = f;
+                opened.as_fd()
             }
-        }
+            Err(errors) => {
+                let mut summary = Summary::default();
+                summary.errors = errors.len() as u64;
+                for err in &errors {
+                    printer.failed(err);
+                }
+                return printer.end(&summary, EXIT_FAILED);
+            }
+        },
         None if output::stdout_closed() => {
             // As cat: nothing is read when there is nowhere to write.
             printer.say("standard output: Bad file descriptor");
@@ -174,6 +170,58 @@ fn main() -> ExitCode {
     }
     let code = family::status(&stopped, summary.errors > 0);
     printer.end(&summary, code)
+}
+
+/// Opens OUT for `-o`: created if absent, and truncated only once no part is OUT itself.
+/// A part that is OUT (by its name, a hard or symbolic link, or as standard input) with
+/// bytes left to read is refused, as `cat` refuses it, before anything is written: OUT is
+/// then left as it was. Returns those refusals, or the failure to open OUT.
+fn open_output(path: &Path, parts: &[PathBuf]) -> Result<std::fs::File, Vec<mimeo::Error>> {
+    let fail = |op, e: &std::io::Error| vec![mimeo::Error::io(op, path, e)];
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .mode(0o666)
+        .open(path)
+        .map_err(|e| fail(mimeo::Op::Create, &e))?;
+    let out = file.metadata().map_err(|e| fail(mimeo::Op::Stat, &e))?;
+    let refused: Vec<_> = parts
+        .iter()
+        .filter(|part| is_output(part, &out))
+        .map(|part| mimeo::Error::refused(mimeo::Op::Refuse, part, mimeo::Refusal::InputIsOutput))
+        .collect();
+    if !refused.is_empty() {
+        return Err(refused);
+    }
+    // Not O_TRUNC at open: only now is it known that no part is lost by truncating. (A
+    // FIFO or device is not truncated: O_TRUNC would not have either.)
+    if out.is_file() {
+        file.set_len(0).map_err(|e| fail(mimeo::Op::Write, &e))?;
+    }
+    Ok(file)
+}
+
+/// Whether `part` is the regular file `out` with bytes left to read: cat's test of an
+/// input that is its output (`-` is standard input, read from its offset).
+fn is_output(part: &Path, out: &std::fs::Metadata) -> bool {
+    use std::io::Seek;
+    use std::os::unix::fs::MetadataExt;
+    let (meta, at) = if part.as_os_str() == "-" {
+        let Ok(fd) = std::io::stdin().as_fd().try_clone_to_owned() else {
+            return false;
+        };
+        let mut file = std::fs::File::from(fd);
+        match (file.metadata(), file.stream_position()) {
+            (Ok(m), Ok(at)) => (m, at),
+            _ => return false,
+        }
+    } else {
+        match std::fs::metadata(part) {
+            Ok(m) => (m, 0),
+            Err(_) => return false, // reported when the part is read
+        }
+    };
+    meta.is_file() && meta.dev() == out.dev() && meta.ino() == out.ino() && at < meta.size()
 }
 
 /// The bytes of the parts that are regular files: the progress line's total.

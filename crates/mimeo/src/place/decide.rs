@@ -52,6 +52,8 @@ pub(crate) enum Conflict {
     LinkExists(LinkInstead),
     /// A regular file this process may not write, without `-f`.
     NotWritable,
+    /// The destination's backup would replace the source (cp's `backup-is-src` rule).
+    BackupIsSource,
 }
 
 impl Conflict {
@@ -77,6 +79,9 @@ impl Conflict {
             ),
             Conflict::JustCreated { symlink } => {
                 Error::refused(Op::Refuse, dst, Refusal::JustCreated { src, symlink })
+            }
+            Conflict::BackupIsSource => {
+                Error::refused(Op::Backup, dst, Refusal::BackupIsSource { src })
             }
         }
     }
@@ -113,6 +118,9 @@ pub(crate) struct Rules<'a> {
     /// Whether this process may write to the existing destination (asked only of a process
     /// other than root's, about a regular file cp would open for writing).
     pub writable: &'a dyn Fn() -> bool,
+    /// `--backup`: whether the destination's backup would replace the source (see
+    /// `backup::is_source`); None where no backup is made.
+    pub backup_is_source: Option<&'a dyn Fn() -> bool>,
 }
 
 /// Decides what to do with `src` at a destination name where `dst` is (None: nothing).
@@ -194,6 +202,10 @@ pub(crate) fn decide(
     }
     if opts.interactive && rules.ask.is_some_and(|ask| !ask()) {
         return Decision::Skip;
+    }
+    // cp checks this last, just before it would rename the old entry to its backup name.
+    if opts.backup.is_some() && rules.backup_is_source.is_some_and(|is_source| is_source()) {
+        return Decision::Refuse(Conflict::BackupIsSource);
     }
     // cp opens the file to write into it, which fails where it may not write; with -f it
     // removes the file and makes a new one. Atomic replacement would need no such right, but
