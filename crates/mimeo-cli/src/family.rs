@@ -147,12 +147,6 @@ pub fn json_asked(argv: &[OsString]) -> bool {
         .any(|a| a.len() >= 4 && a.to_str().is_some_and(|a| "--json".starts_with(a)))
 }
 
-/// The JSON object of a failure that no path is to blame for: see
-/// [`output::error_object`].
-pub fn error_object(operation: &str, message: &str) -> String {
-    output::error_object(operation, message)
-}
-
 /// The exit status of a run: 128 + the signal that stopped it, 1 after failures, else 0.
 pub fn status(stopped: &Stopped, failed: bool) -> u8 {
     match stopped.exit_code() {

@@ -111,7 +111,7 @@ fn refuse(json: bool, operation: &str, message: &str, code: u8) -> ExitCode {
     if json {
         let mut summary = mimeo::Summary::default();
         summary.errors = 1;
-        output::out(&family::error_object(operation, message));
+        output::out(&output::error_object(operation, message));
         output::out(&output::summary_json(&summary));
     }
     if code == EXIT_USAGE {

@@ -380,7 +380,7 @@ pub fn stdout_closed() -> bool {
 }
 
 /// Records a failed write to standard output.
-pub fn stdout_failed(e: &std::io::Error) {
+fn stdout_failed(e: &std::io::Error) {
     let errno = e
         .raw_os_error()
         .unwrap_or(rustix::io::Errno::IO.raw_os_error());
