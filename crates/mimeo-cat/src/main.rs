@@ -181,6 +181,8 @@ fn open_output(path: &Path, parts: &[PathBuf]) -> Result<std::fs::File, Vec<mime
     let file = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
+        // Truncated below, once no part is OUT.
+        .truncate(false)
         .mode(0o666)
         .open(path)
         .map_err(|e| fail(mimeo::Op::Create, &e))?;

@@ -643,7 +643,9 @@ fn full_filesystem_reports_enospc_and_update_completes_the_tree() {
                 "{what}: error without the destination path: {e}"
             );
             assert!(
-                r.stderr.contains("No space left on device") && r.stderr.contains(path),
+                r.stderr.contains("No space left on device")
+                    && r.stderr
+                        .contains(&mimeo::quote(util::json_path(&e["path"]))),
                 "{what}: stderr does not name {path} and the error: {}",
                 r.stderr
             );

@@ -33,8 +33,12 @@ pub fn assert_golden(golden: &Path, actual: &str) {
     for i in 0..e.len().max(a.len()) {
         if e.get(i) != a.get(i) {
             diff.push_str(&format!("line {}:\n", i + 1));
-            e.get(i).map(|l| diff.push_str(&format!("-{l}\n")));
-            a.get(i).map(|l| diff.push_str(&format!("+{l}\n")));
+            if let Some(l) = e.get(i) {
+                diff.push_str(&format!("-{l}\n"));
+            }
+            if let Some(l) = a.get(i) {
+                diff.push_str(&format!("+{l}\n"));
+            }
         }
     }
     assert!(
