@@ -1,7 +1,7 @@
 //! `mimeo`: the command. Parses arguments, runs the engine, renders events, picks the exit code.
 
 use mimeo_cli::config::{Config, ConfigError};
-use mimeo_cli::{EXIT_FAILED, EXIT_USAGE, args, config, exit_code, output, progress, signals};
+use mimeo_cli::{EXIT_FAILED, args, config, exit_code, output, progress, signals, usage_status};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -20,7 +20,7 @@ fn main() -> ExitCode {
         }
         Err(args::Stop::Usage(message)) => {
             output::usage_error(&message);
-            return ExitCode::from(EXIT_USAGE);
+            return ExitCode::from(usage_status());
         }
     };
     if let Some(what) = &args.generate {
@@ -33,7 +33,7 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(ConfigError::Usage(u)) => {
             output::usage_error(&u.0);
-            return ExitCode::from(EXIT_USAGE);
+            return ExitCode::from(usage_status());
         }
         Err(ConfigError::Fatal(f)) => {
             output::error(&f.0);
@@ -42,6 +42,7 @@ fn main() -> ExitCode {
     };
     let printer = output::Printer {
         verbose: config.verbose,
+        debug: config.debug,
         json: config.json,
         force: config.options.force,
     };
@@ -85,7 +86,7 @@ fn generate(what: &str) -> ExitCode {
             output::usage_error(&format!(
                 "cannot generate '{other}': use man, bash, zsh, fish or elvish"
             ));
-            return ExitCode::from(EXIT_USAGE);
+            return ExitCode::from(usage_status());
         }
     };
     match shell {
