@@ -214,3 +214,51 @@ fn absurd_jobs_and_split_values_are_usage_errors() {
         run_in(Some(dir.path()), args).expect_code(0);
     }
 }
+
+/// SIGINT and SIGTERM end a run within a second, whatever it is doing: streaming without
+/// end (`/dev/zero` into `/dev/null`), waiting for a FIFO's writer, or copying a tree with
+/// the most workers `-j` allows.
+#[test]
+fn every_run_ends_within_a_second_of_sigint_or_sigterm() {
+    use rustix::process::Signal;
+    use std::time::Instant;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    rustix::fs::mkfifoat(rustix::fs::CWD, d.join("fifo"), 0o600.into()).unwrap();
+    fs::create_dir(d.join("tree")).unwrap();
+    for i in 0..2000 {
+        fs::write(d.join("tree").join(i.to_string()), vec![b'x'; 4096]).unwrap();
+    }
+    let out = |n: &str| d.join(n).to_str().unwrap().to_owned();
+    let cases: [(&str, Vec<String>); 3] = [
+        ("stream", vec!["/dev/zero".into(), "/dev/null".into()]),
+        ("fifo", vec![out("fifo"), out("from-fifo")]),
+        (
+            "tree",
+            vec![
+                "-r".into(),
+                "-j".into(),
+                "256".into(),
+                "--reflink=never".into(),
+                out("tree"),
+                out("tree-copy"),
+            ],
+        ),
+    ];
+    for (what, args) in cases {
+        for (sig, code) in [(Signal::TERM, 143), (Signal::INT, 130)] {
+            let _ = fs::remove_dir_all(d.join("tree-copy"));
+            let child = util::spawn_fp("", &args);
+            std::thread::sleep(Duration::from_millis(200));
+            let sent = Instant::now();
+            util::signal(&child, sig);
+            let (_, r) = util::finish(child);
+            let took = sent.elapsed();
+            assert!(took < Duration::from_secs(1), "{what}, {sig:?}: {took:?}");
+            // The tree may be copied before the signal comes on a fast machine.
+            if what != "tree" || r.code != 0 {
+                assert_eq!(r.code, code, "{what}, {sig:?}: {r:#?}");
+            }
+        }
+    }
+}
