@@ -55,7 +55,14 @@ pub(crate) enum Conflict {
     /// A regular file onto a dangling symlink, which cp will not write through.
     Dangling,
     /// `--update=none-fail`: the destination exists.
-    Exists,
+    NotReplacing,
+    /// The destination's backup would replace the source (cp's `backup-is-src` rule).
+    BackupIsSource,
+    /// `--attributes-only` with a source that is not a regular file onto an existing entry:
+    /// cp would create a new entry there, which fails (`symlink`: the source is one).
+    Exists {
+        symlink: bool,
+    },
 }
 
 impl Conflict {
@@ -72,7 +79,11 @@ impl Conflict {
             Conflict::CannotStat(errno) => Error::os(Op::Stat, dst, errno),
             Conflict::NotWritable => Error::os(Op::Create, dst, libc::EACCES),
             Conflict::Dangling => Error::refused(Op::Create, dst, Refusal::DanglingSymlink),
-            Conflict::Exists => Error::refused(Op::Refuse, dst, Refusal::Exists),
+            Conflict::NotReplacing => Error::refused(Op::Refuse, dst, Refusal::Exists),
+            Conflict::Exists { symlink } => {
+                let op = if symlink { Op::Symlink } else { Op::MakeNode };
+                Error::os(op, dst, libc::EEXIST)
+            }
             Conflict::LinkExists(kind) => Error::refused(
                 Op::Link,
                 dst,
@@ -81,6 +92,9 @@ impl Conflict {
                     symbolic: kind == LinkInstead::Symbolic,
                 },
             ),
+            Conflict::BackupIsSource => {
+                Error::refused(Op::Backup, dst, Refusal::BackupIsSource { src })
+            }
             Conflict::JustCreated { symlink } => {
                 Error::refused(Op::Refuse, dst, Refusal::JustCreated { src, symlink })
             }
@@ -122,6 +136,9 @@ pub(crate) struct Rules<'a> {
     /// Whether this process may write to the existing destination (asked only of a process
     /// other than root's, about a regular file cp would open for writing).
     pub writable: &'a dyn Fn() -> bool,
+    /// `--backup`: whether the destination's backup would replace the source (see
+    /// `backup::is_source`); None where no backup is made.
+    pub backup_is_source: Option<&'a dyn Fn() -> bool>,
 }
 
 /// What [`decide`] may look up besides the two entries; each is asked only where cp's
@@ -176,21 +193,10 @@ pub(crate) fn decide(
         };
     }
     let into_node = src.is_reg() && is_node(d);
-    // cp removes a destination with other links first when it keeps link groups, rather
-    // than write into a file that other names share.
-    let unlinked = opts.preserve.links && d.nlink > 1;
-    let replace = if fresh || unlinked {
-        Decision::Recreate
-    } else if into_node {
-        Decision::WriteInto
-    } else if src.is_reg() && d.is_reg() && (opts.inplace || opts.attributes_only) {
-        Decision::InPlace
-    } else {
-        Decision::Replace
-    };
+    let replace = replacement(opts, src, d, fresh);
     let up_to_date = match opts.overwrite {
         Overwrite::NoClobber => true,
-        Overwrite::NoneFail => return Decision::Refuse(Conflict::Exists),
+        Overwrite::NoneFail => return Decision::Refuse(Conflict::NotReplacing),
         Overwrite::Replace => false,
         // A node or a directory is never a copy: cp's rule (not older than the source)
         // decides.
@@ -214,6 +220,13 @@ pub(crate) fn decide(
     if d.is_dir() {
         return Decision::Refuse(Conflict::DirectoryInTheWay);
     }
+    // cp checks this last, just before it would rename the old entry to its backup name.
+    if opts.backup.is_some() && rules.backup_is_source.is_some_and(|is_source| is_source()) {
+        return Decision::Refuse(Conflict::BackupIsSource);
+    }
+    if let Decision::Refuse(_) = replace {
+        return replace;
+    }
     // cp opens the file to write into it, which fails where it may not write; with -f it
     // removes the file and makes a new one. Atomic replacement would need no such right, but
     // a file made read-only stays as cp leaves it.
@@ -232,6 +245,41 @@ pub(crate) fn decide(
         return Decision::Recreate;
     }
     replace
+}
+
+/// How an existing non-directory `d` is replaced, before the flags that skip or refuse it.
+fn replacement(opts: &Options, src: &Meta, d: &Meta, fresh: bool) -> Decision {
+    let into_node = src.is_reg() && is_node(d);
+    // A regular file is never written through a destination symlink, but replaces it.
+    let through_symlink = src.is_reg() && d.is_symlink();
+    if fresh {
+        Decision::Recreate
+    } else if opts.attributes_only && !into_node && !through_symlink {
+        attributes_only(src, d)
+    } else if opts.preserve.links && d.nlink > 1 {
+        // cp removes a destination with other links first when it keeps link groups,
+        // rather than write into a file that other names share.
+        Decision::Recreate
+    } else if into_node {
+        Decision::WriteInto
+    } else if src.is_reg() && d.is_reg() && opts.inplace {
+        Decision::InPlace
+    } else {
+        Decision::Replace
+    }
+}
+
+/// `--attributes-only` onto an existing entry, which keeps its data whatever its links: a
+/// regular file is opened and only its attributes set; a new entry of any other kind cannot be
+/// made where one is, as in cp.
+fn attributes_only(src: &Meta, d: &Meta) -> Decision {
+    if src.is_reg() && d.is_reg() {
+        Decision::InPlace
+    } else {
+        Decision::Refuse(Conflict::Exists {
+            symlink: src.is_symlink(),
+        })
+    }
 }
 
 /// What cp's `same_file_ok` says of two entries that may be one file.

@@ -108,6 +108,7 @@ impl<'a> Ctx<'a> {
             just_created,
             ask: None,
             writable,
+            backup_is_source: None,
         }
     }
 
