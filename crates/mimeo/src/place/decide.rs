@@ -324,12 +324,16 @@ fn same_file(
         (src_link, *dst_link, src_link.id() == dst_link.id())
     } else {
         // Two symlinks: fine unless they are one entry; two links of one symlink are left
-        // as they are, unless a backup is made.
+        // as they are, unless a backup is made. (Two inodes are never one entry: no lookup
+        // for a symlink copied again onto its earlier copy.)
         if src.is_symlink() && dst.is_symlink() {
-            return match ((look.same_entry)(), opts.backup.is_some(), same) {
-                (true, _, _) => Same::Refused,
-                (false, false, true) => Same::Done,
-                (false, _, _) => Same::Fine,
+            if !same {
+                return Same::Fine;
+            }
+            return match ((look.same_entry)(), opts.backup.is_some()) {
+                (true, _) => Same::Refused,
+                (false, false) => Same::Done,
+                (false, true) => Same::Fine,
             };
         }
         (*src, *dst, same)
