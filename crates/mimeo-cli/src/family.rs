@@ -11,7 +11,7 @@
 use crate::args::When;
 use crate::output;
 use crate::signals::Stopped;
-use crate::{EXIT_FAILED, EXIT_USAGE, cmdline};
+use crate::{EXIT_FAILED, cmdline};
 use clap::{ArgAction, ArgMatches, CommandFactory, FromArgMatches};
 use mimeo::Control;
 use std::ffi::OsString;
@@ -105,7 +105,7 @@ pub fn parse_json<P: FromArgMatches + CommandFactory>(
         if json {
             json_end(message);
         }
-        finish(EXIT_USAGE)
+        finish(crate::usage_status())
     };
     let prog = output::prog();
     let mut cmd = P::command().name(prog).bin_name(prog);
@@ -132,10 +132,10 @@ pub fn parse_json<P: FromArgMatches + CommandFactory>(
 }
 
 /// Reports a usage error as cp does (`PROG: message`, then `Try 'PROG --help' ...`): exit
-/// status 2.
+/// status 2, or 1 under the name `cp` ([`crate::usage_status`]).
 pub fn usage(message: &str) -> ExitCode {
     output::usage_error(message);
-    finish(EXIT_USAGE)
+    finish(crate::usage_status())
 }
 
 /// Whether `argv` asks for JSON (`--json`, or a prefix of it that names it alone), before

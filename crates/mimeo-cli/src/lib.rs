@@ -24,6 +24,16 @@ pub mod signals;
 pub const EXIT_FAILED: u8 = 1;
 /// Exit status: a usage error.
 pub const EXIT_USAGE: u8 = 2;
+
+/// The exit status of a usage error: [`EXIT_USAGE`], except under the name `cp`, where it
+/// is 1, as cp's.
+pub fn usage_status() -> u8 {
+    if output::prog() == "cp" {
+        EXIT_FAILED
+    } else {
+        EXIT_USAGE
+    }
+}
 /// Exit status: only sources that vanished during the run failed (rsync's convention).
 pub const EXIT_VANISHED: u8 = 24;
 

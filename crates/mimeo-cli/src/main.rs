@@ -76,6 +76,7 @@ fn main() -> ExitCode {
     };
     let printer = output::Printer {
         verbose: config.verbose,
+        debug: config.debug,
         json: config.json,
         force: config.options.force,
     };

@@ -78,6 +78,8 @@ pub fn error_object(operation: &str, message: &str) -> String {
 #[derive(Debug)]
 pub struct Printer {
     pub verbose: bool,
+    /// `--debug`: after each file's `-v` line, how it was copied.
+    pub debug: bool,
     pub json: bool,
     /// `-f`: how `-i` words its question about a file it may not write.
     pub force: bool,
@@ -122,11 +124,11 @@ impl Observer for Printer {
                     line.push_str("}\n");
                     out(&line);
                 } else {
-                    let how = match outcome {
-                        Some(o) => format!(" ({})", o.method.name()),
-                        None => String::new(),
-                    };
-                    out(&format!("{} -> {}{how}\n", quote(src), quote(dst)));
+                    let mut line = format!("{} -> {}\n", quote(src), quote(dst));
+                    if let (true, Some(o)) = (self.debug, outcome) {
+                        line.push_str(&debug_line(o));
+                    }
+                    out(&line);
                 }
             }
             Event::Planned {
@@ -153,14 +155,11 @@ impl Observer for Printer {
                     ));
                 }
             }
-            Event::Skipped { src, dst } if self.verbose => {
-                if self.json {
-                    let mut line = entry_object("skipped", src, dst);
-                    line.push_str("}\n");
-                    out(&line);
-                } else {
-                    out(&format!("skipped {}\n", quote(dst)));
-                }
+            // cp 9.1's -v says nothing of a file it leaves alone.
+            Event::Skipped { src, dst } if self.verbose && self.json => {
+                let mut line = entry_object("skipped", src, dst);
+                line.push_str("}\n");
+                out(&line);
             }
             _ => {}
         }
@@ -198,6 +197,20 @@ impl Observer for Printer {
             Err(_) => false,
         }
     }
+}
+
+/// `--debug`'s line about one file, in the form of cp's: whether the data went by copy
+/// offload (`copy_file_range`) or was shared (reflink), and whether holes were found
+/// (`SEEK_HOLE`) in the source.
+fn debug_line(o: &mimeo::FileOutcome) -> String {
+    use mimeo::Method;
+    let (offload, reflink) = match o.method {
+        Method::Clone => ("avoided", "yes"),
+        Method::Offload => ("yes", "no"),
+        _ => ("no", "no"),
+    };
+    let holes = if o.hole_bytes > 0 { "SEEK_HOLE" } else { "no" };
+    format!("copy offload: {offload}, reflink: {reflink}, sparse detection: {holes}\n")
 }
 
 /// The permission bits of `dst` when it is a regular file this process (not root) may not

@@ -1913,13 +1913,13 @@ fn bad_arguments_are_reported_cp_style_and_create_nothing() {
             argvec!["-t", &file, &dir],
             false,
             1,
-            "is not a directory".into(),
+            "': Not a directory".into(),
         ),
         (
             argvec![&file, &dir, &new],
             false,
             1,
-            "is not a directory".into(),
+            "': No such file or directory".into(),
         ),
         (
             argvec![&file],

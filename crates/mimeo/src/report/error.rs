@@ -204,6 +204,9 @@ pub enum Refusal {
         /// A symbolic link (`-s`), not a hard link (`-l`).
         symbolic: bool,
     },
+    /// A regular file onto a symlink that points to nothing, which cp will not write
+    /// through. The path is the destination.
+    DanglingSymlink,
     /// `-s` with a relative source path into a directory other than the working directory,
     /// where the link would point elsewhere. The path is the destination.
     RelativeSymlink,
@@ -335,6 +338,7 @@ impl Error {
                 format!("{path}: file changed as we read it; not copied")
             }
             Refusal::Exists => format!("not replacing {path}"),
+            Refusal::DanglingSymlink => format!("not writing through dangling symlink {path}"),
             Refusal::SizeDiffers { copy, source } => format!(
                 "verification failed for {path}: size {copy} differs from the source's {source}"
             ),

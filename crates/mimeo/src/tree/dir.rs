@@ -18,7 +18,7 @@ use super::work::{
 use crate::data::meta::{self, Apply, Dst, Xattrs};
 use crate::options::{Dereference, Overwrite};
 use crate::place::crash::{self, PartMarker};
-use crate::place::decide::{Decision, decide};
+use crate::place::decide::{Decision, Lookups, decide};
 use crate::report::{EntryKind, Error, Op, Refusal, Warning};
 use crate::sys::{self, DType, Errno, Meta, XattrTarget};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -41,7 +41,7 @@ pub(crate) fn make_dst_dir(
         Ok(()) => Some((true, here.dst.setgid)),
         Err(Errno::EXIST) => {
             let d = match sys::stat_at(here.dst_dir, dst_name, false) {
-                Ok(d) => d,
+                Ok(d) => keep_directory_symlink(ctx, here, dst_name, d),
                 Err(e) => {
                     ctx.report.fail(Error::sys(Op::Stat, dst_path(), e));
                     return None;
@@ -58,13 +58,12 @@ pub(crate) fn make_dst_dir(
                     }
                 },
             };
-            let decision = decide(
-                &ctx.rules(here, &|| true),
-                &src,
-                Some(&d),
-                || sys::stat_at(here.src_dir, name, true).ok(),
-                || sys::stat_at(here.dst_dir, dst_name, true),
-            );
+            let look = Lookups {
+                src: &|follow| sys::stat_at(here.src_dir, name, follow).ok(),
+                dst_target: &|| sys::stat_at(here.dst_dir, dst_name, true),
+                same_entry: &|| here.same_entry(name, dst_name),
+            };
+            let decision = decide(&ctx.rules(here, &|| true), &src, Some(&d), &look);
             match decision {
                 Decision::Merge => Some((false, d.mode & sys::S_ISGID != 0)),
                 Decision::Refuse(c) => {
@@ -78,6 +77,18 @@ pub(crate) fn make_dst_dir(
             ctx.report.fail(Error::sys(Op::CreateDir, dst_path(), e));
             None
         }
+    }
+}
+
+/// `--keep-directory-symlink`: an existing destination `d` that is a symlink to a
+/// directory stands for that directory; otherwise `d` as it is.
+fn keep_directory_symlink(ctx: &Ctx<'_>, here: &Here<'_>, dst_name: &CStr, d: Meta) -> Meta {
+    if !(ctx.opts.keep_directory_symlink && d.is_symlink()) {
+        return d;
+    }
+    match sys::stat_at(here.dst_dir, dst_name, true) {
+        Ok(target) if target.is_dir() => target,
+        _ => d,
     }
 }
 
@@ -215,7 +226,13 @@ fn stat_unopened(ctx: &Ctx<'_>, root: &Root, rel: &[u8]) -> Option<Meta> {
 /// is reported.
 fn open_dst(ctx: &Ctx<'_>, root: &Root, rel: &[u8]) -> Option<OwnedFd> {
     let (_, anchor) = root.dirs();
-    sys::open_dir_beneath(anchor, rel)
+    let opened = if ctx.opts.keep_directory_symlink {
+        // Symlinks to directories in the destination were gone through on purpose.
+        sys::open_dir_following(anchor, rel)
+    } else {
+        sys::open_dir_beneath(anchor, rel)
+    };
+    opened
         .map_err(|e| {
             let p = rel_path(&root.dst_path, rel);
             ctx.report.fail(Error::sys(Op::Open, p, e))
@@ -277,7 +294,11 @@ pub(crate) fn pass(
     // markers go, and under -u its entries are then checked strictly. -n keeps everything
     // as it is, markers included, since it replaces nothing.
     let mut info = done.info.clone();
-    if !info.created && ctx.opts.overwrite != Overwrite::NoClobber {
+    let replaces = !matches!(
+        ctx.opts.overwrite,
+        Overwrite::NoClobber | Overwrite::NoneFail
+    );
+    if !info.created && replaces {
         info.suspect = crash::remove_leftovers(&mut w.reader, dst.as_fd(), ctx.sweep);
     }
     if !info.created && ctx.opts.preserve.mode {
@@ -594,9 +615,12 @@ pub(crate) fn complete(ctx: &Ctx<'_>, w: &mut Buffers, done: DirDone) {
         .run(Dst::Fd(fd.as_fd()), &xattrs, &dst_path)
         .and_then(|()| flushed())
     {
-        Ok(()) => ctx
+        Ok(()) if info.created => ctx
             .report
             .copied(src_path, dst_path, EntryKind::Directory, None),
+        // A directory merged into is counted, but not reported as made: cp's -v names
+        // only the directories it creates.
+        Ok(()) => ctx.report.merged(),
         Err(e) => ctx.report.fail(e),
     }
 }

@@ -14,7 +14,7 @@ use crate::data::node;
 use crate::data::origin;
 use crate::data::verify;
 use crate::options::{Dereference, LinkInstead, Overwrite};
-use crate::place::decide::{Decision, decide};
+use crate::place::decide::{Decision, Lookups, decide};
 use crate::place::links::{FirstCopy, LinkClaim, Sighting};
 use crate::place::resume::Progress;
 use crate::place::{backup, crash, resume};
@@ -47,13 +47,12 @@ fn decide_existing(
     let mut rules = ctx.rules(here, &writable);
     rules.ask = Some(&ask);
     rules.backup_is_source = Some(&backup_is_source);
-    let decision = decide(
-        &rules,
-        src,
-        Some(d),
-        || sys::stat_at(here.src_dir, name, true).ok(),
-        || sys::stat_at(here.dst_dir, dst_name, true),
-    );
+    let look = Lookups {
+        src: &|follow| sys::stat_at(here.src_dir, name, follow).ok(),
+        dst_target: &|| sys::stat_at(here.dst_dir, dst_name, true),
+        same_entry: &|| here.same_entry(name, dst_name),
+    };
+    let decision = decide(&rules, src, Some(d), &look);
     match decision {
         Decision::Refuse(c) => Err(c.error(here.src_path(name), here.dst_path(dst_name))),
         other => Ok(other),
@@ -871,8 +870,12 @@ fn link_or_claim<'a>(
         Err(Errno::EXIST) => {
             let (decision, d) = decide_at(ctx, here, src_name, dst_name, meta)?;
             // Under -u, cp links an up-to-date member to the group's copy all the same; one
-            // already linked to it (nlink > 1) is left as it is.
-            let relink = ctx.opts.overwrite == Overwrite::Update && d.nlink < 2 && d.is_reg();
+            // that is a link of that copy already is left as it is. Which member is met
+            // first depends on the directory's order, so being a link of some other file
+            // (nlink > 1) is not enough.
+            let linked = || sys::stat_at(from, &loc_name, false).is_ok_and(|c| c.id() == d.id());
+            let relink =
+                ctx.opts.overwrite == Overwrite::Update && d.is_reg() && !(d.nlink > 1 && linked());
             if decision == Decision::Skip && !relink {
                 ctx.report.skipped(|| here.src_path(src_name), dst_path);
                 return Ok(LinkStep::Done);

@@ -5,13 +5,13 @@
 //! below the root with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`, so the walk keeps
 //! two descriptors open however deep the tree is.
 
-use super::context::{Root, join, rel_path, relative_symlink_elsewhere};
+use super::context::{Root, join, rel_path, relative_symlink_elsewhere, same_entry};
 use super::entry::entry_kind;
 use super::roots::{CopyPair, open_error, parent_dirs, parent_source, stat_error};
 use super::work::join_rel;
 use crate::data::meta::Process;
 use crate::options::{Dereference, LinkInstead, Options, Overwrite};
-use crate::place::decide::{Decision, Rules, decide};
+use crate::place::decide::{Decision, Lookups, Rules, decide};
 use crate::place::{backup, crash};
 use crate::report::{
     Action, Control, EntryKind, Error, NoObserver, Observer, Op, Refusal, Reporter, Summary,
@@ -135,19 +135,19 @@ pub fn dry_run(pairs: &[CopyPair], opts: &Options, observer: &dyn Observer) -> S
                 let rules = Rules {
                     opts,
                     process: &process,
+                    follows: root.follow,
                     suspect: false,
                     just_created: Some(made.id()),
                     ask: None,
                     writable: &|| true,
                     backup_is_source: None,
                 };
-                let decision = decide(
-                    &rules,
-                    &root.meta,
-                    Some(&made),
-                    || None,
-                    || Err(sys::Errno::NOENT),
-                );
+                let look = Lookups {
+                    src: &|_| None,
+                    dst_target: &|| Err(sys::Errno::NOENT),
+                    same_entry: &|| false,
+                };
+                let decision = decide(&rules, &root.meta, Some(&made), &look);
                 match (decision, decision.action()) {
                     (_, Some(action)) => report.planned(src, dst, entry_kind(&root.meta), action),
                     (Decision::Refuse(c), None) => report.fail(c.error(src, dst)),
@@ -161,6 +161,7 @@ pub fn dry_run(pairs: &[CopyPair], opts: &Options, observer: &dyn Observer) -> S
             let rules = Rules {
                 opts,
                 process: &process,
+                follows: at.map_or(opts.dereference == Dereference::Always, |a| a.follows),
                 suspect: at.is_some_and(|a| a.suspect),
                 just_created: None,
                 ask: None,
@@ -180,17 +181,18 @@ pub fn dry_run(pairs: &[CopyPair], opts: &Options, observer: &dyn Observer) -> S
                 }
             }
             let existing = at.and_then(|a| sys::stat_at(a.dir, a.name, false).ok());
-            let decision = decide(
-                &rules,
-                meta,
-                existing.as_ref(),
-                || sys::stat_at(at?.src_dir, at?.src_name, true).ok(),
-                || {
+            let look = Lookups {
+                src: &|follow| sys::stat_at(at?.src_dir, at?.src_name, follow).ok(),
+                dst_target: &|| {
                     at.map_or(Err(sys::Errno::NOENT), |a| {
                         sys::stat_at(a.dir, a.name, true)
                     })
                 },
-            );
+                same_entry: &|| {
+                    at.is_some_and(|a| same_entry(a.src_dir, a.src_name, a.dir, a.name))
+                },
+            };
+            let decision = decide(&rules, meta, existing.as_ref(), &look);
             match decision.action() {
                 Some(action) => {
                     report.planned(src, dst, entry_kind(meta), action);
@@ -222,6 +224,8 @@ struct At<'a> {
     name: &'a CStr,
     /// The directory holds another run's in-progress marker.
     suspect: bool,
+    /// The source was looked at through symlinks.
+    follows: bool,
 }
 
 /// Called for each entry: source path, destination path, where the destination would be,
@@ -236,6 +240,7 @@ fn walk(opts: &Options, report: &Reporter<'_>, root: &Root, need_dst: bool, visi
         dir: root.dst_parent.as_fd(),
         name: &root.dst_name,
         suspect: false,
+        follows: root.follow,
     });
     let descend = visit(root.src_path.clone(), root.dst_path.clone(), at, &root.meta);
     if !descend || !root.meta.is_dir() || !opts.recursive {
@@ -293,6 +298,7 @@ fn walk(opts: &Options, report: &Reporter<'_>, root: &Root, need_dst: bool, visi
                 dir: fd.as_fd(),
                 name: &name,
                 suspect,
+                follows: follow,
             });
             let descend = visit(
                 join(&root.src_path, &rel, &name),
