@@ -186,20 +186,38 @@ fn open_src(ctx: &Ctx<'_>, root: &Root, rel: &[u8]) -> Option<OwnedFd> {
     opened
         .map_err(|e| {
             let path = rel_path(&root.src_path, rel);
-            ctx.report.fail(match e {
-                Errno::ACCESS => Error::sys(Op::ReadDir, path, e),
-                _ => open_error(path, e),
-            })
+            // cp cannot list it: "cannot access".
+            let error = if e == Errno::ACCESS {
+                Error::sys(Op::ReadDir, path, e)
+            } else {
+                open_error(path, e)
+            };
+            ctx.report.fail(error)
         })
         .ok()
 }
 
-/// The metadata of a source directory that cannot be opened for listing, as its copy takes
-/// it from a directory that cp cannot list: its mode and times, not its xattrs.
-fn unlisted_source(ctx: &Ctx<'_>, root: &Root, rel: &[u8]) -> Option<(Stat, XattrList)> {
+/// The metadata of the source directory `rel` below a root that could not be opened (no read
+/// permission), looked at from its parent as `open_src` would reach it.
+fn stat_unopened(ctx: &Ctx<'_>, root: &Root, rel: &[u8]) -> Option<Meta> {
+    let (anchor, _) = root.dirs();
+    if rel.is_empty() {
+        // A root we may not list: its anchor is a handle that needs no permission.
+        return sys::fstat(anchor).ok().filter(|m| m.is_dir());
+    }
+    let split = rel.iter().rposition(|&b| b == b'/');
+    let (parent, name) = split.map_or((&b""[..], rel), |i| (&rel[..i], &rel[i + 1..]));
+    if name.is_empty() {
+        return None;
+    }
     let follow = ctx.opts.dereference == Dereference::Always;
-    let m = sys::stat_dir_beneath(root.dirs().0, rel, follow).ok()?;
-    m.is_dir().then(|| (m.into(), Vec::new()))
+    let parent = if follow {
+        sys::open_dir_following(anchor, parent)
+    } else {
+        sys::open_dir_beneath(anchor, parent)
+    };
+    let m = sys::stat_at(parent.ok()?.as_fd(), &sys::cstring(name), follow).ok()?;
+    m.is_dir().then_some(m)
 }
 
 /// Whether the source directory `src` (with metadata `m`) may be read but not searched:
@@ -253,8 +271,8 @@ pub(crate) fn pass(
         source: None,
     };
     let Some(src) = open_src(ctx, root, rel) else {
-        // Its copy is still given its mode and times, as cp gives them.
-        done.source = unlisted_source(ctx, root, rel);
+        // A directory that cannot be read still gets its mode and times, as from cp.
+        done.source = stat_unopened(ctx, root, rel).map(|m| (m.into(), Vec::new()));
         return done;
     };
     let mut lineage = Lineage::default();
