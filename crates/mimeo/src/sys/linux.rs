@@ -225,7 +225,7 @@ pub(crate) fn open_dir_path(dir: BorrowedFd<'_>, name: &CStr, follow: bool) -> R
 /// itself as `openat(dir, ".")` does (which a directory we may read but not search refuses).
 pub(crate) fn reopen_dir(dir: BorrowedFd<'_>) -> Result<OwnedFd> {
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-    rfs::openat(CWD, &proc_fd_path(dir, None), flags, Mode::empty())
+    rfs::openat(CWD, proc_fd_path(dir, None), flags, Mode::empty())
 }
 
 /// Opens the directory at `rel` below `anchor` following symlinks in every component, as
