@@ -181,13 +181,18 @@ fn plain(xattrs: Xattrs) -> XattrList {
 }
 
 /// Opens the source directory `rel` below a root: never through a symlink, except under
-/// `-L`. A failure is reported.
+/// `-L`. A failure is reported; one we may not list as cp reports it.
 fn open_src(ctx: &Ctx<'_>, root: &Root, rel: &[u8]) -> Option<OwnedFd> {
     let (anchor, _) = root.dirs();
     let opened = if ctx.opts.dereference == Dereference::Always {
         sys::open_dir_following(anchor, rel)
     } else {
         sys::open_dir_beneath(anchor, rel)
+    };
+    let opened = match opened {
+        // The root itself, which we may read but not search for ".".
+        Err(Errno::ACCESS) if rel.is_empty() => sys::reopen_dir(anchor),
+        other => other,
     };
     opened
         .map_err(|e| {
@@ -207,6 +212,10 @@ fn open_src(ctx: &Ctx<'_>, root: &Root, rel: &[u8]) -> Option<OwnedFd> {
 /// permission), looked at from its parent as `open_src` would reach it.
 fn stat_unopened(ctx: &Ctx<'_>, root: &Root, rel: &[u8]) -> Option<Meta> {
     let (anchor, _) = root.dirs();
+    if rel.is_empty() {
+        // A root we may not list: its anchor is a handle that needs no permission.
+        return sys::fstat(anchor).ok().filter(|m| m.is_dir());
+    }
     let split = rel.iter().rposition(|&b| b == b'/');
     let (parent, name) = split.map_or((&b""[..], rel), |i| (&rel[..i], &rel[i + 1..]));
     if name.is_empty() {
@@ -220,6 +229,25 @@ fn stat_unopened(ctx: &Ctx<'_>, root: &Root, rel: &[u8]) -> Option<Meta> {
     };
     let m = sys::stat_at(parent.ok()?.as_fd(), &sys::cstring(name), follow).ok()?;
     m.is_dir().then_some(m)
+}
+
+/// Whether the source directory `src` (with metadata `m`) may be read but not searched:
+/// then none of its entries can be looked at, and each fails as in cp, before anything is
+/// made for it. A lookup of `first` tells, only where the mode says we may not search.
+fn unsearchable(ctx: &Ctx<'_>, src: BorrowedFd<'_>, m: &Meta, first: Option<&CStr>) -> bool {
+    let p = &ctx.process;
+    if p.euid == 0 {
+        return false;
+    }
+    let shift = if p.euid == m.uid {
+        6
+    } else if p.egid == m.gid {
+        3
+    } else {
+        0
+    };
+    (m.mode >> shift) & 1 == 0
+        && first.is_some_and(|n| sys::stat_at(src, n, false).err() == Some(Errno::ACCESS))
 }
 
 /// Opens the destination directory `rel` below a root, never through a symlink. A failure
@@ -265,7 +293,8 @@ pub(crate) fn pass(
         return done;
     };
     let mut lineage = Lineage::default();
-    match sys::fstat(src.as_fd()) {
+    let src_meta = sys::fstat(src.as_fd());
+    match src_meta {
         Ok(m) => {
             let xattrs = meta::source_xattrs(ctx.opts, XattrTarget::Fd(src.as_fd()), &src_path)
                 .unwrap_or_else(|e| {
@@ -311,6 +340,19 @@ pub(crate) fn pass(
         .read_all(src.as_fd(), |name, t| entries.push((name.to_owned(), t)))
     {
         ctx.report.fail(Error::sys(Op::ReadDir, src_path(), e));
+    }
+    if let Ok(m) = &src_meta {
+        if unsearchable(
+            ctx,
+            src.as_fd(),
+            m,
+            entries.first().map(|(n, _)| n.as_c_str()),
+        ) {
+            for (name, _) in entries.drain(..) {
+                let path = rel_path(&root.src_path, &join_rel(rel, name.to_bytes()));
+                ctx.report.fail(stat_error(path, Errno::ACCESS));
+            }
+        }
     }
     if ctx.hooks.ignores {
         leave_out_ignored(ctx, &src_path(), &mut entries);
