@@ -4,7 +4,7 @@
 #
 #   sudo bench/cold-trees.sh [--quick] [--rounds N] [--curve-rounds N] [--no-curve]
 #                            [--w15-files N] [--loops buffered,direct] [--cases LIST]
-#                            [--curve-cases LIST] [--with-tar] [--tag TAG]
+#                            [--curve-cases LIST] [--with-tar] [--before DIR] [--tag TAG]
 #
 # W14: the corpus (/usr/share; --corpus DIR for another) within XFS, btrfs -> ext4, XFS -> ext4.
 # W15: --w15-files files of 100 KiB (default 50000) in 100 directories, XFS -> ext4 and within
@@ -20,7 +20,8 @@
 #     metadata pass (16 `find -ls`);
 #   - the device's raw sequential (1 MiB) and random (4 KiB, depth 32) read rates (fio, direct);
 #   - the worker curve: the default against -j 2, 8 and 64, cold and warm;
-#   - mimeo's peak RSS (/usr/bin/time) on each case, cold.
+#   - mimeo's peak RSS (/usr/bin/time) on each case, cold;
+#   - with --before DIR, DIR/mimeo -a (another build) takes its turn with the tools too.
 # Writes bench/results/<date>-<tag>-cold-trees.md (raw hyperfine JSON under bench/.work/cold-trees).
 set -euo pipefail
 
@@ -44,10 +45,11 @@ while (($#)); do
         --loops) LOOPS=$2; shift ;;
         --cases) CASES=$2; shift ;;
         --with-tar) READERS=(read-tar "${READERS[@]}") ;;
+        --before) BEFORE=$2; shift ;;
         --curve-cases) CURVE_CASES=$2; shift ;;
         --corpus) CORPUS=$2; shift ;;
         --tag) TAG=$2; shift ;;
-        -h | --help) sed -n '2,24p' "$0"; exit 0 ;;
+        -h | --help) sed -n '2,25p' "$0"; exit 0 ;;
         *) die "unknown option $1" ;;
     esac
     shift
@@ -148,6 +150,7 @@ tool_cmd() {
     case $1 in
         mimeo) echo "$MIMEO -a $2 $3" ;;
         mimeo-j*) echo "$MIMEO -a -j ${1#mimeo-j} $2 $3" ;;
+        mimeo-before) echo "$BEFORE/mimeo -a $2 $3" ;;
         cpz) echo "$TOOLS/cpz $2 $3" ;;
         fcp) echo "$TOOLS/fcp $2 $3" ;;
         xcp) echo "$TOOLS/xcp -r $2 $3" ;;
@@ -224,7 +227,7 @@ for kind in ${LOOPS//,/ }; do
     device "$kind"
     pick "$CASES"
     SET=main
-    rounds "$kind" 1 "$ROUNDS" mimeo cpz fcp xcp "${READERS[@]}"
+    rounds "$kind" 1 "$ROUNDS" mimeo ${BEFORE:+mimeo-before} cpz fcp xcp "${READERS[@]}"
     rss "$kind"
     if ((CURVE)); then
         pick "$CURVE_CASES"

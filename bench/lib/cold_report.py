@@ -84,6 +84,7 @@ def main():
         w("")
         w("| case | mimeo | fastest peer | mimeo / fastest peer | read-only limit | mimeo / limit | peer / limit | mimeo sys / peer sys | ≤ 0.6× |")
         w("|---|---|---|---|---|---|---|---|---|")
+        notes = []
         for case in cases:
             m = runs.get((kind, case, "mimeo", "cold"))
             if not m:
@@ -103,14 +104,23 @@ def main():
             best = min(peers, key=lambda p: peers[p][0])
             pw, ps = peers[best]
             ok = "met" if mw / pw <= 0.6 else "not met"
+            before = [x[0] for x in runs.get((kind, case, "mimeo-before", "cold"), [])]
+            if before:
+                notes.append(f"| {case} | {med(before):.2f} s | {mw:.2f} s | {mw / med(before):.2f}× "
+                             f"| {med(before) / pw:.2f}× | {mw / pw:.2f}× |")
             w(f"| {case} | {mw:.2f} s | {best} {pw:.2f} s | **{mw / pw:.2f}×** | {lim:.2f} s "
               f"| **{mw / lim:.2f}×** | {pw / lim:.2f}× | {ms / ps:.2f}× | {ok} |")
+        if notes:
+            w("")
+            w("| case | before | after | after / before | before / fastest peer | after / fastest peer |")
+            w("|---|---|---|---|---|---|")
+            lines.extend(notes)
         w("")
-        w("| case | " + " | ".join(["mimeo"] + PEERS + READERS) + " |")
-        w("|---|" + "---|" * (1 + len(PEERS) + len(READERS)))
+        w("| case | " + " | ".join(["mimeo", "before"] + PEERS + READERS) + " |")
+        w("|---|" + "---|" * (2 + len(PEERS) + len(READERS)))
         for case in cases:
             row = []
-            for t in ["mimeo"] + PEERS + READERS:
+            for t in ["mimeo", "mimeo-before"] + PEERS + READERS:
                 v = runs.get((kind, case, t, "cold"), [])
                 walls = [x[0] for x in v]
                 flag = "" if all(x[2] for x in v) else " (failed)"
