@@ -103,7 +103,8 @@ for n in "${NAMES[@]}"; do
 done
 X=${MNT[xfs]} B=${MNT[btrfs]} E=${MNT[ext4]}
 log "corpus from $CORPUS on XFS and btrfs; W15: $W15_FILES files of 100 KiB on XFS and ext4"
-corpus_copy "$CORPUS" "$X/usr"
+# Packages installed meanwhile make tar complain; the copy made is the corpus.
+corpus_copy "$CORPUS" "$X/usr" || log "tar: $CORPUS changed while it was copied"
 cp -a "$X/usr" "$B/usr"
 python3 - "$X/w15" "$W15_FILES" <<'EOF'
 import os, sys
