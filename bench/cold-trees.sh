@@ -33,7 +33,7 @@ source "$BENCH/lib/common.sh"
 source "$BENCH/lib/corpus.sh"
 
 QUICK=0 ROUNDS=3 CURVE_ROUNDS="" CURVE=1 W15_FILES=50000 LOOPS=buffered,direct CASES=1,2,3,4,5
-CURVE_CASES=""
+CURVE_CASES="" READERS=(read-16 read-meta) BEFORE=""
 TAG=$(hostname -s) CORPUS=/usr/share
 while (($#)); do
     case $1 in
