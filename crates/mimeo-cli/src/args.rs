@@ -187,13 +187,10 @@ pub struct Args {
     #[arg(long)]
     pub json: bool,
 
-    /// Show a progress bar on stderr: auto (when stderr is a terminal), always, never
-    #[arg(
-        long,
-        value_name = "WHEN",
-        default_value = "auto",
-        allow_hyphen_values = true
-    )]
+    /// Show a progress line on stderr: auto (when stderr is a terminal), always, never;
+    /// without WHEN: always
+    #[arg(long, value_name = "WHEN", num_args = 0..=1, require_equals = true,
+          default_missing_value = "always", default_value = "auto")]
     pub progress: When,
 
     /// No progress bar
@@ -223,8 +220,9 @@ pub struct Args {
 
     /// Read every byte from its own file, never through another source file that holds the
     /// same blocks (for measurements)
-    #[arg(long, hide = true)]
+    #[arg(long)]
     pub no_shared_reads: bool,
+
     /// When stopped by SIGINT or SIGTERM, keep the written part of large files being copied,
     /// marked incomplete, for a later -u to resume
     #[arg(long)]
@@ -240,7 +238,7 @@ pub struct Args {
     pub clean_other_hosts: bool,
 
     /// Print a man page or shell completions (man, bash, zsh, fish, elvish) and exit
-    #[arg(long, value_name = "WHAT", hide = true, allow_hyphen_values = true)]
+    #[arg(long, value_name = "WHAT", value_parser = crate::family::GENERATE)]
     pub generate: Option<String>,
 
     /// Print help
@@ -251,6 +249,7 @@ pub struct Args {
     #[arg(short = 'V', long, action = ArgAction::Version)]
     pub version: Option<bool>,
 
+    /// The files and directories to copy, then DEST or DIRECTORY (none with -t)
     #[arg(value_name = "SOURCE")]
     pub operands: Vec<PathBuf>,
 

@@ -100,8 +100,8 @@ fn apply_list(p: &mut Preserve, list: &str, on: bool) -> Result<(), ConfigError>
     Ok(())
 }
 
-fn display(p: &Path) -> String {
-    crate::output::display(p)
+fn quote(p: &Path) -> String {
+    crate::output::quote(p)
 }
 
 /// The attributes to keep and the symlink rule (None: the default) that the flags give when
@@ -364,8 +364,8 @@ pub fn resolve_targets(
         }
         if !dir.is_dir() {
             return Err(fatal(format!(
-                "target directory '{}' is not a directory",
-                display(dir)
+                "target directory {} is not a directory",
+                quote(dir)
             )));
         }
         return Ok(operands.iter().map(|s| into_dir(s, dir)).collect());
@@ -374,8 +374,8 @@ pub fn resolve_targets(
         0 => return Err(usage("missing file operand")),
         1 => {
             return Err(usage(format!(
-                "missing destination file operand after '{}'",
-                display(&operands[0])
+                "missing destination file operand after {}",
+                quote(&operands[0])
             )));
         }
         _ => {}
@@ -383,7 +383,7 @@ pub fn resolve_targets(
     let (dest, sources) = operands.split_last().expect("two or more operands");
     if no_target_dir {
         if sources.len() > 1 {
-            return Err(usage(format!("extra operand '{}'", display(&operands[2]))));
+            return Err(usage(format!("extra operand {}", quote(&operands[2]))));
         }
         return single(&sources[0], dest);
     }
@@ -391,10 +391,7 @@ pub fn resolve_targets(
         return Ok(sources.iter().map(|s| into_dir(s, dest)).collect());
     }
     if sources.len() > 1 {
-        return Err(fatal(format!(
-            "target '{}' is not a directory",
-            display(dest)
-        )));
+        return Err(fatal(format!("target {} is not a directory", quote(dest))));
     }
     single(&sources[0], dest)
 }
@@ -412,9 +409,9 @@ fn under_parents(
         (None, None) => return Err(usage("missing file operand")),
     };
     if sources.is_empty() {
-        let last = display(&operands[0]);
+        let last = quote(&operands[0]);
         return Err(usage(format!(
-            "missing destination file operand after '{last}'"
+            "missing destination file operand after {last}"
         )));
     }
     if no_target_dir || !dir.is_dir() {
@@ -438,8 +435,8 @@ fn under_parents(
 fn single(src: &Path, dest: &Path) -> Result<Vec<CopyPair>, ConfigError> {
     if dest.as_os_str().as_bytes().ends_with(b"/") && !src.is_dir() {
         return Err(fatal(format!(
-            "cannot create regular file '{}': Not a directory",
-            display(dest)
+            "cannot create regular file {}: Not a directory",
+            quote(dest)
         )));
     }
     Ok(vec![CopyPair {

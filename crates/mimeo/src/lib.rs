@@ -93,7 +93,7 @@ pub use options::{
 };
 pub use report::{
     Action, Cause, Control, EntryKind, Error, Event, EventChannel, FileOutcome, Method, NoObserver,
-    Observer, Op, Refusal, Result, Summary, Warning,
+    Observer, Op, Refusal, Result, Summary, Warning, quote,
 };
 pub use sched::{LocalPool, Scheduler, copy, copy_hooked, copy_with};
 pub use tree::{

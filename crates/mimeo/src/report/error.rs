@@ -373,14 +373,9 @@ impl Error {
     }
 }
 
-/// `'path'`, with bytes that are not UTF-8 escaped.
+/// `'path'`, quoted as cp quotes names (see [`quote`](super::quote::quote)).
 fn quoted(path: &Path) -> String {
-    use std::os::unix::ffi::OsStrExt;
-    let bytes = path.as_os_str().as_bytes();
-    match std::str::from_utf8(bytes) {
-        Ok(s) => format!("'{s}'"),
-        Err(_) => format!("'{}'", bytes.escape_ascii()),
-    }
+    super::quote::quote(path)
 }
 
 /// A path as `cat` names it in its messages: bare when no character needs quoting, quoted
@@ -460,7 +455,8 @@ mod tests {
         );
         let odd = std::ffi::OsStr::from_bytes(b"x\xff");
         let e = Error::os(Op::Open, odd, libc::EACCES);
-        assert_eq!(e.to_string(), "cannot open 'x\\xff': Permission denied");
+        // As cp 9.1 words it in a UTF-8 locale.
+        assert_eq!(e.to_string(), r"cannot open 'x'$'\377': Permission denied");
     }
 
     use std::os::unix::ffi::OsStrExt;

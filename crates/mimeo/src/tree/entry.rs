@@ -319,9 +319,10 @@ pub(crate) fn copy_opened(
         let cloned = outcome.method == Method::Clone;
         xattrs = origin::with_record(xattrs, cloned, src.as_fd(), &ctx.mounts);
     }
+    let process = here.dst.process(&ctx.process);
     let apply = Apply {
         opts: ctx.opts,
-        process: &ctx.process,
+        process: &process,
         src: &meta,
         created: !in_place,
         created_owner: placed.owner,
@@ -771,9 +772,10 @@ fn create_and_finish(
         let p = sys::proc_fd_path(here.src_dir, Some(name));
         meta::source_xattrs(ctx.opts, XattrTarget::NoFollow(&p), &|| here.src_path(name))?
     };
+    let process = here.dst.process(&ctx.process);
     let apply = Apply::for_new(
         ctx.opts,
-        &ctx.process,
+        &process,
         meta,
         here.dst.setgid,
         here.dst.default_acl,
