@@ -856,6 +856,15 @@ impl DirReader {
         dir: BorrowedFd<'_>,
         mut each: impl FnMut(&CStr, DType),
     ) -> Result<()> {
+        self.read_all_ino(dir, |name, t, _| each(name, t))
+    }
+
+    /// [`read_all`](Self::read_all) with each entry's inode number (`d_ino`).
+    pub fn read_all_ino(
+        &mut self,
+        dir: BorrowedFd<'_>,
+        mut each: impl FnMut(&CStr, DType, u64),
+    ) -> Result<()> {
         let mut raw = rfs::RawDir::new(dir, &mut self.buf);
         while let Some(entry) = raw.next() {
             let entry = entry?;
@@ -871,7 +880,7 @@ impl DirReader {
                 FileType::Unknown => DType::Unknown,
                 _ => DType::Other,
             };
-            each(name, t);
+            each(name, t, entry.ino());
         }
         Ok(())
     }
