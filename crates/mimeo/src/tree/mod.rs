@@ -8,6 +8,7 @@ mod dir;
 mod entry;
 mod exec;
 mod hooks;
+mod listing;
 mod partial;
 mod plan;
 mod readvia;
@@ -25,6 +26,7 @@ pub use hooks::{Hooked, Hooks, NoHooks};
 pub use plan::{Totals, dry_run, scan};
 pub use roots::CopyPair;
 pub use single::{copy_file, copy_file_with};
+pub(crate) use listing::{Look, Want};
 pub(crate) use walk::{Entry, Roots, Visitor, Walk, WalkOptions};
 pub(crate) use work::join_rel;
 pub use work::{
