@@ -95,10 +95,8 @@ pub use report::{
     Action, Cause, Control, EntryKind, Error, Event, EventChannel, FileOutcome, Method, NoObserver,
     Observer, Op, Refusal, Result, Summary, Warning,
 };
-pub use sched::{LocalPool, Scheduler, copy, copy_hooked, copy_with};
-pub use tree::{
-    CopyPair, Hooked, Hooks, NoHooks, Totals, copy_file, copy_file_with, dry_run, scan,
-};
+pub use sched::{LocalPool, Scheduler, copy, copy_hooked, copy_with, dry_run, scan};
+pub use tree::{CopyPair, Hooked, Hooks, NoHooks, Totals, copy_file, copy_file_with};
 
 /// The unit of work and its executor, for schedulers other than the local pool (another
 /// process, another host): see [`Scheduler`]. A process's share of such a run can still run
