@@ -10,7 +10,7 @@
 use super::context::{Root, join, relative_symlink_elsewhere};
 use super::entry::entry_kind;
 use super::listing::{Descent, Look, Want};
-use super::roots::{CopyPair, parent_dirs, stat_error};
+use super::roots::{CopyPair, parent_dirs, parent_source};
 use super::walk::{Entry, Roots, Visitor, WalkOptions, WalkRoot};
 use super::work::WorkItem;
 use crate::data::meta::Process;
@@ -159,8 +159,8 @@ pub(crate) struct DryRun<'a> {
     pub wopts: WalkOptions,
 }
 
-/// Root-level entries planned so far, by destination: parent (dev, ino), name, and the
-/// source that would be copied there.
+/// Root entries planned so far, by destination: parent (dev, ino), name, and the source
+/// that would be copied there.
 type Made = Vec<((u64, u64), Vec<u8>, Meta)>;
 
 impl<'a> DryRun<'a> {
@@ -206,12 +206,16 @@ impl<'a> DryRun<'a> {
         let root = Root::resolve_planned(self.opts, pair, missing)
             .map_err(|e| self.report.fail(e))
             .ok()?;
-        let key = (several && !root.meta.is_dir() && !missing)
+        let key = (several && !missing)
             .then(|| sys::fstat(root.dst_parent.as_fd()).ok())
             .flatten()
             .map(|m| (m.id(), root.dst_name.to_bytes().to_vec()));
         if let Some((parent, name)) = key {
-            let earlier = made.iter().find(|(p, n, _)| *p == parent && *n == name);
+            // A directory meets only itself named again: into another one it is merged.
+            let dir = root.meta.is_dir();
+            let earlier = made
+                .iter()
+                .find(|(p, n, m)| *p == parent && *n == name && (!dir || m.id() == root.meta.id()));
             if let Some(&(_, _, meta)) = earlier {
                 self.plan_over_earlier(&root, meta);
                 return None;
@@ -250,8 +254,8 @@ impl<'a> DryRun<'a> {
                 continue;
             }
             missing = true;
-            if let Err(e) = sys::stat_at(sys::CWD, &path_name(s), true) {
-                self.report.fail(stat_error(s.to_path_buf(), e));
+            if let Err(e) = parent_source(s) {
+                self.report.fail(e);
                 return None;
             }
             let (s, d) = (s.to_path_buf(), d.to_path_buf());
@@ -269,7 +273,7 @@ impl<'a> DryRun<'a> {
             // The same source named again: copied once.
             self.report.warn(Warning::SourceTwice {
                 src,
-                directory: false,
+                directory: root.meta.is_dir(),
             });
             return;
         }
