@@ -637,13 +637,15 @@ fn full_filesystem_reports_enospc_and_update_completes_the_tree() {
             .collect();
         assert!(!nospc.is_empty(), "{what}: no ENOSPC error: {r:#?}");
         for e in &nospc {
-            let path = e["path"].as_str().unwrap();
+            let path = util::json_name(&e["path"]);
             assert!(
                 path.starts_with(dst.to_str().unwrap()),
                 "{what}: error without the destination path: {e}"
             );
             assert!(
-                r.stderr.contains("No space left on device") && r.stderr.contains(path),
+                r.stderr.contains("No space left on device")
+                    && r.stderr
+                        .contains(&mimeo::quote(util::json_path(&e["path"]))),
                 "{what}: stderr does not name {path} and the error: {}",
                 r.stderr
             );
@@ -934,7 +936,7 @@ fn injected_errors_in_a_tree_fail_only_their_files() {
         // The rest was still copied.
         assert!(r.count("files") >= 200 - n, "{fp}: {}", r.summary());
         for e in errors(&r) {
-            let p = PathBuf::from(e["path"].as_str().unwrap());
+            let p = util::json_path(&e["path"]);
             assert!(
                 fs::symlink_metadata(&p).is_err(),
                 "{fp}: failed {p:?} was left"
@@ -1576,7 +1578,7 @@ fn run_measured(args: &[OsString]) -> (u64, Run) {
 }
 
 /// One million entries, one directory of them 200 000 strong: peak memory
-/// stays bounded, and the copy fits in the time budget.
+/// stays bounded, and the copy does not run away.
 #[test]
 fn a_million_entries_in_bounded_memory() {
     let tmp = tempdir();
@@ -1599,7 +1601,9 @@ fn a_million_entries_in_bounded_memory() {
     assert_eq!(r.count("files"), 1_000_000, "{}", r.summary());
     assert_eq!(r.count("directories"), 810, "{}", r.summary());
     assert!(rss <= 64 << 10, "peak RSS {rss} KiB for 1M entries");
-    assert!(took < Duration::from_secs(120), "1M entries took {took:?}");
+    // A bound on runaways, not a speed target (benchmarks measure speed): on a loaded 2-core
+    // machine this copy has taken three minutes, on a quiet one well under one.
+    assert!(took < Duration::from_secs(600), "1M entries took {took:?}");
     // The wide directory in full; the rest by count.
     let c = compare_trees(&wide, &dst.join("wide"), &CompareOptions::archive()).unwrap();
     assert!(c.is_equal(), "{c}");
@@ -1909,13 +1913,13 @@ fn bad_arguments_are_reported_cp_style_and_create_nothing() {
             argvec!["-t", &file, &dir],
             false,
             1,
-            "is not a directory".into(),
+            "': Not a directory".into(),
         ),
         (
             argvec![&file, &dir, &new],
             false,
             1,
-            "is not a directory".into(),
+            "': No such file or directory".into(),
         ),
         (
             argvec![&file],

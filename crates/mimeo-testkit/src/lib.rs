@@ -17,6 +17,7 @@ pub mod compare;
 pub mod extents;
 pub mod files;
 pub mod fsimg;
+pub mod golden;
 pub mod mutate;
 pub mod oracle;
 pub mod rng;

@@ -89,12 +89,12 @@ pub use data::concat::{ConcatOptions, concat, concat_with};
 pub use data::range::{RangeCopy, RangeError, clone_range};
 pub use data::shared::{SharedFile, SharedOpenOptions, SharedReadStats};
 pub use options::{
-    Backup, DEFAULT_BUFFER_SIZE, DEFAULT_SPLIT, Dereference, LinkInstead, Options, Overwrite,
-    Preserve, Reflink, Sparse, default_jobs, default_max_jobs,
+    Backup, DEFAULT_BUFFER_SIZE, DEFAULT_SPLIT, DanglingSymlink, Dereference, LinkInstead, Options,
+    Overwrite, Preserve, Reflink, Sparse, default_jobs, default_max_jobs,
 };
 pub use report::{
     Action, Cause, Control, EntryKind, Error, Event, EventChannel, FileOutcome, Method, NoObserver,
-    Observer, Op, Refusal, Result, Summary, Warning,
+    Observer, Op, Refusal, Result, Summary, Warning, quote,
 };
 pub use sched::{LocalPool, Scheduler, copy, copy_hooked, copy_with, dry_run, scan};
 pub use tree::{CopyPair, Hooked, Hooks, NoHooks, Totals, copy_file, copy_file_with};

@@ -19,11 +19,12 @@ use super::work::{
 use crate::data::meta::{self, Apply, Dst, Xattrs};
 use crate::options::{Dereference, Overwrite};
 use crate::place::crash::{self, PartMarker};
-use crate::place::decide::{Decision, decide};
+use crate::place::decide::{Decision, Lookups, decide};
 use crate::report::{EntryKind, Error, Op, Refusal, Warning};
 use crate::sys::{self, DType, Errno, Meta, XattrTarget};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::{CStr, CString};
+use std::os::unix::ffi::OsStrExt;
 
 /// Creates the destination directory `dst_dir/dst_name` for the source directory `name` of
 /// `src_dir`, or merges into an existing one. Returns whether it was created and whether it
@@ -42,7 +43,7 @@ pub(crate) fn make_dst_dir(
         Ok(()) => Some((true, here.dst.setgid)),
         Err(Errno::EXIST) => {
             let d = match sys::stat_at(here.dst_dir, dst_name, false) {
-                Ok(d) => d,
+                Ok(d) => keep_directory_symlink(ctx, here, dst_name, d),
                 Err(e) => {
                     ctx.report.fail(Error::sys(Op::Stat, dst_path(), e));
                     return None;
@@ -59,13 +60,12 @@ pub(crate) fn make_dst_dir(
                     }
                 },
             };
-            let decision = decide(
-                &ctx.rules(here, &|| true),
-                &src,
-                Some(&d),
-                || sys::stat_at(here.src_dir, name, true).ok(),
-                || sys::stat_at(here.dst_dir, dst_name, true),
-            );
+            let look = Lookups {
+                src: &|follow| sys::stat_at(here.src_dir, name, follow).ok(),
+                dst_target: &|| sys::stat_at(here.dst_dir, dst_name, true),
+                same_entry: &|| here.same_entry(name, dst_name),
+            };
+            let decision = decide(&ctx.rules(here, &|| true), &src, Some(&d), &look);
             match decision {
                 Decision::Merge => Some((false, d.mode & sys::S_ISGID != 0)),
                 Decision::Refuse(c) => {
@@ -79,6 +79,18 @@ pub(crate) fn make_dst_dir(
             ctx.report.fail(Error::sys(Op::CreateDir, dst_path(), e));
             None
         }
+    }
+}
+
+/// `--keep-directory-symlink`: an existing destination `d` that is a symlink to a
+/// directory stands for that directory; otherwise `d` as it is.
+fn keep_directory_symlink(ctx: &Ctx<'_>, here: &Here<'_>, dst_name: &CStr, d: Meta) -> Meta {
+    if !(ctx.opts.keep_directory_symlink && d.is_symlink()) {
+        return d;
+    }
+    match sys::stat_at(here.dst_dir, dst_name, true) {
+        Ok(target) if target.is_dir() => target,
+        _ => d,
     }
 }
 
@@ -175,11 +187,15 @@ fn look(ctx: &Ctx<'_>) -> Look {
 }
 
 /// Opens the source directory `rel` below a root: never through a symlink, except under
-/// `-L`. A failure is reported.
+/// `-L`. A failure is reported; one we may not list as cp reports it.
 fn open_src(ctx: &Ctx<'_>, root: &Root, rel: &[u8]) -> Option<OwnedFd> {
     let (anchor, _) = root.dirs();
-    look(ctx)
-        .open(anchor, rel)
+    let opened = match look(ctx).open(anchor, rel) {
+        // The root itself, which we may read but not search for ".".
+        Err(Errno::ACCESS) if rel.is_empty() => sys::reopen_dir(anchor),
+        other => other,
+    };
+    opened
         .map_err(|e| {
             let path = rel_path(&root.src_path, rel);
             // cp cannot list it: "cannot access".
@@ -197,6 +213,10 @@ fn open_src(ctx: &Ctx<'_>, root: &Root, rel: &[u8]) -> Option<OwnedFd> {
 /// permission), looked at from its parent as `open_src` would reach it.
 fn stat_unopened(ctx: &Ctx<'_>, root: &Root, rel: &[u8]) -> Option<Meta> {
     let (anchor, _) = root.dirs();
+    if rel.is_empty() {
+        // A root we may not list: its anchor is a handle that needs no permission.
+        return sys::fstat(anchor).ok().filter(|m| m.is_dir());
+    }
     let split = rel.iter().rposition(|&b| b == b'/');
     let (parent, name) = split.map_or((&b""[..], rel), |i| (&rel[..i], &rel[i + 1..]));
     if name.is_empty() {
@@ -208,11 +228,36 @@ fn stat_unopened(ctx: &Ctx<'_>, root: &Root, rel: &[u8]) -> Option<Meta> {
     m.is_dir().then_some(m)
 }
 
+/// Whether the source directory `src` (with metadata `m`) may be read but not searched:
+/// then none of its entries can be looked at, and each fails as in cp, before anything is
+/// made for it. A lookup of `first` tells, only where the mode says we may not search.
+fn unsearchable(ctx: &Ctx<'_>, src: BorrowedFd<'_>, m: &Meta, first: Option<&CStr>) -> bool {
+    let p = &ctx.process;
+    if p.euid == 0 {
+        return false;
+    }
+    let shift = if p.euid == m.uid {
+        6
+    } else if p.egid == m.gid {
+        3
+    } else {
+        0
+    };
+    (m.mode >> shift) & 1 == 0
+        && first.is_some_and(|n| sys::stat_at(src, n, false).err() == Some(Errno::ACCESS))
+}
+
 /// Opens the destination directory `rel` below a root, never through a symlink. A failure
 /// is reported.
 fn open_dst(ctx: &Ctx<'_>, root: &Root, rel: &[u8]) -> Option<OwnedFd> {
     let (_, anchor) = root.dirs();
-    sys::open_dir_beneath(anchor, rel)
+    let opened = if ctx.opts.keep_directory_symlink {
+        // Symlinks to directories in the destination were gone through on purpose.
+        sys::open_dir_following(anchor, rel)
+    } else {
+        sys::open_dir_beneath(anchor, rel)
+    };
+    opened
         .map_err(|e| {
             let p = rel_path(&root.dst_path, rel);
             ctx.report.fail(Error::sys(Op::Open, p, e))
@@ -248,7 +293,9 @@ pub(crate) fn pass(
         return done;
     };
     let info = look_at_dst(ctx, w, dst.as_fd(), &mut done);
-    let (dirs, rest) = listed(ctx, w, src.as_fd(), &rel_path(&root.src_path, rel));
+    let src_meta = done.source.as_ref().map(|(stat, _)| Meta::from(*stat));
+    let src_path = rel_path(&root.src_path, rel);
+    let (dirs, rest) = listed(ctx, w, src.as_fd(), src_meta.as_ref(), &src_path);
     let marker = PartMarker::default();
     {
         let spawn = Spawn::new(spawn);
@@ -311,7 +358,11 @@ fn look_at_dst(ctx: &Ctx<'_>, w: &mut Buffers, dst: BorrowedFd<'_>, done: &mut D
     // markers go, and under -u its entries are then checked strictly. -n keeps everything
     // as it is, markers included, since it replaces nothing.
     let mut info = done.info.clone();
-    if !info.created && ctx.opts.overwrite != Overwrite::NoClobber {
+    let replaces = !matches!(
+        ctx.opts.overwrite,
+        Overwrite::NoClobber | Overwrite::NoneFail
+    );
+    if !info.created && replaces {
         info.suspect = crash::remove_leftovers(&mut w.reader, dst, ctx.sweep);
     }
     if !info.created && ctx.opts.preserve.mode {
@@ -321,18 +372,26 @@ fn look_at_dst(ctx: &Ctx<'_>, w: &mut Buffers, dst: BorrowedFd<'_>, done: &mut D
     info
 }
 
-/// Lists the source directory `src` (at `path`) without what the caller ignores: its
-/// subdirectories, then the rest in the order to copy them.
+/// Lists the source directory `src` (at `path`, with metadata `src_meta`) without what the
+/// caller ignores: its subdirectories, then the rest in the order to copy them.
 fn listed(
     ctx: &Ctx<'_>,
     w: &mut Buffers,
     src: BorrowedFd<'_>,
+    src_meta: Option<&Meta>,
     path: &std::path::Path,
 ) -> (Listed, Listed) {
     let (mut entries, read) = listing::list(&mut w.reader, src);
     if let Err(e) = read {
         ctx.report
             .fail(Error::sys(Op::ReadDir, path.to_path_buf(), e));
+    }
+    let first = entries.first().map(|(n, _)| n.as_c_str());
+    if src_meta.is_some_and(|m| unsearchable(ctx, src, m, first)) {
+        for (name, _) in entries.drain(..) {
+            let entry = path.join(std::ffi::OsStr::from_bytes(name.to_bytes()));
+            ctx.report.fail(stat_error(entry, Errno::ACCESS));
+        }
     }
     if ctx.hooks.ignores {
         leave_out_ignored(ctx, path, &mut entries);
@@ -572,9 +631,15 @@ pub(crate) fn complete(ctx: &Ctx<'_>, w: &mut Buffers, done: DirDone) {
         .into_iter()
         .map(|(n, v)| (sys::cstring(&n), v))
         .collect();
+    // A root keeps what its destination's default ACL allows; below it the kernel saw to it.
+    let process = if done.path.is_empty() {
+        root.dst.process(&ctx.process)
+    } else {
+        ctx.process
+    };
     let apply = Apply {
         opts: ctx.opts,
-        process: &ctx.process,
+        process: &process,
         src: &meta,
         created: info.created,
         created_owner: (info.created && !info.dst_setgid)
@@ -597,9 +662,12 @@ pub(crate) fn complete(ctx: &Ctx<'_>, w: &mut Buffers, done: DirDone) {
         .run(Dst::Fd(fd.as_fd()), &xattrs, &dst_path)
         .and_then(|()| flushed())
     {
-        Ok(()) => ctx
+        Ok(()) if info.created => ctx
             .report
             .copied(src_path, dst_path, EntryKind::Directory, None),
+        // A directory merged into is counted, but not reported as made: cp's -v names
+        // only the directories it creates.
+        Ok(()) => ctx.report.merged(),
         Err(e) => ctx.report.fail(e),
     }
 }

@@ -14,7 +14,7 @@ use crate::data::node;
 use crate::data::origin;
 use crate::data::verify;
 use crate::options::{Dereference, LinkInstead, Overwrite};
-use crate::place::decide::{Decision, decide};
+use crate::place::decide::{Decision, Lookups, decide};
 use crate::place::links::{FirstCopy, LinkClaim, Sighting};
 use crate::place::resume::Progress;
 use crate::place::{backup, crash, resume};
@@ -47,13 +47,12 @@ fn decide_existing(
     let mut rules = ctx.rules(here, &writable);
     rules.ask = Some(&ask);
     rules.backup_is_source = Some(&backup_is_source);
-    let decision = decide(
-        &rules,
-        src,
-        Some(d),
-        || sys::stat_at(here.src_dir, name, true).ok(),
-        || sys::stat_at(here.dst_dir, dst_name, true),
-    );
+    let look = Lookups {
+        src: &|follow| sys::stat_at(here.src_dir, name, follow).ok(),
+        dst_target: &|| sys::stat_at(here.dst_dir, dst_name, true),
+        same_entry: &|| here.same_entry(name, dst_name),
+    };
+    let decision = decide(&rules, src, Some(d), &look);
     match decision {
         Decision::Refuse(c) => Err(c.error(here.src_path(name), here.dst_path(dst_name))),
         other => Ok(other),
@@ -93,6 +92,36 @@ pub(crate) fn copy_regular(
         ));
     }
     copy_opened(ctx, here, buf, name, dst_name, &src, &meta, None, false)
+}
+
+/// Whether no existing file can make a copy here be skipped: the run replaces what it
+/// finds, or the directory was made by this run.
+fn no_skip_here(ctx: &Ctx<'_>, here: &Here<'_>) -> bool {
+    ctx.opts.overwrite == Overwrite::Replace || here.dir.is_some_and(|d| d.created)
+}
+
+/// The permission bits a regular file made here may have while its data is written
+/// (docs/guarantees.md, guarantee 4): only the owner's when an ACL is to come, since the
+/// group bits of a mode with an ACL are the ACL's mask, and the owning group may be allowed
+/// less. The ACL is the source's (`xattrs`, None when not read yet: then one may come, and
+/// matters only where its mask gives more than `src` gives others), or one the directory
+/// passes on that --preserve=mode removes at the end.
+fn owner_only(ctx: &Ctx<'_>, here: &Here<'_>, src: &Meta, xattrs: Option<&meta::Xattrs>) -> u32 {
+    let p = ctx.opts.preserve;
+    let acl = match xattrs {
+        Some(x) => has_access_acl(x),
+        None => (p.mode || p.xattr) && (src.perm() >> 3) & !src.perm() & 0o7 != 0,
+    };
+    if acl || (p.mode && here.dst.default_acl) {
+        0o700
+    } else {
+        0o777
+    }
+}
+
+/// Whether `xattrs` hold a POSIX access ACL.
+fn has_access_acl(xattrs: &meta::Xattrs) -> bool {
+    xattrs.iter().any(|(n, _)| n.as_c_str() == sys::ACL_ACCESS)
 }
 
 /// Opens the source `name` for reading and looks at what was opened.
@@ -156,10 +185,19 @@ pub(crate) fn copy_opened(
     };
     // Where this part of the directory's work carries its in-progress marker, a new file is
     // created with the mode a temporary gets (its final permission bits, or fewer while a
-    // chown is to come); elsewhere it carries the sticky bit until its final chmod.
+    // chown or an ACL is to come); elsewhere it carries the sticky bit until its final chmod.
     let marked_dir = found.is_none() && here.marker.is_some_and(|m| m.ensure(here.dst_dir));
+    let read_xattrs = || meta::source_xattrs(ctx.opts, XattrTarget::Fd(src.as_fd()), &src_path);
+    // The source's xattrs say whether an ACL is to come. They are read before the file is
+    // made where it is made in any case; where a -u or -n run may skip an existing file, the
+    // copy is made for an ACL that may come instead (no list call for a file skipped).
+    let mut src_xattrs = match found.is_none() && no_skip_here(ctx, here) {
+        true => Some(read_xattrs()?),
+        false => None,
+    };
     let initial = if marked_dir {
         creation_mode(ctx.opts, &ctx.process, here.dst.setgid, &meta)
+            & owner_only(ctx, here, &meta, src_xattrs.as_ref())
     } else {
         crash::incomplete_mode(&meta)
     };
@@ -203,12 +241,19 @@ pub(crate) fn copy_opened(
                     ctx.report.skipped(src_path, dst_path);
                     return Ok(None);
                 }
+                _ => {}
+            }
+            if src_xattrs.is_none() {
+                src_xattrs = Some(read_xattrs()?);
+            }
+            let owner_only = owner_only(ctx, here, &meta, src_xattrs.as_ref());
+            match decision {
                 Decision::InPlace => {
-                    let (fd, placed) = open_in_place(ctx, here, dst_name, &meta, &d)?;
+                    let (fd, placed) = open_in_place(ctx, here, dst_name, &meta, &d, owner_only)?;
                     (fd, Target::InPlace, placed)
                 }
-                Decision::Recreate => recreate(ctx, here, dst_name, &meta)?,
-                _ if !d.is_reg() => recreate(ctx, here, dst_name, &meta)?,
+                Decision::Recreate => recreate(ctx, here, dst_name, &meta, owner_only)?,
+                _ if !d.is_reg() => recreate(ctx, here, dst_name, &meta, owner_only)?,
                 _ => match partial::try_resume(ctx, here, src.as_fd(), &meta, dst_name) {
                     // What an earlier run wrote of this very source: go on from there.
                     Some(r) => {
@@ -220,7 +265,7 @@ pub(crate) fn copy_opened(
                         };
                         (r.fd, Target::Resumed(r.prior.done), placed)
                     }
-                    None => match replacement(ctx, here, dst_name, &meta, &d)? {
+                    None => match replacement(ctx, here, dst_name, &meta, &d, owner_only)? {
                         Some((fd, t, placed)) => {
                             let target = Target::Temp {
                                 name: t,
@@ -232,7 +277,8 @@ pub(crate) fn copy_opened(
                         // we may not write), or it cannot get the old file's owner: cp
                         // writes into the file, and so does mimeo.
                         None => {
-                            let (fd, placed) = open_in_place(ctx, here, dst_name, &meta, &d)?;
+                            let (fd, placed) =
+                                open_in_place(ctx, here, dst_name, &meta, &d, owner_only)?;
                             (fd, Target::InPlace, placed)
                         }
                     },
@@ -312,16 +358,18 @@ pub(crate) fn copy_opened(
         resume::clear(dst.as_fd()).map_err(|e| discard(Error::sys(Op::SetXattr, dst_path(), e)))?;
     }
     let mut xattrs = placed.kept_xattrs;
-    xattrs.extend(
-        meta::source_xattrs(ctx.opts, XattrTarget::Fd(src.as_fd()), &src_path).map_err(discard)?,
-    );
+    xattrs.extend(match src_xattrs {
+        Some(x) => x,
+        None => read_xattrs().map_err(discard)?,
+    });
     if ctx.opts.record_origin {
         let cloned = outcome.method == Method::Clone;
         xattrs = origin::with_record(xattrs, cloned, src.as_fd(), &ctx.mounts);
     }
+    let process = here.dst.process(&ctx.process);
     let apply = Apply {
         opts: ctx.opts,
-        process: &ctx.process,
+        process: &process,
         src: &meta,
         created: !in_place,
         created_owner: placed.owner,
@@ -452,8 +500,9 @@ fn recreate(
     here: &Here<'_>,
     dst_name: &CStr,
     src: &Meta,
+    owner_only: u32,
 ) -> Result<(OwnedFd, Target, Placed), Error> {
-    let mode = creation_mode(ctx.opts, &ctx.process, here.dst.setgid, src);
+    let mode = creation_mode(ctx.opts, &ctx.process, here.dst.setgid, src) & owner_only;
     let (fd, name) = crash::with_temp(here.dst_prefix(), |t| {
         sys::create_excl(here.dst_dir, t, mode)
     })
@@ -479,6 +528,7 @@ fn replacement(
     dst_name: &CStr,
     src: &Meta,
     d: &Meta,
+    owner_only: u32,
 ) -> Result<Option<(OwnedFd, CString, Placed)>, Error> {
     let p = ctx.opts.preserve;
     let process = &ctx.process;
@@ -493,11 +543,20 @@ fn replacement(
         kept
     };
     let ours = (process.euid, process.egid);
+    // Nobody but the final owner may open it before it is theirs: the old file's owner, or
+    // the source's with --preserve=ownership. An ACL kept from the old file counts as one
+    // to come.
+    let chown_to_come = keep_owner.is_some_and(|o| o != ours)
+        || (p.ownership && (src.uid, src.gid) != ours)
+        || here.dst.setgid;
+    let owner_only = if chown_to_come || has_access_acl(&kept_xattrs) {
+        0o700
+    } else {
+        owner_only
+    };
     let mode = match keep_perm {
-        // Nobody but the final owner may open it before it is theirs.
-        Some(perm) if keep_owner.is_some_and(|o| o != ours) || here.dst.setgid => perm & 0o700,
-        Some(perm) => perm & 0o777,
-        None => creation_mode(ctx.opts, process, here.dst.setgid, src),
+        Some(perm) => perm & owner_only,
+        None => creation_mode(ctx.opts, process, here.dst.setgid, src) & owner_only,
     };
     let made = crash::with_temp(here.dst_prefix(), |t| {
         sys::create_excl(here.dst_dir, t, mode)
@@ -552,16 +611,25 @@ fn open_in_place(
     dst_name: &CStr,
     src: &Meta,
     d: &Meta,
+    owner_only: u32,
 ) -> Result<(OwnedFd, Placed), Error> {
     let dst_path = || here.dst_path(dst_name);
     let process = &ctx.process;
+    let p = ctx.opts.preserve;
     let data = !ctx.opts.attributes_only;
     let fd = sys::open_existing_for_writing(here.dst_dir, dst_name, ctx.opts.verify)
         .map_err(|e| Error::sys(Op::Create, dst_path(), e))?;
     let kept = kept_perm(ctx, src, d);
     let mut perm = if data { kept } else { d.perm() };
     if data && (process.euid == 0 || process.euid == d.uid) {
-        let marked = kept | sys::S_ISVTX;
+        // The chmod that marks it also takes away, while the new data is written, what the
+        // final owner, mode or ACL will not allow (guarantee 4).
+        let chown_to_come = p.ownership && (d.uid, d.gid) != (src.uid, src.gid);
+        let mut during = kept & if chown_to_come { 0o700 } else { owner_only };
+        if p.mode {
+            during &= src.perm() | !0o777;
+        }
+        let marked = during | sys::S_ISVTX;
         if sys::fchmod(fd.as_fd(), marked).is_ok() {
             perm = marked;
         }
@@ -771,9 +839,10 @@ fn create_and_finish(
         let p = sys::proc_fd_path(here.src_dir, Some(name));
         meta::source_xattrs(ctx.opts, XattrTarget::NoFollow(&p), &|| here.src_path(name))?
     };
+    let process = here.dst.process(&ctx.process);
     let apply = Apply::for_new(
         ctx.opts,
-        &ctx.process,
+        &process,
         meta,
         here.dst.setgid,
         here.dst.default_acl,
@@ -869,8 +938,12 @@ fn link_or_claim<'a>(
         Err(Errno::EXIST) => {
             let (decision, d) = decide_at(ctx, here, src_name, dst_name, meta)?;
             // Under -u, cp links an up-to-date member to the group's copy all the same; one
-            // already linked to it (nlink > 1) is left as it is.
-            let relink = ctx.opts.overwrite == Overwrite::Update && d.nlink < 2 && d.is_reg();
+            // that is a link of that copy already is left as it is. Which member is met
+            // first depends on the directory's order, so being a link of some other file
+            // (nlink > 1) is not enough.
+            let linked = || sys::stat_at(from, &loc_name, false).is_ok_and(|c| c.id() == d.id());
+            let relink =
+                ctx.opts.overwrite == Overwrite::Update && d.is_reg() && !(d.nlink > 1 && linked());
             if decision == Decision::Skip && !relink {
                 ctx.report.skipped(|| here.src_path(src_name), dst_path);
                 return Ok(LinkStep::Done);

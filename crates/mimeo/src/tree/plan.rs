@@ -7,7 +7,7 @@
 //! root may land where an earlier one would have made something; the walk then plans what is
 //! below the directory roots.
 
-use super::context::{Root, join, relative_symlink_elsewhere};
+use super::context::{Root, join, relative_symlink_elsewhere, same_entry};
 use super::entry::entry_kind;
 use super::listing::{Descent, Look, Want};
 use super::roots::{CopyPair, parent_dirs, parent_source};
@@ -15,7 +15,7 @@ use super::walk::{Entry, Roots, Visitor, WalkOptions, WalkRoot};
 use super::work::WorkItem;
 use crate::data::meta::Process;
 use crate::options::{Dereference, LinkInstead, Options, Overwrite};
-use crate::place::decide::{Decision, Rules, decide};
+use crate::place::decide::{Decision, Lookups, Rules, decide};
 use crate::place::{backup, crash};
 use crate::report::{
     Action, Control, EntryKind, Error, Observer, Op, Refusal, Reporter, Summary, Warning,
@@ -138,6 +138,8 @@ struct At<'a> {
     name: &'a CStr,
     /// The directory holds another run's in-progress marker.
     suspect: bool,
+    /// The source was looked at through symlinks.
+    follows: bool,
 }
 
 /// The destination of a directory root the dry run walks.
@@ -228,6 +230,7 @@ impl<'a> DryRun<'a> {
             dir: root.dst_parent.as_fd(),
             name: &root.dst_name,
             suspect: false,
+            follows: root.follow,
         });
         let (src, dst) = (root.src_path.clone(), root.dst_path.clone());
         let descend = self.plan(src, dst, at, &root.meta);
@@ -296,14 +299,19 @@ impl<'a> DryRun<'a> {
         let rules = Rules {
             opts: self.opts,
             process: &self.process,
+            follows: root.follow,
             suspect: false,
             just_created: Some(made.id()),
             ask: None,
             writable: &|| true,
             backup_is_source: None,
         };
-        let no_stat = || Err(sys::Errno::NOENT);
-        let decision = decide(&rules, &root.meta, Some(&made), || None, no_stat);
+        let look = Lookups {
+            src: &|_| None,
+            dst_target: &|| Err(sys::Errno::NOENT),
+            same_entry: &|| false,
+        };
+        let decision = decide(&rules, &root.meta, Some(&made), &look);
         self.report_decision(decision, src, dst, &root.meta);
     }
 
@@ -329,6 +337,7 @@ impl<'a> DryRun<'a> {
         let rules = Rules {
             opts,
             process: &self.process,
+            follows: at.map_or(opts.dereference == Dereference::Always, |a| a.follows),
             suspect: at.is_some_and(|a| a.suspect),
             just_created: None,
             ask: None,
@@ -336,17 +345,16 @@ impl<'a> DryRun<'a> {
             backup_is_source: Some(&backup_is_source),
         };
         let existing = at.and_then(|a| sys::stat_at(a.dir, a.name, false).ok());
-        let decision = decide(
-            &rules,
-            meta,
-            existing.as_ref(),
-            || sys::stat_at(at?.src_dir, at?.src_name, true).ok(),
-            || {
+        let look = Lookups {
+            src: &|follow| sys::stat_at(at?.src_dir, at?.src_name, follow).ok(),
+            dst_target: &|| {
                 at.map_or(Err(sys::Errno::NOENT), |a| {
                     sys::stat_at(a.dir, a.name, true)
                 })
             },
-        );
+            same_entry: &|| at.is_some_and(|a| same_entry(a.src_dir, a.src_name, a.dir, a.name)),
+        };
+        let decision = decide(&rules, meta, existing.as_ref(), &look);
         self.report_decision(decision, src, dst, meta)
     }
 
@@ -420,6 +428,7 @@ impl Visitor for DryRun<'_> {
             dir: fd.as_fd(),
             name: e.name,
             suspect: dst.suspect,
+            follows: e.follow,
         });
         let dst_path = join(&self.dests[e.root as usize].path, e.dir_rel, e.name);
         self.plan(e.path(&self.roots), dst_path, at, &meta)
