@@ -362,11 +362,8 @@ pub fn resolve_targets(
         if operands.is_empty() {
             return Err(usage("missing file operand"));
         }
-        if !dir.is_dir() {
-            return Err(fatal(format!(
-                "target directory '{}' is not a directory",
-                display(dir)
-            )));
+        if let Some(why) = not_a_dir(dir) {
+            return Err(fatal(format!("target directory '{}': {why}", display(dir))));
         }
         return Ok(operands.iter().map(|s| into_dir(s, dir)).collect());
     }
@@ -390,13 +387,25 @@ pub fn resolve_targets(
     if dest.is_dir() {
         return Ok(sources.iter().map(|s| into_dir(s, dest)).collect());
     }
-    if sources.len() > 1 {
-        return Err(fatal(format!(
-            "target '{}' is not a directory",
-            display(dest)
-        )));
+    if let Some(why) = not_a_dir(dest).filter(|_| sources.len() > 1) {
+        return Err(fatal(format!("target '{}': {why}", display(dest))));
     }
     single(&sources[0], dest)
+}
+
+/// Why `dir` cannot take the sources, in cp's words: the error of opening it as a directory
+/// (symlinks followed), e.g. "No such file or directory". None when it is a directory.
+fn not_a_dir(dir: &Path) -> Option<String> {
+    let e = match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => return None,
+        Ok(_) => std::io::Error::from(rustix::io::Errno::NOTDIR),
+        Err(e) => e,
+    };
+    let text = e.to_string();
+    Some(match text.rfind(" (os error ") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    })
 }
 
 /// `--parents`: each SOURCE goes to DIRECTORY/SOURCE (without a leading slash), and the
@@ -416,6 +425,16 @@ fn under_parents(
         return Err(usage(format!(
             "missing destination file operand after '{last}'"
         )));
+    }
+    // As in cp, a target that cannot be one is reported first where cp must use it as a
+    // directory (-t, or several sources); the rule of --parents comes after.
+    if let Some(why) = not_a_dir(dir).filter(|_| !no_target_dir) {
+        if target_dir.is_some() {
+            return Err(fatal(format!("target directory '{}': {why}", display(dir))));
+        }
+        if sources.len() > 1 {
+            return Err(fatal(format!("target '{}': {why}", display(dir))));
+        }
     }
     if no_target_dir || !dir.is_dir() {
         return Err(usage("with --parents, the destination must be a directory"));
