@@ -353,11 +353,7 @@ pub fn resolve_targets(
             into_dir(src, dir)
         }
     };
-    if target_dir.is_some() && no_target_dir {
-        return Err(usage(
-            "cannot combine --target-directory (-t) and --no-target-directory (-T)",
-        ));
-    }
+    both_target_options(target_dir, no_target_dir)?;
     if let Some(dir) = target_dir {
         if operands.is_empty() {
             return Err(usage("missing file operand"));
@@ -393,6 +389,17 @@ pub fn resolve_targets(
     single(&sources[0], dest)
 }
 
+/// `-t` with `-T` is an error (exit 1 in cp, without the pointer to --help), whatever else
+/// the command line says.
+fn both_target_options(target_dir: Option<&Path>, no_target_dir: bool) -> Result<(), ConfigError> {
+    if target_dir.is_some() && no_target_dir {
+        return Err(fatal(
+            "cannot combine --target-directory (-t) and --no-target-directory (-T)",
+        ));
+    }
+    Ok(())
+}
+
 /// Why `dir` cannot take the sources, in cp's words: the error of opening it as a directory
 /// (symlinks followed), e.g. "No such file or directory". None when it is a directory.
 fn not_a_dir(dir: &Path) -> Option<String> {
@@ -415,6 +422,7 @@ fn under_parents(
     target_dir: Option<&Path>,
     no_target_dir: bool,
 ) -> Result<Vec<CopyPair>, ConfigError> {
+    both_target_options(target_dir, no_target_dir)?;
     let (dir, sources) = match (target_dir, operands.split_last()) {
         (Some(dir), _) => (dir, operands),
         (None, Some((dest, sources))) => (dest.as_path(), sources),
@@ -425,6 +433,9 @@ fn under_parents(
         return Err(usage(format!(
             "missing destination file operand after '{last}'"
         )));
+    }
+    if no_target_dir && sources.len() > 1 {
+        return Err(usage(format!("extra operand '{}'", display(&operands[2]))));
     }
     // As in cp, a target that cannot be one is reported first where cp must use it as a
     // directory (-t, or several sources); the rule of --parents comes after.

@@ -185,6 +185,10 @@ fn an_unusable_target_is_reported_as_cp_reports_it() {
         &["--parents", "a", "x", "nodir"],
         &["--parents", "-t", "old", "a"],
         &["--parents", "a", "old"],
+        // -t with -T is an error of its own (exit 1, no pointer to --help), checked first.
+        &["-t", "tgt", "-T", "a"],
+        &["--parents", "-t", "tgt", "-T", "a"],
+        &["--parents", "-T", "a", "x", "tgt"],
     ] {
         differential(args)
             .assert_same_outcome()
