@@ -32,7 +32,7 @@ fn fuzz_on(kind: FsKind) {
             program: PathBuf::from(env!("CARGO_BIN_EXE_mimeo")),
             root: fs.path().join("fuzz"),
             user,
-            timeout: Duration::from_secs(30),
+            timeout: Duration::from_secs(10),
             label: format!("{kind}/{who}"),
             reproduce: format!(
                 "MIMEO_FUZZ_SEED={{seed}} cargo test --locked -p mimeo-cli --test fuzz_cp -- --exact gnu_cp_on_{kind}"

@@ -71,6 +71,8 @@ pub struct Plan {
     pub feed: Option<PathBuf>,
     /// FIFOs (relative) that a reader drains, so that writing into them never blocks.
     pub drains: Vec<PathBuf>,
+    /// The source tree has a directory its owner cannot list or search.
+    pub odd_dirs: bool,
 }
 
 impl Plan {
@@ -139,6 +141,7 @@ pub fn build(place: &Path, seed: u64, user: Option<u32>) -> io::Result<Plan> {
     symlink("s", place.join("ls"))?;
     symlink("f", place.join("lf"))?;
     let entries = readable_entries(place, Path::new("s"));
+    let odd_dirs = odd_dirs(&place.join("s"));
     let sources = pick_sources(&mut rng, place, &entries, fifo);
     let (dest, state) = make_dest(&mut rng, place, &sources, &entries)?;
     let target = rng.chance(12).then(|| dest.clone());
@@ -171,7 +174,22 @@ pub fn build(place: &Path, seed: u64, user: Option<u32>) -> io::Result<Plan> {
         sources,
         feed: fifo.then(|| PathBuf::from("p")),
         drains,
+        odd_dirs,
     })
+}
+
+/// Whether a directory below `root` (or `root`) lacks the owner's read or search bit.
+fn odd_dirs(root: &Path) -> bool {
+    let Ok(m) = fs::symlink_metadata(root) else {
+        return false;
+    };
+    if !m.is_dir() {
+        return false;
+    }
+    if m.mode() & 0o500 != 0o500 {
+        return true;
+    }
+    fs::read_dir(root).is_ok_and(|list| list.flatten().any(|e| odd_dirs(&e.path())))
 }
 
 fn mkfifo(path: &Path) -> io::Result<()> {

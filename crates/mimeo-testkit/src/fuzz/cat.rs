@@ -283,5 +283,6 @@ fn as_cp_plan(plan: &CatPlan) -> super::case::Plan {
         sources: plan.parts.clone(),
         feed: None,
         drains: Vec::new(),
+        odd_dirs: false,
     }
 }
