@@ -175,6 +175,18 @@ pub const KNOWN: &[Known] = &[
         apply: merged_dir_times,
     },
     Known {
+        item: "issue 23 item 1",
+        what: "mimeo-cat refuses an output that is also a part even where cat goes on: a \
+               part that is empty when cat comes to it (the shell's > emptied it)",
+        apply: cat_empty_part,
+    },
+    Known {
+        item: "new: mimeo-cat messages",
+        what: "mimeo-cat words its errors as \"cannot open 'x': E\", \"cannot stat 'x': E\" \
+               or \"error reading 'x': E\"; cat says \"x: E\"",
+        apply: cat_wording,
+    },
+    Known {
         item: "new: -v lines",
         what: "-v prints \"skipped\" for entries -u or -i skip, a line for a directory that \
                exists already, and no line for a copy that then fails; cp prints the line \
@@ -184,6 +196,10 @@ pub const KNOWN: &[Known] = &[
 ];
 
 fn unquote_both(o: &mut Outcome) -> bool {
+    // cat's output is data, not names.
+    if o.plan.tool != "cp" {
+        return false;
+    }
     let same = |o: &Outcome| (o.cp.stdout == o.ours.stdout, o.cp.stderr == o.ours.stderr);
     let before = same(o);
     // cp escapes a name it cannot show as it is; only then does mimeo's quoting differ.
@@ -610,4 +626,53 @@ fn merged_dir_times(o: &mut Outcome) -> bool {
             .retain(|d| !(d.field == Field::Mtime && d.path == dest));
     }
     o.tree.len() != n
+}
+
+fn cat_empty_part(o: &mut Outcome) -> bool {
+    let same = "input file is output file";
+    let more = o.ours.stderr.matches(same).count() > o.cp.stderr.matches(same).count();
+    o.plan.tool == "cat" && more && whole_case(o)
+}
+
+fn cat_wording(o: &mut Outcome) -> bool {
+    if o.plan.tool != "cat" {
+        return false;
+    }
+    let before = o.ours.stderr.clone();
+    o.ours.stderr = o
+        .ours
+        .stderr
+        .split_inclusive('\n')
+        .map(
+            |l| match (l.strip_prefix("cat: "), l.find(" '"), l.find("': ")) {
+                // "cat: cannot stat 'x': E" and the like: "cat: x: E".
+                (Some(_), Some(start), Some(end)) if start < end => {
+                    format!("cat: {}{}", &l[start + 2..end], &l[end + 1..])
+                }
+                _ => l.to_string(),
+            },
+        )
+        .collect();
+    o.ours.stderr != before
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cat_messages_are_read_in_cat_words() {
+        let l = "cat: cannot open 'missing': No such file or directory\n";
+        let out = match (l.strip_prefix("cat: "), l.find(" '"), l.find("': ")) {
+            (Some(_), Some(start), Some(end)) if start < end => {
+                format!("cat: {}{}", &l[start + 2..end], &l[end + 1..])
+            }
+            _ => l.to_string(),
+        };
+        assert_eq!(out, "cat: missing: No such file or directory\n");
+        assert_eq!(
+            unquote_mimeo("cat: cannot open 'missing': No such file or directory\n"),
+            "cat: cannot open 'missing': No such file or directory\n"
+        );
+    }
 }
