@@ -90,7 +90,10 @@ pub fn build(place: &Path, seed: u64) -> io::Result<CatPlan> {
     let output = match rng.below(4) {
         0 => Output::Pipe,
         1 => Output::Option,
-        _ => Output::Redirect(*rng.pick(&[">", ">>", "<>"])),
+        _ => {
+            const HOW: &[&str] = &[">", ">>", "<>"];
+            Output::Redirect(HOW[rng.below(3) as usize])
+        }
     };
     let stdin = *rng.pick(&["null", "pipe", "file"]);
     Ok(CatPlan {
