@@ -41,6 +41,7 @@ fn fuzz_on(kind: FsKind) {
         report.failed, 0,
         "unexplained differences from cat:\n{report}"
     );
+    assert!(report.not_built.is_empty(), "cases not built:\n{report}");
     assert!(report.cases > 0, "no case ran");
 }
 

@@ -48,6 +48,7 @@ fn fuzz_on(kind: FsKind) {
         total.failed, 0,
         "unexplained differences from GNU cp:\n{total}"
     );
+    assert!(total.not_built.is_empty(), "cases not built:\n{total}");
     assert!(total.cases > 0, "no case ran");
 }
 

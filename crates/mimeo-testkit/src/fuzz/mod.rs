@@ -94,6 +94,8 @@ pub struct Report {
     /// Cases where GNU cp itself hit the timeout (waiting on something the case does not
     /// feed): not judged, and counted so that none goes unnoticed.
     pub oracle_timeouts: usize,
+    /// Cases that could not be built or compared, with the error.
+    pub not_built: Vec<String>,
 }
 
 impl Report {
@@ -102,6 +104,7 @@ impl Report {
         self.identical += other.identical;
         self.failed += other.failed;
         self.oracle_timeouts += other.oracle_timeouts;
+        self.not_built.extend(other.not_built);
         for (k, v) in other.allowed {
             *self.allowed.entry(k).or_default() += v;
         }
@@ -129,6 +132,9 @@ impl std::fmt::Display for Report {
             self.known.values().sum::<usize>(),
             self.oracle_timeouts
         )?;
+        for e in &self.not_built {
+            writeln!(f, "  not built: {e}")?;
+        }
         for (k, v) in &self.allowed {
             writeln!(f, "  allowed {k}: {v}")?;
         }
@@ -196,7 +202,21 @@ pub fn run_cp(cfg: &Config, seeds: &[u64]) -> io::Result<Report> {
     ours_path.push(":/usr/bin:/bin");
     let mut report = Report::default();
     for &seed in seeds {
-        let mut outcome = cp_case(cfg, &ours_path, seed)?;
+        let mut outcome = match cp_case(cfg, &ours_path, seed) {
+            Ok(o) => o,
+            // A case that cannot be built or compared (ENOSPC after a run that filled the
+            // filesystem, say) is counted and named, and the next one goes on.
+            Err(e) => {
+                report.cases += 1;
+                report
+                    .not_built
+                    .push(format!("seed {seed:#x} on {}: {e}", cfg.label));
+                for p in ["case", "cp", "ours"] {
+                    let _ = remove(&cfg.root.join(p));
+                }
+                continue;
+            }
+        };
         if std::env::var_os(RAW_ENV).is_some() {
             eprintln!("{outcome:#?}");
         }
