@@ -152,14 +152,14 @@ fn help_text(o: &mut Outcome) -> bool {
     false
 }
 
-/// Where cp wrote through a symlink (it stays a symlink on cp's side, and its target
-/// changed) and mimeo replaced it: the symlink, its target `t` or `f`, and cp's refusal of a
-/// dangling one.
+/// Where cp wrote through a symlink or left it (it stays a symlink on cp's side, and its
+/// target changed) and mimeo replaced it: the symlink, its target `t` or `f`, and cp's
+/// refusal of a dangling one.
 fn symlink_replaced(o: &mut Outcome) -> bool {
     let replaced = o
         .tree
         .iter()
-        .any(|d| d.field == Field::Type && d.left == "symlink" && d.right == "file");
+        .any(|d| d.field == Field::Type && d.left == "symlink");
     let refused = o.cp.stderr.contains("not writing through dangling symlink");
     if !replaced && !refused {
         return false;
@@ -202,9 +202,10 @@ fn update_sizes(o: &mut Outcome) -> bool {
         return false;
     }
     let n = o.tree.len();
-    // What mimeo replaced (and backed up) where cp skipped; never what it left out.
+    // What mimeo replaced (and backed up) where cp skipped (also an entry of another
+    // type, which is not complete); never what it left out.
     o.tree
-        .retain(|d| d.field == Field::Type || d.field == Field::Presence && d.right == "absent");
+        .retain(|d| d.field == Field::Presence && d.right == "absent");
     o.tree.len() != n
 }
 

@@ -135,8 +135,8 @@ pub const KNOWN: &[Known] = &[
     },
     Known {
         item: "new: -v says removed",
-        what: "-v with --remove-destination: cp prints \"removed 'x'\" for each removed \
-               destination, mimeo does not",
+        what: "-v: cp prints \"removed 'x'\" for each destination it removes (with \
+               --remove-destination, or -f after a failed open), mimeo does not",
         apply: removed_lines,
     },
     Known {
@@ -185,6 +185,48 @@ pub const KNOWN: &[Known] = &[
         what: "mimeo-cat words its errors as \"cannot open 'x': E\", \"cannot stat 'x': E\" \
                or \"error reading 'x': E\"; cat says \"x: E\"",
         apply: cat_wording,
+    },
+    Known {
+        item: "issue 23 item 2",
+        what: "--attributes-only replaces or writes an existing destination (a symlink over \
+               a file, a new empty file over a hard link)",
+        apply: attributes_only,
+    },
+    Known {
+        item: "issue 23 item 3",
+        what: "a backup may overwrite the source: cp refuses (\"backing up ... might destroy \
+               source\")",
+        apply: backup_is_source,
+    },
+    Known {
+        item: "issue 23 item 14",
+        what: "--parents leaves the parent directories of a source that then fails; cp makes \
+               them too, and where it omits a source mimeo makes none",
+        apply: parents_left,
+    },
+    Known {
+        item: "issue 23 item 15",
+        what: "a backup of a 255-byte name fails with \"File name too long\"",
+        apply: long_backup,
+    },
+    Known {
+        item: "new: --parents directory modes and times",
+        what: "the parent directories --parents makes get 0755 (cp: the source directory's \
+               mode less the umask, sticky bit included) and keep their times where a later \
+               source writes into them (cp's get the current time)",
+        apply: parents_dirs,
+    },
+    Known {
+        item: "new: an invalid --backup value",
+        what: "an invalid --backup value is dropped when a later --backup overrides it, and \
+               checked before -b with -n; cp rejects it, or says the options exclude each other",
+        apply: backup_values,
+    },
+    Known {
+        item: "new: xattrs that cannot be set",
+        what: "setting xattrs fails (EPERM, EACCES) where cp sets them or says nothing: --parents \
+               as a user other than root, and some -a copies into an existing directory",
+        apply: xattrs_failed,
     },
     Known {
         item: "new: -v lines",
@@ -576,7 +618,7 @@ fn symlink_dir_times(o: &mut Outcome) -> bool {
 }
 
 fn removed_lines(o: &mut Outcome) -> bool {
-    o.plan.has("remove-destination") && drop_lines(&mut o.cp.stdout, "removed ")
+    o.plan.has("verbose") && drop_lines(&mut o.cp.stdout, "removed ")
 }
 
 fn symlink_details(o: &mut Outcome) -> bool {
@@ -675,4 +717,44 @@ mod tests {
             "cat: cannot open 'missing': No such file or directory\n"
         );
     }
+}
+
+fn attributes_only(o: &mut Outcome) -> bool {
+    o.plan.has("attributes-only") && o.plan.dest != DestState::Absent && whole_case(o)
+}
+
+fn backup_is_source(o: &mut Outcome) -> bool {
+    cp_says(o, "might destroy source") && whole_case(o)
+}
+
+fn parents_left(o: &mut Outcome) -> bool {
+    let presence = o.tree.iter().any(|d| d.field == Field::Presence);
+    let failed = o.cp.code != Some(0) || o.ours.code != Some(0);
+    o.plan.has("parents") && presence && failed && whole_case(o)
+}
+
+fn long_backup(o: &mut Outcome) -> bool {
+    let backup = o.plan.has("b") || o.plan.has("backup");
+    backup && ours_says(o, "File name too long") && whole_case(o)
+}
+
+fn parents_dirs(o: &mut Outcome) -> bool {
+    if !o.plan.has("parents") {
+        return false;
+    }
+    let n = o.tree.len();
+    o.tree
+        .retain(|d| !matches!(d.field, Field::Mode | Field::Mtime | Field::Atime));
+    o.tree.len() != n
+}
+
+fn backup_values(o: &mut Outcome) -> bool {
+    let invalid = cp_says(o, "invalid argument") != ours_says(o, "invalid argument");
+    let exclusive = cp_says(o, "mutually exclusive") != ours_says(o, "mutually exclusive");
+    (invalid || exclusive) && whole_case(o)
+}
+
+fn xattrs_failed(o: &mut Outcome) -> bool {
+    let failed = "failed to set extended attributes";
+    ours_says(o, failed) && !cp_says(o, failed) && whole_case(o)
 }
