@@ -414,6 +414,59 @@ fn sources_with_one_destination_name_keep_the_first_as_cp() {
     }
 }
 
+/// A source directory named twice into one place is copied once, with cp's warning ("source
+/// directory 't' specified more than once", named as given the second time), so that `-b`
+/// does not back up the first copy's files.
+#[test]
+fn a_source_directory_named_twice_is_copied_once_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "t/f", "f\n", 0o644);
+            write(d, "t/sub/g", "g\n", 0o600);
+            write(d, "u/t/h", "other\n", 0o644);
+            fs::create_dir(d.join("D")).unwrap();
+            write(d, "E/t/f", "before\n", 0o644);
+            fs::create_dir(d.join("s")).unwrap();
+            symlink("../t", d.join("s/t")).unwrap();
+        };
+        for (i, a) in [
+            &["-r", "t", "t", "D"][..],
+            &["-rb", "t", "t", "D"],
+            &["-rb", "t", "t", "E"],
+            &["-a", "--backup=numbered", "t", "t", "E"],
+            &["-r", "t", "./t", "D"],
+            &["-r", "t/", "t", "D"],
+            &["-r", "t", "t", "t", "D"],
+            &["-rb", "t", "u/t", "t", "E"],
+            &["-rH", "t", "s/t", "D"],
+            &["-r", "t", "s/t", "D"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("dir-twice{i}"), &setup, &args(a));
+        }
+    }
+    // A dry run says the same, and plans the directory's entries once.
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "t/f", "f\n", 0o644);
+    fs::create_dir(dir.path().join("D")).unwrap();
+    let run = util::run_in(
+        Some(dir.path()),
+        &["--dry-run", "--json", "-r", "t", "t", "D"],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        "mimeo: warning: source directory 't' specified more than once\n"
+    );
+    let planned = |dst: &str| run.json.iter().filter(|v| v["dst"] == dst).count();
+    assert_eq!((planned("D/t"), planned("D/t/f")), (1, 1), "{}", run.stdout);
+}
+
 #[test]
 fn update_keeps_hard_link_groups_with_an_up_to_date_member_as_cp() {
     for kind in FsKind::ALL {
@@ -532,6 +585,126 @@ fn backups_are_named_and_made_as_by_cp() {
     }
 }
 
+/// GNU's `tests/cp/backup-is-src.sh` and around it: a backup whose name is the source itself
+/// would replace the source, so cp refuses the copy ("backing up 'b' might destroy source;
+/// 'b~' not copied") and leaves both alone; numbered backups never take that name.
+#[test]
+fn a_backup_that_would_replace_the_source_is_refused_as_by_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "b~", "src\n", 0o644);
+            write(d, "b", "old\n", 0o600);
+            write(d, "b.bak", "bak\n", 0o644);
+            write(d, "n", "n\n", 0o644);
+            write(d, "n~", "n-src\n", 0o644);
+            write(d, "n.~1~", "1\n", 0o644);
+            write(d, "c.sav", "sav\n", 0o644);
+            write(d, "c", "c\n", 0o644);
+            fs::create_dir(d.join("sub")).unwrap();
+            fs::hard_link(d.join("b~"), d.join("sub/b~")).unwrap();
+            write(d, "sub/x~", "other\n", 0o644);
+            write(d, "x", "x\n", 0o644);
+            symlink("sub/x~", d.join("x~")).unwrap();
+        };
+        for (i, a) in [
+            &["-b", "b~", "b"][..],
+            &["--backup=simple", "./b~", "./b"],
+            &["-a", "-b", "b~", "b"],
+            &["-b", "-f", "b~", "b"],
+            &["-b", "--remove-destination", "b~", "b"],
+            &["-b", "-l", "b~", "b"],
+            &["-b", "--attributes-only", "b~", "b"],
+            &["-b", "-S", ".bak", "b.bak", "b"],
+            // The same file under another directory: the name and the file decide.
+            &["-b", "sub/b~", "b"],
+            // The backup name is a symlink to the source: cp follows it.
+            &["-b", "sub/x~", "x"],
+            // --backup=existing is refused though numbered backups exist, as by cp.
+            &["--backup=existing", "n~", "n"],
+            // Allowed: a numbered backup, or a backup name that is another file.
+            &["--backup=numbered", "b~", "b"],
+            &["-b", "-S", ".bak", "b~", "b"],
+            &["-b", "-u", "b~", "b"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("backup-is-src{i}"), &setup, &args(a));
+        }
+        let how = Run {
+            env: &[("SIMPLE_BACKUP_SUFFIX", ".sav")],
+            ..args(&["-b", "c.sav", "c"])
+        };
+        same_as_cp(base, "backup-is-src-env", &setup, &how);
+    }
+    // A dry run says the same.
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "b~", "src\n", 0o644);
+    write(dir.path(), "b", "old\n", 0o644);
+    let run = util::run_in(Some(dir.path()), &["--dry-run", "--json", "-b", "b~", "b"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let errors: Vec<_> = outcomes(&run)
+        .into_iter()
+        .filter(|o| o.0 == "error")
+        .collect();
+    assert_eq!(
+        errors,
+        [("error".to_string(), "b".to_string())],
+        "{}",
+        run.stdout
+    );
+}
+
+/// Backups of names near the 255-byte limit are named as cp 9.1 names them (gnulib's
+/// `backupfile`): a new backup name longer than the limit less one is cut to the original
+/// name's first bytes and `~`; an explicit simple backup is not cut and fails as cp's does; a
+/// numbered one whose cut name exists fails with "File exists".
+#[test]
+fn backups_of_long_names_are_named_as_by_cp() {
+    let name = |c: char, len: usize| c.to_string().repeat(len);
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "s", "new\n", 0o644);
+            for (c, len) in [('a', 250), ('b', 253), ('c', 254), ('d', 255), ('e', 255)] {
+                write(d, &name(c, len), "old\n", 0o644);
+            }
+            // The cut name of e* is there already; f* has a numbered backup, the next longer.
+            write(d, &format!("{}~", name('e', 253)), "older\n", 0o644);
+            write(d, &name('f', 250), "old\n", 0o644);
+            write(d, &format!("{}.~9~", name('f', 250)), "9\n", 0o644);
+        };
+        let mut i = 0;
+        for (c, len) in [
+            ('a', 250),
+            ('b', 253),
+            ('c', 254),
+            ('d', 255),
+            ('e', 255),
+            ('f', 250),
+        ] {
+            let dst = name(c, len);
+            for opts in [
+                &["-b"][..],
+                &["--backup=simple"],
+                &["--backup=numbered"],
+                &["--backup=existing"],
+                &["-b", "-S", ".bakbak"],
+            ] {
+                let mut a: Vec<&str> = opts.to_vec();
+                a.extend(["s", dst.as_str()]);
+                same_as_cp(base, &format!("long-backup{i}"), &setup, &args(&a));
+                i += 1;
+            }
+        }
+    }
+}
+
 #[test]
 fn interactive_asks_on_stderr_and_reads_stdin_as_cp() {
     let Some(fs) = loop_fs(FsKind::Ext4) else {
@@ -601,6 +774,56 @@ fn remove_destination_and_attributes_only_as_cp() {
         .enumerate()
         {
             same_as_cp(base, &format!("rd{i}"), &setup, &args(a));
+        }
+    }
+}
+
+/// GNU's tests/cp/attr-existing.sh: `--attributes-only` never writes, truncates or replaces
+/// a file's data, whatever other names the file has, and a source that is not a regular file
+/// is refused where something exists (unless told to remove it).
+#[test]
+fn attributes_only_never_replaces_data_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "file1", "1", 0o640);
+            write(d, "file2", "2", 0o644);
+            fs::hard_link(d.join("file2"), d.join("link2")).unwrap();
+            symlink("file1", d.join("sym1")).unwrap();
+            symlink("file2", d.join("sym2")).unwrap();
+            run_ok("mkfifo", &[d.join("fifo").to_str().unwrap()]);
+        };
+        for (i, a) in [
+            &["--attributes-only", "file1", "file2"][..],
+            &["-a", "--attributes-only", "file1", "file2"],
+            &["-a", "--attributes-only", "sym1", "file2"],
+            &["-a", "--attributes-only", "sym1", "sym2"],
+            &["-a", "--attributes-only", "fifo", "file2"],
+            &["--attributes-only", "sym1", "file2"],
+            &[
+                "-a",
+                "--remove-destination",
+                "--attributes-only",
+                "sym1",
+                "file2",
+            ],
+        ]
+        .iter()
+        .enumerate()
+        {
+            // cp names a FIFO it cannot make "fifo", mimeo "special file" (as for any node).
+            let how = Run {
+                same_messages: !a.contains(&"fifo"),
+                ..args(a)
+            };
+            let dir = same_as_cp(base, &format!("ao{i}"), &setup, &how);
+            assert_eq!(fs::read(dir.join("file1")).unwrap(), b"1", "{a:?}");
+            if !a.contains(&"--remove-destination") {
+                assert_eq!(fs::read(dir.join("file2")).unwrap(), b"2", "{a:?}");
+                assert_eq!(fs::read(dir.join("link2")).unwrap(), b"2", "{a:?}");
+            }
         }
     }
 }
@@ -852,6 +1075,46 @@ fn parents_makes_the_source_path_below_the_directory_as_cp() {
     }
 }
 
+/// `--parents` where a directory on the way is not one, in the source (a file named as a
+/// directory) or at the destination, or where the destination's parent is there already:
+/// the messages and what is left behind are cp's (nothing made for a file).
+#[test]
+fn parents_on_a_path_through_a_file_fails_as_cp_and_makes_nothing() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "f", "f\n", 0o644);
+            write(d, "a/b/c", "c\n", 0o644);
+            fs::set_permissions(d.join("a/b"), fs::Permissions::from_mode(0o751)).unwrap();
+            fs::create_dir(d.join("u")).unwrap();
+            fs::create_dir_all(d.join("v/f")).unwrap();
+            write(d, "w/a", "not a directory\n", 0o644);
+            fs::create_dir_all(d.join("x/a/b")).unwrap();
+            for sub in ["x/a", "x/a/b"] {
+                fs::set_permissions(d.join(sub), fs::Permissions::from_mode(0o700)).unwrap();
+            }
+        };
+        for (i, a) in [
+            &["--parents", "f/g", "u"][..],
+            &["--parents", "a/b/c/x", "u"],
+            &["--parents", "a/nope/c", "u"],
+            &["--parents", "f/g", "v"],
+            &["-p", "--parents", "f/g", "v"],
+            &["--parents", "f/g/h", "v"],
+            &["--parents", "a/b/c", "w"],
+            &["-p", "--parents", "a/b/c", "x"],
+            &["-a", "--parents", "f/g", "a/b/c", "u"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("parents-file{i}"), &setup, &args(a));
+        }
+    }
+}
+
 #[test]
 fn files_reached_through_symlinks_are_linked_under_l_and_h_as_cp() {
     for kind in FsKind::ALL {
@@ -889,7 +1152,7 @@ fn files_reached_through_symlinks_are_linked_under_l_and_h_as_cp() {
         }
         // A symlink in a directory to a file in its subdirectory, with one worker, so that
         // the symlink is met first, as cp meets it. (Met the other way round, with the file
-        // first, mimeo does not link them: see the README.)
+        // first, mimeo does not link them: see docs/cp.md.)
         let nested = |d: &Path| {
             write(d, "d/sub/f", "f\n", 0o644);
             symlink("sub/f", d.join("d/lf")).unwrap();

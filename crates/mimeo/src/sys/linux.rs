@@ -507,6 +507,11 @@ pub(crate) fn fs_type(fd: BorrowedFd<'_>) -> Result<u64> {
     rfs::fstatfs(fd).map(|s| s.f_type as u64)
 }
 
+/// The longest name the filesystem of `fd` takes (`statfs.f_namelen`, as `_PC_NAME_MAX`).
+pub(crate) fn name_max(fd: BorrowedFd<'_>) -> Result<u64> {
+    rfs::fstatfs(fd).map(|s| s.f_namelen as u64)
+}
+
 /// Whether files on the filesystem of `dir/name` report their true size, so a size of 0 means
 /// empty. Not so on procfs, sysfs and the like, whose files have content yet report 0.
 pub(crate) fn sizes_are_true_at(dir: BorrowedFd<'_>, name: &CStr, follow: bool) -> bool {

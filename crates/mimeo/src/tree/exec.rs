@@ -1,6 +1,6 @@
 //! The executor: runs work items for a scheduler.
 
-use super::context::{Buffers, Ctx, Here};
+use super::context::{Buffers, Ctx, Here, Root};
 use super::dir::{self, make_dst_dir};
 use super::hooks::{HookSet, Hooks, NoHooks};
 use super::roots::{CopyPair, open_error};
@@ -8,7 +8,7 @@ use super::split;
 use super::work::{DirDone, DirInfo, Lineage, RangeDone, Stat, WorkItem, WorkKind};
 use crate::options::Options;
 use crate::place::links::LinkGroups;
-use crate::report::{Control, Observer, Reporter, Summary};
+use crate::report::{Control, Observer, Reporter, Summary, Warning};
 use crate::sys;
 use rustix::fd::AsFd;
 use std::time::Instant;
@@ -124,7 +124,7 @@ impl<'a> Executor<'a> {
         let mut dests: Vec<Option<Dest>> = Vec::new();
         for pair in pairs {
             let parents = if opts.parents {
-                match super::roots::make_parents(&pair.src, &pair.dst) {
+                match super::roots::make_parents(&pair.src, &pair.dst, opts) {
                     Ok(p) => p,
                     Err(e) => {
                         ctx.report.fail(e);
@@ -159,6 +159,19 @@ impl<'a> Executor<'a> {
             });
             let stat = Some(Stat::from(root.meta));
             let kind = if root.meta.is_dir() {
+                // The same directory named again into the same place: cp copies it once, and
+                // says so (a backup would otherwise keep the first copy's files).
+                let again = dest.as_ref().is_some_and(|dest| {
+                    let same = |r: &Root| r.meta.is_dir() && r.meta.id() == root.meta.id();
+                    (dests.iter().zip(&ctx.roots)).any(|(d, r)| d.as_ref() == Some(dest) && same(r))
+                });
+                if again {
+                    ctx.report.warn(Warning::SourceTwice {
+                        src: root.src_path.clone(),
+                        directory: true,
+                    });
+                    continue;
+                }
                 if let Some(at) = earlier_item {
                     // The earlier one runs first, now, before this directory is made.
                     let item = items.remove(at);
