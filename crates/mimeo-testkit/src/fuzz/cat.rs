@@ -6,9 +6,9 @@
 //! Both programs get the same place (built twice from the seed, as for cp) and the same
 //! redirections; stdout, stderr (with the program name normalised), the exit status and the
 //! place must match. `mimeo-cat -o OUT` runs against `cat > OUT`, except where OUT is one of
-//! the parts: there cat has no counterpart (the shell truncates before cat can refuse), and
-//! the rule of issue 23 item 1 is checked instead: mimeo-cat refuses with "input file is
-//! output file" and the output keeps every byte.
+//! the parts and has bytes: there cat has no counterpart (the shell truncates before cat can
+//! refuse), and the rule of issue 23 item 1 is checked instead: mimeo-cat refuses with "input
+//! file is output file" and the output keeps every byte.
 
 use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions};
@@ -237,7 +237,9 @@ fn cat_case(cfg: &Config, seed: u64) -> io::Result<Result<Outcome, Broken>> {
     let start = now() - 2;
     let plan = build(&place, seed)?;
     let option = plan.output == Output::Option;
-    if option && output_is_part(&place, &plan) {
+    // An empty output loses nothing to the shell's `>`: there `-o` is `>` exactly.
+    let has_bytes = fs::metadata(place.join(&plan.out)).is_ok_and(|m| m.len() > 0);
+    if option && has_bytes && output_is_part(&place, &plan) {
         let before = fs::read(place.join(&plan.out))?;
         let ran = run_side(&place, &cfg.program, true, &plan, cfg)?;
         let after = fs::read(place.join(&plan.out))?;
