@@ -706,27 +706,6 @@ fn cat_wording(o: &mut Outcome) -> bool {
     o.ours.stderr != before
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cat_messages_are_read_in_cat_words() {
-        let l = "cat: cannot open 'missing': No such file or directory\n";
-        let out = match (l.strip_prefix("cat: "), l.find(" '"), l.find("': ")) {
-            (Some(_), Some(start), Some(end)) if start < end => {
-                format!("cat: {}{}", &l[start + 2..end], &l[end + 1..])
-            }
-            _ => l.to_string(),
-        };
-        assert_eq!(out, "cat: missing: No such file or directory\n");
-        assert_eq!(
-            unquote_mimeo("cat: cannot open 'missing': No such file or directory\n"),
-            "cat: cannot open 'missing': No such file or directory\n"
-        );
-    }
-}
-
 fn attributes_only(o: &mut Outcome) -> bool {
     let differs = o.cp.code != o.ours.code || !o.tree.is_empty();
     o.plan.has("attributes-only") && o.plan.dest != DestState::Absent && differs && whole_case(o)
@@ -766,4 +745,29 @@ fn backup_values(o: &mut Outcome) -> bool {
 fn xattrs_failed(o: &mut Outcome) -> bool {
     let failed = "failed to set extended attributes";
     ours_says(o, failed) && !cp_says(o, failed) && whole_case(o)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_quotings_read_as_the_same_bytes() {
+        // cp: shell quoting with C escapes; mimeo: escape_ascii inside plain quotes.
+        let cp = "cp: cannot stat 'a'$'\\n''b'$'\\377': No such file or directory\n";
+        let ours = "cp: cannot stat 'a\\nb\\xff': No such file or directory\n";
+        let want = "cp: cannot stat 'a\\x0ab\\xff': No such file or directory\n";
+        assert_eq!(unquote_cp(cp), want);
+        assert_eq!(unquote_mimeo(ours), want);
+        // A quote inside a name: cp closes, escapes and reopens.
+        assert_eq!(unquote_cp("'it'\\''s'"), "'it\\x27s'");
+    }
+
+    #[test]
+    fn collapse_keeps_the_shape_of_a_line() {
+        assert_eq!(
+            collapse("cp: cannot copy 'a', into 'b'\ncp: x\n"),
+            "cp: cannot copy 'Q'\ncp: x\n"
+        );
+    }
 }
