@@ -828,6 +828,94 @@ fn attributes_only_never_replaces_data_as_cp() {
     }
 }
 
+/// ACLs are part of the mode, as in cp: `--preserve=xattr` copies the other xattrs but not the
+/// ACLs, and `-a --no-preserve=mode` drops them, so nobody gains access the copy was not
+/// meant to give.
+#[test]
+fn preserving_xattrs_leaves_acls_to_the_mode_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "sec", "secret\n", 0o600);
+            write(d, "dir/f", "f\n", 0o644);
+            for p in [d.join("sec"), d.join("dir")] {
+                let p = p.to_str().unwrap();
+                run_ok("setfacl", &["-m", "u:nobody:r", p]);
+                run_ok("setfattr", &["-n", "user.note", "-v", "kept", p]);
+            }
+            run_ok(
+                "setfacl",
+                &["-d", "-m", "u:nobody:rx", d.join("dir").to_str().unwrap()],
+            );
+        };
+        for (i, a) in [
+            &["--preserve=xattr", "sec", "m"][..],
+            &["-a", "--no-preserve=mode", "sec", "m"],
+            &["-r", "--preserve=xattr", "dir", "m"],
+            &["-a", "--no-preserve=mode", "dir", "m"],
+            &["-a", "sec", "m"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            let dir = same_as_cp(base, &format!("x{i}"), &setup, &args(a));
+            let m = dir.join("m");
+            let kept = a.contains(&"-a") && !a.contains(&"--no-preserve=mode");
+            assert_eq!(
+                xattr(&m, "system.posix_acl_access").is_some(),
+                kept,
+                "{a:?}"
+            );
+            assert_eq!(
+                xattr(&m, "user.note").as_deref(),
+                Some(&b"kept"[..]),
+                "{a:?}"
+            );
+            if m.is_dir() {
+                let default = xattr(&m, "system.posix_acl_default");
+                assert_eq!(default.is_some(), kept, "{a:?}");
+            }
+        }
+    }
+}
+
+/// A source directory its user cannot read (mode 311) or enter (000) is still made with its
+/// mode, and with -a its times, as cp makes it; the error is cp's.
+#[test]
+fn an_unreadable_source_directory_gets_its_mode_and_times_as_from_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            for (name, mode) in [("s/u", 0o311), ("s/n", 0o000)] {
+                write(d, &format!("{name}/f"), "f\n", 0o644);
+                let p = d.join(name);
+                run_ok("touch", &["-d", "2001-02-03 04:05:06", p.to_str().unwrap()]);
+                fs::set_permissions(&p, fs::Permissions::from_mode(mode)).unwrap();
+            }
+            chown_all(d);
+        };
+        for (i, a) in [&["-a", "s", "t"][..], &["-r", "s", "t"]]
+            .iter()
+            .enumerate()
+        {
+            let how = Run {
+                foreign_user: true,
+                ..args(a)
+            };
+            let dir = same_as_cp(base, &format!("u{i}"), &setup, &how);
+            let cp_dir = base.join(format!("u{i}-cp"));
+            for name in ["t/u", "t/n"] {
+                let mtime = |d: &Path| fs::metadata(d.join(name)).unwrap().mtime();
+                assert_eq!(mtime(&dir), mtime(&cp_dir), "{kind} {a:?} {name}");
+            }
+        }
+    }
+}
+
 #[test]
 fn a_destination_symlink_that_cannot_be_followed_is_reported_as_by_cp() {
     let Some(fs) = loop_fs(FsKind::Ext4) else {

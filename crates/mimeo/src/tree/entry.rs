@@ -341,14 +341,15 @@ pub(crate) fn copy_opened(
     if ctx.opts.sync {
         sys::fsync(dst.as_fd()).map_err(|e| discard(Error::sys(Op::Sync, dst_path(), e)))?;
     }
-    drop(dst);
     if let Target::Temp { name: t, backup } = &target {
         let dirty = outcome.method != Method::Clone && outcome.bytes > 0;
+        // Held open until renamed: an open temporary is a live run's (see `crash`).
         commit(ctx, here, t, dst_name, dirty, *backup)?;
         if let Some(s) = &shared {
             s.holder.renamed(dst_name);
         }
     }
+    drop(dst);
     if ctx.opts.sync && here.dir.is_none() {
         // A root-level file: its directory entry is flushed here; inside a tree, the
         // directory's own flush at its completion covers it.
