@@ -371,11 +371,7 @@ pub fn resolve_targets(
             into_dir(src, dir)
         }
     };
-    if target_dir.is_some() && no_target_dir {
-        return Err(usage(
-            "cannot combine --target-directory (-t) and --no-target-directory (-T)",
-        ));
-    }
+    both_target_options(target_dir, no_target_dir)?;
     if let Some(dir) = target_dir {
         if operands.is_empty() {
             return Err(usage("missing file operand"));
@@ -480,6 +476,17 @@ fn not_a_directory(what: &str, dir: &Path) -> ConfigError {
     fatal(format!("{what} {}: {why}", quote(dir)))
 }
 
+/// `-t` with `-T` is an error (exit 1 in cp, without the pointer to --help), whatever else
+/// the command line says.
+fn both_target_options(target_dir: Option<&Path>, no_target_dir: bool) -> Result<(), ConfigError> {
+    if target_dir.is_some() && no_target_dir {
+        return Err(fatal(
+            "cannot combine --target-directory (-t) and --no-target-directory (-T)",
+        ));
+    }
+    Ok(())
+}
+
 /// `--parents`: each SOURCE goes to DIRECTORY/SOURCE (without a leading slash), and the
 /// destination must be a directory, as in cp.
 fn under_parents(
@@ -487,6 +494,7 @@ fn under_parents(
     target_dir: Option<&Path>,
     no_target_dir: bool,
 ) -> Result<Vec<CopyPair>, ConfigError> {
+    both_target_options(target_dir, no_target_dir)?;
     let (dir, sources) = match (target_dir, operands.split_last()) {
         (Some(dir), _) => (dir, operands),
         (None, Some((dest, sources))) => (dest.as_path(), sources),
@@ -497,6 +505,19 @@ fn under_parents(
         return Err(usage(format!(
             "missing destination file operand after {last}"
         )));
+    }
+    if no_target_dir && sources.len() > 1 {
+        return Err(usage(format!("extra operand {}", quote(&operands[2]))));
+    }
+    // As in cp, a target that cannot be one is reported first where cp must use it as a
+    // directory (-t, or several sources); the rule of --parents comes after.
+    if !no_target_dir && !dir.is_dir() {
+        if target_dir.is_some() {
+            return Err(not_a_directory("target directory", dir));
+        }
+        if sources.len() > 1 {
+            return Err(not_a_directory("target", dir));
+        }
     }
     if no_target_dir || !dir.is_dir() {
         return Err(usage("with --parents, the destination must be a directory"));

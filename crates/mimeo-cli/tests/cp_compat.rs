@@ -161,6 +161,32 @@ fn repeated_flags_are_accepted_as_in_cp() {
     }
 }
 
+/// A target that cannot take several sources (or `-t`) is reported with the error of opening
+/// it as a directory, as cp 9.1 words it, and before the rule of `--parents`. The
+/// differential fuzzer (`fuzz_cp.rs`) found the older wording "is not a directory".
+#[test]
+fn an_unusable_target_is_reported_as_cp_reports_it() {
+    for args in [
+        &["a", "x", "nodir"][..],
+        &["a", "x", "old"],
+        &["a", "x", "old/"],
+        &["-t", "nodir", "a"],
+        &["-t", "old", "a"],
+        &["--parents", "a", "x", "old"],
+        &["--parents", "a", "x", "nodir"],
+        &["--parents", "-t", "old", "a"],
+        &["--parents", "a", "old"],
+        // -t with -T is an error of its own (exit 1, no pointer to --help), checked first.
+        &["-t", "tgt", "-T", "a"],
+        &["--parents", "-t", "tgt", "-T", "a"],
+        &["--parents", "-T", "a", "x", "tgt"],
+    ] {
+        differential(args)
+            .assert_same_outcome()
+            .assert_same_stderr();
+    }
+}
+
 #[test]
 fn later_flags_override_earlier_ones_as_in_cp() {
     for args in [

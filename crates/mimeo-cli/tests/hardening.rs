@@ -1908,7 +1908,12 @@ fn bad_arguments_are_reported_cp_style_and_create_nothing() {
             2,
             "extra operand".into(),
         ),
-        (argvec!["-t", &out, "-T", &file], false, 2, String::new()),
+        (
+            argvec!["-t", &out, "-T", &file],
+            false,
+            1,
+            "cannot combine".into(),
+        ),
         (
             argvec!["-t", &file, &dir],
             false,
