@@ -23,7 +23,7 @@
 //! shared extent (found with one `statfs` and one `FIEMAP`) takes the path above, and so do
 //! the ranges of a part that nothing shares.
 
-use super::error::{DataError, interrupted};
+use super::error::{DataError, POLL, interrupted};
 use super::range::{RangeCopy, Ranger};
 use super::shared::{self, SharedFile, SharedOpenOptions};
 use crate::report::{Control, EntryKind, Error, FileOutcome, Method, Observer, Op, Refusal};
@@ -33,7 +33,7 @@ use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::collections::VecDeque;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// How [`concat_with`] reads its parts. Made with `ConcatOptions::default()`, then its fields
 /// set.
@@ -190,10 +190,6 @@ struct Sink<'a> {
     /// The buffer for ranges read through a canonical file (one set of checks each).
     big: IoBuf,
 }
-
-/// How long one wait for room in a non-blocking output lasts before the stop switch is
-/// looked at again.
-const POLL: Duration = Duration::from_millis(50);
 
 /// How many parts holding shared extents stay open for later parts to be read through.
 const KEEP: usize = 64;

@@ -733,7 +733,7 @@ fn stream_to_end(
             // a file with nothing to read yet (/proc/kmsg) then says EAGAIN. Waited for as a
             // blocking read waits, in short polls so that a stop request is still seen.
             Err(Errno::AGAIN) => {
-                sys::wait_readable(src, super::node::POLL.as_millis() as i32);
+                sys::wait_readable(src, super::error::POLL.as_millis() as i32);
                 continue;
             }
             Err(e) => {

@@ -24,6 +24,10 @@ impl DataError {
     }
 }
 
+/// How long one wait (for a FIFO's reader, for room in an output, for a source's data) lasts
+/// before the stop switch is looked at again.
+pub(crate) const POLL: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// Fails the file when the run has been stopped, so it is removed promptly.
 pub(crate) fn interrupted(control: &Control) -> Result<(), DataError> {
     if control.is_stopped() {
