@@ -235,7 +235,11 @@ fn json_names_are_lossless_and_refused_runs_are_error_objects() {
     r.expect_code(1);
     assert_eq!(r.json.len(), 2, "{r:#?}");
     assert_eq!(r.json[0]["type"], "error");
-    assert_eq!(r.json[0]["message"], "target 'nodir' is not a directory");
+    // cp 9.1's words: the error of opening the target as a directory.
+    assert_eq!(
+        r.json[0]["message"],
+        "target 'nodir': No such file or directory"
+    );
     assert_eq!(r.count("errors"), 1);
     // A usage error too.
     let r = run(&["--json", "--bogus"]);
