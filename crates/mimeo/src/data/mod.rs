@@ -7,6 +7,7 @@
 pub(crate) mod concat;
 pub(crate) mod copy;
 pub(crate) mod error;
+pub(crate) mod fallback;
 pub(crate) mod meta;
 pub(crate) mod node;
 pub(crate) mod origin;

@@ -420,18 +420,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Reads `n` bytes of `fd` at `off` into `buf` (fewer only at its end), retrying `EINTR`.
+/// Reads `buf.len()` bytes of `fd` at `off` (fewer only at its end).
 fn pread_full(fd: BorrowedFd<'_>, buf: &mut [u8], off: u64) -> io::Result<u64> {
-    let mut done = 0;
-    while done < buf.len() {
-        match sys::pread(fd, &mut buf[done..], off + done as u64) {
-            Ok(0) => break,
-            Ok(n) => done += n,
-            Err(Errno::INTR) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(done as u64)
+    Ok(sys::read_full(fd, buf, Some(off))? as u64)
 }
 
 /// A range of a file being copied that is read through a canonical file: `len` bytes at

@@ -8,7 +8,7 @@ use super::readvia;
 use super::roots::{open_error, stat_error};
 use super::shared::SharedCopy;
 use super::{partial, shared, split};
-use crate::data::copy::{Checkpoint, DataError, copy_data, resume_data};
+use crate::data::copy::{Checkpoint, DataError, DataJob, Layout, copy_file};
 use crate::data::meta::{self, Apply, Dst, creation_mode};
 use crate::data::node;
 use crate::data::origin;
@@ -400,25 +400,35 @@ fn copy_file_data(
     let canonicals = readvia::canonicals(ctx, here, name, src.as_fd(), meta);
     let via = canonicals.via();
     let plan = ctx.plan(meta, &here.dst, here.sized_dev, &via);
-    let control = ctx.report.control;
-    let (s, done) = (src.as_fd(), how.done);
     let mut recorder = how.progress.as_ref().map(|p| p.on(dst));
-    let checkpoint = recorder.as_mut().map(|r| r as &mut dyn Checkpoint);
-    let copied = match how.shared {
-        Some(sh) => shared::copy(ctx, sh, s, meta, dst, &plan, buf, control),
-        None => {
-            let names = split::Names {
-                src: name,
-                written: how.written,
-            };
-            let p = how.progress.clone();
-            match split::copy(ctx, here, names, p, done, s, meta, dst, &plan, buf, control) {
-                Some(in_ranges) => in_ranges,
-                None if done.is_empty() => copy_data(s, meta, dst, &plan, buf, control, checkpoint),
-                None => resume_data(s, meta, dst, &plan, buf, control, done, checkpoint),
-            }
-        }
+    let job = DataJob {
+        src: src.as_fd(),
+        meta,
+        dst,
+        plan: &plan,
+        buf,
+        control: ctx.report.control,
+        checkpoint: recorder.as_mut().map(|r| r as &mut dyn Checkpoint),
     };
+    let names = split::Names {
+        src: name,
+        written: how.written,
+    };
+    let mut keep = how.shared.map(|copy| shared::KeepShared {
+        ctx,
+        copy,
+        dev: meta.dev,
+    });
+    let mut splitter = match keep {
+        Some(_) => None,
+        None => split::layout(ctx, here, names, how.progress.clone(), how.done, meta),
+    };
+    let layout: Option<&mut dyn Layout> = match (&mut keep, &mut splitter) {
+        (Some(k), _) => Some(k),
+        (None, Some(s)) => Some(s),
+        (None, None) => None,
+    };
+    let copied = copy_file(job, how.done, layout);
     let outcome = copied.map_err(DataFailure::Data)?;
     if outcome.method != Method::Clone && meta.size > 0 {
         // Copying took time: a source written meanwhile would leave a copy that mixes old and
