@@ -422,7 +422,7 @@ impl<'a> Sink<'a> {
         match &mut self.kind {
             Kind::Regular { pos, granularity } => {
                 let before = done.total();
-                let result = r.copy(src, off, self.out, *pos, len, *granularity, done);
+                let result = r.copy((src, off), (self.out, *pos), len, *granularity, done);
                 *pos += done.total() - before;
                 result.map_err(failure)
             }

@@ -331,10 +331,8 @@ impl<'a> FileCopy<'a> {
         let mut r = Ranger::new(self.c.control, self.c.buf, self.c.plan.buffer_size);
         r.offload = self.c.offload;
         let result = r.copy(
-            holder,
-            holder_off,
-            self.c.dst,
-            at,
+            (holder, holder_off),
+            (self.c.dst, at),
             len,
             granularity,
             &mut done,

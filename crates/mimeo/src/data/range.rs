@@ -149,7 +149,7 @@ pub fn clone_range<S: AsFd, D: AsFd>(
     let mut ranger = Ranger::new(&control, &mut buf, crate::DEFAULT_BUFFER_SIZE);
     let mut done = RangeCopy::default();
     ranger
-        .copy(src, src_off, dst, dst_off, len, granularity, &mut done)
+        .copy((src, src_off), (dst, dst_off), len, granularity, &mut done)
         .map_err(|e| RangeError {
             op: e.op,
             errno: e.errno.raw_os_error(),
@@ -199,15 +199,13 @@ impl<'a> Ranger<'a> {
         &mut self.buf[..bs]
     }
 
-    /// [`clone_range`] with a known granularity; adds what it did to `done` as it goes, so
-    /// that after an error `done` says what was complete.
-    #[allow(clippy::too_many_arguments)]
+    /// [`clone_range`] of `len` bytes from `(src, src_off)` to `(dst, dst_off)` with a known
+    /// granularity; adds what it did to `done` as it goes, so that after an error `done` says
+    /// what was complete.
     pub fn copy(
         &mut self,
-        src: BorrowedFd<'_>,
-        src_off: u64,
-        dst: BorrowedFd<'_>,
-        dst_off: u64,
+        (src, src_off): (BorrowedFd<'_>, u64),
+        (dst, dst_off): (BorrowedFd<'_>, u64),
         len: u64,
         granularity: u64,
         done: &mut RangeCopy,
