@@ -103,6 +103,21 @@ pub(crate) struct Written {
     pub streamed: bool,
 }
 
+impl Written {
+    /// The method a file counts under when this was written of it, `cloned` bytes of it from
+    /// another file: a clone only if nothing was copied, an offload only if nothing was
+    /// streamed.
+    fn method(&self, cloned: u64) -> Method {
+        if self.bytes == cloned && cloned > 0 {
+            Method::Clone
+        } else if self.offloaded && !self.streamed {
+            Method::Offload
+        } else {
+            Method::Stream
+        }
+    }
+}
+
 /// Lays out the pieces of a file's copy where they are not simply copied from its start to
 /// its end: `--preserve=sharing` clones some from earlier copies, `--split` hands ranges to
 /// other workers. Runs after the whole-file clone was tried, with the file's engine.
@@ -382,14 +397,12 @@ impl<'a> FileCopy<'a> {
                 size
             }
         };
-        let copied = c.written - self.shared;
-        let method = if copied == 0 && self.shared > 0 {
-            Method::Clone
-        } else if c.used_offload && !c.used_stream {
-            Method::Offload
-        } else {
-            Method::Stream
+        let wrote = Written {
+            bytes: c.written,
+            offloaded: c.used_offload,
+            streamed: c.used_stream,
         };
+        let method = wrote.method(self.shared);
         let bytes = (c.written + self.resumed).min(final_size);
         let mut outcome = FileOutcome::new(method, bytes, final_size - bytes);
         outcome.cloned_bytes = self.shared;
@@ -776,4 +789,50 @@ fn stream_to_end(
 /// Writes all of `data` to `dst` at its offset, through short writes and interruptions.
 pub(crate) fn write_all(dst: BorrowedFd<'_>, data: &[u8]) -> Result<(), DataError> {
     sys::write_all(dst, data, None).map_err(fail(Op::Write))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gaps_are_what_an_earlier_run_left_undone() {
+        assert_eq!(gaps(10, &[]), [(0, 10)]);
+        assert_eq!(gaps(10, &[(0, 4)]), [(4, 10)]);
+        assert_eq!(gaps(10, &[(2, 4), (6, 10)]), [(0, 2), (4, 6)]);
+        assert_eq!(gaps(10, &[(0, 10)]), []);
+        assert_eq!(gaps(0, &[]), []);
+    }
+
+    #[test]
+    fn a_file_counts_as_cloned_offloaded_or_streamed_by_the_weakest_step() {
+        let w = |bytes, offloaded, streamed| Written {
+            bytes,
+            offloaded,
+            streamed,
+        };
+        assert_eq!(w(100, false, false).method(100), Method::Clone);
+        // Part cloned, part offloaded: offloaded.
+        assert_eq!(w(100, true, false).method(40), Method::Offload);
+        // One worker offloaded, another streamed (a split file): streamed.
+        assert_eq!(w(100, true, true).method(0), Method::Stream);
+        // Nothing written at all (an empty file, or holes only): streamed.
+        assert_eq!(w(0, false, false).method(0), Method::Stream);
+    }
+
+    #[test]
+    fn devices_that_cannot_clone_are_remembered_in_a_few_slots() {
+        let devs = NoCloneDevs::default();
+        assert!(!devs.contains(0), "device 0 is a device like any other");
+        devs.insert(0);
+        devs.insert(0);
+        assert!(devs.contains(0));
+        for dev in 1..8 {
+            devs.insert(dev);
+        }
+        assert!((0..8).all(|d| devs.contains(d)));
+        // Full: a ninth is not remembered, so its files try the clone again.
+        devs.insert(8);
+        assert!(!devs.contains(8));
+    }
 }

@@ -22,7 +22,9 @@
 use super::context::{Buffers, Ctx, Here, Loc, Spawner};
 use super::splits::{Split, Tally, lock};
 use super::work::{FileRange, RangeDone, Stat, WorkItem, WorkKind};
-use crate::data::copy::{Checkpoint, DataError, DataJob, FileCopy, Layout, Written, copy_span};
+use crate::data::copy::{
+    Checkpoint, DataError, DataJob, FileCopy, Layout, Written, copy_span, gaps,
+};
 use crate::options::Dereference;
 use crate::place::resume::Progress;
 use crate::report::Op;
@@ -50,15 +52,10 @@ fn ranges(from: u64, to: u64, each: u64) -> Vec<(u64, u64)> {
 /// What is left to copy of a file of `size` bytes whose parts `done` are complete: the
 /// gaps, each split every `each` bytes.
 fn todo(size: u64, done: &[(u64, u64)], each: u64) -> Vec<(u64, u64)> {
-    let mut out = Vec::new();
-    let mut pos = 0;
-    for &(from, to) in done.iter().chain(std::iter::once(&(size, size))) {
-        if from > pos {
-            out.extend(ranges(pos, from, each));
-        }
-        pos = pos.max(to);
-    }
-    out
+    gaps(size, done)
+        .into_iter()
+        .flat_map(|(from, to)| ranges(from, to, each))
+        .collect()
 }
 
 /// The names of a file being split: its source's, and the one its copy is written under.
