@@ -12,9 +12,10 @@
 # pool by the CPUs it may use.
 # `--bind-to none` lets every rank use every core, as single-node mimeo does.
 #
-# Needs root (loop devices, mount), OpenMPI, hyperfine, and dcp: $DCP, or built by
-# ../shared/peers/mpifileutils/build.sh (libcircle, lwgrp, dtcmp and mpiFileUtils from their
-# source tarballs, which are not part of this repository).
+# Needs root (loop devices, mount), OpenMPI, hyperfine, and dcp: $DCP, dcp on the PATH, or
+# /var/tmp/mpifileutils/bin/dcp. Build it from mpiFileUtils' sources with libcircle, lwgrp and
+# dtcmp as its build instructions say (none of it is part of this repository), and give its
+# version in $DCP_VERSION for the report.
 set -euo pipefail
 
 BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -81,17 +82,9 @@ log "building mimeo, mimeo-testkit and mimeo-mpi (release)"
 MIMEO=$ROOT/target/release/mimeo
 MIMEO_MPI=$ROOT/crates/mimeo-mpi/target/release/mimeo-mpi
 COMPARE=("$ROOT/target/release/mimeo-testkit" compare --no-atime)
-DCP=${DCP:-/var/tmp/mpifileutils/bin/dcp}
-if [[ ! -x $DCP ]]; then
-    # build.sh installs these itself only when mpicc, cmake or autoreconf is missing.
-    log "installing dcp's build dependencies"
-    apt-get install -y -qq --no-install-recommends cmake pkg-config libattr1-dev libarchive-dev \
-        libssl-dev libbz2-dev autoconf automake libtool make gcc g++ >/dev/null
-    log "building dcp"
-    bash "$ROOT/../shared/peers/mpifileutils/build.sh" "$(dirname "$(dirname "$DCP")")" >/dev/null
-fi
-DCP_VERSION=$(sed -n '/^# Versions: /{s/^# Versions: //;N;s/\n# / /;s/ as mpifileutils.*//;p}' \
-    "$ROOT/../shared/peers/mpifileutils/build.sh" 2>/dev/null || true)
+DCP=${DCP:-$(command -v dcp || echo /var/tmp/mpifileutils/bin/dcp)}
+[[ -x $DCP ]] || die "no dcp at $DCP: build mpiFileUtils (with libcircle, lwgrp and dtcmp) and set DCP"
+DCP_VERSION=${DCP_VERSION:-}
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe)
 [[ -z $BIND ]] || MPIRUN+=(--bind-to "$BIND")
 MPI_VERSION=$(mpirun --version | head -n 1)

@@ -95,37 +95,39 @@ fn main() -> ExitCode {
     } else {
         args.parts.clone()
     };
-    let stdout = std::io::stdout();
-    let opened;
-    let (out_fd, out_name) = match &args.output {
-        Some(path) => {
-            let file = std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o666)
-                .open(path);
-            match file {
-                Ok(f) => {
-                    opened = f;
-                    (opened.as_fd(), path.clone())
-                }
-                Err(e) => {
-                    let err = mimeo::Error::io(mimeo::Op::Create, path, &e);
-                    error(&err.to_string());
-                    return ExitCode::from(EXIT_FAILED);
-                }
-            }
-        }
-        None => (stdout.as_fd(), PathBuf::from("standard output")),
-    };
     let json_on_stdout = args.output.is_some();
     let printer = Printer {
         json: args.json,
         json_on_stdout,
-        out_name: out_name.clone(),
+        out_name: args
+            .output
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("standard output")),
         broken_pipe: AtomicBool::new(false),
     };
+    let stdout = std::io::stdout();
+    let opened;
+    let out_fd = match &args.output {
+        Some(path) => match open_output(path, &parts) {
+            Ok(f) => {
+                opened = f;
+                opened.as_fd()
+            }
+            Err(errors) => {
+                let mut summary = Summary::default();
+                summary.errors = errors.len() as u64;
+                for err in errors {
+                    printer.event(Event::Failed(err));
+                }
+                if args.json {
+                    printer.json_line(&summary_json(&summary));
+                }
+                return ExitCode::from(EXIT_FAILED);
+            }
+        },
+        None => stdout.as_fd(),
+    };
+    let out_name = printer.out_name.clone();
     let show_progress = match args.progress {
         When::Always => true,
         When::Never => false,
@@ -151,6 +153,58 @@ fn main() -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// Opens OUT for `-o`: created if absent, and truncated only once no part is OUT itself.
+/// A part that is OUT (by its name, a hard or symbolic link, or as standard input) with
+/// bytes left to read is refused, as `cat` refuses it, before anything is written: OUT is
+/// then left as it was. Returns those refusals, or the failure to open OUT.
+fn open_output(path: &Path, parts: &[PathBuf]) -> Result<std::fs::File, Vec<mimeo::Error>> {
+    let fail = |op, e: &std::io::Error| vec![mimeo::Error::io(op, path, e)];
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .mode(0o666)
+        .open(path)
+        .map_err(|e| fail(mimeo::Op::Create, &e))?;
+    let out = file.metadata().map_err(|e| fail(mimeo::Op::Stat, &e))?;
+    let refused: Vec<_> = parts
+        .iter()
+        .filter(|part| is_output(part, &out))
+        .map(|part| mimeo::Error::refused(mimeo::Op::Refuse, part, mimeo::Refusal::InputIsOutput))
+        .collect();
+    if !refused.is_empty() {
+        return Err(refused);
+    }
+    // Not O_TRUNC at open: only now is it known that no part is lost by truncating. (A
+    // FIFO or device is not truncated: O_TRUNC would not have either.)
+    if out.is_file() {
+        file.set_len(0).map_err(|e| fail(mimeo::Op::Write, &e))?;
+    }
+    Ok(file)
+}
+
+/// Whether `part` is the regular file `out` with bytes left to read: cat's test of an
+/// input that is its output (`-` is standard input, read from its offset).
+fn is_output(part: &Path, out: &std::fs::Metadata) -> bool {
+    use std::io::Seek;
+    use std::os::unix::fs::MetadataExt;
+    let (meta, at) = if part.as_os_str() == "-" {
+        let Ok(fd) = std::io::stdin().as_fd().try_clone_to_owned() else {
+            return false;
+        };
+        let mut file = std::fs::File::from(fd);
+        match (file.metadata(), file.stream_position()) {
+            (Ok(m), Ok(at)) => (m, at),
+            _ => return false,
+        }
+    } else {
+        match std::fs::metadata(part) {
+            Ok(m) => (m, 0),
+            Err(_) => return false, // reported when the part is read
+        }
+    };
+    meta.is_file() && meta.dev() == out.dev() && meta.ino() == out.ino() && at < meta.size()
 }
 
 /// Turns the first SIGINT or SIGTERM into a stop request; a second one ends the process.

@@ -402,7 +402,7 @@ fn errors_and_usage_are_worded_as_cp_words_them() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
-        format!("mimeo-cat: '{}': input file is output file\n", o.display())
+        format!("mimeo-cat: {}: input file is output file\n", o.display())
     );
     assert_eq!(std::fs::read(&o).unwrap(), b"aa");
     // A reader that goes away ends the run quietly, as SIGPIPE ends cat.

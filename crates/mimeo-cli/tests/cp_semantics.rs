@@ -532,6 +532,79 @@ fn backups_are_named_and_made_as_by_cp() {
     }
 }
 
+/// GNU's `tests/cp/backup-is-src.sh` and around it: a backup whose name is the source itself
+/// would replace the source, so cp refuses the copy ("backing up 'b' might destroy source;
+/// 'b~' not copied") and leaves both alone; numbered backups never take that name.
+#[test]
+fn a_backup_that_would_replace_the_source_is_refused_as_by_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "b~", "src\n", 0o644);
+            write(d, "b", "old\n", 0o600);
+            write(d, "b.bak", "bak\n", 0o644);
+            write(d, "n", "n\n", 0o644);
+            write(d, "n~", "n-src\n", 0o644);
+            write(d, "n.~1~", "1\n", 0o644);
+            write(d, "c.sav", "sav\n", 0o644);
+            write(d, "c", "c\n", 0o644);
+            fs::create_dir(d.join("sub")).unwrap();
+            fs::hard_link(d.join("b~"), d.join("sub/b~")).unwrap();
+            write(d, "sub/x~", "other\n", 0o644);
+            write(d, "x", "x\n", 0o644);
+            symlink("sub/x~", d.join("x~")).unwrap();
+        };
+        for (i, a) in [
+            &["-b", "b~", "b"][..],
+            &["--backup=simple", "./b~", "./b"],
+            &["-a", "-b", "b~", "b"],
+            &["-b", "-f", "b~", "b"],
+            &["-b", "--remove-destination", "b~", "b"],
+            &["-b", "-l", "b~", "b"],
+            &["-b", "--attributes-only", "b~", "b"],
+            &["-b", "-S", ".bak", "b.bak", "b"],
+            // The same file under another directory: the name and the file decide.
+            &["-b", "sub/b~", "b"],
+            // The backup name is a symlink to the source: cp follows it.
+            &["-b", "sub/x~", "x"],
+            // --backup=existing is refused though numbered backups exist, as by cp.
+            &["--backup=existing", "n~", "n"],
+            // Allowed: a numbered backup, or a backup name that is another file.
+            &["--backup=numbered", "b~", "b"],
+            &["-b", "-S", ".bak", "b~", "b"],
+            &["-b", "-u", "b~", "b"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("backup-is-src{i}"), &setup, &args(a));
+        }
+        let how = Run {
+            env: &[("SIMPLE_BACKUP_SUFFIX", ".sav")],
+            ..args(&["-b", "c.sav", "c"])
+        };
+        same_as_cp(base, "backup-is-src-env", &setup, &how);
+    }
+    // A dry run says the same.
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "b~", "src\n", 0o644);
+    write(dir.path(), "b", "old\n", 0o644);
+    let run = util::run_in(Some(dir.path()), &["--dry-run", "--json", "-b", "b~", "b"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let errors: Vec<_> = outcomes(&run)
+        .into_iter()
+        .filter(|o| o.0 == "error")
+        .collect();
+    assert_eq!(
+        errors,
+        [("error".to_string(), "b".to_string())],
+        "{}",
+        run.stdout
+    );
+}
+
 #[test]
 fn interactive_asks_on_stderr_and_reads_stdin_as_cp() {
     let Some(fs) = loop_fs(FsKind::Ext4) else {
@@ -601,6 +674,56 @@ fn remove_destination_and_attributes_only_as_cp() {
         .enumerate()
         {
             same_as_cp(base, &format!("rd{i}"), &setup, &args(a));
+        }
+    }
+}
+
+/// GNU's tests/cp/attr-existing.sh: `--attributes-only` never writes, truncates or replaces
+/// a file's data, whatever other names the file has, and a source that is not a regular file
+/// is refused where something exists (unless told to remove it).
+#[test]
+fn attributes_only_never_replaces_data_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "file1", "1", 0o640);
+            write(d, "file2", "2", 0o644);
+            fs::hard_link(d.join("file2"), d.join("link2")).unwrap();
+            symlink("file1", d.join("sym1")).unwrap();
+            symlink("file2", d.join("sym2")).unwrap();
+            run_ok("mkfifo", &[d.join("fifo").to_str().unwrap()]);
+        };
+        for (i, a) in [
+            &["--attributes-only", "file1", "file2"][..],
+            &["-a", "--attributes-only", "file1", "file2"],
+            &["-a", "--attributes-only", "sym1", "file2"],
+            &["-a", "--attributes-only", "sym1", "sym2"],
+            &["-a", "--attributes-only", "fifo", "file2"],
+            &["--attributes-only", "sym1", "file2"],
+            &[
+                "-a",
+                "--remove-destination",
+                "--attributes-only",
+                "sym1",
+                "file2",
+            ],
+        ]
+        .iter()
+        .enumerate()
+        {
+            // cp names a FIFO it cannot make "fifo", mimeo "special file" (as for any node).
+            let how = Run {
+                same_messages: !a.contains(&"fifo"),
+                ..args(a)
+            };
+            let dir = same_as_cp(base, &format!("ao{i}"), &setup, &how);
+            assert_eq!(fs::read(dir.join("file1")).unwrap(), b"1", "{a:?}");
+            if !a.contains(&"--remove-destination") {
+                assert_eq!(fs::read(dir.join("file2")).unwrap(), b"2", "{a:?}");
+                assert_eq!(fs::read(dir.join("link2")).unwrap(), b"2", "{a:?}");
+            }
         }
     }
 }
@@ -889,7 +1012,7 @@ fn files_reached_through_symlinks_are_linked_under_l_and_h_as_cp() {
         }
         // A symlink in a directory to a file in its subdirectory, with one worker, so that
         // the symlink is met first, as cp meets it. (Met the other way round, with the file
-        // first, mimeo does not link them: see the README.)
+        // first, mimeo does not link them: see docs/cp.md.)
         let nested = |d: &Path| {
             write(d, "d/sub/f", "f\n", 0o644);
             symlink("sub/f", d.join("d/lf")).unwrap();

@@ -564,7 +564,7 @@ fn vanished_source_directory_is_reported() {
         }
         let what = format!("mimeo -a -j 1 src dst, moved away during the run: {moved:?}");
         let vanished = r.count("vanished");
-        // 24: the only failures were vanished sources (README).
+        // 24: the only failures were vanished sources (docs/cp.md, exit status).
         let expected = if vanished == r.count("errors") { 24 } else { 1 };
         assert_eq!(r.code, expected, "{what}: {r:#?}");
         let events: Vec<&serde_json::Value> = r

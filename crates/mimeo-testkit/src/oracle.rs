@@ -1,4 +1,5 @@
-//! The oracles the tests share: "no half files that look whole" (DESIGN §5) and tree
+//! The oracles the tests share: "no half files that look whole" (docs/guarantees.md
+//! §5) and tree
 //! equality, so that every test judges a copy by the same rules.
 
 use std::collections::BTreeSet;
@@ -91,9 +92,9 @@ pub struct HalfFiles {
     pub incomplete: usize,
 }
 
-/// DESIGN §5: every regular file below `dst` is a complete copy of its source below `src`,
-/// or (as `allow` says) marked incomplete, a temporary, or untouched stale content. A file
-/// that looks complete but is not is an error naming it.
+/// docs/guarantees.md §5: every regular file below `dst` is a complete copy of its source
+/// below `src`, or (as `allow` says) marked incomplete, a temporary, or untouched stale
+/// content. A file that looks complete but is not is an error naming it.
 pub fn no_half_files(src: &Path, dst: &Path, allow: &Allow<'_>) -> Result<HalfFiles, String> {
     let mut counts = HalfFiles {
         complete: 0,

@@ -1,5 +1,6 @@
 //! Runs that share a filesystem never remove each other's live temporaries or markers
-//! (DESIGN §10). Scratch entries are named `.mimeo-HOST-PID-START-N.tmp|partial`; a re-run
+//! (docs/guarantees.md §10). Scratch entries are named `.mimeo-HOST-PID-START-N.tmp|partial`;
+//! a re-run
 //! removes another run's leftovers only when that run is provably dead (this host, and no
 //! process with that pid and start time), or, for other hosts, when told to.
 

@@ -1,5 +1,6 @@
 //! Set-id bits under `--preserve=mode` without ownership: kept when the copy was created with
-//! the source's owner (as cp keeps them), dropped when it belongs to someone else (DESIGN §4).
+//! the source's owner (as cp keeps them), dropped when it belongs to someone else
+//! (docs/guarantees.md §4).
 
 use mimeo::{CopyPair, NoObserver, Options, Preserve};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};

@@ -32,7 +32,7 @@ def same_outcome(name, *args, **kwargs):
 def foreign_set_id_cleared(src, copy):
     """Applies to `copy` (shutil's copy of `src`) mimeo's documented difference: set-id bits of
     entries whose owner or group is not the copier's are dropped, as the copy belongs to the
-    copier (DESIGN §4). shutil keeps them."""
+    copier (docs/guarantees.md §4). shutil keeps them."""
     src, copy = os.fsencode(src), os.fsencode(copy)
     me = (os.geteuid(), os.getegid())
     for dirpath, dirs, files in os.walk(src):

@@ -292,7 +292,16 @@ impl<'a> Sink<'a> {
         if m.is_dir() {
             return Err(part_err(Op::Read, Errno::ISDIR));
         }
-        if m.is_reg() && m.id() == self.meta.id() {
+        // The output itself, with bytes left to read, is refused as cat refuses it (it would
+        // grow as it is read); an empty one writes nothing and passes, as with cat.
+        let is_out = m.is_reg() && m.id() == self.meta.id();
+        if is_out
+            && (if stdin {
+                sys::offset(fd).unwrap_or(0)
+            } else {
+                0
+            }) < m.size
+        {
             return Err(Failure::Part(Error::refused(
                 Op::Refuse,
                 part,

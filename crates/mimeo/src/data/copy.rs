@@ -2,8 +2,8 @@
 //!
 //! Which errnos mean "this mechanism is not available here" is decided in one table,
 //! [`falls_back`]; every other errno is terminal for the file, so no fallback ever hides
-//! ENOSPC, EIO, EDQUOT or ENOMEM (DESIGN §1). Holes come from SEEK_DATA/SEEK_HOLE, never from
-//! `copy_file_range`.
+//! ENOSPC, EIO, EDQUOT or ENOMEM (docs/guarantees.md §1). Holes come from SEEK_DATA/SEEK_HOLE,
+//! never from `copy_file_range`.
 
 pub(crate) use super::error::{DataError, interrupted};
 use super::fallback::{Mechanism, falls_back};

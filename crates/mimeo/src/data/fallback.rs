@@ -1,7 +1,7 @@
 //! The one table of errnos that send a copy to its next mechanism (clone → offload →
 //! stream). Every other errno is terminal for the file, so no fallback ever hides ENOSPC,
-//! EIO, EDQUOT or ENOMEM (DESIGN §1). The whole-file clone, range clones and every offload
-//! use it, so that they cannot disagree.
+//! EIO, EDQUOT or ENOMEM (docs/guarantees.md §1). The whole-file clone, range clones and every
+//! offload use it, so that they cannot disagree.
 
 use crate::sys::Errno;
 

@@ -38,7 +38,8 @@ impl Process {
 /// The mode a regular file is created with when it needs no mark of its own (a temporary, or
 /// a new file in a directory that carries an in-progress marker): the final permission bits
 /// when the owner it gets at creation is already the right one, only the owner's bits when a
-/// chown is still to come (so that nobody else can open it meanwhile, DESIGN §4). Never
+/// chown is still to come (so that nobody else can open it meanwhile, docs/guarantees.md
+/// §4). Never
 /// set-id bits: those come after the chown, which would clear them. `dst_setgid`: the
 /// directory is set-gid, so the file gets the directory's group, not ours.
 pub(crate) fn creation_mode(

@@ -24,7 +24,7 @@
 //!   than asked as EINVAL, after part of it may already be shared, and an error part-way
 //!   (ENOSPC, EIO) leaves the range half done: after any error the whole piece is written
 //!   again by copying, so no byte is left as the failed clone left it. ENOSPC, EIO, EDQUOT and
-//!   ENOMEM are terminal (DESIGN §1), as they are for every copy.
+//!   ENOMEM are terminal (docs/guarantees.md §1), as they are for every copy.
 
 use super::error::{DataError, interrupted};
 use super::fallback::{Mechanism, falls_back};

@@ -8,7 +8,7 @@
 
 use super::crash;
 use crate::options::Backup;
-use crate::sys::{self, DType, DirReader, Errno};
+use crate::sys::{self, DType, DirReader, Errno, Meta};
 use rustix::fd::{AsFd, BorrowedFd};
 use std::ffi::{CStr, CString};
 
@@ -58,6 +58,38 @@ pub(crate) fn make(
         }
         other => other.map(|()| path),
     }
+}
+
+/// cp's guard against a backup that would take the source's place (`source_is_dst_backup`
+/// in coreutils): the source's last name is the destination's with the simple-backup suffix
+/// added, and that name beside the destination is the source itself (symlinks followed, as
+/// cp looks). Refused for every kind of backup but numbered, as cp refuses it; the stat is
+/// made only when the names match.
+pub(crate) fn is_source(
+    src_name: &[u8],
+    src: &Meta,
+    dir: BorrowedFd<'_>,
+    name: &CStr,
+    backup: &Backup,
+) -> bool {
+    let suffix = match backup {
+        Backup::Simple { suffix } | Backup::Existing { suffix } => suffix.as_bytes(),
+        Backup::Numbered => return false,
+    };
+    let dst = name.to_bytes();
+    let (src_base, dst_base) = (last_component(src_name), last_component(dst));
+    if src_base.strip_prefix(dst_base) != Some(suffix) {
+        return false;
+    }
+    let backup_name = sys::cstring(&[dst, suffix].concat());
+    sys::stat_at(dir, &backup_name, true).is_ok_and(|m| m.id() == src.id())
+}
+
+/// The last name of a path (trailing slashes aside).
+fn last_component(path: &[u8]) -> &[u8] {
+    let end = path.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1);
+    let path = &path[..end];
+    path.rsplit(|&b| b == b'/').next().unwrap_or(path)
 }
 
 /// The highest N of the `base.~N~` entries in the directory `prefix` of `dir`.

@@ -1,6 +1,6 @@
-//! Crash safety (DESIGN §5): whatever stops a run, every destination entry is complete,
-//! absent, or detectably incomplete, and a re-run finishes the job. This module owns every
-//! mechanism behind that:
+//! Crash safety (docs/guarantees.md §5): whatever stops a run, every destination entry is
+//! complete, absent, or detectably incomplete, and a re-run finishes the job. This module
+//! owns every mechanism behind that:
 //!
 //! - **Temporaries.** An existing destination is replaced by writing a temporary in the same
 //!   directory and renaming it over the old entry ([`commit_temp`]), so readers see the old

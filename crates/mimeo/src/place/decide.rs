@@ -52,6 +52,13 @@ pub(crate) enum Conflict {
     LinkExists(LinkInstead),
     /// A regular file this process may not write, without `-f`.
     NotWritable,
+    /// The destination's backup would replace the source (cp's `backup-is-src` rule).
+    BackupIsSource,
+    /// `--attributes-only` with a source that is not a regular file onto an existing entry:
+    /// cp would create a new entry there, which fails (`symlink`: the source is one).
+    Exists {
+        symlink: bool,
+    },
 }
 
 impl Conflict {
@@ -67,6 +74,10 @@ impl Conflict {
             }
             Conflict::CannotStat(errno) => Error::os(Op::Stat, dst, errno),
             Conflict::NotWritable => Error::os(Op::Create, dst, libc::EACCES),
+            Conflict::Exists { symlink } => {
+                let op = if symlink { Op::Symlink } else { Op::MakeNode };
+                Error::os(op, dst, libc::EEXIST)
+            }
             Conflict::LinkExists(kind) => Error::refused(
                 Op::Link,
                 dst,
@@ -77,6 +88,9 @@ impl Conflict {
             ),
             Conflict::JustCreated { symlink } => {
                 Error::refused(Op::Refuse, dst, Refusal::JustCreated { src, symlink })
+            }
+            Conflict::BackupIsSource => {
+                Error::refused(Op::Backup, dst, Refusal::BackupIsSource { src })
             }
         }
     }
@@ -113,6 +127,9 @@ pub(crate) struct Rules<'a> {
     /// Whether this process may write to the existing destination (asked only of a process
     /// other than root's, about a regular file cp would open for writing).
     pub writable: &'a dyn Fn() -> bool,
+    /// `--backup`: whether the destination's backup would replace the source (see
+    /// `backup::is_source`); None where no backup is made.
+    pub backup_is_source: Option<&'a dyn Fn() -> bool>,
 }
 
 /// Decides what to do with `src` at a destination name where `dst` is (None: nothing).
@@ -164,18 +181,7 @@ pub(crate) fn decide(
         return Decision::Refuse(Conflict::DirectoryInTheWay);
     }
     let into_node = src.is_reg() && is_node(d);
-    // cp removes a destination with other links first when it keeps link groups, rather
-    // than write into a file that other names share.
-    let unlinked = opts.preserve.links && d.nlink > 1;
-    let replace = if fresh || unlinked {
-        Decision::Recreate
-    } else if into_node {
-        Decision::WriteInto
-    } else if src.is_reg() && d.is_reg() && (opts.inplace || opts.attributes_only) {
-        Decision::InPlace
-    } else {
-        Decision::Replace
-    };
+    let replace = replacement(opts, src, d, fresh);
     let up_to_date = match opts.overwrite {
         Overwrite::NoClobber => true,
         Overwrite::Replace => false,
@@ -195,6 +201,13 @@ pub(crate) fn decide(
     if opts.interactive && rules.ask.is_some_and(|ask| !ask()) {
         return Decision::Skip;
     }
+    // cp checks this last, just before it would rename the old entry to its backup name.
+    if opts.backup.is_some() && rules.backup_is_source.is_some_and(|is_source| is_source()) {
+        return Decision::Refuse(Conflict::BackupIsSource);
+    }
+    if let Decision::Refuse(_) = replace {
+        return replace;
+    }
     // cp opens the file to write into it, which fails where it may not write; with -f it
     // removes the file and makes a new one. Atomic replacement would need no such right, but
     // a file made read-only stays as cp leaves it.
@@ -213,6 +226,41 @@ pub(crate) fn decide(
         return Decision::Recreate;
     }
     replace
+}
+
+/// How an existing non-directory `d` is replaced, before the flags that skip or refuse it.
+fn replacement(opts: &Options, src: &Meta, d: &Meta, fresh: bool) -> Decision {
+    let into_node = src.is_reg() && is_node(d);
+    // A regular file is never written through a destination symlink, but replaces it.
+    let through_symlink = src.is_reg() && d.is_symlink();
+    if fresh {
+        Decision::Recreate
+    } else if opts.attributes_only && !into_node && !through_symlink {
+        attributes_only(src, d)
+    } else if opts.preserve.links && d.nlink > 1 {
+        // cp removes a destination with other links first when it keeps link groups,
+        // rather than write into a file that other names share.
+        Decision::Recreate
+    } else if into_node {
+        Decision::WriteInto
+    } else if src.is_reg() && d.is_reg() && opts.inplace {
+        Decision::InPlace
+    } else {
+        Decision::Replace
+    }
+}
+
+/// `--attributes-only` onto an existing entry, which keeps its data whatever its links: a
+/// regular file is opened and only its attributes set; a new entry of any other kind cannot be
+/// made where one is, as in cp.
+fn attributes_only(src: &Meta, d: &Meta) -> Decision {
+    if src.is_reg() && d.is_reg() {
+        Decision::InPlace
+    } else {
+        Decision::Refuse(Conflict::Exists {
+            symlink: src.is_symlink(),
+        })
+    }
 }
 
 /// Whether copying `src` onto `dst` would copy a file onto itself, by cp's rule

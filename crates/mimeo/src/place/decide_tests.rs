@@ -42,6 +42,7 @@ fn decide_as(opts: &Options, process: &Process, src: &Meta, dst: Option<&Meta>) 
         just_created: None,
         ask: None,
         writable: &writable,
+        backup_is_source: None,
     };
     decided(&rules, src, dst, Err(Errno::NOENT))
 }
@@ -161,6 +162,7 @@ fn in_a_suspect_directory_update_keeps_only_a_provably_finished_copy() {
         just_created: None,
         ask: None,
         writable: &writable,
+        backup_is_source: None,
     };
     let run = |d: &Meta| decided(&rules, &src, Some(d), Err(Errno::NOENT));
     // Newer is not enough: the times must be the source's.
@@ -186,6 +188,7 @@ fn a_file_this_user_may_not_write_is_refused_unless_forced() {
             just_created: None,
             ask: None,
             writable: &read_only,
+            backup_is_source: None,
         };
         decided(&r, &src, Some(&dst), Err(Errno::NOENT))
     };
@@ -228,6 +231,7 @@ fn a_second_source_onto_what_the_first_made_is_refused_and_asking_can_skip() {
         just_created: Some(dst.id()),
         ask: None,
         writable: &writable,
+        backup_is_source: None,
     };
     let d = decided(&rules, &src, Some(&dst), Err(Errno::NOENT));
     assert_eq!(
@@ -257,6 +261,7 @@ fn a_destination_symlink_that_cannot_be_looked_through_is_refused_a_dangling_one
         just_created: None,
         ask: None,
         writable: &writable,
+        backup_is_source: None,
     };
     let denied = decided(&rules, &src, Some(&link), Err(Errno::ACCESS));
     assert_eq!(denied, Decision::Refuse(Conflict::CannotStat(libc::EACCES)));

@@ -8,7 +8,7 @@
 //! (`--split`), the parts of each range done. Kept with the bytes it describes, it cannot be
 //! separated from them, it goes when the file goes, and it needs no file or name of its own.
 //!
-//! **Crash safety (DESIGN §5).** The record is written before the first byte, and then
+//! **Crash safety (docs/guarantees.md §5).** The record is written before the first byte, and then
 //! again, every `CHECKPOINT_EVERY` bytes of a range and at its end, only after the bytes it
 //! counts were written (returned by `copy_file_range` or `pwrite`): after a SIGKILL, the page
 //! cache holds everything the record claims, and perhaps more. Workers that copy ranges of

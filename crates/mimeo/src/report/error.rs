@@ -211,6 +211,12 @@ pub enum Refusal {
         /// The destination made is a symlink (cp would have written through it).
         symlink: bool,
     },
+    /// `--backup`: the destination's backup name is the source itself, which the backup
+    /// would replace (cp's rule; numbered backups never do). The path is the destination.
+    BackupIsSource {
+        /// The source, not copied.
+        src: PathBuf,
+    },
 }
 
 /// What went wrong, beyond the operation.
@@ -325,7 +331,9 @@ impl Error {
             Refusal::SizeDiffers { copy, source } => format!(
                 "verification failed for {path}: size {copy} differs from the source's {source}"
             ),
-            Refusal::InputIsOutput => format!("{path}: input file is output file"),
+            Refusal::InputIsOutput => {
+                format!("{}: input file is output file", cat_name(&self.path))
+            }
             Refusal::LinkExists { target, symbolic } => format!(
                 "cannot create {} link {path} to {}: File exists",
                 if *symbolic { "symbolic" } else { "hard" },
@@ -346,6 +354,10 @@ impl Error {
                 "will not copy {} through just-created symlink {path}",
                 quoted(src)
             ),
+            Refusal::BackupIsSource { src } => format!(
+                "backing up {path} might destroy source;  {} not copied",
+                quoted(src)
+            ),
             Refusal::ContentDiffers => {
                 format!("verification failed for {path}: content differs from the source (BLAKE3)")
             }
@@ -360,6 +372,20 @@ fn quoted(path: &Path) -> String {
     match std::str::from_utf8(bytes) {
         Ok(s) => format!("'{s}'"),
         Err(_) => format!("'{}'", bytes.escape_ascii()),
+    }
+}
+
+/// A path as `cat` names it in its messages: bare when no character needs quoting, quoted
+/// otherwise.
+fn cat_name(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = path.as_os_str().as_bytes();
+    let plain = |(i, b): (usize, &u8)| {
+        b.is_ascii_alphanumeric() || b"%+,-./@_".contains(b) || (i > 0 && b"#~".contains(b))
+    };
+    match std::str::from_utf8(bytes) {
+        Ok(s) if !s.is_empty() && bytes.iter().enumerate().all(plain) => s.to_string(),
+        _ => quoted(path),
     }
 }
 

@@ -1,6 +1,6 @@
 //! Dedupe: files with the same content are made to share their extents, with
 //! `FIDEDUPERANGE` only, so the kernel compares every byte under its locks and a file that
-//! changed after it was hashed is never clobbered (DESIGN §9).
+//! changed after it was hashed is never clobbered (docs/guarantees.md §9).
 //!
 //! 1. **Walk** (the one walker, in parallel): every regular file of at least `min_size`
 //!    bytes is a candidate, with its extent map (`FIEMAP`), read while its directory is

@@ -1,6 +1,6 @@
 //! Page-cache state of a file range (`cachestat`, Linux 6.5+).
 //!
-//! Shared reads (DESIGN "page cache and clones") want to know whether a file's pages are
+//! Shared reads (docs/shared-reads.md) want to know whether a file's pages are
 //! already in memory before choosing which of two sharing files to read through, and the
 //! streaming copy can check that its `POSIX_FADV_DONTNEED` really let pages go.
 

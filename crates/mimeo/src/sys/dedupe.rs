@@ -1,5 +1,6 @@
 //! Deduplication (`FIDEDUPERANGE`): the kernel compares two ranges byte for byte and, only
-//! if they are equal, makes them share storage. Nothing but sharing changes (DESIGN §9).
+//! if they are equal, makes them share storage. Nothing but sharing changes
+//! (docs/guarantees.md §9).
 
 use rustix::fd::{AsRawFd, BorrowedFd};
 use rustix::io::{Errno, Result};

@@ -1,7 +1,7 @@
 //! The inode generation (`FS_IOC_GETVERSION`): together with device and inode number,
 //! it tells a file apart from a later file that reuses the same inode number.
 //!
-//! Shared reads remember a file's origin (DESIGN "page cache and clones"); when the
+//! Shared reads remember a file's origin (docs/shared-reads.md); when the
 //! origin is deleted and its inode number reused, dev/ino alone would point at the wrong
 //! file.
 

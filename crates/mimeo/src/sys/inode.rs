@@ -1,5 +1,5 @@
 //! Who an open file is, and whether it changed: the facts shared reads check before and
-//! after reading a range through another file (DESIGN "page cache and clones"), and those an
+//! after reading a range through another file (docs/shared-reads.md), and those an
 //! origin record names a file by.
 
 use rustix::fd::{AsRawFd, BorrowedFd, OwnedFd};

@@ -65,8 +65,8 @@ const FICLONERANGE: Opcode = opcode::write::<FileCloneRange>(0x94, 13);
 /// | `src` a directory | `EISDIR` |
 ///
 /// Not provoked in tests: `EPERM` (destination immutable or append-only), `EFBIG`
-/// (beyond the size limit), `ENOSPC`/`EDQUOT`/`EIO`/`ENOMEM` (terminal for a copy, DESIGN
-/// §1), and btrfs's `EAGAIN` while the destination subvolume is being sent.
+/// (beyond the size limit), `ENOSPC`/`EDQUOT`/`EIO`/`ENOMEM` (terminal for a copy,
+/// docs/guarantees.md §1), and btrfs's `EAGAIN` while the destination subvolume is being sent.
 ///
 /// # Errors: what to check
 ///

@@ -102,6 +102,7 @@ impl<'a> Ctx<'a> {
             just_created,
             ask: None,
             writable,
+            backup_is_source: None,
         }
     }
 

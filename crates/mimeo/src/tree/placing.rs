@@ -28,8 +28,15 @@ pub(super) fn decide_existing(
             .confirm_overwrite(&here.src_path(name), &here.dst_path(dst_name))
     };
     let writable = || sys::may_write(here.dst_dir, dst_name);
+    let backup_is_source = || {
+        let Some(backup) = &ctx.opts.backup else {
+            return false;
+        };
+        backup::is_source(name.to_bytes(), src, here.dst_dir, dst_name, backup)
+    };
     let mut rules = ctx.rules(here, &writable);
     rules.ask = Some(&ask);
+    rules.backup_is_source = Some(&backup_is_source);
     let decision = decide(
         &rules,
         src,

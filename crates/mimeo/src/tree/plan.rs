@@ -11,8 +11,8 @@ use super::roots::{CopyPair, open_error, parent_dirs, stat_error};
 use super::work::join_rel;
 use crate::data::meta::Process;
 use crate::options::{Dereference, LinkInstead, Options, Overwrite};
-use crate::place::crash;
 use crate::place::decide::{Decision, Rules, decide};
+use crate::place::{backup, crash};
 use crate::report::{
     Action, Control, EntryKind, Error, NoObserver, Observer, Op, Refusal, Reporter, Summary,
     Warning,
@@ -137,6 +137,7 @@ pub fn dry_run(pairs: &[CopyPair], opts: &Options, observer: &dyn Observer) -> S
                     just_created: Some(made.id()),
                     ask: None,
                     writable: &|| true,
+                    backup_is_source: None,
                 };
                 let decision = decide(
                     &rules,
@@ -162,6 +163,12 @@ pub fn dry_run(pairs: &[CopyPair], opts: &Options, observer: &dyn Observer) -> S
                 just_created: None,
                 ask: None,
                 writable: &|| at.is_none_or(|a| sys::may_write(a.dir, a.name)),
+                backup_is_source: Some(&|| {
+                    let (Some(a), Some(backup)) = (at, &opts.backup) else {
+                        return false;
+                    };
+                    backup::is_source(a.src_name.to_bytes(), meta, a.dir, a.name, backup)
+                }),
             };
             if let (Some(LinkInstead::Symbolic), Some(a)) = (opts.link, at) {
                 let target = src.as_os_str().as_encoded_bytes();
