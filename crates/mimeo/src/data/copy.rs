@@ -8,7 +8,7 @@
 pub(crate) use super::error::{DataError, interrupted};
 use super::fallback::{Mechanism, falls_back};
 use super::range::Ranger;
-use super::shared::{ReadVia, Through};
+use super::shared_reads::{ReadVia, Through};
 use crate::options::{Reflink, Sparse};
 use crate::report::{Control, FileOutcome, Method, Op};
 use crate::sys::{self, Errno, IoBuf, Meta};

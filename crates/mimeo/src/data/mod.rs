@@ -13,5 +13,5 @@ pub(crate) mod node;
 pub(crate) mod origin;
 pub(crate) mod physmap;
 pub(crate) mod range;
-pub(crate) mod shared;
+pub(crate) mod shared_reads;
 pub(crate) mod verify;

@@ -17,8 +17,8 @@ use super::placing::{
     LinkStep, commit, data_error, decide_at, decide_existing, first_done, link_or_claim,
 };
 use super::roots::open_error;
-use super::shared::SharedCopy;
-use super::{partial, readvia, shared, split};
+use super::sharing::SharedCopy;
+use super::{shared_reads, sharing, split};
 use crate::data::copy::{Checkpoint, DataError, DataJob, Layout, copy_file};
 use crate::data::meta::{self, Apply, Dst, creation_mode};
 use crate::data::{node, origin, verify};
@@ -26,7 +26,7 @@ use crate::options::Overwrite;
 use crate::place::crash;
 use crate::place::decide::Decision;
 use crate::place::links::FirstCopy;
-use crate::place::resume::{self, Progress};
+use crate::place::resume::{self, ResumeProgress};
 use crate::report::{EntryKind, Error, FileOutcome, Method, Op, Refusal};
 use crate::sys::{self, Errno, IoBuf, Meta, XattrTarget};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -124,7 +124,7 @@ struct Placement<'g> {
     /// `--preserve=sharing`: the extents this copy keeps shared (set by the write phase).
     shared: Option<SharedCopy>,
     /// The resume record a large file written at its final name keeps (write phase).
-    progress: Option<Arc<Progress>>,
+    progress: Option<Arc<ResumeProgress>>,
 }
 
 impl Placement<'_> {
@@ -309,7 +309,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
     /// The decision keeps the existing copy.
     fn skip(&self, first: Option<FirstCopy<'a>>) {
         let (ctx, here) = (self.ctx, self.here);
-        shared::hold_existing(ctx, here, self.src.as_fd(), &self.meta, self.dst_name);
+        sharing::hold_existing(ctx, here, self.src.as_fd(), &self.meta, self.dst_name);
         if ctx.opts.overwrite == Overwrite::Update {
             // An up-to-date member of a hard-link group is the group's copy, as in cp: the
             // members still to come are linked to it.
@@ -322,7 +322,8 @@ impl<'a, 'c> RegularFile<'a, 'c> {
     /// source is gone on from; else a temporary takes its place; else it is written into.
     fn overwrite(&self, d: &Meta) -> Result<(OwnedFd, Target, Placed), Error> {
         let (ctx, here) = (self.ctx, self.here);
-        if let Some(r) = partial::try_resume(ctx, here, self.src.as_fd(), &self.meta, self.dst_name)
+        if let Some(r) =
+            super::resume::try_resume(ctx, here, self.src.as_fd(), &self.meta, self.dst_name)
         {
             let placed = Placed {
                 perm: r.prior.was.perm(),
@@ -530,13 +531,13 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         if data && matches!(p.target, Target::New | Target::Temp { .. }) {
             let (src, dst) = (self.src.as_fd(), p.dst.as_fd());
             let written = self.written_name(p);
-            p.shared = shared::prepare(ctx, self.here, src, &self.meta, dst, written);
+            p.shared = sharing::prepare(ctx, self.here, src, &self.meta, dst, written);
         }
         // A large file written at its final name keeps a record of what is complete as it
         // goes.
         let resumable = matches!(p.target, Target::New | Target::Resumed(_)) && p.shared.is_none();
         p.progress = data
-            .then(|| partial::progress(&self.meta, !resumable, p.done()))
+            .then(|| super::resume::progress(&self.meta, !resumable, p.done()))
             .flatten();
         let outcome = if ctx.opts.attributes_only {
             FileOutcome::new(Method::Stream, 0, 0)
@@ -567,7 +568,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             Ok(o) => Ok(o),
             Err(DataFailure::Data(e))
                 if e.op == Op::Interrupted
-                    && partial::keep_stopped(
+                    && super::resume::keep_stopped(
                         self.ctx,
                         self.here,
                         p.progress.as_deref(),
@@ -587,7 +588,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
     fn copy_data(&self, buf: &mut IoBuf, p: &Placement<'_>) -> Result<FileOutcome, DataFailure> {
         let (ctx, here, meta) = (self.ctx, self.here, &self.meta);
         let src = self.src.as_fd();
-        let canonicals = readvia::canonicals(ctx, here, self.name, src, meta);
+        let canonicals = shared_reads::canonicals(ctx, here, self.name, src, meta);
         let via = canonicals.via();
         let plan = ctx.plan(meta, &here.dst, here.sized_dev, &via);
         let dst: BorrowedFd<'_> = p.dst.as_fd();
@@ -601,7 +602,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             control: ctx.report.control,
             checkpoint: recorder.as_mut().map(|r| r as &mut dyn Checkpoint),
         };
-        let mut keep = p.shared.as_ref().map(|copy| shared::KeepShared {
+        let mut keep = p.shared.as_ref().map(|copy| sharing::KeepShared {
             ctx,
             copy,
             dev: meta.dev,

@@ -20,13 +20,13 @@
 //! it (`run_lent`) and the outcome goes back to the splitter's process (`lent_done`).
 
 use super::context::{Buffers, Ctx, Here, Loc, Spawner};
-use super::splits::{Split, Tally, lock};
+use super::split_state::{Split, Tally, lock};
 use super::work::{FileRange, RangeDone, Stat, WorkItem, WorkKind};
 use crate::data::copy::{
     Checkpoint, DataError, DataJob, FileCopy, Layout, Written, copy_span, gaps,
 };
 use crate::options::Dereference;
-use crate::place::resume::Progress;
+use crate::place::resume::ResumeProgress;
 use crate::report::Op;
 use crate::sys::{self, Errno, Meta};
 use rustix::fd::{AsFd, OwnedFd};
@@ -75,7 +75,7 @@ pub(crate) struct Splitter<'a, 'c> {
     path: Vec<u8>,
     at_root: bool,
     names: Names<'a>,
-    progress: Option<Arc<Progress>>,
+    progress: Option<Arc<ResumeProgress>>,
     stat: Stat,
     /// The ranges, every `each` bytes of what is left to copy.
     all: Vec<(u64, u64)>,
@@ -89,7 +89,7 @@ pub(crate) fn layout<'a, 'c>(
     ctx: &'a Ctx<'c>,
     here: &Here<'a>,
     names: Names<'a>,
-    progress: Option<Arc<Progress>>,
+    progress: Option<Arc<ResumeProgress>>,
     done: &[(u64, u64)],
     meta: &Meta,
 ) -> Option<Splitter<'a, 'c>> {
@@ -315,7 +315,7 @@ fn copy_range(
     rel: &[u8],
     r: &FileRange,
     src_id: (u64, u64),
-    progress: Option<&Progress>,
+    progress: Option<&ResumeProgress>,
 ) -> Result<Written, DataError> {
     let root = ctx.root(root_index);
     let open = |e: Errno| DataError::new(Op::Open, e);

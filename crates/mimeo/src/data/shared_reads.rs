@@ -480,7 +480,7 @@ impl Drop for Canon {
 
 /// A registry entry: a canonical file and its offset at the start of the interval.
 #[derive(Debug, Clone)]
-struct Holder {
+struct Registered {
     id: u64,
     canon: Weak<Canon>,
     offset: u64,
@@ -488,8 +488,8 @@ struct Holder {
 
 /// The process-wide registry: device addresses of shared extents → the file opened through
 /// this module that holds them.
-fn registry() -> &'static Mutex<PhysMap<Holder>> {
-    static REGISTRY: OnceLock<Mutex<PhysMap<Holder>>> = OnceLock::new();
+fn registry() -> &'static Mutex<PhysMap<Registered>> {
+    static REGISTRY: OnceLock<Mutex<PhysMap<Registered>>> = OnceLock::new();
     REGISTRY.get_or_init(Default::default)
 }
 
@@ -800,7 +800,7 @@ fn join_registry(
     let me = Canon::new(fd.into(), own.dev);
     let mut held = Vec::new();
     for e in &shared_ext {
-        for (at, _) in reg.fill(own.dev, e.physical, e.length, |at| Holder {
+        for (at, _) in reg.fill(own.dev, e.physical, e.length, |at| Registered {
             id: me.id,
             canon: Arc::downgrade(&me),
             offset: e.logical + at,
@@ -1283,7 +1283,7 @@ mod tests {
     fn registered(phys: u64) -> Arc<Canon> {
         let f = tempfile::tempfile().expect("tempfile");
         let canon = Canon::new(f.into(), NO_DEV);
-        lock(registry()).fill(NO_DEV, phys, 4096, |_| Holder {
+        lock(registry()).fill(NO_DEV, phys, 4096, |_| Registered {
             id: canon.id,
             canon: Arc::downgrade(&canon),
             offset: 0,

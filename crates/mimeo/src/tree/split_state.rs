@@ -3,7 +3,7 @@
 //! it imports no other part of `tree`.
 
 use crate::data::copy::{DataError, Written};
-use crate::place::resume::Progress;
+use crate::place::resume::ResumeProgress;
 use crate::report::Op;
 use rustix::fd::OwnedFd;
 use std::collections::HashMap;
@@ -46,7 +46,7 @@ pub(crate) struct Split {
     /// The source's (dev, ino): a helper checks that it opened the same file.
     pub src: (u64, u64),
     /// The file's resume record, which every worker keeps up to date with its ranges.
-    pub progress: Option<Arc<Progress>>,
+    pub progress: Option<Arc<ResumeProgress>>,
     /// The copy, for recording the ranges other processes copied in `progress`: only when
     /// both are there.
     pub dst: Option<OwnedFd>,
