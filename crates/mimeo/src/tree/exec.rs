@@ -8,7 +8,7 @@ use super::split;
 use super::work::{DirDone, DirInfo, Lineage, RangeDone, Stat, WorkItem, WorkKind};
 use crate::options::Options;
 use crate::place::links::LinkGroups;
-use crate::report::{Control, Observer, Reporter, Summary};
+use crate::report::{Control, Error, Observer, Reporter, Summary};
 use crate::sys;
 use rustix::fd::AsFd;
 use std::time::Instant;
@@ -123,25 +123,13 @@ impl<'a> Executor<'a> {
         // when there are several sources, which may share a destination.
         let mut dests: Vec<Option<Dest>> = Vec::new();
         for pair in pairs {
-            let parents = if opts.parents {
-                match super::roots::make_parents(&pair.src, &pair.dst) {
-                    Ok(p) => p,
-                    Err(e) => {
-                        ctx.report.fail(e);
-                        continue;
-                    }
-                }
-            } else {
-                Vec::new()
-            };
-            let mut root = match super::context::Root::resolve(opts, pair) {
+            let mut root = match resolve_root(opts, pair) {
                 Ok(root) => root,
                 Err(e) => {
                     ctx.report.fail(e);
                     continue;
                 }
             };
-            root.parents = parents;
             let index = ctx.roots.len() as u32;
             let dest = (pairs.len() > 1)
                 .then(|| sys::fstat(root.dst_parent.as_fd()).ok())
@@ -415,4 +403,17 @@ fn open_root_dirs(ctx: &Ctx<'_>, index: u32, root: &mut super::context::Root) ->
         default_acl: created && root.dst.default_acl,
         lineage,
     })
+}
+
+/// Resolves one command-line pair to its root, making the source's parents at the
+/// destination first with `--parents`.
+fn resolve_root(opts: &Options, pair: &CopyPair) -> Result<super::context::Root, Error> {
+    let parents = if opts.parents {
+        super::roots::make_parents(&pair.src, &pair.dst)?
+    } else {
+        Vec::new()
+    };
+    let mut root = super::context::Root::resolve(opts, pair)?;
+    root.parents = parents;
+    Ok(root)
 }
