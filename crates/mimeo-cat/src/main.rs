@@ -164,10 +164,16 @@ fn open_output(path: &Path, parts: &[PathBuf]) -> Result<std::fs::File, Vec<mime
     let file = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
+        .truncate(false)
         .mode(0o666)
         .open(path)
         .map_err(|e| fail(mimeo::Op::Create, &e))?;
     let out = file.metadata().map_err(|e| fail(mimeo::Op::Stat, &e))?;
+    // Only a regular output with bytes in it has something to lose (a new one has none), so
+    // only then are the parts looked at first.
+    if !out.is_file() || out.len() == 0 {
+        return Ok(file);
+    }
     let refused: Vec<_> = parts
         .iter()
         .filter(|part| is_output(part, &out))
@@ -178,9 +184,7 @@ fn open_output(path: &Path, parts: &[PathBuf]) -> Result<std::fs::File, Vec<mime
     }
     // Not O_TRUNC at open: only now is it known that no part is lost by truncating. (A
     // FIFO or device is not truncated: O_TRUNC would not have either.)
-    if out.is_file() {
-        file.set_len(0).map_err(|e| fail(mimeo::Op::Write, &e))?;
-    }
+    file.set_len(0).map_err(|e| fail(mimeo::Op::Write, &e))?;
     Ok(file)
 }
 

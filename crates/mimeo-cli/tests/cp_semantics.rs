@@ -414,6 +414,59 @@ fn sources_with_one_destination_name_keep_the_first_as_cp() {
     }
 }
 
+/// A source directory named twice into one place is copied once, with cp's warning ("source
+/// directory 't' specified more than once", named as given the second time), so that `-b`
+/// does not back up the first copy's files.
+#[test]
+fn a_source_directory_named_twice_is_copied_once_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "t/f", "f\n", 0o644);
+            write(d, "t/sub/g", "g\n", 0o600);
+            write(d, "u/t/h", "other\n", 0o644);
+            fs::create_dir(d.join("D")).unwrap();
+            write(d, "E/t/f", "before\n", 0o644);
+            fs::create_dir(d.join("s")).unwrap();
+            symlink("../t", d.join("s/t")).unwrap();
+        };
+        for (i, a) in [
+            &["-r", "t", "t", "D"][..],
+            &["-rb", "t", "t", "D"],
+            &["-rb", "t", "t", "E"],
+            &["-a", "--backup=numbered", "t", "t", "E"],
+            &["-r", "t", "./t", "D"],
+            &["-r", "t/", "t", "D"],
+            &["-r", "t", "t", "t", "D"],
+            &["-rb", "t", "u/t", "t", "E"],
+            &["-rH", "t", "s/t", "D"],
+            &["-r", "t", "s/t", "D"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("dir-twice{i}"), &setup, &args(a));
+        }
+    }
+    // A dry run says the same, and plans the directory's entries once.
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "t/f", "f\n", 0o644);
+    fs::create_dir(dir.path().join("D")).unwrap();
+    let run = util::run_in(
+        Some(dir.path()),
+        &["--dry-run", "--json", "-r", "t", "t", "D"],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        "mimeo: warning: source directory 't' specified more than once\n"
+    );
+    let planned = |dst: &str| run.json.iter().filter(|v| v["dst"] == dst).count();
+    assert_eq!((planned("D/t"), planned("D/t/f")), (1, 1), "{}", run.stdout);
+}
+
 #[test]
 fn update_keeps_hard_link_groups_with_an_up_to_date_member_as_cp() {
     for kind in FsKind::ALL {
@@ -605,6 +658,53 @@ fn a_backup_that_would_replace_the_source_is_refused_as_by_cp() {
     );
 }
 
+/// Backups of names near the 255-byte limit are named as cp 9.1 names them (gnulib's
+/// `backupfile`): a new backup name longer than the limit less one is cut to the original
+/// name's first bytes and `~`; an explicit simple backup is not cut and fails as cp's does; a
+/// numbered one whose cut name exists fails with "File exists".
+#[test]
+fn backups_of_long_names_are_named_as_by_cp() {
+    let name = |c: char, len: usize| c.to_string().repeat(len);
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "s", "new\n", 0o644);
+            for (c, len) in [('a', 250), ('b', 253), ('c', 254), ('d', 255), ('e', 255)] {
+                write(d, &name(c, len), "old\n", 0o644);
+            }
+            // The cut name of e* is there already; f* has a numbered backup, the next longer.
+            write(d, &format!("{}~", name('e', 253)), "older\n", 0o644);
+            write(d, &name('f', 250), "old\n", 0o644);
+            write(d, &format!("{}.~9~", name('f', 250)), "9\n", 0o644);
+        };
+        let mut i = 0;
+        for (c, len) in [
+            ('a', 250),
+            ('b', 253),
+            ('c', 254),
+            ('d', 255),
+            ('e', 255),
+            ('f', 250),
+        ] {
+            let dst = name(c, len);
+            for opts in [
+                &["-b"][..],
+                &["--backup=simple"],
+                &["--backup=numbered"],
+                &["--backup=existing"],
+                &["-b", "-S", ".bakbak"],
+            ] {
+                let mut a: Vec<&str> = opts.to_vec();
+                a.extend(["s", dst.as_str()]);
+                same_as_cp(base, &format!("long-backup{i}"), &setup, &args(&a));
+                i += 1;
+            }
+        }
+    }
+}
+
 #[test]
 fn interactive_asks_on_stderr_and_reads_stdin_as_cp() {
     let Some(fs) = loop_fs(FsKind::Ext4) else {
@@ -723,6 +823,94 @@ fn attributes_only_never_replaces_data_as_cp() {
             if !a.contains(&"--remove-destination") {
                 assert_eq!(fs::read(dir.join("file2")).unwrap(), b"2", "{a:?}");
                 assert_eq!(fs::read(dir.join("link2")).unwrap(), b"2", "{a:?}");
+            }
+        }
+    }
+}
+
+/// ACLs are part of the mode, as in cp: `--preserve=xattr` copies the other xattrs but not the
+/// ACLs, and `-a --no-preserve=mode` drops them, so nobody gains access the copy was not
+/// meant to give.
+#[test]
+fn preserving_xattrs_leaves_acls_to_the_mode_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "sec", "secret\n", 0o600);
+            write(d, "dir/f", "f\n", 0o644);
+            for p in [d.join("sec"), d.join("dir")] {
+                let p = p.to_str().unwrap();
+                run_ok("setfacl", &["-m", "u:nobody:r", p]);
+                run_ok("setfattr", &["-n", "user.note", "-v", "kept", p]);
+            }
+            run_ok(
+                "setfacl",
+                &["-d", "-m", "u:nobody:rx", d.join("dir").to_str().unwrap()],
+            );
+        };
+        for (i, a) in [
+            &["--preserve=xattr", "sec", "m"][..],
+            &["-a", "--no-preserve=mode", "sec", "m"],
+            &["-r", "--preserve=xattr", "dir", "m"],
+            &["-a", "--no-preserve=mode", "dir", "m"],
+            &["-a", "sec", "m"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            let dir = same_as_cp(base, &format!("x{i}"), &setup, &args(a));
+            let m = dir.join("m");
+            let kept = a.contains(&"-a") && !a.contains(&"--no-preserve=mode");
+            assert_eq!(
+                xattr(&m, "system.posix_acl_access").is_some(),
+                kept,
+                "{a:?}"
+            );
+            assert_eq!(
+                xattr(&m, "user.note").as_deref(),
+                Some(&b"kept"[..]),
+                "{a:?}"
+            );
+            if m.is_dir() {
+                let default = xattr(&m, "system.posix_acl_default");
+                assert_eq!(default.is_some(), kept, "{a:?}");
+            }
+        }
+    }
+}
+
+/// A source directory its user cannot read (mode 311) or enter (000) is still made with its
+/// mode, and with -a its times, as cp makes it; the error is cp's.
+#[test]
+fn an_unreadable_source_directory_gets_its_mode_and_times_as_from_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            for (name, mode) in [("s/u", 0o311), ("s/n", 0o000)] {
+                write(d, &format!("{name}/f"), "f\n", 0o644);
+                let p = d.join(name);
+                run_ok("touch", &["-d", "2001-02-03 04:05:06", p.to_str().unwrap()]);
+                fs::set_permissions(&p, fs::Permissions::from_mode(mode)).unwrap();
+            }
+            chown_all(d);
+        };
+        for (i, a) in [&["-a", "s", "t"][..], &["-r", "s", "t"]]
+            .iter()
+            .enumerate()
+        {
+            let how = Run {
+                foreign_user: true,
+                ..args(a)
+            };
+            let dir = same_as_cp(base, &format!("u{i}"), &setup, &how);
+            let cp_dir = base.join(format!("u{i}-cp"));
+            for name in ["t/u", "t/n"] {
+                let mtime = |d: &Path| fs::metadata(d.join(name)).unwrap().mtime();
+                assert_eq!(mtime(&dir), mtime(&cp_dir), "{kind} {a:?} {name}");
             }
         }
     }
@@ -972,6 +1160,46 @@ fn parents_makes_the_source_path_below_the_directory_as_cp() {
     .enumerate()
     {
         same_as_cp(base, &format!("parents{i}"), &setup, &args(a));
+    }
+}
+
+/// `--parents` where a directory on the way is not one, in the source (a file named as a
+/// directory) or at the destination, or where the destination's parent is there already:
+/// the messages and what is left behind are cp's (nothing made for a file).
+#[test]
+fn parents_on_a_path_through_a_file_fails_as_cp_and_makes_nothing() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "f", "f\n", 0o644);
+            write(d, "a/b/c", "c\n", 0o644);
+            fs::set_permissions(d.join("a/b"), fs::Permissions::from_mode(0o751)).unwrap();
+            fs::create_dir(d.join("u")).unwrap();
+            fs::create_dir_all(d.join("v/f")).unwrap();
+            write(d, "w/a", "not a directory\n", 0o644);
+            fs::create_dir_all(d.join("x/a/b")).unwrap();
+            for sub in ["x/a", "x/a/b"] {
+                fs::set_permissions(d.join(sub), fs::Permissions::from_mode(0o700)).unwrap();
+            }
+        };
+        for (i, a) in [
+            &["--parents", "f/g", "u"][..],
+            &["--parents", "a/b/c/x", "u"],
+            &["--parents", "a/nope/c", "u"],
+            &["--parents", "f/g", "v"],
+            &["-p", "--parents", "f/g", "v"],
+            &["--parents", "f/g/h", "v"],
+            &["--parents", "a/b/c", "w"],
+            &["-p", "--parents", "a/b/c", "x"],
+            &["-a", "--parents", "f/g", "a/b/c", "u"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("parents-file{i}"), &setup, &args(a));
+        }
     }
 }
 

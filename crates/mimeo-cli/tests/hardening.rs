@@ -1968,3 +1968,109 @@ fn bad_arguments_are_reported_cp_style_and_create_nothing() {
         assert_untouched(&what, &before, base);
     }
 }
+
+/// The names of scratch entries (`.mimeo-…`) in `dir`.
+fn scratch_entries(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".mimeo-"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// `mimeo ARGS` as the only process of a new PID namespace (as in a container), in `cwd`;
+/// killed (with the `unshare` that starts it) unless waited for.
+struct InPidNamespace(Option<std::process::Child>);
+
+impl InPidNamespace {
+    fn spawn(cwd: &Path, args: &[&str]) -> InPidNamespace {
+        let child = Command::new("unshare")
+            .args(["--pid", "--fork", "--mount-proc", "--kill-child"])
+            .arg(env!("CARGO_BIN_EXE_mimeo"))
+            .args(args)
+            .current_dir(cwd)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        InPidNamespace(Some(child))
+    }
+
+    fn finish(mut self) -> std::process::Output {
+        self.0.take().unwrap().wait_with_output().unwrap()
+    }
+}
+
+impl Drop for InPidNamespace {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A run never removes the temporary or marker of a live run in another PID namespace, where
+/// a pid names another process; once that run is gone, its leftovers go. Each first run
+/// waits on a FIFO source while a second run merges into the same directory.
+#[test]
+fn a_run_in_another_pid_namespace_keeps_its_temporaries_and_markers() {
+    for kind in FsKind::ALL {
+        let Some(fs) = scratch(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        for d in ["D", "small", "T"] {
+            fs::create_dir(base.join(d)).unwrap();
+        }
+        fs::write(base.join("D/big"), "old\n").unwrap();
+        fs::write(base.join("small/s"), "s\n").unwrap();
+        mimeo_testkit::run_ok("mkfifo", &[base.join("pf").to_str().unwrap()]);
+        mimeo_testkit::run_ok("mkfifo", &[base.join("T/q").to_str().unwrap()]);
+        // A temporary (replacing D/big) and a marker (in the new D/T), both of live runs.
+        let temp_run = InPidNamespace::spawn(base, &["pf", "D/big"]);
+        let marker_run = InPidNamespace::spawn(base, &["-r", "--copy-contents", "T", "D"]);
+        let (d, dt) = (base.join("D"), base.join("D/T"));
+        wait_for(30, "the temporary", || scratch_entries(&d).len() == 1);
+        wait_for(30, "the marker", || {
+            dt.exists() && scratch_entries(&dt).len() == 1
+        });
+        let (temp, marker) = (scratch_entries(&d), scratch_entries(&dt));
+        util::run_in(Some(base), &["-r", "small/.", "D"]).expect_code(0);
+        util::run_in(Some(base), &["-r", "small/.", "D/T"]).expect_code(0);
+        assert_eq!(
+            scratch_entries(&d),
+            temp,
+            "{kind}: a live run's temporary stays"
+        );
+        assert_eq!(
+            scratch_entries(&dt),
+            marker,
+            "{kind}: a live run's marker stays"
+        );
+        fs::write(base.join("pf"), "new\n").unwrap();
+        fs::write(base.join("T/q"), "q\n").unwrap();
+        for (what, child) in [("temporary", temp_run), ("marker", marker_run)] {
+            let out = child.finish();
+            assert!(
+                out.status.success(),
+                "{kind}: the run with the {what}: {out:?}"
+            );
+        }
+        assert_eq!(fs::read(d.join("big")).unwrap(), b"new\n", "{kind}");
+        assert_eq!(fs::read(dt.join("q")).unwrap(), b"q\n", "{kind}");
+        assert_eq!(scratch_entries(&d), Vec::<String>::new(), "{kind}");
+        assert_eq!(scratch_entries(&dt), Vec::<String>::new(), "{kind}");
+        // A run killed there leaves its temporary, which the next run here removes.
+        let killed = InPidNamespace::spawn(base, &["pf", "D/big"]);
+        wait_for(30, "the temporary", || scratch_entries(&d).len() == 1);
+        drop(killed);
+        // (Its process ends just after the unshare that is waited for.)
+        wait_for(10, "the dead run's temporary to go", || {
+            util::run_in(Some(base), &["-r", "small/.", "D"]).expect_code(0);
+            scratch_entries(&d).is_empty()
+        });
+        assert_eq!(fs::read(d.join("big")).unwrap(), b"new\n", "{kind}");
+    }
+}

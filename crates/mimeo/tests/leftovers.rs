@@ -1,8 +1,9 @@
 //! Runs that share a filesystem never remove each other's live temporaries or markers
-//! (docs/guarantees.md §10). Scratch entries are named `.mimeo-HOST-PID-START-N.tmp|partial`;
-//! a re-run
-//! removes another run's leftovers only when that run is provably dead (this host, and no
-//! process with that pid and start time), or, for other hosts, when told to.
+//! (docs/guarantees.md §10). Scratch entries are named `.mimeo-HOST-BOOT-PIDNS-PID-START-N.tmp|partial`;
+//! the names here are of the previous version, `.mimeo-HOST-PID-START-N`, which count as this
+//! boot's and PID namespace's. A re-run removes another run's leftovers only when that run is
+//! provably dead (this host, and no process with that pid and start time), or, for other
+//! hosts, when told to. Other namespaces: `crates/mimeo-cli/tests/hardening.rs`.
 
 use std::fs;
 use std::path::Path;

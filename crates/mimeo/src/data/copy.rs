@@ -770,8 +770,12 @@ fn stream_to_end(
         let n = match sys::read(src, &mut buf[..bs]) {
             Ok(n) => n,
             Err(Errno::INTR) => continue,
+            // Sources are opened O_NONBLOCK, so that a FIFO swapped in cannot hang the open;
+            // a file with nothing to read yet (/proc/kmsg) then says EAGAIN. Waited for as a
+            // blocking read waits, in short polls so that a stop request is still seen.
             Err(Errno::AGAIN) => {
-                return Err(DataError::new(Op::Read, Errno::AGAIN));
+                sys::wait_readable(src, super::node::POLL.as_millis() as i32);
+                continue;
             }
             Err(e) => {
                 return Err(DataError::new(Op::Read, e));

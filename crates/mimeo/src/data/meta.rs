@@ -115,21 +115,26 @@ pub(crate) enum Dst<'a> {
 /// Extended attributes read from a source entry.
 pub(crate) type Xattrs = Vec<(CString, Vec<u8>)>;
 
-/// The xattrs of a source entry that the options ask to keep: all of them with
-/// `--preserve=xattr`, only the POSIX ACLs with `--preserve=mode` (ACLs are part of the mode,
-/// as in cp). One list call when there are none.
+/// The xattrs of a source entry that the options ask to keep: the POSIX ACLs with
+/// `--preserve=mode` only (ACLs are part of the mode, as in cp), every other one with
+/// `--preserve=xattr`. One list call when there are none.
 pub(crate) fn source_xattrs(
     opts: &Options,
     src: XattrTarget<'_>,
     path: &dyn Fn() -> PathBuf,
 ) -> Result<Xattrs, Error> {
-    if opts.preserve.xattr {
-        read_xattrs(src, path, |_| true)
-    } else if opts.preserve.mode {
-        read_xattrs(src, path, |n| n.starts_with(b"system.posix_acl_"))
-    } else {
-        Ok(Vec::new())
+    let p = opts.preserve;
+    if !(p.xattr || p.mode) {
+        return Ok(Vec::new());
     }
+    // XFS shows root the ACLs under its own names too; those are never copied (as cp).
+    read_xattrs(src, path, |n| {
+        if is_acl(n) {
+            p.mode && n.starts_with(b"system.posix_acl_")
+        } else {
+            p.xattr
+        }
+    })
 }
 
 fn read_xattrs(

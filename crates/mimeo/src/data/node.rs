@@ -11,9 +11,9 @@ use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::CStr;
 use std::time::Duration;
 
-/// How long one wait for a FIFO's reader, or for room in it, lasts before the stop switch is
-/// looked at again.
-const POLL: Duration = Duration::from_millis(50);
+/// How long one wait for a FIFO's reader, for room in it, or for a source's data, lasts before
+/// the stop switch is looked at again.
+pub(super) const POLL: Duration = Duration::from_millis(50);
 
 /// Opens the existing node `dir/name` for writing. A FIFO that nobody reads yet is waited for.
 pub(crate) fn open_node(

@@ -21,43 +21,85 @@ pub(crate) fn make(
     prefix: &[u8],
     backup: &Backup,
 ) -> sys::Result<CString> {
-    let base = &name.to_bytes()[prefix.len()..];
-    let numbered = match backup {
-        Backup::Numbered => true,
-        Backup::Simple { .. } => false,
-        Backup::Existing { .. } => highest_number(dir, prefix, base)?.is_some(),
-    };
-    if numbered {
-        loop {
-            let n = highest_number(dir, prefix, base)?.unwrap_or(0) + 1;
-            let mut path = name.to_bytes().to_vec();
-            path.extend_from_slice(format!(".~{n}~").as_bytes());
-            let path = sys::cstring(&path);
+    loop {
+        let (path, numbered, shortened) = backup_name(dir, name, prefix, backup)?;
+        if numbered {
             match sys::link(dir, name, dir, &path) {
-                // Another run took this number meanwhile: count again.
-                Err(Errno::EXIST) => continue,
+                // Another run took this number meanwhile: count again (a shortened name
+                // stays the same whatever the number, so cp gives up there).
+                Err(Errno::EXIST) if !shortened => continue,
                 other => return other.map(|()| path),
             }
         }
+        return match sys::link(dir, name, dir, &path) {
+            Err(Errno::EXIST) => {
+                // An older backup: replaced in one step by a link made under a temporary name.
+                let ((), temp) = crash::with_temp(prefix, |t| sys::link(dir, name, dir, t))?;
+                sys::rename(dir, &temp, dir, &path).inspect_err(|_| {
+                    let _ = sys::unlink(dir, &temp, false);
+                })?;
+                Ok(path)
+            }
+            other => other.map(|()| path),
+        };
     }
-    let suffix = match backup {
-        Backup::Simple { suffix } | Backup::Existing { suffix } => suffix.as_bytes(),
-        Backup::Numbered => unreachable!("numbered backups are made above"),
+}
+
+/// The backup name of `dir/name` as cp's (gnulib's `backupfile`) names it, whether it is a
+/// numbered one, and whether it was shortened to fit: a new name (`--backup=existing` without
+/// numbered backups, a first or a longer number) whose last component is longer than the
+/// filesystem's name limit less one keeps at most that less one of the original name's bytes
+/// and ends in `~`. An explicit simple backup is never shortened (its link then fails with
+/// ENAMETOOLONG, as cp's rename does).
+fn backup_name(
+    dir: BorrowedFd<'_>,
+    name: &CStr,
+    prefix: &[u8],
+    backup: &Backup,
+) -> sys::Result<(CString, bool, bool)> {
+    let name = name.to_bytes();
+    let highest = match backup {
+        Backup::Simple { .. } => None,
+        _ => highest_number(dir, prefix, &name[prefix.len()..])?,
     };
-    let mut path = name.to_bytes().to_vec();
-    path.extend_from_slice(suffix);
-    let path = sys::cstring(&path);
-    match sys::link(dir, name, dir, &path) {
-        Err(Errno::EXIST) => {
-            // An older backup: replaced in one step by a link made under a temporary name.
-            let ((), temp) = crash::with_temp(prefix, |t| sys::link(dir, name, dir, t))?;
-            sys::rename(dir, &temp, dir, &path).inspect_err(|_| {
-                let _ = sys::unlink(dir, &temp, false);
-            })?;
-            Ok(path)
+    let (mut path, check, numbered) = match (backup, highest) {
+        (Backup::Simple { suffix }, _) => ([name, suffix.as_bytes()].concat(), false, false),
+        (Backup::Existing { suffix }, None) => ([name, suffix.as_bytes()].concat(), true, false),
+        (_, Some(n)) => {
+            // A number with one more digit than any existing backup's makes a longer name.
+            let longer = (n + 1).to_string().len() > n.to_string().len();
+            (
+                [name, format!(".~{}~", n + 1).as_bytes()].concat(),
+                longer,
+                true,
+            )
         }
-        other => other.map(|()| path),
+        (Backup::Numbered, None) => ([name, b".~1~"].concat(), true, true),
+    };
+    let shortened = check && shorten(dir, &mut path, prefix.len(), name.len());
+    Ok((sys::cstring(&path), numbered, shortened))
+}
+
+/// gnulib's `check_extension`: a last component longer than the name limit less one is cut to
+/// the original name (at most that limit less two bytes) and `~`. Returns whether it was cut.
+fn shorten(dir: BorrowedFd<'_>, path: &mut Vec<u8>, base_at: usize, name_len: usize) -> bool {
+    /// Below this, gnulib takes any name as fitting, without asking the filesystem.
+    const NAME_MAX_MINIMUM: usize = 14;
+    let len = path.len() - base_at;
+    if len <= NAME_MAX_MINIMUM {
+        return false;
     }
+    let Ok(max) = sys::name_max(dir) else {
+        return false;
+    };
+    let max = (max as usize).saturating_sub(1);
+    if len <= max {
+        return false;
+    }
+    let keep = (name_len - base_at).min(max.saturating_sub(1));
+    path.truncate(base_at + keep);
+    path.push(b'~');
+    true
 }
 
 /// cp's guard against a backup that would take the source's place (`source_is_dst_backup`

@@ -13,15 +13,20 @@
 //!   to date only if it is provably finished (see `decide`).
 //! - **The sticky mark.** A file created where no marker covers it (a file copied on its
 //!   own) carries the sticky bit until its final chmod ([`incomplete_mode`]).
-//! - **Run identity.** Temporaries and markers are named `.mimeo-HOST-PID-START-N.tmp` and
-//!   `….partial`: a host id, the process id and the process's start time, so that names are
-//!   unique across the hosts that share a filesystem, and a leftover is removed only when its
-//!   run is provably dead: on this host, with no process of that id and start time
-//!   ([`remove_leftovers`]). Another host's leftovers are removed only when asked.
+//! - **Run identity.** Temporaries and markers are named `.mimeo-HOST-BOOT-PIDNS-PID-START-N.tmp`
+//!   and `….partial`: a host id, the boot, the PID namespace, the process id and the process's
+//!   start time, so that names are unique across the hosts that share a filesystem, and a
+//!   leftover is removed only when its run is provably dead ([`remove_leftovers`]): from an
+//!   earlier boot of this host; or in this PID namespace, with no process of that id and start
+//!   time; or, from another namespace or container (where a pid means nothing), a regular file
+//!   that no process has open, since a run keeps its temporaries and markers open until they
+//!   are renamed or removed (the kernel tells by refusing a write lease to all but a sole
+//!   opener). That test is made per leftover found, never per file copied. Another host's
+//!   leftovers are removed only when asked.
 
 use crate::options::Options;
 use crate::sys::{self, DType, DirReader, Errno, Meta};
-use rustix::fd::BorrowedFd;
+use rustix::fd::{BorrowedFd, OwnedFd};
 use std::cell::OnceCell;
 use std::ffi::{CStr, CString};
 use std::sync::OnceLock;
@@ -32,6 +37,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub(crate) struct Owner {
     /// A host id: the first 32 bits of /etc/machine-id (or a hash of the host name).
     pub host: u32,
+    /// The first 32 bits of the kernel's boot id, which every container of the host shares.
+    pub boot: u32,
+    /// The inode of the PID namespace the pid is valid in (0: unknown).
+    pub pidns: u64,
     pub pid: u32,
     /// The process's start time, in clock ticks since boot (`/proc/PID/stat`, field 22):
     /// tells a reused pid from the original process.
@@ -46,24 +55,62 @@ impl Owner {
             let pid = std::process::id();
             Owner {
                 host: host_id(),
+                boot: boot_id(),
+                pidns: pid_namespace(),
                 pid,
                 start: start_time(pid).unwrap_or(0),
             }
         })
     }
 
-    /// Whether the owner is provably gone: it ran on this host and no process with its id and
-    /// start time runs now. Another host's run is never provably gone from here.
-    fn is_dead(&self) -> bool {
+    /// Whether the owner is provably gone, by its name alone. Another host's run never is from
+    /// here; one of another PID namespace is when its scratch entry is open nowhere.
+    fn liveness(&self) -> Liveness {
         let me = Owner::current();
         if self.host != me.host {
-            return false;
+            return Liveness::Alive;
         }
-        if self.pid == me.pid {
-            return self.start != me.start;
+        if self.boot != me.boot {
+            return Liveness::Dead;
         }
-        start_time(self.pid) != Some(self.start)
+        if self.pidns != me.pidns || me.pidns == 0 {
+            return Liveness::IfOpen;
+        }
+        let gone = if self.pid == me.pid {
+            self.start != me.start
+        } else {
+            start_time(self.pid) != Some(self.start)
+        };
+        if gone {
+            Liveness::Dead
+        } else {
+            Liveness::Alive
+        }
     }
+}
+
+/// What a scratch entry's name says of its run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Liveness {
+    Dead,
+    /// Alive, or not provably dead.
+    Alive,
+    /// Alive exactly while the entry is open somewhere (another PID namespace of this boot).
+    IfOpen,
+}
+
+/// The first 32 bits of this boot's id (0 where there is none).
+fn boot_id() -> u32 {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .ok()
+        .and_then(|s| u32::from_str_radix(s.get(..8)?, 16).ok())
+        .unwrap_or(0)
+}
+
+/// The inode of this process's PID namespace (0 where /proc does not tell).
+fn pid_namespace() -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self/ns/pid").map_or(0, |m| m.ino())
 }
 
 /// A host id that other hosts sharing the filesystem do not have: the start of
@@ -98,7 +145,8 @@ pub(crate) enum Kind {
 }
 
 /// Parses a scratch entry's name: its kind and owner. Names of older versions,
-/// `.mimeo-PID-N.tmp`, are taken as this host's, with an unknown start time.
+/// `.mimeo-HOST-PID-START-N.tmp` and `.mimeo-PID-N.tmp` (the latter with an unknown start
+/// time), are taken as this boot's and PID namespace's, as those versions took them.
 pub(crate) fn parse(name: &[u8]) -> Option<(Kind, Owner)> {
     let rest = name.strip_prefix(b".mimeo-")?;
     let (rest, kind) = match rest.strip_suffix(b".tmp") {
@@ -107,20 +155,30 @@ pub(crate) fn parse(name: &[u8]) -> Option<(Kind, Owner)> {
     };
     let parts: Vec<&str> = std::str::from_utf8(rest).ok()?.split('-').collect();
     let hex = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_hexdigit());
+    let me = Owner::current();
     let owner = match parts[..] {
+        [host, boot, ns, pid, start, n] if [host, boot, ns, start, n].into_iter().all(hex) => {
+            Owner {
+                host: u32::from_str_radix(host, 16).ok()?,
+                boot: u32::from_str_radix(boot, 16).ok()?,
+                pidns: u64::from_str_radix(ns, 16).ok()?,
+                pid: pid.parse().ok()?,
+                start: u64::from_str_radix(start, 16).ok()?,
+            }
+        }
         [host, pid, start, n] if hex(host) && hex(start) && hex(n) => Owner {
             host: u32::from_str_radix(host, 16).ok()?,
             pid: pid.parse().ok()?,
             start: u64::from_str_radix(start, 16).ok()?,
+            ..me
         },
         [pid, n] if hex(n) => {
             let pid = pid.parse().ok()?;
-            let me = Owner::current();
             Owner {
-                host: me.host,
                 pid,
                 // A legacy entry of a running process counts as that process's.
                 start: start_time(pid).unwrap_or(u64::MAX),
+                ..me
             }
         }
         _ => return None,
@@ -141,8 +199,8 @@ fn scratch_name(dir_prefix: &[u8], kind: Kind) -> CString {
     let mut name = dir_prefix.to_vec();
     name.extend_from_slice(
         format!(
-            ".mimeo-{:08x}-{}-{:x}-{n:x}.{suffix}",
-            me.host, me.pid, me.start
+            ".mimeo-{:08x}-{:08x}-{:x}-{}-{:x}-{n:x}.{suffix}",
+            me.host, me.boot, me.pidns, me.pid, me.start
         )
         .as_bytes(),
     );
@@ -194,11 +252,13 @@ pub(crate) fn commit_temp(
 
 /// The marker of one part of a directory's work, created before the part's first new entry
 /// and removed when the part is done. Each part has its own, so parts of one directory run
-/// by different workers, processes or hosts need no shared state.
+/// by different workers, processes or hosts need no shared state. It stays open while it
+/// stands: that is how a run of another PID namespace knows it is alive.
 #[derive(Debug, Default)]
 pub(crate) struct PartMarker {
-    /// The marker's name once created; None when it could not be created.
-    made: OnceCell<Option<CString>>,
+    /// The marker's name once created, and the descriptor held; None when it could not be
+    /// created.
+    made: OnceCell<Option<(CString, OwnedFd)>>,
     /// An incomplete entry was left on purpose (`--partial`): the marker stays.
     keep: std::cell::Cell<bool>,
 }
@@ -210,9 +270,9 @@ impl PartMarker {
         self.made
             .get_or_init(|| {
                 let name = scratch_name(b"", Kind::Marker);
-                sys::mknod(dir, &name, sys::S_IFREG | 0o600, 0)
+                sys::create_excl(dir, &name, 0o600)
                     .ok()
-                    .map(|()| name)
+                    .map(|fd| (name, fd))
             })
             .is_some()
     }
@@ -229,7 +289,7 @@ impl PartMarker {
         if self.keep.get() {
             return;
         }
-        if let Some(Some(name)) = self.made.into_inner() {
+        if let Some(Some((name, _held))) = self.made.into_inner() {
             let _ = sys::unlink(dir, &name, false);
         }
     }
@@ -253,8 +313,17 @@ impl Sweep {
         }
     }
 
-    fn may_remove(self, owner: &Owner) -> bool {
-        owner.is_dead() || (self == Sweep::AlsoOtherHosts && owner.host != Owner::current().host)
+    /// Whether the scratch entry `name` of `owner` in `dir` may go: its run is provably dead
+    /// (or on another host, when told so).
+    fn may_remove(self, owner: &Owner, dir: BorrowedFd<'_>, name: &CStr) -> bool {
+        if self == Sweep::AlsoOtherHosts && owner.host != Owner::current().host {
+            return true;
+        }
+        match owner.liveness() {
+            Liveness::Dead => true,
+            Liveness::Alive => false,
+            Liveness::IfOpen => sys::open_elsewhere(dir, name) == Some(false),
+        }
     }
 }
 
@@ -275,13 +344,13 @@ pub(crate) fn remove_leftovers(reader: &mut DirReader, dir: BorrowedFd<'_>, swee
                 return;
             }
             suspect |= kind == Kind::Marker;
-            if sweep.may_remove(&owner) {
-                found.push(name.to_owned());
-            }
+            found.push((name.to_owned(), owner));
         }
     });
-    for name in found {
-        let _ = sys::unlink(dir, &name, false);
+    for (name, owner) in found {
+        if sweep.may_remove(&owner, dir, &name) {
+            let _ = sys::unlink(dir, &name, false);
+        }
     }
     suspect
 }
@@ -317,8 +386,8 @@ mod tests {
 
     fn name(owner: Owner, n: u64, suffix: &str) -> String {
         format!(
-            ".mimeo-{:08x}-{}-{:x}-{n:x}.{suffix}",
-            owner.host, owner.pid, owner.start
+            ".mimeo-{:08x}-{:08x}-{:x}-{}-{:x}-{n:x}.{suffix}",
+            owner.host, owner.boot, owner.pidns, owner.pid, owner.start
         )
     }
 
@@ -326,6 +395,10 @@ mod tests {
     fn names_carry_the_owner_and_parse_back() {
         let me = Owner::current();
         assert!(me.start > 0, "start time read from /proc");
+        assert!(
+            me.boot != 0 && me.pidns != 0,
+            "boot and namespace read from /proc"
+        );
         let made = scratch_name(b"dir/", Kind::Temp);
         let made = made.to_bytes().strip_prefix(b"dir/").unwrap();
         assert_eq!(parse(made), Some((Kind::Temp, me)));
@@ -333,6 +406,9 @@ mod tests {
             parse(name(me, 7, "partial").as_bytes()),
             Some((Kind::Marker, me))
         );
+        // A name of the last version: this boot's and namespace's.
+        let older = format!(".mimeo-{:08x}-{}-{:x}-1.tmp", me.host, me.pid, me.start);
+        assert_eq!(parse(older.as_bytes()), Some((Kind::Temp, me)));
         for bad in [
             &b"mimeo-1-2.tmp"[..],
             b".mimeo-x-0.tmp",
@@ -340,6 +416,7 @@ mod tests {
             b".mimeo-4000000-1.tmp.bak",
             b".mimeo-4000000-1.partial~",
             b".mimeo-zz-1-2-3.tmp",
+            b".mimeo-1-zz-3-4-5-6.tmp",
         ] {
             assert_eq!(parse(bad), None, "{}", bad.escape_ascii());
         }
@@ -348,43 +425,97 @@ mod tests {
     #[test]
     fn only_provably_dead_runs_of_this_host_are_dead() {
         let me = Owner::current();
-        assert!(!me.is_dead(), "this process");
+        assert_eq!(me.liveness(), Liveness::Alive, "this process");
         // A pid that cannot exist (above pid_max's ceiling).
         let gone = Owner {
             pid: 4_000_000,
             ..me
         };
-        assert!(gone.is_dead());
+        assert_eq!(gone.liveness(), Liveness::Dead);
         // This very pid, started at another time: the pid was reused.
         let earlier = Owner {
             start: me.start - 1,
             ..me
         };
-        assert!(earlier.is_dead());
+        assert_eq!(earlier.liveness(), Liveness::Dead);
         // pid 1 runs, with its own start time.
         let init = Owner {
             pid: 1,
             start: start_time(1).unwrap(),
             ..me
         };
-        assert!(!init.is_dead());
+        assert_eq!(init.liveness(), Liveness::Alive);
+        // An earlier boot of this host: whatever its pid, it is gone.
+        let before_boot = Owner {
+            boot: me.boot ^ 1,
+            ..init
+        };
+        assert_eq!(before_boot.liveness(), Liveness::Dead);
+        // Another PID namespace of this boot: its pids say nothing here, alive or not.
+        for pid in [1, 4_000_000] {
+            let contained = Owner {
+                pidns: me.pidns ^ 1,
+                pid,
+                ..me
+            };
+            assert_eq!(contained.liveness(), Liveness::IfOpen, "pid {pid}");
+        }
         // The same (dead) pid on another host sharing the filesystem: never provably dead.
         let elsewhere = Owner {
             host: me.host ^ 1,
             ..gone
         };
-        assert!(!elsewhere.is_dead());
-        assert!(!Sweep::DeadHere.may_remove(&elsewhere));
-        assert!(Sweep::AlsoOtherHosts.may_remove(&elsewhere));
-        assert!(!Sweep::AlsoOtherHosts.may_remove(&me));
+        assert_eq!(elsewhere.liveness(), Liveness::Alive);
+        let dir = std::fs::File::open("/").unwrap();
+        let dir = std::os::fd::AsFd::as_fd(&dir);
+        assert!(!Sweep::DeadHere.may_remove(&elsewhere, dir, c"absent"));
+        assert!(Sweep::AlsoOtherHosts.may_remove(&elsewhere, dir, c"absent"));
+        assert!(!Sweep::AlsoOtherHosts.may_remove(&me, dir, c"absent"));
         // Names of older versions: this host, dead when the pid is gone.
         assert_eq!(
-            parse(b".mimeo-4000000-1f.tmp").map(|(k, o)| (k, o.is_dead())),
-            Some((Kind::Temp, true))
+            parse(b".mimeo-4000000-1f.tmp").map(|(k, o)| (k, o.liveness())),
+            Some((Kind::Temp, Liveness::Dead))
         );
         assert_eq!(
-            parse(b".mimeo-1-0.partial").map(|(k, o)| (k, o.is_dead())),
-            Some((Kind::Marker, false))
+            parse(b".mimeo-1-0.partial").map(|(k, o)| (k, o.liveness())),
+            Some((Kind::Marker, Liveness::Alive))
         );
+    }
+
+    /// A leftover of another PID namespace goes exactly when no process holds it open, as a
+    /// run holds its temporaries and markers.
+    #[test]
+    fn another_namespaces_leftover_goes_when_open_nowhere() {
+        let dir = tempfile::tempdir().unwrap();
+        let fd = std::fs::File::open(dir.path()).unwrap();
+        let fd = std::os::fd::AsFd::as_fd(&fd);
+        let me = Owner::current();
+        let contained = Owner {
+            pidns: me.pidns ^ 1,
+            pid: 1,
+            ..me
+        };
+        let (held, left) = (name(contained, 1, "tmp"), name(contained, 2, "partial"));
+        let held_open = std::fs::File::create(dir.path().join(&held)).unwrap();
+        std::fs::File::create(dir.path().join(&left)).unwrap();
+        let mut reader = DirReader::new(4096);
+        assert!(
+            remove_leftovers(&mut reader, fd, Sweep::DeadHere),
+            "a marker was there"
+        );
+        assert!(dir.path().join(&held).exists(), "open: its run is alive");
+        assert!(
+            !dir.path().join(&left).exists(),
+            "open nowhere: its run is gone"
+        );
+        drop(held_open);
+        // A new descriptor: the first listing read this one to its end.
+        let again = std::fs::File::open(dir.path()).unwrap();
+        remove_leftovers(
+            &mut reader,
+            std::os::fd::AsFd::as_fd(&again),
+            Sweep::DeadHere,
+        );
+        assert!(!dir.path().join(&held).exists(), "closed: gone");
     }
 }

@@ -70,6 +70,8 @@ pub enum Op {
     MapExtents,
     /// Sharing a file's extents with a duplicate's (`FIDEDUPERANGE`).
     Dedupe,
+    /// Looking at a directory of a source's path, to make its copy (`--parents`).
+    StatParent,
 }
 
 impl Op {
@@ -106,6 +108,7 @@ impl Op {
             Op::Interrupted => "interrupted",
             Op::MapExtents => "map_extents",
             Op::Dedupe => "dedupe",
+            Op::StatParent => "stat_parent",
         }
     }
 
@@ -142,6 +145,7 @@ impl Op {
             Op::Interrupted => "interrupted while copying",
             Op::MapExtents => "cannot map the extents of",
             Op::Dedupe => "cannot dedupe",
+            Op::StatParent => "failed to get attributes of",
         }
     }
 }
@@ -211,6 +215,9 @@ pub enum Refusal {
         /// The destination made is a symlink (cp would have written through it).
         symlink: bool,
     },
+    /// `--parents`: a directory on the way to the destination exists and is not a directory.
+    /// The path is that entry.
+    ParentNotDirectory,
     /// `--backup`: the destination's backup name is the source itself, which the backup
     /// would replace (cp's rule; numbered backups never do). The path is the destination.
     BackupIsSource {
@@ -354,6 +361,7 @@ impl Error {
                 "will not copy {} through just-created symlink {path}",
                 quoted(src)
             ),
+            Refusal::ParentNotDirectory => format!("{path} exists but is not a directory"),
             Refusal::BackupIsSource { src } => format!(
                 "backing up {path} might destroy source;  {} not copied",
                 quoted(src)

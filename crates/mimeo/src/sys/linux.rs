@@ -409,6 +409,40 @@ pub(crate) fn unlink(dir: BorrowedFd<'_>, name: &CStr, is_dir: bool) -> Result<(
     rfs::unlinkat(dir, name, flags)
 }
 
+/// Whether a regular file with a single link is open anywhere on this kernel besides the
+/// descriptor this opens, in any process, PID namespace or container: the kernel grants a
+/// write lease (`F_SETLEASE`) only to the file's sole opener. The lease goes with the
+/// descriptor, at once. None where that cannot be told: not such a file, no right to open it
+/// or to take a lease (another user's file), leases unsupported (NFS, `fs.leases-enable=0`).
+pub(crate) fn open_elsewhere(dir: BorrowedFd<'_>, name: &CStr) -> Option<bool> {
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY;
+    let fd = rfs::openat(dir, name, flags | OFlags::CLOEXEC, Mode::empty()).ok()?;
+    let m = fstat(fd.as_fd()).ok()?;
+    if !m.is_reg() || m.nlink != 1 {
+        return None;
+    }
+    match write_lease(fd.as_fd()) {
+        Ok(()) => Some(false),
+        Err(Errno::AGAIN) => Some(true),
+        Err(_) => None,
+    }
+}
+
+#[allow(unsafe_code)]
+fn write_lease(fd: BorrowedFd<'_>) -> Result<()> {
+    use rustix::fd::AsRawFd;
+    // SAFETY: fcntl(fd, F_SETLEASE, F_WRLCK) takes an int argument and no pointer; the fd is
+    // borrowed, so valid, for the call's duration.
+    let rc = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETLEASE, libc::F_WRLCK) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(Errno::from_raw_os_error(
+            std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
+        ))
+    }
+}
+
 // ---- data ----
 
 /// Shares every extent of `src` with `dst` (`FICLONE`).
@@ -546,6 +580,11 @@ pub(crate) fn splice_to_pipe(
 /// Filesystem magic number (`statfs.f_type`).
 pub(crate) fn fs_type(fd: BorrowedFd<'_>) -> Result<u64> {
     rfs::fstatfs(fd).map(|s| s.f_type as u64)
+}
+
+/// The longest name the filesystem of `fd` takes (`statfs.f_namelen`, as `_PC_NAME_MAX`).
+pub(crate) fn name_max(fd: BorrowedFd<'_>) -> Result<u64> {
+    rfs::fstatfs(fd).map(|s| s.f_namelen as u64)
 }
 
 /// Whether files on the filesystem of `dir/name` report their true size, so a size of 0 means

@@ -179,10 +179,35 @@ fn open_src(ctx: &Ctx<'_>, root: &Root, rel: &[u8]) -> Option<OwnedFd> {
     };
     opened
         .map_err(|e| {
-            ctx.report
-                .fail(open_error(rel_path(&root.src_path, rel), e))
+            let path = rel_path(&root.src_path, rel);
+            // cp cannot list it: "cannot access".
+            let error = if e == Errno::ACCESS {
+                Error::sys(Op::ReadDir, path, e)
+            } else {
+                open_error(path, e)
+            };
+            ctx.report.fail(error)
         })
         .ok()
+}
+
+/// The metadata of the source directory `rel` below a root that could not be opened (no read
+/// permission), looked at from its parent as `open_src` would reach it.
+fn stat_unopened(ctx: &Ctx<'_>, root: &Root, rel: &[u8]) -> Option<Meta> {
+    let (anchor, _) = root.dirs();
+    let split = rel.iter().rposition(|&b| b == b'/');
+    let (parent, name) = split.map_or((&b""[..], rel), |i| (&rel[..i], &rel[i + 1..]));
+    if name.is_empty() {
+        return None;
+    }
+    let follow = ctx.opts.dereference == Dereference::Always;
+    let parent = if follow {
+        sys::open_dir_following(anchor, parent)
+    } else {
+        sys::open_dir_beneath(anchor, parent)
+    };
+    let m = sys::stat_at(parent.ok()?.as_fd(), &sys::cstring(name), follow).ok()?;
+    m.is_dir().then_some(m)
 }
 
 /// Opens the destination directory `rel` below a root, never through a symlink. A failure
@@ -217,6 +242,8 @@ pub(crate) fn pass(
         source: None,
     };
     let Some(src) = open_src(ctx, root, rel) else {
+        // A directory that cannot be read still gets its mode and times, as from cp.
+        done.source = stat_unopened(ctx, root, rel).map(|m| (m.into(), Vec::new()));
         return done;
     };
     let mut lineage = Lineage::default();

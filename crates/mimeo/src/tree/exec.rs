@@ -1,6 +1,6 @@
 //! The executor: runs work items for a scheduler.
 
-use super::context::{Buffers, Ctx, Here};
+use super::context::{Buffers, Ctx, Here, Root};
 use super::dir::{self, make_dst_dir};
 use super::hooks::{HookSet, Hooks, NoHooks};
 use super::roots::{CopyPair, open_error};
@@ -8,7 +8,7 @@ use super::split;
 use super::work::{DirDone, DirInfo, Lineage, RangeDone, Stat, WorkItem, WorkKind};
 use crate::options::Options;
 use crate::place::links::LinkGroups;
-use crate::report::{Control, Error, Observer, Reporter, Summary};
+use crate::report::{Control, Error, Observer, Reporter, Summary, Warning};
 use crate::sys;
 use rustix::fd::AsFd;
 use std::time::Instant;
@@ -147,6 +147,19 @@ impl<'a> Executor<'a> {
             });
             let stat = Some(Stat::from(root.meta));
             let kind = if root.meta.is_dir() {
+                // The same directory named again into the same place: cp copies it once, and
+                // says so (a backup would otherwise keep the first copy's files).
+                let again = dest.as_ref().is_some_and(|dest| {
+                    let same = |r: &Root| r.meta.is_dir() && r.meta.id() == root.meta.id();
+                    (dests.iter().zip(&ctx.roots)).any(|(d, r)| d.as_ref() == Some(dest) && same(r))
+                });
+                if again {
+                    ctx.report.warn(Warning::SourceTwice {
+                        src: root.src_path.clone(),
+                        directory: true,
+                    });
+                    continue;
+                }
                 if let Some(at) = earlier_item {
                     // The earlier one runs first, now, before this directory is made.
                     let item = items.remove(at);
@@ -206,7 +219,7 @@ impl<'a> Executor<'a> {
             HookSet::new(&NoHooks),
         );
         for pair in pairs {
-            let mut root = super::context::Root::resolve(opts, pair)?;
+            let mut root = Root::resolve(opts, pair)?;
             if root.meta.is_dir() {
                 let src = sys::open_dir(root.src_parent.as_fd(), &root.src_name, root.follow)
                     .map_err(|e| open_error(root.src_path.clone(), e))?;
@@ -407,13 +420,13 @@ fn open_root_dirs(ctx: &Ctx<'_>, index: u32, root: &mut super::context::Root) ->
 
 /// Resolves one command-line pair to its root, making the source's parents at the
 /// destination first with `--parents`.
-fn resolve_root(opts: &Options, pair: &CopyPair) -> Result<super::context::Root, Error> {
+fn resolve_root(opts: &Options, pair: &CopyPair) -> Result<Root, Error> {
     let parents = if opts.parents {
-        super::roots::make_parents(&pair.src, &pair.dst)?
+        super::roots::make_parents(&pair.src, &pair.dst, opts)?
     } else {
         Vec::new()
     };
-    let mut root = super::context::Root::resolve(opts, pair)?;
+    let mut root = Root::resolve(opts, pair)?;
     root.parents = parents;
     Ok(root)
 }

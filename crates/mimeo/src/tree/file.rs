@@ -666,14 +666,15 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             shared,
             ..
         } = p;
-        drop(dst);
         if let Target::Temp { name: t, backup } = &target {
             let dirty = outcome.method != Method::Clone && outcome.bytes > 0;
+            // Held open until renamed: an open temporary is a live run's (see `crash`).
             commit(ctx, here, t, self.dst_name, dirty, *backup)?;
             if let Some(s) = &shared {
                 s.holder.renamed(self.dst_name);
             }
         }
+        drop(dst);
         if ctx.opts.sync && here.dir.is_none() {
             // A root-level file: its directory entry is flushed here; inside a tree, the
             // directory's own flush at its completion covers it.

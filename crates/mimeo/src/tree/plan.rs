@@ -7,7 +7,7 @@
 
 use super::context::{Root, join, rel_path, relative_symlink_elsewhere};
 use super::entry::entry_kind;
-use super::roots::{CopyPair, open_error, parent_dirs, stat_error};
+use super::roots::{CopyPair, open_error, parent_dirs, parent_source, stat_error};
 use super::work::join_rel;
 use crate::data::meta::Process;
 use crate::options::{Dereference, LinkInstead, Options, Overwrite};
@@ -80,8 +80,8 @@ pub fn dry_run(pairs: &[CopyPair], opts: &Options, observer: &dyn Observer) -> S
                     continue;
                 }
                 missing = true;
-                if let Err(e) = sys::stat_at(sys::CWD, &path_name(s), true) {
-                    report.fail(stat_error(s.to_path_buf(), e));
+                if let Err(e) = parent_source(s) {
+                    report.fail(e);
                     continue 'pairs;
                 }
                 let (s, d) = (s.to_path_buf(), d.to_path_buf());
@@ -95,14 +95,16 @@ pub fn dry_run(pairs: &[CopyPair], opts: &Options, observer: &dyn Observer) -> S
                 continue;
             }
         };
-        let key = (pairs.len() > 1 && !root.meta.is_dir() && !missing)
+        let key = (pairs.len() > 1 && !missing)
             .then(|| sys::fstat(root.dst_parent.as_fd()).ok())
             .flatten()
             .map(|m| (m.id(), root.dst_name.to_bytes().to_vec()));
         if let Some((parent, name)) = &key {
+            // A directory meets only itself named again: into another one it is merged.
+            let dir = root.meta.is_dir();
             let earlier = planned
                 .iter()
-                .find(|(p, n, _)| p == parent && n == name)
+                .find(|(p, n, m)| p == parent && n == name && (!dir || m.id() == root.meta.id()))
                 .map(|(_, _, m)| *m);
             if let Some(made) = earlier {
                 let (src, dst) = (root.src_path.clone(), root.dst_path.clone());
@@ -110,7 +112,7 @@ pub fn dry_run(pairs: &[CopyPair], opts: &Options, observer: &dyn Observer) -> S
                     // The same source named again: copied once.
                     report.warn(Warning::SourceTwice {
                         src,
-                        directory: false,
+                        directory: dir,
                     });
                     continue;
                 }

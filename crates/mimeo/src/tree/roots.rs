@@ -6,7 +6,7 @@ use crate::data::meta::{Apply, Dst, Process};
 use crate::options::{Dereference, Options, Reflink};
 use crate::report::Reporter;
 use crate::report::{EntryKind, Error, Op, Refusal};
-use crate::sys::{self, Errno};
+use crate::sys::{self, Errno, Meta};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -159,18 +159,36 @@ impl Root {
 }
 
 /// `--parents`: makes the directories of `src`'s path that are missing at `dst`, which ends
-/// with that path. Each pairs with the source directory at the same depth from the end.
-pub(crate) fn make_parents(src: &Path, dst: &Path) -> Result<Vec<Parent>, Error> {
+/// with that path. Each pairs with the source directory at the same depth from the end. As
+/// cp does: nothing is made or looked at when `dst`'s parent is there; a directory is made
+/// only for a source that is a directory, and a source directory is looked at only where
+/// its copy is made or its attributes are kept.
+pub(crate) fn make_parents(src: &Path, dst: &Path, opts: &Options) -> Result<Vec<Parent>, Error> {
+    let dirs = parent_dirs(src, dst);
+    let Some(&(_, last)) = dirs.last() else {
+        return Ok(Vec::new());
+    };
+    if existing_parent(last)? {
+        return Ok(Vec::new());
+    }
+    let p = opts.preserve;
+    let keeps = p.ownership || p.mode || p.timestamps;
     let mut made = Vec::new();
-    for (s, d) in parent_dirs(src, dst) {
-        let meta = sys::stat_at(sys::CWD, &sys::cstring(s.as_os_str().as_bytes()), true)
-            .map_err(|e| stat_error(s.to_path_buf(), e))?;
-        let name = sys::cstring(d.as_os_str().as_bytes());
-        let created = match sys::mkdir(sys::CWD, &name, meta.perm() & 0o777) {
-            Ok(()) => true,
-            Err(Errno::EXIST) => false,
-            Err(e) => return Err(Error::sys(Op::CreateDir, d.to_path_buf(), e)),
+    for (s, d) in dirs {
+        let there = existing_parent(d)?;
+        let meta = match parent_source(s) {
+            Ok(m) => m,
+            Err(e) if !there || keeps => return Err(e),
+            // Not looked at by cp: a missing directory below fails, or the copy itself.
+            Err(_) => continue,
         };
+        let name = sys::cstring(d.as_os_str().as_bytes());
+        let created = !there
+            && match sys::mkdir(sys::CWD, &name, meta.perm() & 0o777) {
+                Ok(()) => true,
+                Err(Errno::EXIST) => false,
+                Err(e) => return Err(Error::sys(Op::CreateDir, d.to_path_buf(), e)),
+            };
         made.push(Parent {
             src: meta,
             src_path: s.to_path_buf(),
@@ -179,6 +197,31 @@ pub(crate) fn make_parents(src: &Path, dst: &Path) -> Result<Vec<Parent>, Error>
         });
     }
     Ok(made)
+}
+
+/// `--parents`: whether the directory `d` on the way to a destination is there (a symlink
+/// to a directory counts); something else there is refused, as by cp.
+fn existing_parent(d: &Path) -> Result<bool, Error> {
+    match sys::stat_at(sys::CWD, &sys::cstring(d.as_os_str().as_bytes()), true) {
+        Ok(m) if m.is_dir() => Ok(true),
+        Ok(_) => Err(Error::refused(
+            Op::CreateDir,
+            d,
+            Refusal::ParentNotDirectory,
+        )),
+        Err(_) => Ok(false),
+    }
+}
+
+/// `--parents`: the source directory `s` on the way to a source, which must be one.
+pub(crate) fn parent_source(s: &Path) -> Result<Meta, Error> {
+    let fail = |e: Errno| Error::sys(Op::StatParent, s.to_path_buf(), e);
+    let meta =
+        sys::stat_at(sys::CWD, &sys::cstring(s.as_os_str().as_bytes()), true).map_err(fail)?;
+    if !meta.is_dir() {
+        return Err(fail(Errno::NOTDIR));
+    }
+    Ok(meta)
 }
 
 /// `--parents`: the directories of `src`'s path and the directories at the same depth from
