@@ -734,6 +734,11 @@ fn failpoint_cases() -> Vec<Case> {
         "clone=return(EOPNOTSUPP)",
         "clone=return(EINVAL)",
         "clone=return(ETXTBSY)",
+        // ...the same table as range clones: no reflink support on this filesystem (EBADF),
+        // an immutable destination (EPERM), a subvolume being sent (EAGAIN).
+        "clone=return(EBADF)",
+        "clone=return(EPERM)",
+        "clone=return(EAGAIN)",
     ] {
         v.push(ok_case(fp, &[], FALLBACK));
     }
