@@ -791,7 +791,7 @@ fn stream_to_end(
 }
 
 /// Writes all of `data` to `dst` at its offset, through short writes and interruptions.
-pub(crate) fn write_all(dst: BorrowedFd<'_>, data: &[u8]) -> Result<(), DataError> {
+fn write_all(dst: BorrowedFd<'_>, data: &[u8]) -> Result<(), DataError> {
     sys::write_all(dst, data, None).map_err(fail(Op::Write))
 }
 
