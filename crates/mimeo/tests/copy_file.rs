@@ -185,3 +185,31 @@ fn current_umask() -> u32 {
     let line = status.lines().find(|l| l.starts_with("Umask:")).unwrap();
     u32::from_str_radix(line.split_whitespace().nth(1).unwrap(), 8).unwrap()
 }
+
+/// `copy_file` (`mimeo.copyfile`) into a directory with a default ACL gives the new file the
+/// permission bits that ACL allows, as `shutil.copyfile` does.
+#[test]
+fn a_new_file_keeps_what_the_default_acl_allows_as_shutil() {
+    for kind in FsKind::ALL {
+        let Some(fs) = scratch(kind) else { continue };
+        let dir = fs.path();
+        let src = dir.join("f");
+        fs::write(&src, b"f\n").unwrap();
+        fs::set_permissions(&src, fs::Permissions::from_mode(0o644)).unwrap();
+        let o = dir.join("o");
+        fs::create_dir(&o).unwrap();
+        mimeo_testkit::run_ok("setfacl", &["-d", "-m", "o::---", o.to_str().unwrap()]);
+        mimeo::copy_file(&src, &o.join("m"), &Options::default()).unwrap();
+        let script = "import shutil, sys; shutil.copyfile(sys.argv[1], sys.argv[2])";
+        let py = std::process::Command::new("python3")
+            .args(["-c", script])
+            .arg(&src)
+            .arg(o.join("c"))
+            .status()
+            .unwrap();
+        assert!(py.success());
+        let mode = |n: &str| fs::metadata(o.join(n)).unwrap().mode() & 0o7777;
+        assert_eq!(mode("m"), mode("c"), "{kind}");
+        assert_eq!(mode("m"), 0o640, "{kind}");
+    }
+}

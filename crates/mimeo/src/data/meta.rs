@@ -94,6 +94,26 @@ pub(crate) fn kept_xattrs(
     })
 }
 
+/// The permission bits a directory's default ACL lets a new entry keep (owner, mask or else
+/// group, other), which the kernel applies instead of the umask; None without one.
+pub(crate) fn default_acl_perm(dir: XattrTarget<'_>) -> Option<u32> {
+    let mut value = Vec::new();
+    sys::get_xattr(dir, sys::ACL_DEFAULT, &mut value).ok()?;
+    // The xattr form: a 4-byte version, then (tag u16, perm u16, id u32) entries.
+    let (mut user, mut group, mut mask, mut other) = (0, 0, None, 0);
+    for e in value.get(4..)?.chunks_exact(8) {
+        let perm = u32::from(u16::from_le_bytes([e[2], e[3]])) & 0o7;
+        match u16::from_le_bytes([e[0], e[1]]) {
+            0x01 => user = perm,
+            0x04 => group = perm,
+            0x10 => mask = Some(perm),
+            0x20 => other = perm,
+            _ => {}
+        }
+    }
+    Some(user << 6 | mask.unwrap_or(group) << 3 | other)
+}
+
 /// A POSIX ACL, under its common name or XFS's own (which root sees too).
 fn is_acl(name: &[u8]) -> bool {
     name.starts_with(b"system.posix_acl_") || name.starts_with(b"trusted.SGI_ACL_")
@@ -261,7 +281,9 @@ impl<'a> Apply<'a> {
             r.map_err(|e| Error::sys(Op::SetTimes, path(), e))?;
         }
         if let Some(perm) = self.final_perm(owner_kept) {
-            if self.current_perm != Some(perm) {
+            // An inherited ACL gave the entry bits other than those it was made with.
+            let inherited = self.inherited_acl && p.mode;
+            if self.current_perm != Some(perm) || inherited {
                 chmod(dst, perm).map_err(|e| Error::sys(Op::Chmod, path(), e))?;
             }
         }

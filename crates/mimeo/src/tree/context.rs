@@ -209,6 +209,24 @@ pub(crate) struct DstFacts {
     pub default_acl: bool,
     /// `--preserve=sharing` and a filesystem that can clone: its clone granularity.
     pub share: Option<u64>,
+    /// A root's destination directory with a default ACL, with neither --preserve=mode nor
+    /// --no-preserve=mode (which sets the mode outright, as cp does): the permission bits its
+    /// ACL lets a new entry keep, which stand in for the umask (the kernel does the same for
+    /// what is made below it).
+    pub acl_perm: Option<u32>,
+}
+
+impl DstFacts {
+    /// The process as it applies a new entry's permission bits here.
+    pub fn process(&self, process: &Process) -> Process {
+        match self.acl_perm {
+            Some(bits) => Process {
+                umask: !bits & 0o777,
+                ..*process
+            },
+            None => *process,
+        }
+    }
 }
 
 /// Hands work items to the scheduler from inside an item's run: subdirectories, shares of a
@@ -316,6 +334,7 @@ impl<'a> Here<'a> {
             dst: DstFacts {
                 setgid: info.dst_setgid,
                 default_acl: info.default_acl,
+                acl_perm: None,
                 ..root.dst
             },
             root_src_dev: root.meta.dev,

@@ -562,9 +562,15 @@ pub(crate) fn complete(ctx: &Ctx<'_>, w: &mut Buffers, done: DirDone) {
         .into_iter()
         .map(|(n, v)| (sys::cstring(&n), v))
         .collect();
+    // A root keeps what its destination's default ACL allows; below it the kernel saw to it.
+    let process = if done.path.is_empty() {
+        root.dst.process(&ctx.process)
+    } else {
+        ctx.process
+    };
     let apply = Apply {
         opts: ctx.opts,
-        process: &ctx.process,
+        process: &process,
         src: &meta,
         created: info.created,
         created_owner: (info.created && !info.dst_setgid)

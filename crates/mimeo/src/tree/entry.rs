@@ -147,9 +147,10 @@ impl<'a> Made<'a, '_> {
             let src_path = || here.src_path(self.name);
             meta::source_xattrs(ctx.opts, XattrTarget::NoFollow(&p), &src_path)?
         };
+        let process = here.dst.process(&ctx.process);
         let apply = Apply::for_new(
             ctx.opts,
-            &ctx.process,
+            &process,
             meta,
             here.dst.setgid,
             here.dst.default_acl,

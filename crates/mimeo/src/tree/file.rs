@@ -708,9 +708,10 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             xattrs = origin::with_record(xattrs, cloned, src, &ctx.mounts);
         }
         let in_place = p.in_place();
+        let process = here.dst.process(&ctx.process);
         let apply = Apply {
             opts: ctx.opts,
-            process: &ctx.process,
+            process: &process,
             src: &self.meta,
             created: !in_place,
             created_owner: p.placed.owner,

@@ -2,11 +2,11 @@
 //! the refusals that need the whole pair (a directory without `-r`, a directory into itself).
 
 use super::context::{DstFacts, Parent, Root};
-use crate::data::meta::{Apply, Dst, Process};
+use crate::data::meta::{self, Apply, Dst, Process};
 use crate::options::{Dereference, Options, Reflink};
 use crate::report::Reporter;
 use crate::report::{EntryKind, Error, Op, Refusal};
-use crate::sys::{self, Errno, Meta};
+use crate::sys::{self, Errno, Meta, XattrTarget};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -88,6 +88,9 @@ impl Root {
         let share = share_granularity(opts, dst_parent.as_fd());
         let default_acl =
             opts.preserve.mode && sys::has_xattr(dst_parent.as_fd(), sys::ACL_DEFAULT);
+        let acl_perm = (!(opts.preserve.mode || opts.preserve.default_mode))
+            .then(|| meta::default_acl_perm(XattrTarget::Fd(dst_parent.as_fd())))
+            .flatten();
         // Known per tree for directories; a file given alone is checked only if it is empty.
         let sized_dev =
             if meta.is_dir() && sys::sizes_are_true_at(src_parent.as_fd(), &src_name, follow) {
@@ -110,6 +113,7 @@ impl Root {
                 setgid: parent_meta.mode & sys::S_ISGID != 0,
                 share,
                 default_acl,
+                acl_perm,
             },
             sized_dev,
             dirs: None,

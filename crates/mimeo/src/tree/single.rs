@@ -10,9 +10,10 @@ use super::context::{Ctx, DstFacts, Here, Loc};
 use super::file::RegularFile;
 use super::hooks::{HookSet, NoHooks};
 use super::roots::{cow_matters, is_cow, stat_error};
+use crate::data::meta;
 use crate::options::{Dereference, Options};
 use crate::report::{Control, Error, FileOutcome, NoObserver, Op, Refusal, Reporter};
-use crate::sys::{self, Errno, Meta};
+use crate::sys::{self, Errno, Meta, XattrTarget};
 use rustix::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
@@ -149,6 +150,7 @@ fn dst_facts(
                 setgid: false,
                 share: None,
                 default_acl: false,
+                acl_perm: None,
             });
         }
     }
@@ -163,6 +165,9 @@ fn dst_facts(
             setgid: m.mode & sys::S_ISGID != 0,
             share: None,
             default_acl: acl_matters && sys::has_xattr(fd.as_fd(), sys::ACL_DEFAULT),
+            acl_perm: (!acl_matters && !opts.preserve.default_mode)
+                .then(|| meta::default_acl_perm(XattrTarget::Fd(fd.as_fd())))
+                .flatten(),
         });
     }
     let m = sys::stat_at(sys::CWD, &dir, true).map_err(create_error)?;
@@ -172,6 +177,10 @@ fn dst_facts(
         setgid: m.mode & sys::S_ISGID != 0,
         share: None,
         default_acl: false,
+        // Without --preserve=mode (which looked above).
+        acl_perm: (!opts.preserve.default_mode)
+            .then(|| meta::default_acl_perm(XattrTarget::NoFollow(&dir)))
+            .flatten(),
     })
 }
 
