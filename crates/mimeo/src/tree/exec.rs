@@ -131,10 +131,7 @@ impl<'a> Executor<'a> {
                 }
             };
             let index = ctx.roots.len() as u32;
-            let dest = (pairs.len() > 1)
-                .then(|| sys::fstat(root.dst_parent.as_fd()).ok())
-                .flatten()
-                .map(|m| (m.id(), root.dst_name.to_bytes().to_vec()));
+            let dest = (pairs.len() > 1).then(|| dest_of(&root)).flatten();
             // An earlier source that is not a directory goes to the same name: cp copies in
             // command-line order, and the later one must find what the earlier one made.
             let earlier = dest
@@ -149,11 +146,7 @@ impl<'a> Executor<'a> {
             let kind = if root.meta.is_dir() {
                 // The same directory named again into the same place: cp copies it once, and
                 // says so (a backup would otherwise keep the first copy's files).
-                let again = dest.as_ref().is_some_and(|dest| {
-                    let same = |r: &Root| r.meta.is_dir() && r.meta.id() == root.meta.id();
-                    (dests.iter().zip(&ctx.roots)).any(|(d, r)| d.as_ref() == Some(dest) && same(r))
-                });
-                if again {
+                if named_again(&dests, &ctx.roots, dest.as_ref(), &root) {
                     ctx.report.warn(Warning::SourceTwice {
                         src: root.src_path.clone(),
                         directory: true,
@@ -415,6 +408,20 @@ fn open_root_dirs(ctx: &Ctx<'_>, index: u32, root: &mut super::context::Root) ->
         suspect: false,
         default_acl: created && root.dst.default_acl,
         lineage,
+    })
+}
+
+/// Where a root goes: its destination parent's (dev, ino) and name.
+fn dest_of(root: &Root) -> Option<Dest> {
+    let parent = sys::fstat(root.dst_parent.as_fd()).ok()?;
+    Some((parent.id(), root.dst_name.to_bytes().to_vec()))
+}
+
+/// Whether the directory root `root`, going to `dest`, was named before to the same place.
+fn named_again(dests: &[Option<Dest>], roots: &[Root], dest: Option<&Dest>, root: &Root) -> bool {
+    dest.is_some_and(|dest| {
+        let same = |r: &Root| r.meta.is_dir() && r.meta.id() == root.meta.id();
+        (dests.iter().zip(roots)).any(|(d, r)| d.as_ref() == Some(dest) && same(r))
     })
 }
 
