@@ -5,30 +5,48 @@
 //! failure is reported, and the other parts are still written, as with `cat`); 2 for a usage
 //! error; 128 + N when stopped by signal N (141 when the reader of the output went away).
 
-use clap::{Parser, ValueEnum};
-use mimeo::{Control, Event, Observer, Summary};
-use signal_hook::consts::{SIGINT, SIGTERM};
-use std::io::{IsTerminal, Write};
+use clap::Parser;
+use mimeo::{Event, Observer, Summary};
+use mimeo_cli::family::{self, Page};
+use mimeo_cli::output::{self, Json};
+use mimeo_cli::{EXIT_FAILED, signals};
 use std::os::fd::AsFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::time::Duration;
+use std::sync::Mutex;
 
 const PROG: &str = "mimeo-cat";
-const EXIT_FAILED: u8 = 1;
-const EXIT_USAGE: u8 = 2;
-/// What `cat` exits with when its reader goes away: killed by SIGPIPE.
-const EXIT_BROKEN_PIPE: u8 = 128 + 13;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum When {
-    Auto,
-    Always,
-    Never,
-}
+const PAGE: Page = Page {
+    usages: &[
+        "[OPTION]... [PART]... > OUT",
+        "[OPTION]... -o OUT [PART]...",
+    ],
+    exit_status: &[
+        ("0", "Every part was written."),
+        (
+            "1",
+            "A part or the output failed (each failure is reported, and the other parts are still written, as with cat).",
+        ),
+        ("2", "The command line was wrong."),
+        (
+            "128+N",
+            "Stopped by signal N: 130 for SIGINT, 143 for SIGTERM, 141 when the reader of the output went away.",
+        ),
+    ],
+    examples: &[
+        (
+            "-o big.img big.img.part*",
+            "Reassemble the pieces of split -b 1G into big.img, sharing their blocks where the filesystem can.",
+        ),
+        ("a b > c", "Write a then b into c, as cat does."),
+        (
+            "--json -o out a b",
+            "The same, with a JSON summary of the bytes cloned and copied on stdout.",
+        ),
+    ],
+};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -45,27 +63,28 @@ enum When {
         earlier part) are read through that file's page cache. The bytes are always those \
         cat would write.",
     override_usage = "mimeo-cat [OPTIONS] [PART]... > OUT\n       mimeo-cat [OPTIONS] -o OUT [PART]...",
-    after_long_help = "With no PART, or where PART is -, standard input is read."
+    after_long_help = "With no PART, or where PART is -, standard input is read.",
+    disable_help_flag = true,
+    disable_version_flag = true,
+    args_override_self = true
 )]
 struct Args {
     /// Write to OUT (created, or truncated) instead of standard output
     #[arg(short = 'o', long, value_name = "OUT")]
     output: Option<PathBuf>,
 
-    /// Print a JSON summary with the bytes cloned and copied (and errors as JSON lines): on
-    /// standard output with -o, else on standard error
+    /// Print JSON Lines: an object per error, then a summary with the bytes cloned and
+    /// copied; on standard output with -o, else on standard error, in place of the messages
     #[arg(long)]
     json: bool,
 
-    /// Show a progress bar on stderr: auto (when stderr is a terminal), always, never
-    #[arg(long, value_name = "WHEN", num_args = 0..=1, require_equals = true,
-          default_missing_value = "always", default_value = "auto")]
-    progress: When,
-
     /// Read every byte from its own part, never through another file that holds the same
     /// blocks (for measurements)
-    #[arg(long, hide = true)]
+    #[arg(long)]
     no_shared_reads: bool,
+
+    #[command(flatten)]
+    common: family::FamilyOptions,
 
     /// The files to concatenate, in order; - is standard input
     #[arg(value_name = "PART")]
@@ -73,37 +92,32 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    let control = Arc::new(Control::new());
-    let stopped = Arc::new(AtomicI32::new(0));
-    if let Err(e) = install_signals(control.clone(), stopped.clone()) {
-        error(&format!("cannot install signal handlers: {e}"));
-    }
-    let args = match Args::try_parse() {
-        Ok(a) => a,
-        Err(e) => {
-            use clap::error::ErrorKind;
-            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-                let _ = e.print();
-                return ExitCode::SUCCESS;
-            }
-            usage_error(&clap_message(&e));
-            return ExitCode::from(EXIT_USAGE);
-        }
+    let family::Started { control, stopped } = family::start(PROG);
+    let argv: Vec<_> = std::env::args_os().collect();
+    // With --json, a usage error is an error object in the JSON stream, then a summary.
+    let json_asked = family::json_asked(&argv);
+    output::errors_as_json(json_asked);
+    let parsed = family::parse_json::<Args>(argv, |_| {
+        output::err_line(&summary_json(&failed_summary()));
+    });
+    let args = match parsed {
+        Ok((args, _)) => args,
+        Err(code) => return code,
     };
+    output::errors_as_json(false);
+    if let Some(what) = &args.common.generate {
+        return family::generate(<Args as clap::CommandFactory>::command(), &PAGE, what);
+    }
     let parts = if args.parts.is_empty() {
         vec![PathBuf::from("-")]
     } else {
         args.parts.clone()
     };
-    let json_on_stdout = args.output.is_some();
     let printer = Printer {
         json: args.json,
-        json_on_stdout,
-        out_name: args
-            .output
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("standard output")),
-        broken_pipe: AtomicBool::new(false),
+        json_on_stdout: args.output.is_some(),
+        out_name: PathBuf::from("standard output"),
+        write_error: Mutex::new(None),
     };
     let stdout = std::io::stdout();
     let opened;
@@ -116,43 +130,46 @@ fn main() -> ExitCode {
             Err(errors) => {
                 let mut summary = Summary::default();
                 summary.errors = errors.len() as u64;
-                for err in errors {
-                    printer.event(Event::Failed(err));
+                for err in &errors {
+                    printer.failed(err);
                 }
-                if args.json {
-                    printer.json_line(&summary_json(&summary));
-                }
-                return ExitCode::from(EXIT_FAILED);
+                return printer.end(&summary, EXIT_FAILED);
             }
         },
+        None if output::stdout_closed() => {
+            // As cat: nothing is read when there is nowhere to write.
+            printer.say("standard output: Bad file descriptor");
+            return printer.end(&failed_summary(), EXIT_FAILED);
+        }
         None => stdout.as_fd(),
     };
-    let out_name = printer.out_name.clone();
-    let show_progress = match args.progress {
-        When::Always => true,
-        When::Never => false,
-        When::Auto => std::io::stderr().is_terminal(),
+    let out_name = args.output.clone().unwrap_or(printer.out_name.clone());
+    let printer = Printer {
+        out_name,
+        ..printer
     };
-    let bar = show_progress.then(|| Progress::start(&parts, control.clone()));
+    let bar = args.common.progress().then(|| {
+        mimeo_cli::progress::Progress::start_known(
+            total(&parts),
+            parts.len() as u64,
+            control.clone(),
+        )
+    });
     let mut options = mimeo::ConcatOptions::default();
     options.shared_reads = !args.no_shared_reads;
-    let summary = mimeo::concat_with(&parts, out_fd, &out_name, &options, &printer, &control);
+    let summary = mimeo::concat_with(
+        &parts,
+        out_fd,
+        &printer.out_name,
+        &options,
+        &printer,
+        &control,
+    );
     if let Some(bar) = bar {
         bar.finish();
     }
-    if args.json {
-        printer.json_line(&summary_json(&summary));
-    }
-    let signal = stopped.load(Ordering::SeqCst);
-    if signal != 0 {
-        ExitCode::from((128 + signal) as u8)
-    } else if printer.broken_pipe.load(Ordering::SeqCst) {
-        ExitCode::from(EXIT_BROKEN_PIPE)
-    } else if summary.errors > 0 {
-        ExitCode::from(EXIT_FAILED)
-    } else {
-        ExitCode::SUCCESS
-    }
+    let code = family::status(&stopped, summary.errors > 0);
+    printer.end(&summary, code)
 }
 
 /// Opens OUT for `-o`: created if absent, and truncated only once no part is OUT itself.
@@ -164,6 +181,7 @@ fn open_output(path: &Path, parts: &[PathBuf]) -> Result<std::fs::File, Vec<mime
     let file = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
+        // Truncated below, once no part is OUT.
         .truncate(false)
         .mode(0o666)
         .open(path)
@@ -211,60 +229,95 @@ fn is_output(part: &Path, out: &std::fs::Metadata) -> bool {
     meta.is_file() && meta.dev() == out.dev() && meta.ino() == out.ino() && at < meta.size()
 }
 
-/// Turns the first SIGINT or SIGTERM into a stop request; a second one ends the process.
-fn install_signals(control: Arc<Control>, stopped: Arc<AtomicI32>) -> std::io::Result<()> {
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
-    std::thread::Builder::new()
-        .name("mimeo-cat-signals".into())
-        .spawn(move || {
-            for sig in signals.forever() {
-                if stopped.swap(sig, Ordering::SeqCst) != 0 {
-                    std::process::exit(128 + sig);
-                }
-                control.stop();
-            }
-        })?;
-    Ok(())
+/// The bytes of the parts that are regular files: the progress line's total.
+fn total(parts: &[PathBuf]) -> u64 {
+    parts
+        .iter()
+        .filter(|p| p.as_os_str() != "-")
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+        .sum()
 }
 
-/// Renders the engine's events: cp-style messages on stderr, and JSON error lines.
+/// The summary of a run that failed before writing anything.
+fn failed_summary() -> Summary {
+    let mut summary = Summary::default();
+    summary.errors = 1;
+    summary
+}
+
+/// Renders the engine's events: cp-style messages on stderr, or with `--json` error objects
+/// in the JSON stream (on stderr without -o, where no plain line may then go).
 struct Printer {
     json: bool,
     json_on_stdout: bool,
     out_name: PathBuf,
-    /// The output's reader went away: stop quietly, as cat does (killed by SIGPIPE).
-    broken_pipe: AtomicBool,
+    /// The first error writing standard output other than EPIPE: reported once, as cat's
+    /// "write error".
+    write_error: Mutex<Option<i32>>,
 }
 
 impl Printer {
     fn json_line(&self, line: &str) {
         if self.json_on_stdout {
-            let _ = std::io::stdout().lock().write_all(line.as_bytes());
+            output::out(line);
         } else {
-            let _ = std::io::stderr().lock().write_all(line.as_bytes());
+            output::err_line(line);
         }
+    }
+
+    /// A failure about the output: `mimeo-cat: message` on stderr, and with `--json` an
+    /// error object in the JSON stream (only that when the stream is on stderr).
+    fn say(&self, message: &str) {
+        if self.json {
+            self.json_line(&output::error_object("output", message));
+        }
+        if !self.json || self.json_on_stdout {
+            output::error(message);
+        }
+    }
+
+    fn failed(&self, err: &mimeo::Error) {
+        if self.json {
+            self.json_line(&output::error_json(err).line());
+        }
+        if !self.json || self.json_on_stdout {
+            output::error(&err.to_string());
+        }
+    }
+
+    /// The end of the run: `write error` if standard output failed, the JSON summary last,
+    /// and the exit status.
+    fn end(&self, summary: &Summary, code: u8) -> ExitCode {
+        if let Some(errno) = *self.write_error.lock().unwrap_or_else(|e| e.into_inner()) {
+            let e = std::io::Error::from_raw_os_error(errno);
+            let text = e.to_string();
+            let text = text.split(" (os error").next().unwrap_or_default();
+            self.say(&format!("write error: {text}"));
+        }
+        if self.json {
+            self.json_line(&summary_json(summary));
+        }
+        family::finish(code)
     }
 }
 
 impl Observer for Printer {
     fn event(&self, event: Event) {
-        if let Event::Failed(err) = event {
-            if err.errno() == Some(libc_epipe()) && err.path == self.out_name {
-                self.broken_pipe.store(true, Ordering::SeqCst);
-                return;
+        let Event::Failed(err) = event else { return };
+        if err.path == self.out_name && !self.json_on_stdout && err.op == mimeo::Op::Write {
+            match err.errno() {
+                Some(e) if e == libc_epipe() => signals::stop_as(signals::SIGPIPE),
+                Some(e) => {
+                    let mut first = self.write_error.lock().unwrap_or_else(|e| e.into_inner());
+                    first.get_or_insert(e);
+                }
+                None => self.failed(&err),
             }
-            if self.json {
-                let line = serde_json::json!({
-                    "type": "error",
-                    "path": display(&err.path),
-                    "operation": err.op.name(),
-                    "message": err.to_string(),
-                    "errno": err.errno(),
-                });
-                self.json_line(&format!("{line}\n"));
-            }
-            error(&err.to_string());
+            return;
         }
+        self.failed(&err);
     }
 }
 
@@ -279,105 +332,24 @@ fn libc_epipe() -> i32 {
 /// extents with their part) and copied, and how many were read through a canonical file
 /// (`shared_read_bytes`, as in mimeo's summary). Field names are stable.
 fn summary_json(s: &Summary) -> String {
-    let line = serde_json::json!({
-        "type": "summary",
-        "parts": s.files,
-        "bytes": s.bytes,
-        "cloned": s.clone_bytes,
-        "copied": s.offload_bytes + s.stream_bytes,
-        "by_method": {
-            "clone": s.clone_bytes,
-            "offload": s.offload_bytes,
-            "stream": s.stream_bytes,
-        },
-        "shared_read_bytes": s.shared_read_bytes,
-        "errors": s.errors,
-        "interrupted": s.interrupted,
-        "elapsed_s": s.elapsed.as_secs_f64(),
-    });
-    format!("{line}\n")
-}
-
-/// A progress bar on stderr: bytes written of the parts' total, rate, ETA, and how much was
-/// cloned and copied so far.
-struct Progress {
-    done: Arc<AtomicBool>,
-    ticker: std::thread::JoinHandle<()>,
-}
-
-impl Progress {
-    fn start(parts: &[PathBuf], control: Arc<Control>) -> Progress {
-        let total: u64 = parts
-            .iter()
-            .filter(|p| p.as_os_str() != "-")
-            .filter_map(|p| std::fs::metadata(p).ok())
-            .filter(|m| m.is_file())
-            .map(|m| m.len())
-            .sum();
-        let bar = indicatif::ProgressBar::with_draw_target(
-            Some(total),
-            indicatif::ProgressDrawTarget::stderr_with_hz(10),
-        );
-        bar.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{percent:>3}% [{bar:30}] {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta} {msg}",
-            )
-            .expect("a valid template")
-            .progress_chars("=> "),
-        );
-        let done = Arc::new(AtomicBool::new(false));
-        let stop = done.clone();
-        let ticker = std::thread::spawn(move || {
-            loop {
-                let cloned = control.bytes_by(mimeo::Method::Clone);
-                bar.set_position(control.bytes_done());
-                bar.set_message(format!(
-                    "cloned {} copied {}",
-                    indicatif::HumanBytes(cloned),
-                    indicatif::HumanBytes(control.bytes_done() - cloned)
-                ));
-                if stop.load(Ordering::SeqCst) {
-                    bar.finish_and_clear();
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
-        });
-        Progress { done, ticker }
-    }
-
-    fn finish(self) {
-        self.done.store(true, Ordering::SeqCst);
-        let _ = self.ticker.join();
-    }
-}
-
-fn error(message: &str) {
-    let _ = std::io::stderr()
-        .lock()
-        .write_all(format!("{PROG}: {message}\n").as_bytes());
-}
-
-fn usage_error(message: &str) {
-    let _ = std::io::stderr().lock().write_all(
-        format!("{PROG}: {message}\nTry '{PROG} --help' for more information.\n").as_bytes(),
-    );
-}
-
-/// A clap error as one line, without clap's "error:" and usage.
-fn clap_message(e: &clap::Error) -> String {
-    let text = e.render().to_string();
-    let first = text.lines().next().unwrap_or_default();
-    first.strip_prefix("error: ").unwrap_or(first).to_string()
-}
-
-fn display(p: &Path) -> String {
-    use std::os::unix::ffi::OsStrExt;
-    let bytes = p.as_os_str().as_bytes();
-    match std::str::from_utf8(bytes) {
-        Ok(s) => s.to_string(),
-        Err(_) => bytes.escape_ascii().to_string(),
-    }
+    Json::new("summary")
+        .with("parts", s.files)
+        .with("bytes", s.bytes)
+        .with("cloned", s.clone_bytes)
+        .with("copied", s.offload_bytes + s.stream_bytes)
+        .with(
+            "by_method",
+            serde_json::json!({
+                "clone": s.clone_bytes,
+                "offload": s.offload_bytes,
+                "stream": s.stream_bytes,
+            }),
+        )
+        .with("shared_read_bytes", s.shared_read_bytes)
+        .with("errors", s.errors)
+        .with("interrupted", s.interrupted)
+        .with("elapsed_s", s.elapsed.as_secs_f64())
+        .line()
 }
 
 #[cfg(test)]

@@ -7,8 +7,10 @@ use mimeo_testkit::extents::extents;
 use mimeo_testkit::rng::Rng;
 use mimeo_testkit::{FsKind, LoopFs};
 use serde_json::Value;
+use std::ffi::OsStr;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -429,4 +431,147 @@ fn errors_and_usage_are_worded_as_cp_words_them() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// `sh -c 'exec PROG ARGS REDIRECT'`, where `REDIRECT` is a shell redirection of stdout.
+fn redirected(prog: &str, args: &[&Path], redirect: &str) -> Output {
+    let script = format!("exec \"$0\" \"$@\" {redirect}");
+    Command::new("sh")
+        .env("LC_ALL", "C.UTF-8")
+        .args(["-c", &script, prog])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn write_errors_on_stdout_are_reported_as_cat_reports_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a");
+    std::fs::write(&a, b"some data\n").unwrap();
+    for redirect in [">/dev/full", ">&-"] {
+        let cat = redirected("/bin/cat", &[&a, &a], redirect);
+        let mine = redirected(env!("CARGO_BIN_EXE_mimeo-cat"), &[&a, &a], redirect);
+        let text =
+            |o: &Output, prog: &str| String::from_utf8_lossy(&o.stderr).replace(prog, "PROG");
+        assert_eq!(cat.status.code(), Some(1), "{cat:?}");
+        assert_eq!(mine.status.code(), Some(1), "{redirect}: {mine:?}");
+        assert_eq!(
+            text(&mine, "mimeo-cat"),
+            text(&cat, "/bin/cat"),
+            "{redirect}"
+        );
+    }
+}
+
+#[test]
+fn json_is_one_stream_of_objects_summary_last() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a");
+    std::fs::write(&a, b"a").unwrap();
+    let missing = dir.path().join("missing");
+    let lines = |text: &[u8]| -> Vec<Value> {
+        String::from_utf8_lossy(text)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: not JSON: {l:?}")))
+            .collect()
+    };
+    // Without -o the JSON stream is on stderr: no plain line goes there.
+    for args in [
+        vec![OsStr::new("--json"), a.as_os_str(), missing.as_os_str()],
+        vec![OsStr::new("--json"), OsStr::new("--bogus")],
+        vec![OsStr::new("--js"), missing.as_os_str()],
+    ] {
+        let out = mimeo_cat()
+            .args(&args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let objects = lines(&out.stderr);
+        assert_eq!(objects.len(), 2, "{args:?}: {objects:?}");
+        assert_eq!(objects[0]["type"], "error", "{args:?}");
+        assert_eq!(objects[1]["type"], "summary", "{args:?}");
+        assert_eq!(objects[1]["errors"], 1, "{args:?}");
+        assert_ne!(out.status.code(), Some(0), "{args:?}");
+    }
+    // With -o, on stdout, and the messages on stderr; a name that is not UTF-8 is lossless.
+    let out = mimeo_cat()
+        .args([
+            OsStr::new("--json"),
+            OsStr::new("-o"),
+            dir.path().as_os_str(),
+            a.as_os_str(),
+        ])
+        .output()
+        .unwrap();
+    let objects = lines(&out.stdout);
+    assert_eq!(objects.len(), 2, "{objects:?}");
+    assert_eq!(objects[0]["operation"], "create", "{objects:?}");
+    assert_eq!(objects[1]["type"], "summary", "{objects:?}");
+    let raw = dir.path().join(OsStr::from_bytes(b"x\xff\ny"));
+    let out = mimeo_cat()
+        .args([OsStr::new("--json"), OsStr::new("-o")])
+        .arg(dir.path().join("o"))
+        .arg(&raw)
+        .output()
+        .unwrap();
+    let objects = lines(&out.stdout);
+    let hex: String = raw
+        .as_os_str()
+        .as_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(
+        objects[0]["path"],
+        serde_json::json!({ "hex": hex }),
+        "{objects:?}"
+    );
+    assert_eq!(objects.last().unwrap()["type"], "summary");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("'$'\\377\\n''y': No such file or directory"),
+        "{err}"
+    );
+}
+
+#[test]
+fn family_options_progress_generate_and_abbreviations() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a");
+    std::fs::write(&a, b"abc").unwrap();
+    for flags in [
+        &["--progress"][..],
+        &["--progress=never"],
+        &["--prog=al", "--no-sh"],
+    ] {
+        let out = mimeo_cat()
+            .args(flags)
+            .arg(&a)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{flags:?}: {out:?}");
+        assert_eq!(out.stdout, b"abc", "{flags:?}");
+    }
+    let man = mimeo_cat().args(["--generate", "man"]).output().unwrap();
+    let man = String::from_utf8_lossy(&man.stdout);
+    for section in [
+        "\\-o OUT [PART]",
+        "[PART]... > OUT",
+        ".SH \"EXIT STATUS\"",
+        ".SH EXAMPLES",
+    ] {
+        assert!(man.contains(section), "{section}: {man}");
+    }
+    let help = mimeo_cat().arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    for option in [
+        "--no-shared-reads",
+        "--generate <WHAT>",
+        "--progress[=<WHEN>]",
+    ] {
+        assert!(help.contains(option), "{option}: {help}");
+    }
 }

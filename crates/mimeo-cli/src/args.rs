@@ -18,6 +18,15 @@ pub enum When {
     Never,
 }
 
+/// `--update=UPDATE`: which existing destinations are replaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Update {
+    All,
+    None,
+    NoneFail,
+    Older,
+}
+
 #[derive(Debug, Parser)]
 #[command(
     name = "mimeo",
@@ -152,9 +161,21 @@ pub struct Args {
     #[arg(short = 'T', long)]
     pub no_target_directory: bool,
 
-    /// Copy only when the destination is missing, incomplete, of another size or older
-    #[arg(short = 'u', long)]
-    pub update: bool,
+    /// Control which existing destination files are replaced: all (the default without
+    /// it), none (skip them), none-fail (skip them and fail), older (the default of -u:
+    /// replace only those that are incomplete, of another size or older than the source)
+    #[arg(short = 'u', long, value_name = "UPDATE", num_args = 0..=1, require_equals = true,
+          default_missing_value = "older")]
+    pub update: Option<Update>,
+
+    /// Explain how each file is copied (cloned, offloaded or streamed, and whether holes
+    /// were found); implies -v
+    #[arg(long)]
+    pub debug: bool,
+
+    /// Copy a directory onto an existing symlink to a directory through that symlink
+    #[arg(long)]
+    pub keep_directory_symlink: bool,
 
     /// Explain what is being done
     #[arg(short = 'v', long)]
@@ -170,12 +191,12 @@ pub struct Args {
           action = ArgAction::Append)]
     pub context: Vec<OsString>,
 
-    /// Worker threads for tree copies
-    #[arg(short = 'j', long, value_name = "N", allow_hyphen_values = true)]
+    /// Worker threads for tree copies (1 to 256)
+    #[arg(short = 'j', long, value_name = "N", value_parser = parse_jobs, allow_hyphen_values = true)]
     pub jobs: Option<usize>,
 
-    /// Copy files of at least twice SIZE in ranges of SIZE, several workers at once (off:
-    /// never, the default)
+    /// Copy files of at least twice SIZE in ranges of SIZE (at least 1M), several workers at
+    /// once (off: never, the default)
     #[arg(long, value_name = "SIZE", value_parser = parse_split, allow_hyphen_values = true)]
     pub split: Option<u64>,
 
@@ -187,13 +208,10 @@ pub struct Args {
     #[arg(long)]
     pub json: bool,
 
-    /// Show a progress bar on stderr: auto (when stderr is a terminal), always, never
-    #[arg(
-        long,
-        value_name = "WHEN",
-        default_value = "auto",
-        allow_hyphen_values = true
-    )]
+    /// Show a progress line on stderr: auto (when stderr is a terminal), always, never;
+    /// without WHEN: always
+    #[arg(long, value_name = "WHEN", num_args = 0..=1, require_equals = true,
+          default_missing_value = "always", default_value = "auto")]
     pub progress: When,
 
     /// No progress bar
@@ -223,8 +241,9 @@ pub struct Args {
 
     /// Read every byte from its own file, never through another source file that holds the
     /// same blocks (for measurements)
-    #[arg(long, hide = true)]
+    #[arg(long)]
     pub no_shared_reads: bool,
+
     /// When stopped by SIGINT or SIGTERM, keep the written part of large files being copied,
     /// marked incomplete, for a later -u to resume
     #[arg(long)]
@@ -240,7 +259,7 @@ pub struct Args {
     pub clean_other_hosts: bool,
 
     /// Print a man page or shell completions (man, bash, zsh, fish, elvish) and exit
-    #[arg(long, value_name = "WHAT", hide = true, allow_hyphen_values = true)]
+    #[arg(long, value_name = "WHAT", value_parser = crate::family::GENERATE)]
     pub generate: Option<String>,
 
     /// Print help
@@ -251,6 +270,7 @@ pub struct Args {
     #[arg(short = 'V', long, action = ArgAction::Version)]
     pub version: Option<bool>,
 
+    /// The files and directories to copy, then DEST or DIRECTORY (none with -t)
     #[arg(value_name = "SOURCE")]
     pub operands: Vec<PathBuf>,
 
@@ -392,12 +412,33 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("invalid size '{s}'"))
 }
 
-/// `--split`: a size, or `off` (0).
+/// The most worker threads `-j` accepts: far beyond where more of them copy faster (bench
+/// W14 found the gains end at 16-32 on 2 CPUs), and few enough that their buffers and
+/// stacks stay well within memory.
+pub const MAX_JOBS: usize = 256;
+
+/// The smallest range `--split` accepts: below it the cost of handing out ranges exceeds
+/// the gain of copying them at once.
+pub const MIN_SPLIT: u64 = 1 << 20;
+
+/// `-j N`: 1 to [`MAX_JOBS`].
+pub fn parse_jobs(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if (1..=MAX_JOBS).contains(&n) => Ok(n),
+        _ => Err(format!("must be a number from 1 to {MAX_JOBS}")),
+    }
+}
+
+/// `--split`: a size of at least [`MIN_SPLIT`], or `off` (0).
 pub fn parse_split(s: &str) -> Result<u64, String> {
     if s == "off" {
         return Ok(0);
     }
-    parse_size(s).map(|n| n as u64)
+    match parse_size(s) {
+        Ok(n) if n as u64 >= MIN_SPLIT => Ok(n as u64),
+        Ok(_) => Err("must be at least 1M, or off".into()),
+        Err(e) => Err(e),
+    }
 }
 
 #[cfg(test)]

@@ -108,6 +108,17 @@ impl Opt {
 /// value of an option with a fixed set of values spelled out too; or cp's message for the
 /// first usage error. `cmd` must be built (`Command::build`).
 pub fn normalize(cmd: &Command, argv: Vec<OsString>) -> Result<Vec<OsString>, String> {
+    normalize_with(cmd, argv, CP_LONG_OPTIONS)
+}
+
+/// [`normalize`] for a command whose abbreviations follow `first`'s meaning where they name
+/// exactly one of `first` (cp's options for `mimeo`; none for the other commands, whose
+/// prefixes need only be unique).
+pub fn normalize_with(
+    cmd: &Command,
+    argv: Vec<OsString>,
+    first: &[&str],
+) -> Result<Vec<OsString>, String> {
     let opts: Vec<Opt> = cmd
         .get_arguments()
         .filter(|a| !a.is_positional())
@@ -123,7 +134,7 @@ pub fn normalize(cmd: &Command, argv: Vec<OsString>) -> Result<Vec<OsString>, St
             break;
         }
         let opt = if let Some(body) = bytes.strip_prefix(b"--") {
-            long_option(&opts, &token, body, &mut rest, &mut out)?
+            long_option(&opts, first, &token, body, &mut rest, &mut out)?
         } else if bytes.len() > 1 && bytes[0] == b'-' {
             short_options(&opts, &token, &mut rest, &mut out)?
         } else {
@@ -142,6 +153,7 @@ pub fn normalize(cmd: &Command, argv: Vec<OsString>) -> Result<Vec<OsString>, St
 /// its value taken from `rest` when it is the next argument. Returns the option.
 fn long_option<'o>(
     opts: &'o [Opt],
+    first: &[&str],
     token: &OsString,
     body: &[u8],
     rest: &mut impl Iterator<Item = OsString>,
@@ -154,7 +166,7 @@ fn long_option<'o>(
     let given = token.to_string_lossy();
     let opt = std::str::from_utf8(name)
         .ok()
-        .map(|name| find_long(opts, name, &given))
+        .map(|name| find_long(opts, first, name, &given))
         .unwrap_or_else(|| Err(format!("unrecognized option '{given}'")))?;
     let long = opt.long.as_deref().expect("found by its long name");
     let mut spelled = OsString::from(format!("--{long}"));
@@ -179,8 +191,14 @@ fn long_option<'o>(
     Ok(Some(opt))
 }
 
-/// The option `--name` stands for, by getopt_long's rules and cp's precedence (module docs).
-fn find_long<'o>(opts: &'o [Opt], name: &str, given: &str) -> Result<&'o Opt, String> {
+/// The option `--name` stands for, by getopt_long's rules and the precedence of `first`
+/// (module docs).
+fn find_long<'o>(
+    opts: &'o [Opt],
+    first: &[&str],
+    name: &str,
+    given: &str,
+) -> Result<&'o Opt, String> {
     let by_long = |long: &str| opts.iter().find(|o| o.long.as_deref() == Some(long));
     if let Some(exact) = by_long(name) {
         return Ok(exact);
@@ -190,7 +208,7 @@ fn find_long<'o>(opts: &'o [Opt], name: &str, given: &str) -> Result<&'o Opt, St
         .filter_map(|o| o.long.as_deref())
         .filter(|l| l.starts_with(name))
         .collect();
-    let cps: Vec<&str> = CP_LONG_OPTIONS
+    let cps: Vec<&str> = first
         .iter()
         .copied()
         .filter(|l| l.starts_with(name))
@@ -206,7 +224,7 @@ fn find_long<'o>(opts: &'o [Opt], name: &str, given: &str) -> Result<&'o Opt, St
     // Where cp finds the prefix ambiguous too, its message (and its list) is the one given.
     let mut all = cps;
     if all.len() < 2 {
-        all.extend(ours.iter().filter(|l| !CP_LONG_OPTIONS.contains(l)));
+        all.extend(ours.iter().filter(|l| !first.contains(l)));
     }
     if all.len() < 2 {
         // Unknown, or only one of cp's options that mimeo does not have.

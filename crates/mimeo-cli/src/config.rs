@@ -1,10 +1,11 @@
 //! Checked configuration: engine options plus the (source, destination) pairs that cp's
 //! target rules give.
 
-use crate::args::{Args, AttrFlag, When};
+use crate::args::{Args, AttrFlag, Update, When};
 use crate::cmdline::choose;
 use mimeo::{
-    Backup, CopyPair, Dereference, LinkInstead, Options, Overwrite, Preserve, Reflink, Sparse,
+    Backup, CopyPair, DanglingSymlink, Dereference, LinkInstead, Options, Overwrite, Preserve,
+    Reflink, Sparse,
 };
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -28,6 +29,8 @@ pub struct Config {
     pub options: Options,
     pub pairs: Vec<CopyPair>,
     pub verbose: bool,
+    /// `--debug`: how each file was copied, after its `-v` line.
+    pub debug: bool,
     pub json: bool,
     pub stats: bool,
     pub dry_run: bool,
@@ -100,8 +103,8 @@ fn apply_list(p: &mut Preserve, list: &str, on: bool) -> Result<(), ConfigError>
     Ok(())
 }
 
-fn display(p: &Path) -> String {
-    crate::output::display(p)
+fn quote(p: &Path) -> String {
+    crate::output::quote(p)
 }
 
 /// The attributes to keep and the symlink rule (None: the default) that the flags give when
@@ -242,12 +245,13 @@ impl Config {
                 "options --backup and --no-clobber are mutually exclusive",
             ));
         }
-        let overwrite = if no_clobber {
-            Overwrite::NoClobber
-        } else if a.update {
-            Overwrite::Update
-        } else {
-            Overwrite::Replace
+        let overwrite = match a.update {
+            // -n wins over -u whatever their order, as in cp 9.1.
+            _ if no_clobber => Overwrite::NoClobber,
+            None | Some(Update::All) => Overwrite::Replace,
+            Some(Update::None) => Overwrite::NoClobber,
+            Some(Update::NoneFail) => Overwrite::NoneFail,
+            Some(Update::Older) => Overwrite::Update,
         };
         let when = |w: Option<When>| w.unwrap_or(When::Auto);
         let reflink = match when(a.reflink) {
@@ -262,9 +266,6 @@ impl Config {
         };
         if reflink == Reflink::Always && sparse != Sparse::Auto {
             return Err(usage("--reflink can be used only with --sparse=auto"));
-        }
-        if a.jobs == Some(0) {
-            return Err(usage("--jobs must be at least 1"));
         }
         let mut options = Options::default();
         options.reflink = reflink;
@@ -313,6 +314,7 @@ impl Config {
                 When::Auto => std::io::IsTerminal::is_terminal(&std::io::stderr()),
             };
         options.parents = a.parents;
+        options.keep_directory_symlink = a.keep_directory_symlink;
         let target_dir = a.target_directory.first().map(PathBuf::as_path);
         let pairs = if a.parents {
             under_parents(&a.operands, target_dir, a.no_target_directory)?
@@ -324,10 +326,26 @@ impl Config {
                 a.strip_trailing_slashes,
             )?
         };
+        let mut pairs = pairs;
+        if prog_is_cp() {
+            if std::env::var_os("POSIXLY_CORRECT").is_some() {
+                write_through_dangling(&mut pairs);
+            } else {
+                options.dangling_symlink = DanglingSymlink::Refuse;
+            }
+        }
+        if a.force && a.target_directory.is_empty() && !a.parents {
+            if let Some(dst) = backup_onto_itself(&a.operands, a.no_target_directory, &options) {
+                // cp's special case: `cp --force --backup F F` copies F to its backup name.
+                pairs[0].dst = dst;
+                options.backup = None;
+            }
+        }
         Ok(Config {
             options,
             pairs,
-            verbose: a.verbose,
+            verbose: a.verbose || a.debug,
+            debug: a.debug,
             json: a.json,
             stats: a.stats,
             dry_run: a.dry_run,
@@ -353,20 +371,13 @@ pub fn resolve_targets(
             into_dir(src, dir)
         }
     };
-    if target_dir.is_some() && no_target_dir {
-        return Err(usage(
-            "cannot combine --target-directory (-t) and --no-target-directory (-T)",
-        ));
-    }
+    both_target_options(target_dir, no_target_dir)?;
     if let Some(dir) = target_dir {
         if operands.is_empty() {
             return Err(usage("missing file operand"));
         }
         if !dir.is_dir() {
-            return Err(fatal(format!(
-                "target directory '{}' is not a directory",
-                display(dir)
-            )));
+            return Err(not_a_directory("target directory", dir));
         }
         return Ok(operands.iter().map(|s| into_dir(s, dir)).collect());
     }
@@ -374,8 +385,8 @@ pub fn resolve_targets(
         0 => return Err(usage("missing file operand")),
         1 => {
             return Err(usage(format!(
-                "missing destination file operand after '{}'",
-                display(&operands[0])
+                "missing destination file operand after {}",
+                quote(&operands[0])
             )));
         }
         _ => {}
@@ -383,7 +394,7 @@ pub fn resolve_targets(
     let (dest, sources) = operands.split_last().expect("two or more operands");
     if no_target_dir {
         if sources.len() > 1 {
-            return Err(usage(format!("extra operand '{}'", display(&operands[2]))));
+            return Err(usage(format!("extra operand {}", quote(&operands[2]))));
         }
         return single(&sources[0], dest);
     }
@@ -391,12 +402,89 @@ pub fn resolve_targets(
         return Ok(sources.iter().map(|s| into_dir(s, dest)).collect());
     }
     if sources.len() > 1 {
-        return Err(fatal(format!(
-            "target '{}' is not a directory",
-            display(dest)
-        )));
+        return Err(not_a_directory("target", dest));
     }
     single(&sources[0], dest)
+}
+
+fn prog_is_cp() -> bool {
+    crate::output::prog() == "cp"
+}
+
+/// With `--force` and `--backup`, SOURCE DEST naming one existing regular file by the same
+/// string: the backup name it is copied to instead (cp's own rule, as in GNU's
+/// tests/cp/backup-1.sh), or None.
+fn backup_onto_itself(operands: &[PathBuf], no_target_dir: bool, o: &Options) -> Option<PathBuf> {
+    let [src, dst] = operands else { return None };
+    let backup = o.backup.as_ref()?;
+    let is_file = std::fs::metadata(dst).is_ok_and(|m| m.is_file());
+    if src != dst || !is_file || (!no_target_dir && dst.is_dir()) {
+        return None;
+    }
+    let dir = dst.parent().filter(|p| !p.as_os_str().is_empty());
+    let base = dst.file_name()?.as_bytes();
+    let highest = std::fs::read_dir(dir.unwrap_or(Path::new(".")))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name();
+            let n = name.as_bytes().strip_prefix(base)?.strip_prefix(b".~")?;
+            let n = std::str::from_utf8(n.strip_suffix(b"~")?).ok()?;
+            n.parse::<u64>().ok().filter(|_| !n.starts_with('0'))
+        })
+        .max();
+    let mut name = dst.as_os_str().to_owned();
+    match (backup, highest) {
+        (Backup::Numbered, n) | (Backup::Existing { .. }, n @ Some(_)) => {
+            name.push(format!(".~{}~", n.unwrap_or(0) + 1));
+        }
+        (Backup::Simple { suffix } | Backup::Existing { suffix }, _) => name.push(suffix),
+        _ => return None,
+    }
+    Some(PathBuf::from(name))
+}
+
+/// `POSIXLY_CORRECT` under the name cp: a regular file copied onto a dangling symlink
+/// named on the command line creates the file the symlink points to, as cp's historical
+/// behaviour did. (Below a directory being copied, the symlink is replaced.)
+fn write_through_dangling(pairs: &mut [CopyPair]) {
+    for pair in pairs {
+        let dangling = std::fs::symlink_metadata(&pair.dst).is_ok_and(|m| m.is_symlink())
+            && std::fs::metadata(&pair.dst).is_err();
+        if !dangling || !std::fs::metadata(&pair.src).is_ok_and(|m| m.is_file()) {
+            continue;
+        }
+        if let Ok(target) = std::fs::read_link(&pair.dst) {
+            let parent = pair.dst.parent().unwrap_or(Path::new(""));
+            pair.dst = parent.join(target);
+        }
+    }
+}
+
+/// cp's message for a target that must be a directory and is not: why looking at it as
+/// one fails (`target 'nod': No such file or directory`).
+fn not_a_directory(what: &str, dir: &Path) -> ConfigError {
+    let errno = match std::fs::metadata(dir) {
+        Err(e) => e
+            .raw_os_error()
+            .unwrap_or(rustix::io::Errno::NOTDIR.raw_os_error()),
+        Ok(_) => rustix::io::Errno::NOTDIR.raw_os_error(),
+    };
+    let why = std::io::Error::from_raw_os_error(errno).to_string();
+    let why = why.split(" (os error").next().unwrap_or(&why).to_owned();
+    fatal(format!("{what} {}: {why}", quote(dir)))
+}
+
+/// `-t` with `-T` is an error (exit 1 in cp, without the pointer to --help), whatever else
+/// the command line says.
+fn both_target_options(target_dir: Option<&Path>, no_target_dir: bool) -> Result<(), ConfigError> {
+    if target_dir.is_some() && no_target_dir {
+        return Err(fatal(
+            "cannot combine --target-directory (-t) and --no-target-directory (-T)",
+        ));
+    }
+    Ok(())
 }
 
 /// `--parents`: each SOURCE goes to DIRECTORY/SOURCE (without a leading slash), and the
@@ -406,16 +494,30 @@ fn under_parents(
     target_dir: Option<&Path>,
     no_target_dir: bool,
 ) -> Result<Vec<CopyPair>, ConfigError> {
+    both_target_options(target_dir, no_target_dir)?;
     let (dir, sources) = match (target_dir, operands.split_last()) {
         (Some(dir), _) => (dir, operands),
         (None, Some((dest, sources))) => (dest.as_path(), sources),
         (None, None) => return Err(usage("missing file operand")),
     };
     if sources.is_empty() {
-        let last = display(&operands[0]);
+        let last = quote(&operands[0]);
         return Err(usage(format!(
-            "missing destination file operand after '{last}'"
+            "missing destination file operand after {last}"
         )));
+    }
+    if no_target_dir && sources.len() > 1 {
+        return Err(usage(format!("extra operand {}", quote(&operands[2]))));
+    }
+    // As in cp, a target that cannot be one is reported first where cp must use it as a
+    // directory (-t, or several sources); the rule of --parents comes after.
+    if !no_target_dir && !dir.is_dir() {
+        if target_dir.is_some() {
+            return Err(not_a_directory("target directory", dir));
+        }
+        if sources.len() > 1 {
+            return Err(not_a_directory("target", dir));
+        }
     }
     if no_target_dir || !dir.is_dir() {
         return Err(usage("with --parents, the destination must be a directory"));
@@ -438,8 +540,8 @@ fn under_parents(
 fn single(src: &Path, dest: &Path) -> Result<Vec<CopyPair>, ConfigError> {
     if dest.as_os_str().as_bytes().ends_with(b"/") && !src.is_dir() {
         return Err(fatal(format!(
-            "cannot create regular file '{}': Not a directory",
-            display(dest)
+            "cannot create regular file {}: Not a directory",
+            quote(dest)
         )));
     }
     Ok(vec![CopyPair {

@@ -1,10 +1,21 @@
 //! The `mimeo` command's parts, shared with other front ends of the engine (`mimeo-mpi`):
 //! cp's command line, the configuration it makes, the rendering of events and summaries, the
 //! progress line, signal handling and the exit statuses.
+//!
+//! It is also the foundation of the whole family of commands (`mimeo`, `mimeo-cat`,
+//! `mimeo-du`, `mimeo-dedupe`): [`family`] (the start and end of `main`, GNU command lines,
+//! man pages and completions), [`cmdline`] (getopt_long's rules in cp's words), [`output`]
+//! (names quoted as cp quotes them, standard output that reports write errors, JSON Lines),
+//! [`signals`] (the stop switch) and [`progress`] (the progress line). It lives here rather
+//! than in a crate of its own because `mimeo` is the command the others follow: the reading
+//! of a command line is cp's, made for `mimeo` first, and a second crate would only split
+//! one set of rules over two places. The other commands depend on this library; nothing in
+//! it depends on them.
 
 pub mod args;
 pub mod cmdline;
 pub mod config;
+pub mod family;
 pub mod output;
 pub mod progress;
 pub mod signals;
@@ -13,6 +24,16 @@ pub mod signals;
 pub const EXIT_FAILED: u8 = 1;
 /// Exit status: a usage error.
 pub const EXIT_USAGE: u8 = 2;
+
+/// The exit status of a usage error: [`EXIT_USAGE`], except under the name `cp`, where it
+/// is 1, as cp's.
+pub fn usage_status() -> u8 {
+    if output::prog() == "cp" {
+        EXIT_FAILED
+    } else {
+        EXIT_USAGE
+    }
+}
 /// Exit status: only sources that vanished during the run failed (rsync's convention).
 pub const EXIT_VANISHED: u8 = 24;
 

@@ -1,47 +1,82 @@
 //! `mimeo`: the command. Parses arguments, runs the engine, renders events, picks the exit code.
 
 use mimeo_cli::config::{Config, ConfigError};
-use mimeo_cli::{EXIT_FAILED, EXIT_USAGE, args, config, exit_code, output, progress, signals};
+use mimeo_cli::family::{self, Page};
+use mimeo_cli::{EXIT_FAILED, EXIT_USAGE, args, config, exit_code, output, progress};
 use std::process::ExitCode;
-use std::sync::Arc;
+
+/// What the man page says beyond the options.
+const PAGE: Page = Page {
+    usages: &[
+        "[OPTION]... [-T] SOURCE DEST",
+        "[OPTION]... SOURCE... DIRECTORY",
+        "[OPTION]... -t DIRECTORY SOURCE...",
+    ],
+    exit_status: &[
+        ("0", "Everything was copied."),
+        (
+            "1",
+            "Some entry failed (each failure is reported), or standard output could not be written.",
+        ),
+        ("2", "The command line was wrong."),
+        ("24", "Only sources that vanished during the run failed."),
+        (
+            "128+N",
+            "Stopped by signal N: 130 for SIGINT, 143 for SIGTERM, 141 when the reader of standard output went away.",
+        ),
+    ],
+    examples: &[
+        (
+            "-a src dst",
+            "Copy the tree src to dst, keeping everything cp -a keeps; files are cloned where the filesystem can share extents.",
+        ),
+        (
+            "-r --progress src dst",
+            "Copy a tree with a progress line on stderr.",
+        ),
+        (
+            "-v a b dir",
+            "Copy a and b into dir, naming each copy as cp -v does.",
+        ),
+        (
+            "-au --partial big.img /backup/",
+            "Copy what changed; after an interrupted run, resume the large files where they stopped.",
+        ),
+        (
+            "--json -r src dst",
+            "Copy a tree, with JSON Lines of errors and a final summary on stdout.",
+        ),
+        ("--generate man > mimeo.1", "Write this man page."),
+    ],
+};
 
 fn main() -> ExitCode {
-    // First of all, so that a signal at any later moment is a clean stop.
-    let control = Arc::new(mimeo::Control::new());
-    let stopped = Arc::new(signals::Stopped::default());
-    if let Err(e) = signals::install(control.clone(), stopped.clone()) {
-        output::error(&format!("cannot install signal handlers: {e}"));
-    }
-    let args = match args::parse(output::prog(), std::env::args_os().collect()) {
+    let family::Started { control, stopped } = family::start(output::prog());
+    let argv: Vec<_> = std::env::args_os().collect();
+    let json = family::json_asked(&argv);
+    let args = match args::parse(output::prog(), argv) {
         Ok(a) => a,
         Err(args::Stop::Display(help)) => {
-            let _ = help.print();
-            return ExitCode::SUCCESS;
+            output::out(&help.render().to_string());
+            return family::finish(0);
         }
-        Err(args::Stop::Usage(message)) => {
-            output::usage_error(&message);
-            return ExitCode::from(EXIT_USAGE);
-        }
+        Err(args::Stop::Usage(message)) => return refuse(json, "usage", &message, EXIT_USAGE),
     };
     if let Some(what) = &args.generate {
-        return generate(what);
+        return family::generate(args::command(output::prog()), &PAGE, what);
     }
     for warning in config::warnings(&args) {
         output::error(&warning);
     }
+    let json = args.json;
     let config = match Config::from_args(args) {
         Ok(c) => c,
-        Err(ConfigError::Usage(u)) => {
-            output::usage_error(&u.0);
-            return ExitCode::from(EXIT_USAGE);
-        }
-        Err(ConfigError::Fatal(f)) => {
-            output::error(&f.0);
-            return ExitCode::from(EXIT_FAILED);
-        }
+        Err(ConfigError::Usage(u)) => return refuse(json, "usage", &u.0, EXIT_USAGE),
+        Err(ConfigError::Fatal(f)) => return refuse(json, "target", &f.0, EXIT_FAILED),
     };
     let printer = output::Printer {
         verbose: config.verbose,
+        debug: config.debug,
         json: config.json,
         force: config.options.force,
     };
@@ -67,39 +102,23 @@ fn main() -> ExitCode {
     } else if config.stats {
         output::out(&output::summary_text(&summary));
     }
-    ExitCode::from(exit_code(&summary, &stopped))
+    family::finish(exit_code(&summary, &stopped))
 }
 
-/// `--generate man|bash|zsh|fish|elvish`: the man page or a completion script on stdout.
-fn generate(what: &str) -> ExitCode {
-    use std::io::Write;
-    let mut cmd = args::command("mimeo");
-    let mut text = Vec::new();
-    let shell = match what {
-        "man" => None,
-        "bash" => Some(clap_complete::Shell::Bash),
-        "zsh" => Some(clap_complete::Shell::Zsh),
-        "fish" => Some(clap_complete::Shell::Fish),
-        "elvish" => Some(clap_complete::Shell::Elvish),
-        other => {
-            output::usage_error(&format!(
-                "cannot generate '{other}': use man, bash, zsh, fish or elvish"
-            ));
-            return ExitCode::from(EXIT_USAGE);
-        }
-    };
-    match shell {
-        Some(shell) => clap_complete::generate(shell, &mut cmd, "mimeo", &mut text),
-        None => clap_mangen::Man::new(cmd)
-            .render(&mut text)
-            .expect("rendering into memory cannot fail"),
+/// A run refused before it started: the message on stderr (usage errors with cp's hint),
+/// and with `--json` an error object and a summary on stdout. `operation` names what was
+/// wrong in the error object: `usage` or `target`.
+fn refuse(json: bool, operation: &str, message: &str, code: u8) -> ExitCode {
+    if json {
+        let mut summary = mimeo::Summary::default();
+        summary.errors = 1;
+        output::out(&output::error_object(operation, message));
+        output::out(&output::summary_json(&summary));
     }
-    match std::io::stdout().lock().write_all(&text) {
-        // A reader that stops early (`| head`) is not an error.
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            output::error(&e.to_string());
-            ExitCode::from(EXIT_FAILED)
-        }
-        _ => ExitCode::SUCCESS,
+    if code == EXIT_USAGE {
+        family::usage(message)
+    } else {
+        output::error(message);
+        family::finish(code)
     }
 }

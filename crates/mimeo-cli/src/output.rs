@@ -2,9 +2,12 @@
 
 use mimeo::{Event, Observer, Summary};
 use std::ffi::OsStr;
-use std::io::Write;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 static PROG: OnceLock<&'static str> = OnceLock::new();
 
@@ -27,23 +30,56 @@ pub fn prog() -> &'static str {
     })
 }
 
+/// Messages go to stderr as JSON error objects instead of lines of text (see
+/// [`errors_as_json`]).
+static ERRORS_AS_JSON: AtomicBool = AtomicBool::new(false);
+
+/// Makes [`error`] and [`usage_error`] write JSON error objects ([`error_object`]) instead of
+/// lines of text, for a command whose JSON stream is on stderr (`mimeo-cat --json`), so that
+/// no plain line is mixed into it.
+pub fn errors_as_json(on: bool) {
+    ERRORS_AS_JSON.store(on, Ordering::Relaxed);
+}
+
 /// Prints `PROG: message` on stderr.
 pub fn error(message: &str) {
-    err_line(&format!("{}: {message}\n", prog()));
+    if ERRORS_AS_JSON.load(Ordering::Relaxed) {
+        err_line(&error_object("other", message));
+    } else {
+        err_line(&format!("{}: {message}\n", prog()));
+    }
 }
 
 /// Prints a usage error as cp does: `PROG: message`, then where to find help.
 pub fn usage_error(message: &str) {
     let prog = prog();
-    err_line(&format!(
-        "{prog}: {message}\nTry '{prog} --help' for more information.\n"
-    ));
+    if ERRORS_AS_JSON.load(Ordering::Relaxed) {
+        err_line(&error_object("usage", message));
+    } else {
+        err_line(&format!(
+            "{prog}: {message}\nTry '{prog} --help' for more information.\n"
+        ));
+    }
+}
+
+/// The JSON object of a failure that no path is to blame for (a usage error, a missing
+/// target): `{"type":"error","path":null,"operation":OP,"message":…,"errno":null}`, with its
+/// newline.
+pub fn error_object(operation: &str, message: &str) -> String {
+    Json::new("error")
+        .with("path", serde_json::Value::Null)
+        .with("operation", operation)
+        .with("message", message)
+        .with("errno", serde_json::Value::Null)
+        .line()
 }
 
 /// Prints events as they come from the workers.
 #[derive(Debug)]
 pub struct Printer {
     pub verbose: bool,
+    /// `--debug`: after each file's `-v` line, how it was copied.
+    pub debug: bool,
     pub json: bool,
     /// `-f`: how `-i` words its question about a file it may not write.
     pub force: bool,
@@ -54,19 +90,7 @@ impl Observer for Printer {
         match &event {
             Event::Failed(err) => {
                 if self.json {
-                    let mut line = String::from("{\"type\":\"error\",\"path\":");
-                    push_json_path(&mut line, &err.path);
-                    line.push_str(",\"operation\":");
-                    push_json_str(&mut line, err.op.name());
-                    line.push_str(",\"message\":");
-                    push_json_str(&mut line, &err.to_string());
-                    line.push_str(",\"errno\":");
-                    match err.errno() {
-                        Some(n) => line.push_str(&n.to_string()),
-                        None => line.push_str("null"),
-                    }
-                    line.push_str("}\n");
-                    out(&line);
+                    error_json(err).print();
                 }
                 error(&err.to_string());
             }
@@ -100,11 +124,11 @@ impl Observer for Printer {
                     line.push_str("}\n");
                     out(&line);
                 } else {
-                    let how = match outcome {
-                        Some(o) => format!(" ({})", o.method.name()),
-                        None => String::new(),
-                    };
-                    out(&format!("{} -> {}{how}\n", quote(src), quote(dst)));
+                    let mut line = format!("{} -> {}\n", quote(src), quote(dst));
+                    if let (true, Some(o)) = (self.debug, outcome) {
+                        line.push_str(&debug_line(o));
+                    }
+                    out(&line);
                 }
             }
             Event::Planned {
@@ -131,14 +155,11 @@ impl Observer for Printer {
                     ));
                 }
             }
-            Event::Skipped { src, dst } if self.verbose => {
-                if self.json {
-                    let mut line = entry_object("skipped", src, dst);
-                    line.push_str("}\n");
-                    out(&line);
-                } else {
-                    out(&format!("skipped {}\n", quote(dst)));
-                }
+            // cp 9.1's -v says nothing of a file it leaves alone.
+            Event::Skipped { src, dst } if self.verbose && self.json => {
+                let mut line = entry_object("skipped", src, dst);
+                line.push_str("}\n");
+                out(&line);
             }
             _ => {}
         }
@@ -176,6 +197,20 @@ impl Observer for Printer {
             Err(_) => false,
         }
     }
+}
+
+/// `--debug`'s line about one file, in the form of cp's: whether the data went by copy
+/// offload (`copy_file_range`) or was shared (reflink), and whether holes were found
+/// (`SEEK_HOLE`) in the source.
+fn debug_line(o: &mimeo::FileOutcome) -> String {
+    use mimeo::Method;
+    let (offload, reflink) = match o.method {
+        Method::Clone => ("avoided", "yes"),
+        Method::Offload => ("yes", "no"),
+        _ => ("no", "no"),
+    };
+    let holes = if o.hole_bytes > 0 { "SEEK_HOLE" } else { "no" };
+    format!("copy offload: {offload}, reflink: {reflink}, sparse detection: {holes}\n")
 }
 
 /// The permission bits of `dst` when it is a regular file this process (not root) may not
@@ -291,28 +326,170 @@ pub fn summary_text(s: &Summary) -> String {
     )
 }
 
-fn quote(p: &Path) -> String {
-    format!("'{}'", display(p))
+/// A name quoted as cp quotes it in messages and `-v` lines: `'a b'`, `'x'$'\033'`.
+pub fn quote(p: &Path) -> String {
+    mimeo::quote(p)
 }
 
-/// A path as text for messages; bytes that are not UTF-8 are shown escaped.
+/// A path as text where it must be one string: quoted as [`quote`] quotes it when it holds
+/// anything a terminal would act on, else as it is.
 pub fn display(path: &Path) -> String {
-    use std::os::unix::ffi::OsStrExt;
     let bytes = path.as_os_str().as_bytes();
     match std::str::from_utf8(bytes) {
-        Ok(s) => s.to_string(),
-        Err(_) => bytes.escape_ascii().to_string(),
+        Ok(s) if !s.chars().any(char::is_control) => s.to_owned(),
+        _ => quote(path),
     }
 }
 
+/// The first error writing standard output, as an errno (0 while none).
+static STDOUT_ERROR: AtomicI32 = AtomicI32::new(0);
+
+/// Standard output was closed when the command started (see [`watch_stdout`]).
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Notes whether standard output was closed when the command started. Rust's runtime opens
+/// a closed descriptor 0, 1 or 2 on `/dev/null`, read-write, before `main`; a shell opens
+/// `/dev/null` for writing only, so a read-write `/dev/null` on 1 is taken for a closed
+/// standard output, which cp and cat report ("Bad file descriptor") when they write to it.
+pub fn watch_stdout() {
+    use rustix::fs::{FileType, OFlags};
+    let stdout = std::io::stdout();
+    let read_write =
+        rustix::fs::fcntl_getfl(&stdout).is_ok_and(|f| f & OFlags::RWMODE == OFlags::RDWR);
+    let dev_null = rustix::fs::fstat(&stdout).is_ok_and(|st| {
+        FileType::from_raw_mode(st.st_mode) == FileType::CharacterDevice
+            && st.st_rdev == rustix::fs::makedev(1, 3)
+    });
+    STDOUT_CLOSED.store(read_write && dev_null, Ordering::Relaxed);
+}
+
+/// Writes `s` to standard output. A reader that went away (EPIPE) stops the run as SIGPIPE
+/// would ([`signals::stop_as`](crate::signals::stop_as)); any other error is kept for
+/// [`stdout_error`], and nothing more is written after it, as with cp's buffered stdout.
 pub fn out(s: &str) {
+    out_bytes(s.as_bytes());
+}
+
+/// [`out`] for bytes.
+pub fn out_bytes(b: &[u8]) {
+    if STDOUT_ERROR.load(Ordering::Relaxed) != 0 {
+        return;
+    }
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        stdout_failed(&std::io::Error::from_raw_os_error(
+            rustix::io::Errno::BADF.raw_os_error(),
+        ));
+        return;
+    }
     let mut o = std::io::stdout().lock();
-    let _ = o.write_all(s.as_bytes());
+    if let Err(e) = o.write_all(b).and_then(|()| o.flush()) {
+        stdout_failed(&e);
+    }
+}
+
+/// Whether standard output was closed when the command started ([`watch_stdout`]).
+pub fn stdout_closed() -> bool {
+    STDOUT_CLOSED.load(Ordering::Relaxed)
+}
+
+/// Records a failed write to standard output.
+fn stdout_failed(e: &std::io::Error) {
+    let errno = e
+        .raw_os_error()
+        .unwrap_or(rustix::io::Errno::IO.raw_os_error());
+    if STDOUT_ERROR
+        .compare_exchange(0, errno, Ordering::SeqCst, Ordering::SeqCst)
+        .is_ok()
+        && errno == rustix::io::Errno::PIPE.raw_os_error()
+    {
+        crate::signals::stop_as(crate::signals::SIGPIPE);
+    }
+}
+
+/// The error that writing standard output met, if any, after flushing what is left. A
+/// reader that went away is not one: it stopped the run instead.
+pub fn stdout_error() -> Option<std::io::Error> {
+    if STDOUT_ERROR.load(Ordering::SeqCst) == 0 {
+        if let Err(e) = std::io::stdout().lock().flush() {
+            stdout_failed(&e);
+        }
+    }
+    match STDOUT_ERROR.load(Ordering::SeqCst) {
+        0 => None,
+        e if e == rustix::io::Errno::PIPE.raw_os_error() => None,
+        e => Some(std::io::Error::from_raw_os_error(e)),
+    }
 }
 
 pub fn err_line(s: &str) {
     let mut e = std::io::stderr().lock();
     let _ = e.write_all(s.as_bytes());
+}
+
+/// One JSON Lines object, its fields in the order given; names in the family's lossless
+/// encoding ([`push_json_path`]).
+#[derive(Debug, Default)]
+pub struct Json(String);
+
+impl Json {
+    /// An object whose `type` is `kind`.
+    pub fn new(kind: &str) -> Json {
+        Json::default().with("type", kind)
+    }
+
+    fn key(&mut self, key: &str) {
+        self.0.push(if self.0.is_empty() { '{' } else { ',' });
+        push_json_str(&mut self.0, key);
+        self.0.push(':');
+    }
+
+    /// Adds a field whose value is not a name.
+    pub fn with(mut self, key: &str, value: impl Into<serde_json::Value>) -> Json {
+        self.key(key);
+        self.0.push_str(&value.into().to_string());
+        self
+    }
+
+    /// Adds a name.
+    pub fn path(mut self, key: &str, path: &Path) -> Json {
+        self.key(key);
+        push_json_path(&mut self.0, path);
+        self
+    }
+
+    /// Adds a list of names.
+    pub fn paths<P: AsRef<Path>>(mut self, key: &str, paths: &[P]) -> Json {
+        self.key(key);
+        self.0.push('[');
+        for (i, p) in paths.iter().enumerate() {
+            if i > 0 {
+                self.0.push(',');
+            }
+            push_json_path(&mut self.0, p.as_ref());
+        }
+        self.0.push(']');
+        self
+    }
+
+    /// The object as one line of text, with its newline.
+    pub fn line(mut self) -> String {
+        self.0.push_str("}\n");
+        self.0
+    }
+
+    /// Prints it on standard output.
+    pub fn print(self) {
+        out(&self.line());
+    }
+}
+
+/// The object of an engine failure: `{"type":"error","path","operation","message","errno"}`.
+pub fn error_json(e: &mimeo::Error) -> Json {
+    Json::new("error")
+        .path("path", &e.path)
+        .with("operation", e.op.name())
+        .with("message", e.to_string())
+        .with("errno", e.errno())
 }
 
 /// The start of a JSON object about one entry: `{"type":…,"src":…,"dst":…` (left open).
@@ -326,11 +503,25 @@ fn entry_object(kind: &str, src: &Path, dst: &Path) -> String {
     line
 }
 
-fn push_json_path(out: &mut String, p: &Path) {
-    push_json_str(out, &display(p));
+/// A name in JSON, losslessly: a string when it is UTF-8, else `{"hex":"…"}` with its bytes
+/// in lower-case hexadecimal (`x\xff\ny` is `{"hex":"78ff0a79"}`), the encoding every command
+/// of the family uses.
+pub fn push_json_path(out: &mut String, p: &Path) {
+    let bytes = p.as_os_str().as_bytes();
+    match std::str::from_utf8(bytes) {
+        Ok(s) => push_json_str(out, s),
+        Err(_) => {
+            out.push_str("{\"hex\":\"");
+            for b in bytes {
+                let _ = write!(out, "{b:02x}");
+            }
+            out.push_str("\"}");
+        }
+    }
 }
 
-fn push_json_str(out: &mut String, s: &str) {
+/// `s` as a JSON string.
+pub fn push_json_str(out: &mut String, s: &str) {
     out.push('"');
     for c in s.chars() {
         match c {
@@ -349,6 +540,18 @@ fn push_json_str(out: &mut String, s: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_names_are_lossless() {
+        let json = |bytes: &[u8]| {
+            let mut s = String::new();
+            push_json_path(&mut s, Path::new(OsStr::from_bytes(bytes)));
+            s
+        };
+        assert_eq!(json(b"x\xff\ny"), r#"{"hex":"78ff0a79"}"#);
+        assert_eq!(json(br"x\xff\ny"), r#""x\\xff\\ny""#);
+        assert_eq!(json("é\n".as_bytes()), r#""é\n""#);
+    }
 
     #[test]
     fn json_strings_are_escaped() {

@@ -30,10 +30,7 @@ use std::time::{Duration, Instant};
 
 /// A running progress display; [`Progress::finish`] clears it.
 #[derive(Debug)]
-pub struct Progress {
-    done: Arc<AtomicBool>,
-    ticker: Option<JoinHandle<()>>,
-}
+pub struct Progress(Ticker);
 
 /// The live counters a progress line shows: a run's [`Control`], or the sum of several
 /// processes' counters.
@@ -70,7 +67,6 @@ impl Progress {
         sync: bool,
     ) -> Self {
         let totals = Arc::new(Totals::default());
-        let done = Arc::new(AtomicBool::new(false));
         {
             let (pairs, opts, totals, control) = (
                 pairs.to_vec(),
@@ -88,34 +84,74 @@ impl Progress {
                     mimeo::scan(&pairs, &opts, &totals, &control)
                 });
         }
+        Progress::draw(totals, live, sync)
+    }
+
+    /// Starts the line for a run whose totals are known: `bytes` in `entries` entries.
+    pub fn start_known(bytes: u64, entries: u64, live: Arc<dyn Live>) -> Self {
+        let totals = Arc::new(Totals::default());
+        totals.bytes.store(bytes, Relaxed);
+        totals.entries.store(entries, Relaxed);
+        totals.complete.store(true, Relaxed);
+        Progress::draw(totals, live, false)
+    }
+
+    fn draw(totals: Arc<Totals>, live: Arc<dyn Live>, sync: bool) -> Self {
+        let mut meter = Meter::default();
+        Progress(Ticker::start(move |width, _| {
+            let snap = snapshot(&*live, &totals, &mut meter, Instant::now(), sync);
+            render(width, &snap)
+        }))
+    }
+
+    pub fn finish(self) {
+        self.0.finish();
+    }
+}
+
+/// A line on stderr, built again from `line(width, elapsed)` at most ten times a second for
+/// the terminal's width at that moment, until [`Ticker::finish`] clears it: the progress line
+/// of every command of the family.
+#[derive(Debug)]
+pub struct Ticker {
+    done: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Ticker {
+    /// Starts redrawing. A line longer than the width is cut to it.
+    pub fn start(mut line: impl FnMut(usize, Duration) -> String + Send + 'static) -> Ticker {
+        let done = Arc::new(AtomicBool::new(false));
         // The message is the whole line. Length and position are never set on the bar, so each
         // tick draws once, and never a line that was built for another width.
         let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(10));
         bar.set_style(ProgressStyle::with_template("{msg}").expect("valid template"));
-        let ticker = {
-            let done = done.clone();
-            std::thread::Builder::new()
-                .name("mimeo-progress".into())
-                .spawn(move || {
-                    let mut meter = Meter::default();
-                    while !done.load(Relaxed) {
-                        let now = Instant::now();
-                        let snap = snapshot(&*live, &totals, &mut meter, now, sync);
-                        bar.set_message(render(terminal_width(), &snap));
-                        // Parked, not asleep: `finish` wakes it at once, so the bar never
-                        // delays the end of a copy.
-                        std::thread::park_timeout(Duration::from_millis(100));
+        let stop = done.clone();
+        let thread = std::thread::Builder::new()
+            .name("mimeo-progress".into())
+            .spawn(move || {
+                let start = Instant::now();
+                while !stop.load(Relaxed) {
+                    let width = terminal_width();
+                    let mut text = line(width, start.elapsed());
+                    if let Some((cut, _)) = text.char_indices().nth(width) {
+                        text.truncate(cut);
                     }
-                    bar.finish_and_clear();
-                })
-                .ok()
-        };
-        Progress { done, ticker }
+                    bar.set_message(text);
+                    // Parked, not asleep: `finish` wakes it at once, so the line never delays
+                    // the end of a run.
+                    std::thread::park_timeout(Duration::from_millis(100));
+                }
+                bar.finish_and_clear();
+            })
+            .ok();
+        Ticker { done, thread }
     }
 
+    /// Clears the line.
     pub fn finish(mut self) {
         self.done.store(true, Relaxed);
-        if let Some(t) = self.ticker.take() {
+        if let Some(t) = self.thread.take() {
             t.thread().unpark();
             let _ = t.join();
         }

@@ -139,7 +139,9 @@ fn json_summary_counts_the_generated_tree() {
         assert_eq!(sum(&by, "bytes"), r.count(&format!("by_method.{m}")));
     }
     for e in &copied {
-        assert!(e["src"].is_string() && e["dst"].is_string(), "{e}");
+        // Names are strings, or {"hex":…} where they are not UTF-8.
+        util::json_path(&e["src"]);
+        util::json_path(&e["dst"]);
         let is_file = e["kind"] == "file";
         assert_eq!(e["method"].is_string(), is_file, "{e}");
         assert_eq!(e["bytes"].is_u64(), is_file, "{e}");
@@ -171,7 +173,8 @@ fn json_reports_a_failed_file_and_copies_the_rest() {
     let errors = r.events("error");
     assert_eq!(errors.len(), 1, "{r:#?}");
     let e = errors[0];
-    let path = e["path"].as_str().unwrap();
+    let name = util::json_name(&e["path"]);
+    let path = name.as_str();
     assert!(path.starts_with(path_arg(&dst)), "{e}");
     assert!(!e["operation"].as_str().unwrap().is_empty(), "{e}");
     assert!(!e["message"].as_str().unwrap().is_empty(), "{e}");
@@ -234,7 +237,7 @@ fn planned(r: &Run) -> BTreeMap<String, (String, String)> {
     r.events("planned")
         .into_iter()
         .map(|e| {
-            let dst = e["dst"].as_str().unwrap().to_owned();
+            let dst = util::json_name(&e["dst"]);
             let kind = e["kind"].as_str().unwrap().to_owned();
             let action = e["action"].as_str().unwrap().to_owned();
             (dst, (kind, action))
@@ -257,12 +260,12 @@ fn dry_run(cwd: &Path, flags: &[&str], snapshot: Option<&Path>) -> Run {
     // The text form lists the same actions.
     let text = util::run_in(Some(cwd), &args[1..]);
     text.expect_code(0);
-    for (dst, (kind, action)) in planned(&r) {
-        if dst.contains('\n') {
-            continue;
-        }
-        let kind = kind.replace('_', " ");
-        let line = format!("would {action} {kind} '{dst}' (from '");
+    // Every name is quoted as cp quotes it, so a newline in one does not split its line.
+    for e in r.events("planned") {
+        let dst = mimeo::quote(util::json_path(&e["dst"]));
+        let kind = e["kind"].as_str().unwrap().replace('_', " ");
+        let action = e["action"].as_str().unwrap();
+        let line = format!("would {action} {kind} {dst} (from ");
         assert!(
             text.stdout.lines().any(|l| l.starts_with(&line)),
             "no line {line:?} in:\n{}",

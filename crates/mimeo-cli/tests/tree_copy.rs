@@ -577,7 +577,7 @@ fn vanished_source_directory_is_reported() {
             "{what}: vanished {vanished}, events {events:#?}: {r:#?}"
         );
         for e in &events {
-            let path = e["path"].as_str().unwrap_or_default();
+            let path = util::json_name(&e["path"]);
             assert!(
                 moved.iter().any(|n| path.contains(n.as_str())),
                 "{what}: vanished event for an entry that was not moved: {e}"
@@ -586,7 +586,7 @@ fn vanished_source_directory_is_reported() {
         // Everything else is reported only if it was moved too, and every
         // directory not moved was copied whole.
         for e in r.events("error") {
-            let path = e["path"].as_str().unwrap_or_default();
+            let path = util::json_name(&e["path"]);
             assert!(
                 moved.iter().any(|n| path.contains(n.as_str())),
                 "{what}: error for an entry that was not moved: {e}"

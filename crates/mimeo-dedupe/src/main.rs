@@ -3,14 +3,60 @@
 //! exit status.
 
 use clap::Parser;
+use indicatif::HumanBytes;
 use mimeo::space::{DedupeOptions, DedupeSummary, Phase, Progress, SpaceEvent, SpaceObserver};
-use mimeo_du::{Json, Ticker, display, duration, size, warn};
+use mimeo_cli::family::{self, Page};
+use mimeo_cli::output::{self, Json, display, quote};
+use mimeo_cli::progress::Ticker;
+use mimeo_du::duration;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 const PROG: &str = "mimeo-dedupe";
+
+const PAGE: Page = Page {
+    usages: &["[OPTION]... PATH..."],
+    exit_status: &[
+        (
+            "0",
+            "Done: files that changed under the run are reported and left alone.",
+        ),
+        (
+            "1",
+            "Something could not be read or deduped (each is reported), or standard output could not be written.",
+        ),
+        ("2", "The command line was wrong."),
+        (
+            "128+N",
+            "Stopped by signal N: 130 for SIGINT, 143 for SIGTERM, 141 when the reader of standard output went away.",
+        ),
+    ],
+    examples: &[
+        (
+            "-n /srv/images",
+            "List the duplicates below /srv/images and what sharing them would save; change nothing.",
+        ),
+        (
+            "-v --min-size 64K a b",
+            "Dedupe the files of 64 KiB or more below a and b, one line per file deduped.",
+        ),
+        (
+            "--json /srv",
+            "Dedupe below /srv, with JSON Lines of groups, files deduped and a summary.",
+        ),
+    ],
+};
+
+/// A size for people: `1.50 GiB`, or bytes with `raw`.
+fn size(bytes: u64, raw: bool) -> String {
+    if raw {
+        bytes.to_string()
+    } else {
+        HumanBytes(bytes).to_string()
+    }
+}
 
 #[derive(Debug, Parser)]
 #[command(
@@ -25,7 +71,10 @@ const PROG: &str = "mimeo-dedupe";
         their extents already are not read.",
     after_help = "Exit status: 0 done (files that changed under the run are reported and left \
         alone); 1 something could not be read or deduped (each is reported); 2 usage error; \
-        130/143 stopped by SIGINT/SIGTERM."
+        130/143 stopped by SIGINT/SIGTERM.",
+    disable_help_flag = true,
+    disable_version_flag = true,
+    args_override_self = true
 )]
 struct Args {
     /// List the duplicates and the bytes sharing them would save; change nothing
@@ -40,11 +89,15 @@ struct Args {
     #[arg(short = 'v', long)]
     verbose: bool,
 
+    /// Sizes in bytes (default: powers of 1024, as 1.50 MiB)
+    #[arg(short = 'b', long)]
+    bytes: bool,
+
     #[command(flatten)]
     common: mimeo_du::Common,
 
     /// Trees or files to dedupe
-    #[arg(required = true, value_name = "PATH")]
+    #[arg(value_name = "PATH")]
     paths: Vec<PathBuf>,
 }
 
@@ -64,14 +117,44 @@ fn parse_size(s: &str) -> Result<u64, String> {
 }
 
 fn main() -> ExitCode {
-    let mimeo_du::Started {
-        args,
-        control,
-        stopped,
-    } = match mimeo_du::start::<Args>(PROG) {
-        Ok(started) => started,
+    let family::Started { control, stopped } = family::start(PROG);
+    let parsed = family::parse_json::<Args>(std::env::args_os().collect(), |message| {
+        output::out(&output::error_object("usage", message));
+        let mut refused = DedupeSummary::default();
+        refused.errors = 1;
+        let printer = Printer {
+            json: true,
+            raw: true,
+            verbose: false,
+            dry_run: false,
+        };
+        printer.summary(&refused);
+    });
+    let args = match parsed {
+        Ok((args, _)) => args,
         Err(code) => return code,
     };
+    if let Some(what) = &args.common.family.generate {
+        return family::generate(<Args as clap::CommandFactory>::command(), &PAGE, what);
+    }
+    if args.paths.is_empty() {
+        if args.common.json {
+            output::out(&output::error_object("usage", "missing operand"));
+        }
+        let code = family::usage("missing operand");
+        if args.common.json {
+            let mut refused = DedupeSummary::default();
+            refused.errors = 1;
+            Printer {
+                json: true,
+                raw: true,
+                verbose: false,
+                dry_run: false,
+            }
+            .summary(&refused);
+        }
+        return code;
+    }
     let mut opts = DedupeOptions::default();
     opts.min_size = args.min_size;
     opts.one_file_system = args.common.one_file_system;
@@ -81,22 +164,22 @@ fn main() -> ExitCode {
     }
     let printer = Printer {
         json: args.common.json,
-        raw: args.common.bytes,
+        raw: args.bytes,
         verbose: args.verbose,
         dry_run: args.dry_run,
     };
     let progress = Arc::new(Progress::default());
     let ticker = args.common.progress().then(|| {
         let p = progress.clone();
-        let raw = args.common.bytes;
-        Ticker::start(move |t| progress_line(&p, t, raw))
+        let raw = args.bytes;
+        Ticker::start(move |_, t| progress_line(&p, t, raw))
     });
     let summary = mimeo::space::dedupe(&args.paths, &opts, &printer, &control, &progress);
     if let Some(t) = ticker {
         t.finish();
     }
     printer.summary(&summary);
-    mimeo_du::exit_code(stopped.as_deref(), summary.errors)
+    family::finish(family::status(&stopped, summary.errors > 0))
 }
 
 /// `walking: N files, X` then `comparing: 42% X/Y, R/s, eta T, deduped Z`.
@@ -140,7 +223,7 @@ struct Printer {
 impl SpaceObserver for Printer {
     fn event(&self, event: SpaceEvent) {
         match event {
-            SpaceEvent::Failed(e) => mimeo_du::failed(PROG, self.json, &e),
+            SpaceEvent::Failed(e) => mimeo_du::failed(self.json, &e),
             SpaceEvent::Duplicates {
                 size: bytes,
                 keep,
@@ -149,13 +232,11 @@ impl SpaceObserver for Printer {
                 saves,
             } => {
                 if self.json {
-                    let list =
-                        |v: &[PathBuf]| -> Vec<String> { v.iter().map(|p| display(p)).collect() };
                     Json::new("group")
                         .with("size", bytes)
                         .path("keep", &keep)
-                        .with("targets", list(&targets))
-                        .with("sharing", list(&sharing))
+                        .paths("targets", &targets)
+                        .paths("sharing", &sharing)
                         .with("saves", saves)
                         .print();
                 } else if self.dry_run || self.verbose {
@@ -172,7 +253,7 @@ impl SpaceObserver for Printer {
                     for t in &targets {
                         text.push_str(&format!("  dedupe {}\n", display(t)));
                     }
-                    mimeo_du::out(&text);
+                    output::out(&text);
                 }
             }
             SpaceEvent::Deduped { path, keep, bytes } => {
@@ -183,7 +264,7 @@ impl SpaceObserver for Printer {
                         .with("bytes", bytes)
                         .print();
                 } else if self.verbose {
-                    mimeo_du::out(&format!(
+                    output::out(&format!(
                         "deduped {} onto {} ({})\n",
                         display(&path),
                         display(&keep),
@@ -203,16 +284,13 @@ impl SpaceObserver for Printer {
                         .print();
                 }
                 let with = keep
-                    .map(|k| format!(" with '{}'", display(&k)))
+                    .map(|k| format!(" with {}", quote(&k)))
                     .unwrap_or_default();
-                warn(
-                    PROG,
-                    &format!(
-                        "'{}' not deduped{with}: {}",
-                        display(&path),
-                        reason.message()
-                    ),
-                );
+                output::error(&format!(
+                    "{} not deduped{with}: {}",
+                    quote(&path),
+                    reason.message()
+                ));
             }
             _ => {}
         }
@@ -270,6 +348,6 @@ impl Printer {
                 duration(s.elapsed)
             )
         };
-        mimeo_du::out(&text);
+        output::out(&text);
     }
 }

@@ -6,6 +6,7 @@ use mimeo_testkit::space::{expected_usage, space_tree};
 use mimeo_testkit::{CompareOptions, FsKind, LoopFs, as_user, capture, compare_trees, run_ok};
 use serde_json::Value;
 use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -280,4 +281,66 @@ fn usage_errors_exit_2_and_text_output_is_for_people() {
     let real = capture(Command::new(bin).arg(&t)).unwrap();
     assert!(real.stdout.contains("saved"), "{real}");
     assert!(!real.stdout.contains("  keep "), "quiet without -v: {real}");
+}
+
+#[test]
+fn names_and_messages_as_in_the_family() {
+    let bin = env!("CARGO_BIN_EXE_mimeo-dedupe");
+    let bad = capture(Command::new(bin).arg("--bogus")).unwrap();
+    assert_eq!(bad.code(), 2, "{bad}");
+    assert_eq!(
+        bad.stderr,
+        "mimeo-dedupe: unrecognized option '--bogus'\nTry 'mimeo-dedupe --help' for more information.\n"
+    );
+    for args in [&[][..], &[OsStr::new("--bogus")]] {
+        let json = dedupe(None, &[], args);
+        assert_eq!(json.code, 2, "{args:?}");
+        assert_eq!(json.lines.len(), 2, "{:?}", json.lines);
+        assert_eq!(json.lines[0]["operation"], "usage");
+        assert_eq!(json.n("errors"), 1);
+    }
+    let man = capture(Command::new(bin).args(["--gen=man"])).unwrap();
+    for section in [
+        ".SH SYNOPSIS",
+        ".SH \"EXIT STATUS\"",
+        ".SH EXAMPLES",
+        "min\\-size",
+    ] {
+        assert!(man.stdout.contains(section), "{section}: {man}");
+    }
+    let Some(fs) = LoopFs::try_new(FsKind::Xfs, 512) else {
+        return;
+    };
+    // Two copies under names a terminal would act on, one of them not UTF-8.
+    let dir = fs.path().join("d");
+    std::fs::create_dir(&dir).unwrap();
+    let (raw, hostile) = (
+        dir.join(OsStr::from_bytes(b"x\xff\ny")),
+        dir.join(OsStr::from_bytes(b"x\x1b]0;pwned\x07")),
+    );
+    let data: Vec<u8> = (0..256 * 1024u32)
+        .map(|i| (i * 7 + i / 251) as u8)
+        .collect();
+    for p in [&raw, &hostile] {
+        std::fs::write(p, &data).unwrap();
+    }
+    run_ok("sync", &[] as &[&str]);
+    let text = capture(Command::new(bin).args(["-n", "--progress"]).arg(&dir)).unwrap();
+    assert!(text.success(), "{text}");
+    assert!(text.stdout.contains("x'$'\\377\\n''y'"), "{text}");
+    assert!(text.stdout.contains("x'$'\\033'']0;pwned'$'\\a'"), "{text}");
+    assert!(!text.stdout.contains('\x1b'), "{text}");
+    let json = dedupe(None, &[], &[OsStr::new("-n"), dir.as_os_str()]);
+    let group = &json.of("group")[0];
+    let hex: String = raw
+        .as_os_str()
+        .as_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let names = [&group["keep"], &group["targets"][0]];
+    assert!(
+        names.contains(&&serde_json::json!({ "hex": hex })),
+        "{group}"
+    );
 }

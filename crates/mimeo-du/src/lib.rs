@@ -1,36 +1,9 @@
-//! Terminal helpers of the `mimeo-du` and `mimeo-dedupe` commands: the stop switch behind
-//! SIGINT/SIGTERM, a progress line redrawn from the engine's live counters, sizes for people,
-//! and JSON Lines. The commands stay thin: they parse, call `mimeo::space`, and render.
+//! What the space commands (`mimeo-du`, `mimeo-dedupe`) share beyond the family's foundation
+//! (`mimeo_cli::family`): their common options, and how they report a failure and a
+//! duration. The commands stay thin: they parse, call `mimeo::space`, and render.
 
-use indicatif::{HumanBytes, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use mimeo::Control;
-use serde_json::Value;
-use std::io::{IsTerminal, Write};
-use std::path::Path;
-use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
-
-/// Exit status: some entry failed (each was reported).
-pub const EXIT_FAILED: u8 = 1;
-/// Exit status: the command line was wrong.
-pub const EXIT_USAGE: u8 = 2;
-
-/// The signal that stopped the run, if one did: `mimeo`'s own stop switch.
-pub use mimeo_cli::signals::Stopped;
-
-/// Turns the first SIGINT or SIGTERM into `control.stop()`; a second one exits at once.
-///
-/// # Errors
-///
-/// When the handlers cannot be installed.
-pub fn on_signals(control: Arc<Control>) -> std::io::Result<Arc<Stopped>> {
-    let stopped = Arc::new(Stopped::default());
-    mimeo_cli::signals::install(control, stopped.clone())?;
-    Ok(stopped)
-}
+use mimeo_cli::output;
+use std::time::Duration;
 
 /// The options both commands take.
 #[derive(Debug, clap::Args)]
@@ -39,29 +12,24 @@ pub struct Common {
     #[arg(short = 'x', long)]
     pub one_file_system: bool,
 
-    /// Sizes in bytes (default: human-readable, powers of 1024)
-    #[arg(short = 'b', long)]
-    pub bytes: bool,
-
-    /// JSON Lines on stdout, with stable field names
+    /// JSON Lines on stdout, with stable field names (names that are not UTF-8 as
+    /// {"hex":"…"})
     #[arg(long)]
     pub json: bool,
-
-    /// Progress line on stderr: auto (when stderr is a terminal), always or never
-    #[arg(long, value_name = "WHEN", default_value = "auto",
-          value_parser = ["auto", "always", "never"])]
-    pub progress: String,
 
     /// Number of workers (default: four per CPU, from 4 to 16)
     #[arg(short = 'j', long, value_name = "N",
           value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: Option<u16>,
+
+    #[command(flatten)]
+    pub family: mimeo_cli::family::FamilyOptions,
 }
 
 impl Common {
     /// Whether to draw a progress line.
     pub fn progress(&self) -> bool {
-        want_progress(&self.progress)
+        self.family.progress()
     }
 
     /// The number of workers asked for, if any.
@@ -70,109 +38,13 @@ impl Common {
     }
 }
 
-/// A command that has started: its arguments, and the stop switch SIGINT/SIGTERM turn.
-#[derive(Debug)]
-pub struct Started<A> {
-    /// The parsed command line.
-    pub args: A,
-    /// Stopped by the first SIGINT or SIGTERM.
-    pub control: Arc<Control>,
-    /// Which signal stopped the run (none when the handlers could not be installed).
-    pub stopped: Option<Arc<Stopped>>,
-}
-
-/// The start of a command: SIGINT/SIGTERM turned into a stop, and the command line parsed.
-/// `Err` holds the exit status when there is nothing more to do (`--help`, `--version`, a
-/// usage error, already printed).
-pub fn start<A: clap::Parser>(prog: &str) -> Result<Started<A>, ExitCode> {
-    let control = Arc::new(Control::new());
-    let stopped = match on_signals(control.clone()) {
-        Ok(s) => Some(s),
-        Err(e) => {
-            warn(prog, &format!("cannot install signal handlers: {e}"));
-            None
-        }
-    };
-    match A::try_parse() {
-        Ok(args) => Ok(Started {
-            args,
-            control,
-            stopped,
-        }),
-        Err(e) => {
-            let code = if e.use_stderr() { EXIT_USAGE } else { 0 };
-            let _ = e.print();
-            Err(ExitCode::from(code))
-        }
+/// Reports an engine failure: its sentence on stderr, and its JSON object on stdout with
+/// `json`.
+pub fn failed(json: bool, e: &mimeo::Error) {
+    if json {
+        output::error_json(e).print();
     }
-}
-
-/// The exit status at the end: 128 + the signal that stopped the run, 1 after errors, else 0.
-pub fn exit_code(stopped: Option<&Stopped>, errors: u64) -> ExitCode {
-    if let Some(code) = stopped.and_then(|s| s.exit_code()) {
-        ExitCode::from(code)
-    } else if errors > 0 {
-        ExitCode::from(EXIT_FAILED)
-    } else {
-        ExitCode::SUCCESS
-    }
-}
-
-/// Whether to draw a progress line: `--progress=always|never|auto` (auto: when stderr is a
-/// terminal).
-pub fn want_progress(when: &str) -> bool {
-    match when {
-        "always" => true,
-        "never" => false,
-        _ => std::io::stderr().is_terminal(),
-    }
-}
-
-/// A line on stderr, redrawn ten times a second from `line(elapsed)` until [`Ticker::finish`].
-#[derive(Debug)]
-pub struct Ticker {
-    done: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Ticker {
-    /// Starts redrawing.
-    pub fn start(line: impl Fn(Duration) -> String + Send + 'static) -> Ticker {
-        let done = Arc::new(AtomicBool::new(false));
-        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(10));
-        bar.set_style(ProgressStyle::with_template("{msg}").expect("valid template"));
-        let stop = done.clone();
-        let thread = std::thread::Builder::new()
-            .name("progress".into())
-            .spawn(move || {
-                let start = Instant::now();
-                while !stop.load(Ordering::Relaxed) {
-                    bar.set_message(line(start.elapsed()));
-                    std::thread::park_timeout(Duration::from_millis(100));
-                }
-                bar.finish_and_clear();
-            })
-            .ok();
-        Ticker { done, thread }
-    }
-
-    /// Clears the line.
-    pub fn finish(mut self) {
-        self.done.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            t.thread().unpark();
-            let _ = t.join();
-        }
-    }
-}
-
-/// A size for people: `1.50 GiB`, or bytes with `raw`.
-pub fn size(bytes: u64, raw: bool) -> String {
-    if raw {
-        bytes.to_string()
-    } else {
-        HumanBytes(bytes).to_string()
-    }
+    output::error(&e.to_string());
 }
 
 /// A duration as `1m05s` or `4.2s`.
@@ -185,79 +57,77 @@ pub fn duration(d: Duration) -> String {
     }
 }
 
-/// A path as text; bytes that are not UTF-8 are shown escaped.
-pub fn display(path: &Path) -> String {
-    use std::os::unix::ffi::OsStrExt;
-    let bytes = path.as_os_str().as_bytes();
-    match std::str::from_utf8(bytes) {
-        Ok(s) => s.to_string(),
-        Err(_) => bytes.escape_ascii().to_string(),
+/// How du shows sizes: `-k` (KiB, rounded up: the default), `-b` (bytes), `-h` (powers of
+/// 1024) or `--si` (powers of 1000).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Units {
+    Kib,
+    Bytes,
+    Human,
+    Si,
+}
+
+impl Units {
+    /// `bytes` as du shows them in these units.
+    pub fn show(self, bytes: u64) -> String {
+        match self {
+            Units::Kib => bytes.div_ceil(1024).to_string(),
+            Units::Bytes => bytes.to_string(),
+            Units::Human => human(bytes, 1024),
+            Units::Si => human(bytes, 1000),
+        }
     }
 }
 
-/// Builds one JSON Lines object, fields in the order given.
-#[derive(Debug, Default)]
-pub struct Json(Vec<(&'static str, Value)>);
-
-impl Json {
-    /// An object whose `type` is `kind`.
-    pub fn new(kind: &str) -> Json {
-        Json::default().with("type", kind)
+/// `bytes` as `du -h` (base 1024) or `du --si` (base 1000) shows it: under one unit as is;
+/// below 10 with one decimal, else whole, always rounded up (`4.0K`, `1.5M`, `10M`, `1.0G`).
+pub fn human(bytes: u64, base: u64) -> String {
+    const LETTERS: &[u8] = b"KMGTPEZYRQ";
+    let letter = |e: usize| match (e, base) {
+        (1, 1000) => 'k',
+        _ => char::from(LETTERS[e - 1]),
+    };
+    if bytes < base {
+        return bytes.to_string();
     }
-
-    /// Adds a field.
-    pub fn with(mut self, key: &'static str, value: impl Into<Value>) -> Json {
-        self.0.push((key, value.into()));
-        self
+    let (n, base) = (u128::from(bytes), u128::from(base));
+    let (mut exp, mut scale) = (0, 1u128);
+    while n >= scale * base {
+        scale *= base;
+        exp += 1;
     }
-
-    /// Adds a path field.
-    pub fn path(self, key: &'static str, path: &Path) -> Json {
-        self.with(key, display(path))
+    let tenths = (n * 10).div_ceil(scale);
+    if tenths < 100 {
+        return format!("{}.{}{}", tenths / 10, tenths % 10, letter(exp));
     }
-
-    /// Prints it as one line on stdout.
-    pub fn print(self) {
-        out(&(self.line() + "\n"));
-    }
-
-    /// The object as one line of text.
-    pub fn line(&self) -> String {
-        let fields: Vec<String> = self
-            .0
-            .iter()
-            .map(|(k, v)| format!("{}:{v}", Value::from(*k)))
-            .collect();
-        format!("{{{}}}", fields.join(","))
+    match n.div_ceil(scale) {
+        // 1023.1K rounds up to 1024K: du shows 1.0M.
+        whole if whole == base => format!("1.0{}", letter(exp + 1)),
+        whole => format!("{whole}{}", letter(exp)),
     }
 }
 
-/// The object of an engine failure: `{"type":"error","path","operation","message","errno"}`.
-pub fn error_json(e: &mimeo::Error) -> Json {
-    Json::new("error")
-        .path("path", &e.path)
-        .with("operation", e.op.name())
-        .with("message", e.to_string())
-        .with("errno", e.errno())
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Reports an engine failure: its sentence on stderr, and its JSON object on stdout with
-/// `json`.
-pub fn failed(prog: &str, json: bool, e: &mimeo::Error) {
-    if json {
-        error_json(e).print();
+    #[test]
+    fn human_sizes_round_up_as_du_does() {
+        for (n, h, si) in [
+            (0, "0", "0"),
+            (999, "999", "999"),
+            (1000, "1000", "1.0k"),
+            (1024, "1.0K", "1.1k"),
+            (1025, "1.1K", "1.1k"),
+            (4096, "4.0K", "4.1k"),
+            (10 * 1024 - 1, "10K", "11k"),
+            (3 << 20, "3.0M", "3.2M"),
+            ((1 << 20) - 1, "1.0M", "1.1M"),
+            (1_000_000, "977K", "1.0M"),
+            (u64::MAX, "16E", "19E"),
+        ] {
+            assert_eq!(human(n, 1024), h, "{n}");
+            assert_eq!(human(n, 1000), si, "{n}");
+        }
     }
-    warn(prog, &e.to_string());
-}
-
-/// Writes to stdout; a reader that went away is not an error.
-pub fn out(s: &str) {
-    let _ = std::io::stdout().lock().write_all(s.as_bytes());
-}
-
-/// Prints `prog: message` on stderr.
-pub fn warn(prog: &str, message: &str) {
-    let _ = std::io::stderr()
-        .lock()
-        .write_all(format!("{prog}: {message}\n").as_bytes());
 }

@@ -8,6 +8,7 @@ use mimeo_testkit::space::{
 use mimeo_testkit::{FsKind, GenOptions, LoopFs, as_user, capture, generate, run_ok};
 use serde_json::Value;
 use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -248,7 +249,7 @@ fn directories_are_reported_after_their_children_down_to_the_depth_asked() {
     };
     let t = fs.path().join("t");
     space_tree(&t, &fs.path().join("out"), 9, true).expect("tree");
-    for (flag, deepest) in [(vec!["-s"], 0), (vec!["--depth", "1"], 1), (vec![], 2)] {
+    for (flag, deepest) in [(vec!["-s"], 0), (vec!["--max-depth", "1"], 1), (vec![], 2)] {
         let mut args: Vec<&OsStr> = flag.iter().map(OsStr::new).collect();
         args.push(t.as_os_str());
         let run = mimeo_du(&args);
@@ -416,20 +417,145 @@ fn works_unprivileged_on_readable_files_and_reports_the_rest() {
     assert_eq!(own.paths()[0].shared, expected_usage(&mine).unwrap().shared);
 }
 
+/// `mimeo-du ARGS` as text.
+fn du_text(args: &[&OsStr]) -> mimeo_testkit::Captured {
+    capture(Command::new(env!("CARGO_BIN_EXE_mimeo-du")).args(args)).unwrap()
+}
+
+/// The first field of each line after the header, and its last, the name.
+fn totals(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .skip(1)
+        .map(|l| {
+            let total = l.split_whitespace().next().unwrap_or_default().to_owned();
+            let name = l.split_once("  ").map_or("", |(_, r)| r).trim_start();
+            let name = name.rsplit_once("  ").map_or(name, |(_, n)| n);
+            (total, name.to_owned())
+        })
+        .collect()
+}
+
 #[test]
-fn human_sizes_by_default_bytes_with_b_and_usage_errors_exit_2() {
+fn sizes_and_options_follow_du() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("f"), vec![3u8; 3 << 20]).unwrap();
+    let f = dir.path().join("f");
+    // Random bytes, so that every block is data on any filesystem, and whole blocks, so that
+    // du's apparent size (-b) is the size of the data.
+    random_bytes(&f, (3 << 20) + 8 * 1024);
     run_ok("sync", &[] as &[&str]);
-    let bin = env!("CARGO_BIN_EXE_mimeo-du");
-    let human = capture(Command::new(bin).arg("-s").arg(dir.path())).unwrap();
-    assert!(human.success(), "{human}");
-    assert!(human.stdout.contains("3.00 MiB"), "{human}");
-    let raw = capture(Command::new(bin).args(["-s", "-b"]).arg(dir.path())).unwrap();
-    assert!(raw.stdout.contains(&(3u64 << 20).to_string()), "{raw}");
-    let usage = capture(Command::new(bin).arg("--no-such-flag").arg(dir.path())).unwrap();
-    assert_eq!(usage.code(), 2, "{usage}");
-    let missing = capture(Command::new(bin).arg(dir.path().join("missing"))).unwrap();
+    for flags in [
+        &["-sh"][..],
+        &["-s", "-h"],
+        &["--summ", "--si"],
+        &["-sb"],
+        &["-s"],
+        &["-sk"],
+        &["-sh", "-b"],
+        &["-sb", "-h"],
+    ] {
+        let mut args: Vec<&OsStr> = flags.iter().map(OsStr::new).collect();
+        args.push(f.as_os_str());
+        let mine = du_text(&args);
+        let du = capture(Command::new("du").args(&args)).unwrap();
+        assert!(mine.success() && du.success(), "{mine}\n{du}");
+        let (size, name) = du.stdout.trim_end().split_once('\t').unwrap();
+        assert_eq!(
+            totals(&mine.stdout),
+            [(size.to_owned(), name.to_owned())],
+            "{flags:?}: {mine}\n{du}"
+        );
+    }
+    // -c adds a total line; the help is on --help only.
+    let with_total = du_text(&[OsStr::new("-sc"), f.as_os_str(), dir.path().as_os_str()]);
+    let lines = totals(&with_total.stdout);
+    assert_eq!(lines.len(), 3, "{with_total}");
+    assert_eq!(lines[2].1, "total", "{with_total}");
+    assert_eq!(
+        totals(&du_text(&[OsStr::new("-s"), f.as_os_str(), f.as_os_str()]).stdout).len(),
+        2
+    );
+    let help = du_text(&[OsStr::new("--help")]);
+    assert!(
+        help.success() && help.stdout.contains("-h, --human-readable"),
+        "{help}"
+    );
+}
+
+#[test]
+fn messages_names_and_streams_as_in_the_family() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = du_text(&[OsStr::new("--no-such-flag")]);
+    assert_eq!(bad.code(), 2, "{bad}");
+    assert_eq!(
+        bad.stderr,
+        "mimeo-du: unrecognized option '--no-such-flag'\nTry 'mimeo-du --help' for more information.\n"
+    );
+    // With --json, the usage error is an error object too, and the total comes last.
+    let json = mimeo_du(&[OsStr::new("--no-such-flag")]);
+    assert_eq!(json.code, 2);
+    assert_eq!(json.lines.len(), 2, "{:?}", json.lines);
+    assert_eq!(json.lines[0]["operation"], "usage");
+    assert_eq!(json.lines[1]["type"], "total");
+    assert_eq!(json.lines[1]["errors"], 1);
+    let missing = du_text(&[dir.path().join("missing").as_os_str()]);
     assert_eq!(missing.code(), 1, "{missing}");
-    assert!(missing.stderr.contains("missing"), "{missing}");
+    // Names a terminal would act on are quoted; JSON names are lossless.
+    let hostile = dir.path().join(OsStr::from_bytes(b"x\x1b]0;pwned\x07"));
+    std::fs::write(&hostile, b"x").unwrap();
+    let text = du_text(&[OsStr::new("-s"), hostile.as_os_str()]);
+    assert!(
+        text.stdout.contains("x'$'\\033'']0;pwned'$'\\a'\n"),
+        "{text}"
+    );
+    let raw = dir.path().join(OsStr::from_bytes(b"x\xff\ny"));
+    std::fs::write(&raw, b"x").unwrap();
+    let json = mimeo_du(&[OsStr::new("-s"), raw.as_os_str()]);
+    let hex: String = raw
+        .as_os_str()
+        .as_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(
+        json.of("path")[0]["path"],
+        serde_json::json!({ "hex": hex })
+    );
+    // --progress takes an optional value; a full stdout is a write error, as for du.
+    let progress = du_text(&[OsStr::new("--progress"), OsStr::new("-s"), raw.as_os_str()]);
+    assert_eq!(progress.code(), 0, "{progress}");
+    for redirect in [">/dev/full", ">&-"] {
+        let script = format!("exec \"$0\" -s \"$1\" {redirect}");
+        let mine = capture(
+            Command::new("sh")
+                .args(["-c", &script, env!("CARGO_BIN_EXE_mimeo-du")])
+                .arg(&raw),
+        )
+        .unwrap();
+        let du = capture(Command::new("sh").args(["-c", &script, "du"]).arg(&raw)).unwrap();
+        assert_eq!((mine.code(), du.code()), (1, 1), "{mine}\n{du}");
+        assert!(mine.stderr.starts_with("mimeo-du: write error: "), "{mine}");
+    }
+    let man = du_text(&[OsStr::new("--generate"), OsStr::new("man")]);
+    for section in [
+        ".SH SYNOPSIS",
+        ".SH \"EXIT STATUS\"",
+        ".SH EXAMPLES",
+        "human\\-readable",
+    ] {
+        assert!(man.stdout.contains(section), "{section}: {man}");
+    }
+}
+
+/// `len` random bytes in `path`.
+fn random_bytes(path: &Path, len: usize) {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let bytes: Vec<u8> = (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    std::fs::write(path, bytes).unwrap();
 }

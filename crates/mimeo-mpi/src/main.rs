@@ -148,6 +148,7 @@ fn run(world: &SimpleCommunicator, control: Arc<mimeo::Control>, stopped: &signa
     };
     let printer = output::Printer {
         verbose: config.verbose,
+        debug: config.debug,
         json: config.json,
         force: config.options.force,
     };

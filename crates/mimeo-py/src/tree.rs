@@ -233,6 +233,8 @@ pub(crate) fn copytree<'py>(
         Ok(m) if !m.is_dir() => return Err(os_error(py, libc::ENOTDIR, Some(&src.fs), None)),
         Ok(_) => {}
     }
+    // shutil lists src before it makes dst (bpo-38688).
+    let listed = listed_first(&src.path, &dst.path);
     // Then os.makedirs(dst, exist_ok=dirs_exist_ok).
     match std::fs::symlink_metadata(&dst.path) {
         Ok(_) if !args.dirs_exist_ok || !std::fs::metadata(&dst.path).is_ok_and(|m| m.is_dir()) => {
@@ -274,10 +276,24 @@ pub(crate) fn copytree<'py>(
         last: None,
         called: None,
     });
-    let pairs = [CopyPair::new(&src.path, &dst.path)];
+    let pairs = match &listed {
+        None => vec![CopyPair::new(&src.path, &dst.path)],
+        Some(names) => {
+            // The entries listed are the roots, the top directory is made here, and its
+            // attributes are copied last, as copystat does.
+            std::fs::create_dir(&dst.path).map_err(|e| io_error(py, &e, &dst.fs))?;
+            if args.symlinks {
+                opts.dereference = Dereference::Never;
+            }
+            listed_pairs(&hooks, &src.path, &dst.path, names)
+        }
+    };
     supervise(py, &control, reporting, || {
         mimeo::copy_hooked(&pairs, &opts, &collect, &control, &hooks)
     })?;
+    if listed.is_some() {
+        copystat_dir(&src.path, &dst.path).map_err(|e| io_error(py, &e, &dst.fs))?;
+    }
     if let Some(e) = hooks
         .raised
         .lock()
@@ -331,6 +347,66 @@ pub(crate) fn copytree<'py>(
         return Err(raise(py, "Error", PyList::new(py, triples)?));
     }
     Ok(dst.obj)
+}
+
+/// When `dst` is to be made below `src`, under a name `src` does not hold yet: the names
+/// `src` holds now. shutil lists `src` before it makes `dst` and copies that listing once
+/// (CPython's `test_copytree_subdirectory`, bpo-38688). None otherwise: the engine copies
+/// the tree, and refuses a copy into itself that its walk would reach (as cp does).
+fn listed_first(src: &Path, dst: &Path) -> Option<Vec<std::ffi::OsString>> {
+    let src_abs = std::fs::canonicalize(src).ok()?;
+    // dst and some of its parents do not exist yet: the nearest that does, resolved.
+    let mut existing = dst;
+    let mut rest = Vec::new();
+    let dst_abs = loop {
+        let here = if existing.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            existing
+        };
+        if let Ok(found) = std::fs::canonicalize(here) {
+            break rest.iter().rev().fold(found, |p: PathBuf, n| p.join(n));
+        }
+        rest.push(existing.file_name()?);
+        existing = existing.parent()?;
+    };
+    let first = dst_abs.strip_prefix(&src_abs).ok()?.components().next()?;
+    if std::fs::symlink_metadata(src_abs.join(first)).is_ok() {
+        return None;
+    }
+    let entries = std::fs::read_dir(src).ok()?;
+    Some(
+        entries
+            .filter_map(|e| e.ok().map(|e| e.file_name()))
+            .collect(),
+    )
+}
+
+/// The (source, destination) pairs of the names listed that `ignore` keeps.
+fn listed_pairs(
+    hooks: &TreeHooks<'_>,
+    src: &Path,
+    dst: &Path,
+    names: &[std::ffi::OsString],
+) -> Vec<CopyPair> {
+    let all: Vec<&OsStr> = names.iter().map(|n| n.as_os_str()).collect();
+    let ignored = hooks.ignore(src, &all);
+    all.iter()
+        .enumerate()
+        .filter(|(i, _)| !ignored.get(*i).copied().unwrap_or(false))
+        .map(|(_, n)| CopyPair::new(src.join(n), dst.join(n)))
+        .collect()
+}
+
+/// `shutil.copystat(src, dst)` for the top directory made by hand: permission bits and
+/// times.
+fn copystat_dir(src: &Path, dst: &Path) -> std::io::Result<()> {
+    let m = std::fs::metadata(src)?;
+    std::fs::set_permissions(dst, m.permissions())?;
+    let times = std::fs::FileTimes::new()
+        .set_accessed(m.accessed()?)
+        .set_modified(m.modified()?);
+    std::fs::File::open(dst)?.set_times(times)
 }
 
 /// How files are to be copied, from `copy_function`.

@@ -9,6 +9,7 @@
 //! - [`mutate`]: mmap stores, range clones, writeback by hand, cached pages, device reads.
 //! - [`oracle`]: the shared oracles: no half files that look whole, trees equal.
 //! - [`cmd`]: running helper programs with captured output.
+//! - [`fuzz`]: differential fuzzers: mimeo as `cp` against GNU cp, `mimeo-cat` against `cat`.
 //! - [`space`]: trees with shared extents, and the space numbers they must give
 //!   (`btrfs filesystem du`, and a FIEMAP pass of our own).
 
@@ -17,6 +18,8 @@ pub mod compare;
 pub mod extents;
 pub mod files;
 pub mod fsimg;
+pub mod fuzz;
+pub mod golden;
 pub mod mutate;
 pub mod oracle;
 pub mod rng;

@@ -6,7 +6,13 @@
 //! mimeo-testkit gen-small --files N [--seed N] DIR
 //! mimeo-testkit gen-empty --files N DIR
 //! mimeo-testkit compare [--no-atime] [--no-mtime] [--blocks-le] LEFT RIGHT
+//! mimeo-testkit fuzz-cp|fuzz-cat PROGRAM [--cases N] [--base N] [--seed N] [--fs KIND] [--user root|nobody]
 //! ```
+//!
+//! `fuzz-cp` and `fuzz-cat` are the long mode of the differential fuzzers: PROGRAM (the
+//! `mimeo` or `mimeo-cat` binary) against GNU cp or cat, on loop-mounted btrfs, XFS and
+//! ext4 (or the one `--fs` names), as root and as `nobody` (or the one `--user` names).
+//! They print the counts and every distinct class of difference.
 //!
 //! Exit status: 0 on success (trees equal), 1 when `compare` finds
 //! differences, 2 on usage or I/O errors.
@@ -21,7 +27,8 @@ const USAGE: &str = "usage:
   mimeo-testkit gen [--seed N] [--entries N] [--no-devices] DIR
   mimeo-testkit gen-small --files N [--seed N] DIR
   mimeo-testkit gen-empty --files N DIR
-  mimeo-testkit compare [--no-atime] [--no-mtime] [--blocks-le] LEFT RIGHT";
+  mimeo-testkit compare [--no-atime] [--no-mtime] [--blocks-le] LEFT RIGHT
+  mimeo-testkit fuzz-cp|fuzz-cat PROGRAM [--cases N] [--base N] [--seed N] [--fs KIND] [--user root|nobody]";
 
 /// Flags and positional arguments of one subcommand.
 #[derive(Debug, Default)]
@@ -128,9 +135,92 @@ fn run() -> Result<bool, String> {
             println!("{result}");
             return Ok(result.is_equal());
         }
+        "fuzz-cp" | "fuzz-cat" => return fuzz(&cmd, rest),
         _ => return Err(format!("unknown command {cmd:?}")),
     }
     Ok(true)
+}
+
+/// The value after each `--flag` in `args`, and the one positional argument.
+fn flags(args: Vec<OsString>) -> Result<(PathBuf, Vec<(String, String)>), String> {
+    let mut it = args.into_iter();
+    let mut program = None;
+    let mut out = Vec::new();
+    while let Some(a) = it.next() {
+        match a.to_str().filter(|s| s.starts_with("--")) {
+            Some(flag) => {
+                let v = it.next().ok_or(format!("{flag} needs a value"))?;
+                out.push((flag.to_owned(), v.to_string_lossy().into_owned()));
+            }
+            None => program = Some(PathBuf::from(a)),
+        }
+    }
+    Ok((program.ok_or("PROGRAM is required")?, out))
+}
+
+fn fuzz(cmd: &str, args: Vec<OsString>) -> Result<bool, String> {
+    use mimeo_testkit::fuzz::{self, Config, NOBODY, Report, parse_seed};
+    use mimeo_testkit::{FsKind, LoopFs};
+    let (program, flags) = flags(args)?;
+    let program = program
+        .canonicalize()
+        .map_err(|e| format!("{program:?}: {e}"))?;
+    let get = |name: &str| {
+        flags
+            .iter()
+            .find(|(f, _)| f == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let number = |name: &str| get(name).map(|v| parse_seed(v).ok_or(format!("{name}: {v:?}")));
+    let cases = number("--cases").transpose()?.unwrap_or(1000) as usize;
+    let base = number("--base").transpose()?.unwrap_or(1);
+    let kinds: Vec<FsKind> = FsKind::ALL
+        .into_iter()
+        .filter(|k| get("--fs").is_none_or(|f| f == k.to_string()))
+        .collect();
+    let users: Vec<Option<u32>> = [None, Some(NOBODY)]
+        .into_iter()
+        .filter(|u| get("--user").is_none_or(|f| (f == "nobody") == u.is_some()))
+        .collect();
+    let mut total = Report::default();
+    for &kind in &kinds {
+        // The same seeds as the tests' for this filesystem and user.
+        let i = FsKind::ALL.iter().position(|&k| k == kind).unwrap_or(0);
+        let fs = LoopFs::try_new(kind, 2048).ok_or(format!("cannot mount {kind}"))?;
+        for &user in &users {
+            let who = if user.is_some() { "nobody" } else { "root" };
+            let cfg = Config {
+                program: program.clone(),
+                root: fs.path().join("fuzz"),
+                user,
+                timeout: std::time::Duration::from_secs(20),
+                label: format!("{kind}/{who}"),
+                reproduce: format!(
+                    "mimeo-testkit {cmd} {} --fs {kind} --user {who} --seed {{seed}}",
+                    program.display()
+                ),
+            };
+            let seeds = match number("--seed").transpose()? {
+                Some(seed) => vec![seed],
+                None => fuzz::seeds(cases, base, (i * 2 + usize::from(user.is_some())) as u64),
+            };
+            let started = std::time::Instant::now();
+            let report = if cmd == "fuzz-cp" {
+                fuzz::run_cp(&cfg, &seeds)
+            } else {
+                fuzz::cat::run_cat(&cfg, &seeds)
+            }
+            .map_err(|e| format!("{}: {e}", cfg.label))?;
+            println!(
+                "--- {} ({:.0?}) ---\n{report}",
+                cfg.label,
+                started.elapsed()
+            );
+            total.merge(report);
+        }
+    }
+    println!("--- all ---\n{total}");
+    Ok(total.failed == 0 && total.not_built.is_empty())
 }
 
 fn main() -> ExitCode {

@@ -41,6 +41,11 @@ pub struct GenOptions {
     pub locked_modes: bool,
     /// Upper bound for a regular file's size in bytes.
     pub max_file_size: u64,
+    /// FIFOs (off for runs that read special files, which would wait on them).
+    pub fifos: bool,
+    /// Names with control characters and of 255 bytes, absolute symlinks into the tree,
+    /// and directories their owner cannot list or search (for the differential fuzzer).
+    pub hostile: bool,
 }
 
 impl GenOptions {
@@ -55,6 +60,8 @@ impl GenOptions {
             foreign_owners: root,
             locked_modes: root,
             max_file_size: 3 << 20,
+            fifos: true,
+            hostile: false,
         }
     }
 }
@@ -158,7 +165,7 @@ impl Generator {
             43..=54 if depth < MAX_DEPTH => self.dir(path, depth + 1),
             55..=66 => self.symlink(&path, d),
             67..=72 if !self.files.is_empty() => self.hard_link(&path),
-            73..=76 => self.special(&path, FileType::Fifo, 0),
+            73..=76 if self.opts.fifos => self.special(&path, FileType::Fifo, 0),
             77..=79 => self.special(&path, FileType::Socket, 0),
             80..=83 if self.opts.devices => {
                 let (kind, dev) = if self.rng.chance(50) {
@@ -193,6 +200,9 @@ impl Generator {
             7 => bytes.resize(200, b'L'),
             _ => {}
         }
+        if self.opts.hostile {
+            self.hostile_name(&mut bytes);
+        }
         if bytes == b"." || bytes == b".." {
             bytes.push(b'x');
         }
@@ -201,12 +211,27 @@ impl Generator {
         let mut n = 0;
         while names.contains(&name) {
             n += 1;
+            let suffix = format!("~{n}");
             let mut b = bytes.clone();
-            b.extend_from_slice(format!("~{n}").as_bytes());
+            // A 255-byte name stays within NAME_MAX.
+            b.truncate(255 - suffix.len());
+            b.extend_from_slice(suffix.as_bytes());
             name = OsString::from_vec(b);
         }
         names.push(name.clone());
         name
+    }
+
+    /// Sometimes makes `bytes` what terminals and line-based tools choke on: escape
+    /// sequences and other control characters, or the longest name a directory can hold.
+    fn hostile_name(&mut self, bytes: &mut Vec<u8>) {
+        match self.rng.below(10) {
+            0 => bytes.extend_from_slice(b"\x1b]0;pwned\x07"),
+            1 => bytes.extend_from_slice(b"\t\x01\x7f\r"),
+            2 => bytes.resize(255, b'N'),
+            3 => bytes.extend_from_slice(b"\\'\"$"),
+            _ => {}
+        }
     }
 
     fn regular(&mut self, path: &Path) -> io::Result<()> {
@@ -306,10 +331,15 @@ impl Generator {
     }
 
     fn symlink(&mut self, path: &Path, d: usize) -> io::Result<()> {
-        let target: OsString = match self.rng.below(7) {
+        let kinds = if self.opts.hostile { 8 } else { 7 };
+        let target: OsString = match self.rng.below(kinds) {
             0 => "..".into(),
             1 => ".".into(),
             2 => "/nonexistent/mimeo/target".into(),
+            // The tree's own root by its absolute path: a copy that writes through it stays
+            // inside the case (a system directory here was filled by the cases written
+            // through it), and following it is a loop.
+            3 if self.opts.hostile => self.dirs[0].path.clone().into_os_string(),
             3 => "/etc".into(),
             4 => "dangling-target".into(),
             5 => {
@@ -321,7 +351,12 @@ impl Generator {
                 OsString::from_vec(t)
             }
             // A sibling of any type (possibly itself: a loop).
-            _ => self.rng.pick(&self.dirs[d].names).clone(),
+            6 => self.rng.pick(&self.dirs[d].names).clone(),
+            // The same, by its absolute path.
+            _ => {
+                let name = self.rng.pick(&self.dirs[d].names).clone();
+                self.dirs[d].path.join(name).into_os_string()
+            }
         };
         std::os::unix::fs::symlink(&target, path)?;
         self.stats.symlinks += 1;
@@ -389,9 +424,16 @@ impl Generator {
         const DIR_MODES: &[u32] = &[0o1777, 0o2711, 0o2775, 0o700, 0o711, 0o3777];
         const LOCKED_FILE: &[u32] = &[0o000];
         const LOCKED_DIR: &[u32] = &[0o555, 0o444, 0o000, 0o500];
+        // Also directories their owner can search but not list, or list but not search.
+        const ODD_DIR: &[u32] = &[0o555, 0o444, 0o000, 0o500, 0o311, 0o300, 0o111];
         let locked = self.opts.locked_modes && self.rng.chance(8);
+        let locked_dir = if self.opts.hostile {
+            ODD_DIR
+        } else {
+            LOCKED_DIR
+        };
         let mode = match (is_dir, locked, self.rng.chance(50)) {
-            (true, true, _) => *self.rng.pick(LOCKED_DIR),
+            (true, true, _) => *self.rng.pick(locked_dir),
             (false, true, _) => *self.rng.pick(LOCKED_FILE),
             (true, false, true) => 0o755,
             (false, false, true) => 0o644,

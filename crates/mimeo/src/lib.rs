@@ -62,10 +62,11 @@
 //! - [`space`]: space accounting ([`space::du`]) and dedupe ([`space::dedupe`]), on the
 //!   walker of `tree` run by `sched`;
 //! - `sched`: who runs which work item ([`copy_with`], [`copy_hooked`], [`LocalPool`],
-//!   [`Scheduler`]);
-//! - `tree`: roots, the per-directory pass, directory completion, the planning walk, a
-//!   caller's [`Hooks`] (entries left out per directory, entries it copies itself), the
-//!   parallel walker behind `space`
+//!   [`Scheduler`]), and the walks that copy nothing ([`dry_run`], [`scan`]);
+//! - `tree`: roots, the per-directory pass, directory completion, a caller's [`Hooks`]
+//!   (entries left out per directory, entries it copies itself), the parallel walker behind
+//!   `space`, the dry run and the progress totals, and the step every walk takes in a
+//!   directory
 //!   ([`work`]: the plain-data unit of work and its [`Executor`](work::Executor));
 //! - `place`: the overwrite decision, crash safety, hard-link groups;
 //! - `data`: clone / offload / stream, byte ranges ([`clone_range`]), verify, metadata,
@@ -110,17 +111,15 @@ pub use data::concat::{ConcatOptions, concat, concat_with};
 pub use data::range::{RangeCopy, RangeError, clone_range};
 pub use data::shared_reads::{SharedFile, SharedOpenOptions, SharedReadStats};
 pub use options::{
-    Backup, DEFAULT_BUFFER_SIZE, DEFAULT_SPLIT, Dereference, LinkInstead, Options, Overwrite,
-    Preserve, Reflink, Sparse, default_jobs, default_max_jobs,
+    Backup, DEFAULT_BUFFER_SIZE, DEFAULT_SPLIT, DanglingSymlink, Dereference, LinkInstead, Options,
+    Overwrite, Preserve, Reflink, Sparse, default_jobs, default_max_jobs,
 };
 pub use report::{
     Action, Cause, Control, EntryKind, Error, Event, EventChannel, FileOutcome, Method, NoObserver,
-    Observer, Op, Refusal, Result, Summary, Warning,
+    Observer, Op, Refusal, Result, Summary, Warning, quote,
 };
-pub use sched::{LocalPool, Scheduler, copy, copy_hooked, copy_with};
-pub use tree::{
-    CopyPair, Hooked, Hooks, NoHooks, Totals, copy_file, copy_file_with, dry_run, scan,
-};
+pub use sched::{LocalPool, Scheduler, copy, copy_hooked, copy_with, dry_run, scan};
+pub use tree::{CopyPair, Hooked, Hooks, NoHooks, Totals, copy_file, copy_file_with};
 
 /// The unit of work and its executor, for schedulers other than the local pool (another
 /// process, another host): see [`Scheduler`]. A process's share of such a run can still run

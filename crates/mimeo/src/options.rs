@@ -93,6 +93,19 @@ pub enum Overwrite {
     NoClobber,
     /// Replace it only if it is incomplete, of another size, or older than the source (`-u`).
     Update,
+    /// Leave it alone, and count that as a failure: "not replacing" (`--update=none-fail`).
+    NoneFail,
+}
+
+/// What a regular file copied onto a destination symlink that points to nothing does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum DanglingSymlink {
+    /// Replace the symlink by the copy (mimeo's way: nothing is written outside the tree).
+    #[default]
+    Replace,
+    /// Refuse it, as cp does: "not writing through dangling symlink".
+    Refuse,
 }
 
 /// Whether, and how, an existing destination is kept under another name before it is
@@ -223,6 +236,11 @@ pub struct Options {
     /// ends with that path (`--parents`: `a/b/c` into `DIR` is `DIR/a/b/c`). They get the
     /// source directories' attributes as the options say.
     pub parents: bool,
+    /// What a regular file copied onto a dangling destination symlink does.
+    pub dangling_symlink: DanglingSymlink,
+    /// A directory copied onto an existing symlink to a directory goes into the directory
+    /// it points to, instead of failing (`--keep-directory-symlink`).
+    pub keep_directory_symlink: bool,
 }
 
 /// Default number of workers for tree copies: one per CPU, at most 8. Measured with W4
@@ -299,6 +317,8 @@ impl Default for Options {
             force: false,
             copy_contents: false,
             parents: false,
+            dangling_symlink: DanglingSymlink::Replace,
+            keep_directory_symlink: false,
         }
     }
 }

@@ -19,8 +19,11 @@ use mimeo_testkit::{FsKind, run_ok};
 /// What happened to one destination path, in the dry run's terms.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Outcome {
-    /// Planned, or done: create, replace, write into, merge.
+    /// Planned, or done: create, replace, write into.
     Done,
+    /// Planned: merge into a directory, which the copy does without an event (cp's -v
+    /// names only the directories it makes).
+    Merged,
     Skipped,
     Refused(Refusal),
     Failed(String),
@@ -34,10 +37,10 @@ impl Observer for Record {
     fn event(&self, event: Event) {
         let entry = match event {
             Event::Planned { dst, action, .. } => {
-                let o = if action == Action::Skip {
-                    Outcome::Skipped
-                } else {
-                    Outcome::Done
+                let o = match action {
+                    Action::Skip => Outcome::Skipped,
+                    Action::Merge => Outcome::Merged,
+                    _ => Outcome::Done,
                 };
                 (dst, o)
             }
@@ -143,7 +146,10 @@ fn agree(what: &str, pairs: &[CopyPair], opts: &Options, dsts: &[PathBuf]) {
     let done = Record::default();
     mimeo::copy(pairs, opts, &done);
     for dst in dsts {
-        let (p, d) = (planned.of(dst), done.of(dst));
+        let (p, mut d) = (planned.of(dst), done.of(dst));
+        if p == [Outcome::Merged] && d.is_empty() {
+            d.push(Outcome::Merged);
+        }
         assert_eq!(
             p, d,
             "{what}: {dst:?}: the dry run planned {p:?}, the copy did {d:?}"
@@ -216,4 +222,66 @@ fn dry_run_and_copy_agree_on_every_existing_destination() {
             [Outcome::Refused(Refusal::NonDirectoryInTheWay { .. })]
         ));
     }
+}
+
+/// Sorted, so that two runs that met the entries in different orders compare.
+fn sorted(record: &Record) -> Vec<(PathBuf, Outcome)> {
+    let mut all = record.0.lock().unwrap().clone();
+    all.sort_by_key(|(p, o)| format!("{p:?} {o:?}"));
+    all
+}
+
+/// Under `-L`, a symlink that leads back up to an ancestor is a cycle: the copy refuses it,
+/// and the dry run, walking as the copy walks, refuses the same entry instead of planning the
+/// loop over and over.
+#[test]
+fn dry_run_and_copy_agree_on_a_cycle_under_dereference() {
+    let dir = tempfile::tempdir().unwrap();
+    let (src, dst) = (dir.path().join("src"), dir.path().join("dst"));
+    fs::create_dir_all(src.join("a/b")).unwrap();
+    fs::write(src.join("a/b/f"), "f\n").unwrap();
+    symlink("../..", src.join("a/b/up")).unwrap();
+    let mut opts = Options::archive();
+    opts.dereference = mimeo::Dereference::Always;
+    let pairs = [CopyPair::new(&src, &dst)];
+    let planned = Record::default();
+    mimeo::dry_run(&pairs, &opts, &planned);
+    let done = Record::default();
+    mimeo::copy(&pairs, &opts, &done);
+    assert_eq!(
+        done.of(&src.join("a/b/up")),
+        [Outcome::Refused(Refusal::Cycle)]
+    );
+    assert_eq!(sorted(&planned), sorted(&done));
+}
+
+/// The progress totals count what the copy copies: every entry, the regular files and their
+/// sizes, also in a directory large enough to be shared among workers.
+#[test]
+fn scan_totals_match_the_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let (src, dst) = (dir.path().join("src"), dir.path().join("dst"));
+    fs::create_dir_all(src.join("many")).unwrap();
+    fs::create_dir_all(src.join("a/b")).unwrap();
+    for i in 0..1500 {
+        fs::write(src.join(format!("many/{i}")), "x".repeat(i % 7)).unwrap();
+    }
+    fs::write(src.join("a/b/f"), "some data\n").unwrap();
+    symlink("b/f", src.join("a/l")).unwrap();
+    let mut opts = Options::archive();
+    opts.jobs = 2;
+    let pairs = [CopyPair::new(&src, &dst)];
+    let totals = mimeo::Totals::default();
+    mimeo::scan(&pairs, &opts, &totals, &mimeo::Control::new());
+    let copied = mimeo::copy(&pairs, &opts, &mimeo::NoObserver);
+    assert_eq!(copied.errors, 0);
+    let total = |n: &std::sync::atomic::AtomicU64| n.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(totals.complete.load(std::sync::atomic::Ordering::Relaxed));
+    assert_eq!(total(&totals.files), copied.files);
+    assert_eq!(total(&totals.files), 1501);
+    assert_eq!(total(&totals.bytes), copied.bytes);
+    assert_eq!(
+        total(&totals.entries),
+        copied.files + copied.directories + copied.symlinks
+    );
 }

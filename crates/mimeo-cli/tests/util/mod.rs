@@ -228,3 +228,27 @@ pub fn wait_for(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
         thread::sleep(Duration::from_millis(2));
     }
 }
+
+/// A name in mimeo's JSON: a string, or `{"hex":…}` with its bytes when it is not UTF-8 (see
+/// the README, "JSON output"). Panics on anything else.
+#[track_caller]
+pub fn json_path(v: &Value) -> std::path::PathBuf {
+    use std::os::unix::ffi::OsStringExt;
+    if let Some(s) = v.as_str() {
+        return s.into();
+    }
+    let hex = v["hex"]
+        .as_str()
+        .unwrap_or_else(|| panic!("not a name: {v}"));
+    let bytes = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect();
+    std::ffi::OsString::from_vec(bytes).into()
+}
+
+/// [`json_path`] as text, for comparisons (bytes that are not UTF-8 replaced).
+#[track_caller]
+pub fn json_name(v: &Value) -> String {
+    json_path(v).to_string_lossy().into_owned()
+}

@@ -301,3 +301,40 @@ def test_same_file_error_is_shutils():
     assert issubclass(mimeo.SameFileError, shutil.SameFileError)
     assert issubclass(mimeo.Error, shutil.Error)
     assert issubclass(mimeo.SpecialFileError, shutil.SpecialFileError)
+
+
+@pytest.mark.parametrize("ignore", [None, "pol2"])
+def test_copytree_into_a_new_subdirectory_copies_the_listing_once(fs, testkit, ignore):
+    # CPython's test_copytree_subdirectory (bpo-38688): shutil lists src before it makes
+    # dst below it, and copies that listing once.
+    base = fs.scratch()
+    trees = {}
+    for name, copytree in (("shutil", shutil.copytree), ("mimeo", mimeo.copytree)):
+        src = base / name / "t" / "pg"
+        (src / "pol").mkdir(parents=True)
+        (src / "pol" / "f").write_bytes(b"data")
+        (src / "pol2").mkdir()
+        os.symlink("pol/f", src / "link")
+        os.chmod(src, 0o750)
+        os.utime(src, ns=(1_000_000_123, 2_000_000_456))
+        dst = src / "somevendor" / "1.0"
+        kwargs = {"ignore": (lambda d, names: [ignore] if ignore in names else [])} if ignore else {}
+        assert copytree(src, dst, symlinks=True, **kwargs) == dst
+        assert sorted(os.listdir(dst)) == sorted(n for n in ["link", "pol", "pol2"] if n != ignore)
+        assert os.listdir(dst / "pol") == ["f"]
+        # copystat(src, dst) comes last: dst has src's mode and times as they are then.
+        s, d = os.stat(src), os.stat(dst)
+        assert (stat.S_IMODE(d.st_mode), d.st_mtime_ns) == (stat.S_IMODE(s.st_mode), s.st_mtime_ns)
+        trees[name] = base / name
+    assert testkit.compare(trees["shutil"], trees["mimeo"], "--no-mtime") == []
+
+
+def test_copytree_into_an_existing_subdirectory_is_refused(fs):
+    # Where the destination's first directory below src exists already, shutil copies it
+    # into itself until the path grows too long; mimeo raises Error at once.
+    base = fs.scratch()
+    src = base / "a"
+    (src / "b").mkdir(parents=True)
+    with pytest.raises(mimeo.Error):
+        mimeo.copytree(src, src / "b" / "c")
+    assert os.listdir(src / "b") == []

@@ -3,7 +3,7 @@
 
 use super::crash;
 use crate::data::meta::Process;
-use crate::options::{Backup, LinkInstead, Options, Overwrite};
+use crate::options::{Backup, DanglingSymlink, LinkInstead, Options, Overwrite};
 use crate::report::{Action, Error, Op, Refusal};
 use crate::sys::{self, Errno, Meta};
 use std::path::PathBuf;
@@ -52,6 +52,10 @@ pub(crate) enum Conflict {
     LinkExists(LinkInstead),
     /// A regular file this process may not write, without `-f`.
     NotWritable,
+    /// A regular file onto a dangling symlink, which cp will not write through.
+    Dangling,
+    /// `--update=none-fail`: the destination exists.
+    NotReplacing,
     /// The destination's backup would replace the source (cp's `backup-is-src` rule).
     BackupIsSource,
     /// `--attributes-only` with a source that is not a regular file onto an existing entry:
@@ -74,6 +78,8 @@ impl Conflict {
             }
             Conflict::CannotStat(errno) => Error::os(Op::Stat, dst, errno),
             Conflict::NotWritable => Error::os(Op::Create, dst, libc::EACCES),
+            Conflict::Dangling => Error::refused(Op::Create, dst, Refusal::DanglingSymlink),
+            Conflict::NotReplacing => Error::refused(Op::Refuse, dst, Refusal::Exists),
             Conflict::Exists { symlink } => {
                 let op = if symlink { Op::Symlink } else { Op::MakeNode };
                 Error::os(op, dst, libc::EEXIST)
@@ -86,11 +92,11 @@ impl Conflict {
                     symbolic: kind == LinkInstead::Symbolic,
                 },
             ),
-            Conflict::JustCreated { symlink } => {
-                Error::refused(Op::Refuse, dst, Refusal::JustCreated { src, symlink })
-            }
             Conflict::BackupIsSource => {
                 Error::refused(Op::Backup, dst, Refusal::BackupIsSource { src })
+            }
+            Conflict::JustCreated { symlink } => {
+                Error::refused(Op::Refuse, dst, Refusal::JustCreated { src, symlink })
             }
         }
     }
@@ -115,6 +121,9 @@ impl Decision {
 pub(crate) struct Rules<'a> {
     pub opts: &'a Options,
     pub process: &'a Process,
+    /// The source was looked at through symlinks (cp's dereference other than "never" for
+    /// this entry: `-L`, or `-H` and the default without `-r` on the command line).
+    pub follows: bool,
     /// The destination directory held another run's in-progress marker: `-u` takes an entry
     /// there as up to date only if it is provably finished.
     pub suspect: bool,
@@ -132,43 +141,49 @@ pub(crate) struct Rules<'a> {
     pub backup_is_source: Option<&'a dyn Fn() -> bool>,
 }
 
+/// What [`decide`] may look up besides the two entries; each is asked only where cp's
+/// rules need it (a destination symlink, or two entries that may be one file).
+pub(crate) struct Lookups<'a> {
+    /// The source name looked at again: through symlinks (true) or not.
+    pub src: &'a dyn Fn(bool) -> Option<Meta>,
+    /// What the destination symlink points to.
+    pub dst_target: &'a dyn Fn() -> sys::Result<Meta>,
+    /// Whether the source and the destination are one directory entry (one name in one
+    /// directory).
+    pub same_entry: &'a dyn Fn() -> bool,
+}
+
 /// Decides what to do with `src` at a destination name where `dst` is (None: nothing).
-/// `src_target` and `dst_target` give what a symlink points to (the entry followed); they are
-/// only called when a symlink is involved. A destination symlink that a regular file would be
-/// written through by cp, and whose target cannot be looked at (EACCES, ELOOP), is refused
-/// with cp's "cannot stat"; a dangling one is replaced.
+/// cp looks at the destination through a symlink where it would write a regular file
+/// through it: one whose target cannot be looked at (EACCES, ELOOP) is refused with cp's
+/// "cannot stat" (a loop is replaced under `-f`, as in cp), and a dangling one is handled
+/// as [`Options::dangling_symlink`] says.
 pub(crate) fn decide(
     rules: &Rules<'_>,
     src: &Meta,
     dst: Option<&Meta>,
-    src_target: impl FnOnce() -> Option<Meta>,
-    dst_target: impl FnOnce() -> sys::Result<Meta>,
+    look: &Lookups<'_>,
 ) -> Decision {
     let Some(d) = dst else {
         return Decision::Create;
     };
     let opts = rules.opts;
-    // cp looks through a destination symlink unless it will not write through it anyway.
     let fresh = opts.remove_destination || opts.backup.is_some();
-    let followed = d.is_symlink().then(dst_target);
-    if let Some(Err(e)) = followed {
-        if src.is_reg() && !fresh && e != Errno::NOENT {
-            return Decision::Refuse(Conflict::CannotStat(e.raw_os_error()));
+    let through = d.is_symlink() && src.is_reg() && !fresh && opts.link.is_none();
+    let seen = match through.then(|| (look.dst_target)()) {
+        None => *d,
+        Some(Ok(target)) => target,
+        Some(Err(Errno::NOENT)) if opts.dangling_symlink == DanglingSymlink::Refuse => {
+            return Decision::Refuse(Conflict::Dangling);
         }
-    }
-    // A hard link onto a link of the same inode is there already.
-    if opts.link == Some(LinkInstead::Hard) && src.id() == d.id() {
-        return Decision::Skip;
-    }
-    // With a backup there is always a copy of what is replaced, so cp refuses only a copy of
-    // an entry onto itself.
-    let same = if opts.backup.is_some() {
-        src.id() == d.id()
-    } else {
-        is_same_file(src, src_target, d, || followed.and_then(|r| r.ok()))
+        Some(Err(Errno::NOENT)) => *d,
+        Some(Err(Errno::LOOP)) if opts.force => *d,
+        Some(Err(e)) => return Decision::Refuse(Conflict::CannotStat(e.raw_os_error())),
     };
-    if same {
-        return Decision::Refuse(Conflict::SameFile);
+    match same_file(rules, src, &seen, d, look) {
+        Same::Fine => {}
+        Same::Done => return Decision::Skip,
+        Same::Refused => return Decision::Refuse(Conflict::SameFile),
     }
     if src.is_dir() {
         return if d.is_dir() {
@@ -177,16 +192,15 @@ pub(crate) fn decide(
             Decision::Refuse(Conflict::NonDirectoryInTheWay)
         };
     }
-    if d.is_dir() {
-        return Decision::Refuse(Conflict::DirectoryInTheWay);
-    }
     let into_node = src.is_reg() && is_node(d);
     let replace = replacement(opts, src, d, fresh);
     let up_to_date = match opts.overwrite {
         Overwrite::NoClobber => true,
+        Overwrite::NoneFail => return Decision::Refuse(Conflict::NotReplacing),
         Overwrite::Replace => false,
-        // A node is never a copy: cp's rule (not older than the source) decides.
-        Overwrite::Update if into_node => d.mtime >= src.mtime,
+        // A node or a directory is never a copy: cp's rule (not older than the source)
+        // decides.
+        Overwrite::Update if into_node || d.is_dir() => d.mtime >= src.mtime,
         Overwrite::Update => is_complete_copy(rules, d, src),
     };
     if up_to_date {
@@ -200,6 +214,11 @@ pub(crate) fn decide(
     }
     if opts.interactive && rules.ask.is_some_and(|ask| !ask()) {
         return Decision::Skip;
+    }
+    // After -n, -u and -i, as in cp: a directory is left alone without a word where they
+    // say so.
+    if d.is_dir() {
+        return Decision::Refuse(Conflict::DirectoryInTheWay);
     }
     // cp checks this last, just before it would rename the old entry to its backup name.
     if opts.backup.is_some() && rules.backup_is_source.is_some_and(|is_source| is_source()) {
@@ -263,35 +282,116 @@ fn attributes_only(src: &Meta, d: &Meta) -> Decision {
     }
 }
 
-/// Whether copying `src` onto `dst` would copy a file onto itself, by cp's rule
-/// (`same_file_ok` in coreutils). Symlinks count by what they point to: a source symlink
-/// onto its own target, or a source onto a destination symlink that points to it, would
-/// destroy the data, so both are refused. Two distinct symlinks are fine (one replaces the
-/// other). A dangling symlink is never the same file.
-pub(crate) fn is_same_file(
+/// What cp's `same_file_ok` says of two entries that may be one file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Same {
+    /// Go on with the copy.
+    Fine,
+    /// Nothing to do, and no failure (a hard link that is there already).
+    Done,
+    /// "are the same file".
+    Refused,
+}
+
+/// coreutils' `same_file_ok`, rule for rule: whether copying `src` (looked at as
+/// [`Rules::follows`] says) onto `dst` (the destination as cp looks at it: through a
+/// symlink where it would write through it; `dst_link` is the entry itself) could destroy
+/// the data, given how the options replace the destination.
+fn same_file(
+    rules: &Rules<'_>,
     src: &Meta,
-    src_target: impl FnOnce() -> Option<Meta>,
     dst: &Meta,
-    dst_target: impl FnOnce() -> Option<Meta>,
-) -> bool {
-    if src.id() == dst.id() {
-        return true;
+    dst_link: &Meta,
+    look: &Lookups<'_>,
+) -> Same {
+    let opts = rules.opts;
+    let hard = opts.link == Some(LinkInstead::Hard);
+    let same = src.id() == dst.id();
+    if same && hard {
+        return Same::Done;
     }
-    if src.is_symlink() && dst.is_symlink() {
-        return false;
+    let (src_link, dst_link, same_link) = if rules.follows {
+        if !same {
+            return Same::Fine;
+        }
+        let Some(src_link) = (look.src)(false) else {
+            return Same::Fine;
+        };
+        let both_links = src_link.is_symlink() && dst_link.is_symlink();
+        if both_links && opts.remove_destination {
+            return Same::Fine;
+        }
+        (src_link, *dst_link, src_link.id() == dst_link.id())
+    } else {
+        // Two symlinks: fine unless they are one entry; two links of one symlink are left
+        // as they are, unless a backup is made. (Two inodes are never one entry: no lookup
+        // for a symlink copied again onto its earlier copy.)
+        if src.is_symlink() && dst.is_symlink() {
+            if !same {
+                return Same::Fine;
+            }
+            return match ((look.same_entry)(), opts.backup.is_some()) {
+                (true, _) => Same::Refused,
+                (false, false) => Same::Done,
+                (false, true) => Same::Fine,
+            };
+        }
+        (*src, *dst, same)
+    };
+    if opts.backup.is_some() {
+        // A backup keeps what is replaced, unless the source is the entry backed up, or a
+        // symlink that the backup would leave dangling.
+        return if !same_link {
+            let dangles = rules.follows && src_link.is_symlink() && !dst_link.is_symlink();
+            if dangles { Same::Refused } else { Same::Fine }
+        } else if (look.same_entry)() {
+            Same::Refused
+        } else {
+            Same::Fine
+        };
     }
-    let s = if src.is_symlink() {
-        src_target()
-    } else {
-        Some(*src)
-    };
-    let Some(s) = s else { return false };
-    let d = if dst.is_symlink() {
-        dst_target()
-    } else {
-        Some(*dst)
-    };
-    d.is_some_and(|d| d.id() == s.id())
+    if opts.remove_destination
+        && (dst_link.is_symlink() || (same_link && dst_link.nlink > 1 && !(look.same_entry)()))
+    {
+        return Same::Fine;
+    }
+    if !src_link.is_symlink() && !dst_link.is_symlink() {
+        if src_link.id() != dst_link.id() {
+            return Same::Fine;
+        }
+        if hard {
+            return Same::Done;
+        }
+    }
+    if opts.link == Some(LinkInstead::Symbolic) && dst_link.is_symlink() {
+        return Same::Fine;
+    }
+    if !rules.follows {
+        let s = if src_link.is_symlink() {
+            (look.src)(true)
+        } else {
+            Some(src_link)
+        };
+        let d = if dst_link.is_symlink() {
+            (look.dst_target)().ok()
+        } else {
+            Some(dst_link)
+        };
+        let (Some(s), Some(d)) = (s, d) else {
+            return Same::Fine;
+        };
+        if s.id() != d.id() {
+            return Same::Fine;
+        }
+        if hard {
+            return if dst_link.is_symlink() {
+                Same::Fine
+            } else {
+                Same::Done
+            };
+        }
+    }
+    Same::Refused
 }
 
 /// A FIFO, socket or device node.

@@ -38,6 +38,7 @@ fn decide_as(opts: &Options, process: &Process, src: &Meta, dst: Option<&Meta>) 
     let rules = Rules {
         opts,
         process,
+        follows: false,
         suspect: false,
         just_created: None,
         ask: None,
@@ -55,7 +56,13 @@ fn decided(
     dst: Option<&Meta>,
     dst_target: sys::Result<Meta>,
 ) -> Decision {
-    decide(rules, src, dst, || None, || dst_target)
+    let dst_target = std::cell::Cell::new(Some(dst_target));
+    let look = Lookups {
+        src: &|_| None,
+        dst_target: &|| dst_target.take().expect("looked at once"),
+        same_entry: &|| false,
+    };
+    decide(rules, src, dst, &look)
 }
 
 fn run(opts: &Options, src: &Meta, dst: Option<&Meta>) -> Decision {
@@ -158,6 +165,7 @@ fn in_a_suspect_directory_update_keeps_only_a_provably_finished_copy() {
     let rules = Rules {
         opts: &o,
         process: &USER,
+        follows: false,
         suspect: true,
         just_created: None,
         ask: None,
@@ -184,6 +192,7 @@ fn a_file_this_user_may_not_write_is_refused_unless_forced() {
         let r = Rules {
             opts: o,
             process: &USER,
+            follows: false,
             suspect: false,
             just_created: None,
             ask: None,
@@ -227,6 +236,7 @@ fn a_second_source_onto_what_the_first_made_is_refused_and_asking_can_skip() {
     let mut rules = Rules {
         opts: &o,
         process: &USER,
+        follows: false,
         suspect: false,
         just_created: Some(dst.id()),
         ask: None,
@@ -257,6 +267,7 @@ fn a_destination_symlink_that_cannot_be_looked_through_is_refused_a_dangling_one
     let rules = Rules {
         opts: &o,
         process: &USER,
+        follows: false,
         suspect: false,
         just_created: None,
         ask: None,
@@ -275,10 +286,31 @@ fn a_destination_symlink_that_cannot_be_looked_through_is_refused_a_dangling_one
 #[test]
 fn same_file_follows_one_symlink_never_two() {
     let (file, a, b) = (meta(REG, 1, 0), meta(LNK, 2, 0), meta(LNK, 3, 0));
-    assert!(is_same_file(&a, || Some(file), &file, || None));
-    assert!(!is_same_file(&a, || Some(file), &b, || Some(file)));
-    assert!(!is_same_file(&a, || None, &file, || None));
-    assert!(is_same_file(&file, || None, &b, || Some(file)));
+    let o = Options::default();
+    let writable = || true;
+    let rules = Rules {
+        opts: &o,
+        process: &USER,
+        follows: false,
+        suspect: false,
+        just_created: None,
+        ask: None,
+        writable: &writable,
+        backup_is_source: None,
+    };
+    // `src` symlink (pointing to `src_to`) or file onto `dst` (pointing to `dst_to`).
+    let same = |src: &Meta, src_to: Option<Meta>, dst: &Meta, dst_to: Option<Meta>| {
+        let look = Lookups {
+            src: &|follow| if follow { src_to } else { Some(*src) },
+            dst_target: &|| dst_to.ok_or(Errno::NOENT),
+            same_entry: &|| false,
+        };
+        same_file(&rules, src, dst, dst, &look) == Same::Refused
+    };
+    assert!(same(&a, Some(file), &file, None));
+    assert!(!same(&a, Some(file), &b, Some(file)));
+    assert!(!same(&a, None, &file, None));
+    assert!(same(&file, None, &b, Some(file)));
 }
 
 #[test]

@@ -204,6 +204,9 @@ pub enum Refusal {
         /// A symbolic link (`-s`), not a hard link (`-l`).
         symbolic: bool,
     },
+    /// A regular file onto a symlink that points to nothing, which cp will not write
+    /// through. The path is the destination.
+    DanglingSymlink,
     /// `-s` with a relative source path into a directory other than the working directory,
     /// where the link would point elsewhere. The path is the destination.
     RelativeSymlink,
@@ -335,6 +338,7 @@ impl Error {
                 format!("{path}: file changed as we read it; not copied")
             }
             Refusal::Exists => format!("not replacing {path}"),
+            Refusal::DanglingSymlink => format!("not writing through dangling symlink {path}"),
             Refusal::SizeDiffers { copy, source } => format!(
                 "verification failed for {path}: size {copy} differs from the source's {source}"
             ),
@@ -373,14 +377,9 @@ impl Error {
     }
 }
 
-/// `'path'`, with bytes that are not UTF-8 escaped.
+/// `'path'`, quoted as cp quotes names (see [`quote`](super::quote::quote)).
 fn quoted(path: &Path) -> String {
-    use std::os::unix::ffi::OsStrExt;
-    let bytes = path.as_os_str().as_bytes();
-    match std::str::from_utf8(bytes) {
-        Ok(s) => format!("'{s}'"),
-        Err(_) => format!("'{}'", bytes.escape_ascii()),
-    }
+    super::quote::quote(path)
 }
 
 /// A path as `cat` names it in its messages: bare when no character needs quoting, quoted
@@ -460,7 +459,8 @@ mod tests {
         );
         let odd = std::ffi::OsStr::from_bytes(b"x\xff");
         let e = Error::os(Op::Open, odd, libc::EACCES);
-        assert_eq!(e.to_string(), "cannot open 'x\\xff': Permission denied");
+        // As cp 9.1 words it in a UTF-8 locale.
+        assert_eq!(e.to_string(), r"cannot open 'x'$'\377': Permission denied");
     }
 
     use std::os::unix::ffi::OsStrExt;

@@ -95,9 +95,9 @@ impl std::fmt::Display for Warning {
         match self {
             Warning::SourceTwice { src, directory } => write!(
                 f,
-                "warning: source {} '{}' specified more than once",
+                "warning: source {} {} specified more than once",
                 if *directory { "directory" } else { "file" },
-                src.display()
+                super::quote::quote(src)
             ),
         }
     }

@@ -6,6 +6,7 @@ mod control;
 mod error;
 mod event;
 mod outcome;
+mod quote;
 mod reporter;
 mod summary;
 
@@ -13,5 +14,6 @@ pub use control::Control;
 pub use error::{Cause, Error, Op, Refusal, Result};
 pub use event::{Action, EntryKind, Event, EventChannel, NoObserver, Observer, Warning};
 pub use outcome::{FileOutcome, Method};
+pub use quote::quote;
 pub(crate) use reporter::Reporter;
 pub use summary::Summary;

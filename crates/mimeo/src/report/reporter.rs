@@ -64,6 +64,13 @@ impl<'a> Reporter<'a> {
         }
     }
 
+    /// A directory copied into one that was there already: counted as copied, with no
+    /// event.
+    pub fn merged(&self) {
+        self.counters.entry(EntryKind::Directory, None);
+        self.control.add_entry();
+    }
+
     /// An entry left alone (`-n`, `-u`).
     pub fn skipped(&self, src: impl FnOnce() -> PathBuf, dst: impl FnOnce() -> PathBuf) {
         self.counters.skipped();

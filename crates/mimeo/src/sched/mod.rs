@@ -4,10 +4,12 @@
 
 mod grow;
 mod local;
+mod plan;
 pub(crate) mod pool;
 
 pub(crate) use local::walk;
 pub use local::{LocalPool, copy, copy_hooked, copy_with};
+pub use plan::{dry_run, scan};
 pub use pool::{Feed, Pool, Spawner};
 
 use crate::tree::{Executor, WorkItem};

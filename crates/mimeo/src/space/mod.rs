@@ -51,7 +51,7 @@ pub use dedupe::{DedupeOptions, DedupeSummary, dedupe};
 pub use du::{DuOptions, DuReport, Usage, du, du_with};
 
 use crate::report::Error;
-use crate::tree::{Roots, WalkOptions, WorkItem};
+use crate::tree::{Look, Roots, WalkOptions, Want, WorkItem};
 use std::path::PathBuf;
 
 /// Workers for a space run: four per CPU, from 4 to 16. Reading extent maps and file data
@@ -103,9 +103,12 @@ fn walk_roots(
 ) -> (WalkOptions, Roots, Vec<WorkItem>) {
     let wopts = WalkOptions {
         recursive: true,
-        one_file_system,
         follow_roots: true,
-        follow_all: false,
+        look: Look {
+            follow: false,
+            one_file_system,
+            want: Want::Types,
+        },
         jobs: jobs.max(1),
     };
     let (roots, items) = Roots::resolve(paths, &wopts, &mut |e| failures.fail(e));

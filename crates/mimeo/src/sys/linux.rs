@@ -211,6 +211,23 @@ pub(crate) fn open_dir_beneath(anchor: BorrowedFd<'_>, rel: &[u8]) -> Result<Own
     })
 }
 
+/// An `O_PATH` handle on the directory `name` of `dir`: it needs no permission on the
+/// directory itself, so a directory that cannot be listed can still be looked at.
+pub(crate) fn open_dir_path(dir: BorrowedFd<'_>, name: &CStr, follow: bool) -> Result<OwnedFd> {
+    let mut flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    if !follow {
+        flags |= OFlags::NOFOLLOW;
+    }
+    rfs::openat(dir, name, flags, Mode::empty())
+}
+
+/// Opens the directory that `dir` is a handle on for listing, without looking it up in
+/// itself as `openat(dir, ".")` does (which a directory we may read but not search refuses).
+pub(crate) fn reopen_dir(dir: BorrowedFd<'_>) -> Result<OwnedFd> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    rfs::openat(CWD, proc_fd_path(dir, None), flags, Mode::empty())
+}
+
 /// Opens the directory at `rel` below `anchor` following symlinks in every component, as
 /// `-L` asks (a symlink may lead anywhere). An empty `rel` reopens the anchor itself.
 pub(crate) fn open_dir_following(anchor: BorrowedFd<'_>, rel: &[u8]) -> Result<OwnedFd> {
@@ -880,6 +897,15 @@ impl DirReader {
         dir: BorrowedFd<'_>,
         mut each: impl FnMut(&CStr, DType),
     ) -> Result<()> {
+        self.read_all_ino(dir, |name, t, _| each(name, t))
+    }
+
+    /// [`read_all`](Self::read_all) with each entry's inode number (`d_ino`).
+    pub fn read_all_ino(
+        &mut self,
+        dir: BorrowedFd<'_>,
+        mut each: impl FnMut(&CStr, DType, u64),
+    ) -> Result<()> {
         let mut raw = rfs::RawDir::new(dir, &mut self.buf);
         while let Some(entry) = raw.next() {
             let entry = entry?;
@@ -895,7 +921,7 @@ impl DirReader {
                 FileType::Unknown => DType::Unknown,
                 _ => DType::Other,
             };
-            each(name, t);
+            each(name, t, entry.ino());
         }
         Ok(())
     }

@@ -8,7 +8,7 @@ use crate::data::copy::{DataPlan, NoCloneDevs};
 use crate::data::meta::Process;
 use crate::data::origin::Mounts;
 use crate::data::shared_reads::ReadVia;
-use crate::options::Options;
+use crate::options::{Dereference, Options};
 use crate::place::crash::{PartMarker, Sweep};
 use crate::place::decide::Rules;
 use crate::place::links::{LinkGroups, LinkLoc, LinkMap};
@@ -95,9 +95,15 @@ impl<'a> Ctx<'a> {
             Loc::Root(_) => here.root.and_then(|r| r.just_created.get().copied()),
             _ => None,
         };
+        let follows = match self.opts.dereference {
+            Dereference::Always => true,
+            Dereference::CommandLine => !matches!(here.loc, Loc::Below(..)),
+            Dereference::Never => false,
+        };
         Rules {
             opts: self.opts,
             process: &self.process,
+            follows,
             suspect: here.suspect(),
             just_created,
             ask: None,
@@ -268,6 +274,30 @@ pub(crate) enum Loc<'a> {
     },
 }
 
+/// Whether `src_dir/name` and `dst_dir/dst_name` are one directory entry: one name in one
+/// directory (cp's `same_nameat`). Looked up only when two entries may be one file.
+pub(crate) fn same_entry(
+    src_dir: BorrowedFd<'_>,
+    name: &CStr,
+    dst_dir: BorrowedFd<'_>,
+    dst_name: &CStr,
+) -> bool {
+    fn split(n: &[u8]) -> (&[u8], &[u8]) {
+        match n.iter().rposition(|&b| b == b'/') {
+            Some(i) => (&n[..=i], &n[i + 1..]),
+            None => (b".", n),
+        }
+    }
+    let (src_parent, src_base) = split(name.to_bytes());
+    let (dst_parent, dst_base) = split(dst_name.to_bytes());
+    let parent = |dir, p| sys::stat_at(dir, &sys::cstring(p), true).map(|m| m.id());
+    src_base == dst_base
+        && matches!(
+            (parent(src_dir, src_parent), parent(dst_dir, dst_parent)),
+            (Ok(a), Ok(b)) if a == b
+        )
+}
+
 /// Where an entry is being copied: its source and destination directories, and what is known
 /// of them.
 pub(crate) struct Here<'a> {
@@ -305,6 +335,12 @@ impl<'a> Here<'a> {
             sized_dev: root.sized_dev,
             spawn: None,
         }
+    }
+
+    /// Whether the source `name` and the destination `dst_name` are one directory entry
+    /// (see [`same_entry`]).
+    pub fn same_entry(&self, name: &CStr, dst_name: &CStr) -> bool {
+        same_entry(self.src_dir, name, self.dst_dir, dst_name)
     }
 
     /// The same place, with a scheduler to hand work to.

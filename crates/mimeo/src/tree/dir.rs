@@ -10,6 +10,7 @@
 use super::context::{Buffers, Ctx, Here, Root, Spawn, Spawner, rel_path};
 use super::entry::{Changed, copy_entry, entry_kind};
 use super::hooks::Hooked;
+use super::listing::{self, Descent, Listed, Look, Want};
 use super::roots::{open_error, stat_error};
 use super::work::{
     DirDone, DirInfo, EntryType, Lineage, Stat, WorkItem, WorkKind, XattrList, join_rel,
@@ -18,11 +19,12 @@ use super::work::{
 use crate::data::meta::{self, Apply, Dst, Xattrs};
 use crate::options::{Dereference, Overwrite};
 use crate::place::crash::{self, PartMarker};
-use crate::place::decide::{Decision, decide};
+use crate::place::decide::{Decision, Lookups, decide};
 use crate::report::{EntryKind, Error, Op, Refusal, Warning};
 use crate::sys::{self, DType, Errno, Meta, XattrTarget};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::{CStr, CString};
+use std::os::unix::ffi::OsStrExt;
 
 /// Creates the destination directory `dst_dir/dst_name` for the source directory `name` of
 /// `src_dir`, or merges into an existing one. Returns whether it was created and whether it
@@ -40,7 +42,7 @@ pub(crate) fn make_dst_dir(
         Ok(()) => Some((true, here.dst.setgid)),
         Err(Errno::EXIST) => {
             let d = match sys::stat_at(here.dst_dir, dst_name, false) {
-                Ok(d) => d,
+                Ok(d) => keep_directory_symlink(ctx, here, dst_name, d),
                 Err(e) => {
                     ctx.report.fail(Error::sys(Op::Stat, dst_path(), e));
                     return None;
@@ -57,13 +59,12 @@ pub(crate) fn make_dst_dir(
                     }
                 },
             };
-            let decision = decide(
-                &ctx.rules(here, &|| true),
-                &src,
-                Some(&d),
-                || sys::stat_at(here.src_dir, name, true).ok(),
-                || sys::stat_at(here.dst_dir, dst_name, true),
-            );
+            let look = Lookups {
+                src: &|follow| sys::stat_at(here.src_dir, name, follow).ok(),
+                dst_target: &|| sys::stat_at(here.dst_dir, dst_name, true),
+                same_entry: &|| here.same_entry(name, dst_name),
+            };
+            let decision = decide(&ctx.rules(here, &|| true), &src, Some(&d), &look);
             match decision {
                 Decision::Merge => Some((false, d.mode & sys::S_ISGID != 0)),
                 Decision::Refuse(c) => {
@@ -80,32 +81,40 @@ pub(crate) fn make_dst_dir(
     }
 }
 
+/// `--keep-directory-symlink`: an existing destination `d` that is a symlink to a
+/// directory stands for that directory; otherwise `d` as it is.
+fn keep_directory_symlink(ctx: &Ctx<'_>, here: &Here<'_>, dst_name: &CStr, d: Meta) -> Meta {
+    if !(ctx.opts.keep_directory_symlink && d.is_symlink()) {
+        return d;
+    }
+    match sys::stat_at(here.dst_dir, dst_name, true) {
+        Ok(target) if target.is_dir() => target,
+        _ => d,
+    }
+}
+
 /// A source directory met below a root: creates its destination and returns the work item
-/// of its pass, or None when there is none to run (an error, or a `-x` mount point, which is
-/// created and completed at once, as cp does).
-#[allow(clippy::too_many_arguments)]
+/// of its pass, or None when there is none to run (an error, a cycle, or a `-x` mount point,
+/// which is created and completed at once, as cp does).
 fn subdir(
     ctx: &Ctx<'_>,
     w: &mut Buffers,
     here: &Here<'_>,
-    root: u32,
-    rel: &[u8],
     lineage: &Lineage,
     name: &CStr,
     meta: Option<Meta>,
-    follow: bool,
+    descent: Descent,
 ) -> Option<WorkItem> {
-    if let Some(m) = &meta {
-        if follow && lineage.ancestors.contains(&m.id()) {
-            ctx.report.fail(Error::refused(
-                Op::Refuse,
-                here.src_path(name),
-                Refusal::Cycle,
-            ));
-            return None;
-        }
+    let super::context::Loc::Below(root, rel) = here.loc else {
+        unreachable!("listed entries are below a root");
+    };
+    if descent == Descent::Cycle {
+        let path = here.src_path(name);
+        ctx.report
+            .fail(Error::refused(Op::Refuse, path, Refusal::Cycle));
+        return None;
     }
-    let crosses = meta.is_some_and(|m| ctx.opts.one_file_system && m.dev != here.root_src_dev);
+    let follow = look(ctx).follow;
     let (created, dst_setgid) = make_dst_dir(ctx, here, name, name, meta, follow)?;
     let info = DirInfo {
         created,
@@ -117,19 +126,17 @@ fn subdir(
         lineage: lineage.clone(),
     };
     let path = join_rel(rel, name.to_bytes());
-    if crosses {
+    if descent == Descent::Mount {
         let m = meta.expect("stat taken under -x");
         let xattrs = dir_xattrs_at(ctx, here.src_dir, name, &|| here.src_path(name));
-        complete(
-            ctx,
-            w,
-            DirDone {
-                root,
-                path,
-                info,
-                source: Some((m.into(), xattrs)),
-            },
-        );
+        let source = Some((m.into(), xattrs));
+        let done = DirDone {
+            root,
+            path,
+            info,
+            source,
+        };
+        complete(ctx, w, done);
         return None;
     }
     Some(WorkItem {
@@ -168,14 +175,24 @@ fn plain(xattrs: Xattrs) -> XattrList {
         .collect()
 }
 
+/// How the copy looks at what it lists: symlinks and special files are made from their
+/// metadata; a regular file is looked at once opened, a directory by its own pass.
+fn look(ctx: &Ctx<'_>) -> Look {
+    Look {
+        follow: ctx.opts.dereference == Dereference::Always,
+        one_file_system: ctx.opts.one_file_system,
+        want: Want::Specials,
+    }
+}
+
 /// Opens the source directory `rel` below a root: never through a symlink, except under
-/// `-L`. A failure is reported.
+/// `-L`. A failure is reported; one we may not list as cp reports it.
 fn open_src(ctx: &Ctx<'_>, root: &Root, rel: &[u8]) -> Option<OwnedFd> {
     let (anchor, _) = root.dirs();
-    let opened = if ctx.opts.dereference == Dereference::Always {
-        sys::open_dir_following(anchor, rel)
-    } else {
-        sys::open_dir_beneath(anchor, rel)
+    let opened = match look(ctx).open(anchor, rel) {
+        // The root itself, which we may read but not search for ".".
+        Err(Errno::ACCESS) if rel.is_empty() => sys::reopen_dir(anchor),
+        other => other,
     };
     opened
         .map_err(|e| {
@@ -195,26 +212,51 @@ fn open_src(ctx: &Ctx<'_>, root: &Root, rel: &[u8]) -> Option<OwnedFd> {
 /// permission), looked at from its parent as `open_src` would reach it.
 fn stat_unopened(ctx: &Ctx<'_>, root: &Root, rel: &[u8]) -> Option<Meta> {
     let (anchor, _) = root.dirs();
+    if rel.is_empty() {
+        // A root we may not list: its anchor is a handle that needs no permission.
+        return sys::fstat(anchor).ok().filter(|m| m.is_dir());
+    }
     let split = rel.iter().rposition(|&b| b == b'/');
     let (parent, name) = split.map_or((&b""[..], rel), |i| (&rel[..i], &rel[i + 1..]));
     if name.is_empty() {
         return None;
     }
-    let follow = ctx.opts.dereference == Dereference::Always;
-    let parent = if follow {
-        sys::open_dir_following(anchor, parent)
-    } else {
-        sys::open_dir_beneath(anchor, parent)
-    };
-    let m = sys::stat_at(parent.ok()?.as_fd(), &sys::cstring(name), follow).ok()?;
+    let look = look(ctx);
+    let parent = look.open(anchor, parent).ok()?;
+    let m = sys::stat_at(parent.as_fd(), &sys::cstring(name), look.follow).ok()?;
     m.is_dir().then_some(m)
+}
+
+/// Whether the source directory `src` (with metadata `m`) may be read but not searched:
+/// then none of its entries can be looked at, and each fails as in cp, before anything is
+/// made for it. A lookup of `first` tells, only where the mode says we may not search.
+fn unsearchable(ctx: &Ctx<'_>, src: BorrowedFd<'_>, m: &Meta, first: Option<&CStr>) -> bool {
+    let p = &ctx.process;
+    if p.euid == 0 {
+        return false;
+    }
+    let shift = if p.euid == m.uid {
+        6
+    } else if p.egid == m.gid {
+        3
+    } else {
+        0
+    };
+    (m.mode >> shift) & 1 == 0
+        && first.is_some_and(|n| sys::stat_at(src, n, false).err() == Some(Errno::ACCESS))
 }
 
 /// Opens the destination directory `rel` below a root, never through a symlink. A failure
 /// is reported.
 fn open_dst(ctx: &Ctx<'_>, root: &Root, rel: &[u8]) -> Option<OwnedFd> {
     let (_, anchor) = root.dirs();
-    sys::open_dir_beneath(anchor, rel)
+    let opened = if ctx.opts.keep_directory_symlink {
+        // Symlinks to directories in the destination were gone through on purpose.
+        sys::open_dir_following(anchor, rel)
+    } else {
+        sys::open_dir_beneath(anchor, rel)
+    };
+    opened
         .map_err(|e| {
             let p = rel_path(&root.dst_path, rel);
             ctx.report.fail(Error::sys(Op::Open, p, e))
@@ -234,7 +276,6 @@ pub(crate) fn pass(
     spawn: &mut dyn FnMut(WorkItem),
 ) -> DirDone {
     let root = ctx.root(root_index);
-    let src_path = || rel_path(&root.src_path, rel);
     let mut done = DirDone {
         root: root_index,
         path: rel.to_vec(),
@@ -246,76 +287,24 @@ pub(crate) fn pass(
         done.source = stat_unopened(ctx, root, rel).map(|m| (m.into(), Vec::new()));
         return done;
     };
-    let mut lineage = Lineage::default();
-    match sys::fstat(src.as_fd()) {
-        Ok(m) => {
-            let xattrs = meta::source_xattrs(ctx.opts, XattrTarget::Fd(src.as_fd()), &src_path)
-                .unwrap_or_else(|e| {
-                    ctx.report.fail(e);
-                    Vec::new()
-                });
-            lineage.sgid = if ctx.opts.preserve.mode {
-                m.mode & sys::S_ISGID != 0
-            } else if done.info.created {
-                done.info.lineage.sgid
-            } else {
-                done.info.dst_setgid
-            };
-            if ctx.opts.dereference == Dereference::Always {
-                lineage.ancestors = done.info.lineage.ancestors.clone();
-                lineage.ancestors.push(m.id());
-            }
-            done.source = Some((m.into(), plain(xattrs)));
-        }
-        Err(e) => ctx.report.fail(stat_error(src_path(), e)),
-    }
+    let lineage = read_source(ctx, src.as_fd(), &mut done);
     let Some(dst) = open_dst(ctx, root, rel) else {
         return done;
     };
-    // Merging into a directory that a killed run may have written: its temporaries and
-    // markers go, and under -u its entries are then checked strictly. -n keeps everything
-    // as it is, markers included, since it replaces nothing.
-    let mut info = done.info.clone();
-    if !info.created && ctx.opts.overwrite != Overwrite::NoClobber {
-        info.suspect = crash::remove_leftovers(&mut w.reader, dst.as_fd(), ctx.sweep);
-    }
-    if !info.created && ctx.opts.preserve.mode {
-        info.default_acl = sys::has_xattr(dst.as_fd(), sys::ACL_DEFAULT);
-        done.info.default_acl = info.default_acl;
-    }
-    let mut entries = Vec::new();
-    if let Err(e) = w
-        .reader
-        .read_all(src.as_fd(), |name, t| entries.push((name.to_owned(), t)))
-    {
-        ctx.report.fail(Error::sys(Op::ReadDir, src_path(), e));
-    }
-    if ctx.hooks.ignores {
-        leave_out_ignored(ctx, &src_path(), &mut entries);
-    }
-    // Subdirectories first, so other workers can start on them while we copy files.
-    let (dirs, mut rest): (Vec<_>, Vec<_>) =
-        entries.into_iter().partition(|(_, t)| *t == DType::Dir);
-    if ctx.opts.dereference == Dereference::Always && ctx.opts.preserve.links {
-        // Symlinks first: a file they lead to is then remembered before it is met directly,
-        // and linked to (see `link_or_claim`).
-        rest.sort_by_key(|(_, t)| *t != DType::Symlink);
-    }
+    let info = look_at_dst(ctx, w, dst.as_fd(), &mut done);
+    let src_meta = done.source.as_ref().map(|(stat, _)| Meta::from(*stat));
+    let src_path = rel_path(&root.src_path, rel);
+    let (dirs, rest) = listed(ctx, w, src.as_fd(), src_meta.as_ref(), &src_path);
     let marker = PartMarker::default();
     {
         let spawn = Spawn::new(spawn);
-        let here = Here::below(
-            root_index,
-            root,
-            rel,
-            (src.as_fd(), dst.as_fd()),
-            &info,
-            &marker,
-        )
-        .with_spawner(&spawn);
+        let dirs_fds = (src.as_fd(), dst.as_fd());
+        let here = Here::below(root_index, root, rel, dirs_fds, &info, &marker);
+        let here = here.with_spawner(&spawn);
         for (name, t) in &dirs {
             child(ctx, w, &here, &lineage, name, *t, &spawn);
         }
+        let mut rest = rest;
         // A large directory's files are shared among workers.
         if ctx.opts.jobs > 1 {
             spawn_shares(&mut rest, root_index, rel, &info, &lineage, &mut |item| {
@@ -329,6 +318,92 @@ pub(crate) fn pass(
     marker.remove_in(dst.as_fd());
     w.last_dst = Some((root_index, rel.to_vec(), dst));
     done
+}
+
+/// Reads the source directory's own metadata and xattrs into `done`, and returns what it
+/// passes down to its subdirectories.
+fn read_source(ctx: &Ctx<'_>, src: BorrowedFd<'_>, done: &mut DirDone) -> Lineage {
+    let root = ctx.root(done.root);
+    let src_path = || rel_path(&root.src_path, &done.path);
+    let mut lineage = Lineage::default();
+    let m = match sys::fstat(src) {
+        Ok(m) => m,
+        Err(e) => {
+            ctx.report.fail(stat_error(src_path(), e));
+            return lineage;
+        }
+    };
+    let xattrs =
+        meta::source_xattrs(ctx.opts, XattrTarget::Fd(src), &src_path).unwrap_or_else(|e| {
+            ctx.report.fail(e);
+            Vec::new()
+        });
+    lineage.sgid = if ctx.opts.preserve.mode {
+        m.mode & sys::S_ISGID != 0
+    } else if done.info.created {
+        done.info.lineage.sgid
+    } else {
+        done.info.dst_setgid
+    };
+    lineage.ancestors = look(ctx).ancestors(&done.info.lineage, m.id());
+    done.source = Some((m.into(), plain(xattrs)));
+    lineage
+}
+
+/// What the pass's entries need to know of the destination directory, looked at now when
+/// the run merges into it (recorded in `done` too).
+fn look_at_dst(ctx: &Ctx<'_>, w: &mut Buffers, dst: BorrowedFd<'_>, done: &mut DirDone) -> DirInfo {
+    // Merging into a directory that a killed run may have written: its temporaries and
+    // markers go, and under -u its entries are then checked strictly. -n keeps everything
+    // as it is, markers included, since it replaces nothing.
+    let mut info = done.info.clone();
+    let replaces = !matches!(
+        ctx.opts.overwrite,
+        Overwrite::NoClobber | Overwrite::NoneFail
+    );
+    if !info.created && replaces {
+        info.suspect = crash::remove_leftovers(&mut w.reader, dst, ctx.sweep);
+    }
+    if !info.created && ctx.opts.preserve.mode {
+        info.default_acl = sys::has_xattr(dst, sys::ACL_DEFAULT);
+        done.info.default_acl = info.default_acl;
+    }
+    info
+}
+
+/// Lists the source directory `src` (at `path`, with metadata `src_meta`) without what the
+/// caller ignores: its subdirectories, then the rest in the order to copy them.
+fn listed(
+    ctx: &Ctx<'_>,
+    w: &mut Buffers,
+    src: BorrowedFd<'_>,
+    src_meta: Option<&Meta>,
+    path: &std::path::Path,
+) -> (Listed, Listed) {
+    let (mut entries, read) = listing::list(&mut w.reader, src);
+    if let Err(e) = read {
+        ctx.report
+            .fail(Error::sys(Op::ReadDir, path.to_path_buf(), e));
+    }
+    let first = entries.first().map(|(n, _)| n.as_c_str());
+    if src_meta.is_some_and(|m| unsearchable(ctx, src, m, first)) {
+        for (name, _) in entries.drain(..) {
+            let entry = path.join(std::ffi::OsStr::from_bytes(name.to_bytes()));
+            ctx.report.fail(stat_error(entry, Errno::ACCESS));
+        }
+    }
+    if ctx.hooks.ignores {
+        leave_out_ignored(ctx, path, &mut entries);
+    }
+    // Subdirectories first, so other workers can start on them while we copy files.
+    let (dirs, mut rest): (Listed, Listed) =
+        entries.into_iter().partition(|(_, t)| *t == DType::Dir);
+    if ctx.opts.dereference == Dereference::Always && ctx.opts.preserve.links {
+        // Symlinks first: a file they lead to is then remembered before it is met directly,
+        // and linked to (see `link_or_claim`).
+        rest.sort_by_key(|(_, t)| *t != DType::Symlink);
+    }
+    (dirs, rest)
 }
 
 /// Drops the entries the caller's [`Hooks::ignore`](crate::Hooks::ignore) leaves out.
@@ -399,25 +474,18 @@ fn child(
     if ctx.report.control.is_stopped() {
         return;
     }
-    let follow = ctx.opts.dereference == Dereference::Always;
-    let meta = match t {
-        DType::Reg if !follow => None,
-        DType::Dir if !ctx.opts.one_file_system => None,
-        _ => match sys::stat_at(here.src_dir, name, follow) {
-            Ok(m) => Some(m),
-            Err(e) => {
-                ctx.report.fail(stat_error(here.src_path(name), e));
-                return;
-            }
-        },
+    let look = look(ctx);
+    let mut meta = match look.at(here.src_dir, name, t) {
+        Ok(m) => m,
+        Err(e) => {
+            ctx.report.fail(stat_error(here.src_path(name), e));
+            return;
+        }
     };
-    let super::context::Loc::Below(root, rel) = here.loc else {
-        unreachable!("listed entries are below a root");
-    };
-    let mut meta = meta;
     loop {
-        if (t == DType::Dir && meta.is_none()) || meta.is_some_and(|m| m.is_dir()) {
-            if let Some(item) = subdir(ctx, w, here, root, rel, lineage, name, meta, follow) {
+        let descent = look.descent(t, meta.as_ref(), here.root_src_dev, lineage);
+        if descent != Descent::No {
+            if let Some(item) = subdir(ctx, w, here, lineage, name, meta, descent) {
                 spawn.push(item);
             }
             return;
@@ -425,7 +493,7 @@ fn child(
         if hooked(ctx, here, name, name, meta.as_ref()) {
             return;
         }
-        match copy_entry(ctx, here, &mut w.data, name, name, meta, follow) {
+        match copy_entry(ctx, here, &mut w.data, name, name, meta, look.follow) {
             Ok(()) => return,
             // Listed as a file, something else now: copy what is there now.
             Err(Changed(m)) => meta = Some(m),
@@ -593,9 +661,12 @@ pub(crate) fn complete(ctx: &Ctx<'_>, w: &mut Buffers, done: DirDone) {
         .run(Dst::Fd(fd.as_fd()), &xattrs, &dst_path)
         .and_then(|()| flushed())
     {
-        Ok(()) => ctx
+        Ok(()) if info.created => ctx
             .report
             .copied(src_path, dst_path, EntryKind::Directory, None),
+        // A directory merged into is counted, but not reported as made: cp's -v names
+        // only the directories it creates.
+        Ok(()) => ctx.report.merged(),
         Err(e) => ctx.report.fail(e),
     }
 }

@@ -367,10 +367,17 @@ impl<'a> Executor<'a> {
 /// Where a root goes: its destination parent's (dev, ino), and the name in it.
 type Dest = ((u64, u64), Vec<u8>);
 
-/// A directory root: opens its source first (so an unreadable root leaves nothing behind),
-/// then creates or merges into its destination and opens that. Returns the info of its pass.
+/// A directory root: opens its source first (so a root that is not there leaves nothing
+/// behind), then creates or merges into its destination and opens that. Returns the info of
+/// its pass. A root we may not read is copied as cp copies it: its pass reports that it
+/// cannot be listed, and its copy still gets its mode and times.
 fn open_root_dirs(ctx: &Ctx<'_>, index: u32, root: &mut super::context::Root) -> Option<DirInfo> {
-    let src = match sys::open_dir(root.src_parent.as_fd(), &root.src_name, root.follow) {
+    let (parent, name, follow) = (root.src_parent.as_fd(), &root.src_name, root.follow);
+    let opened = match sys::open_dir(parent, name, follow) {
+        Err(sys::Errno::ACCESS) => sys::open_dir_path(parent, name, follow),
+        other => other,
+    };
+    let src = match opened {
         Ok(fd) => fd,
         Err(e) => {
             ctx.report.fail(open_error(root.src_path.clone(), e));

@@ -125,6 +125,8 @@ struct Placement<'g> {
     shared: Option<SharedCopy>,
     /// The resume record a large file written at its final name keeps (write phase).
     progress: Option<Arc<ResumeProgress>>,
+    /// The source's xattrs where place read them (to know whether an ACL is to come).
+    src_xattrs: Option<meta::Xattrs>,
 }
 
 impl Placement<'_> {
@@ -217,10 +219,19 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         };
         // Where this part of the directory's work carries its in-progress marker, a new file
         // is created with the mode a temporary gets (its final permission bits, or fewer while
-        // a chown is to come); elsewhere it carries the sticky bit until its final chmod.
+        // a chown or an ACL is to come); elsewhere it carries the sticky bit until its final
+        // chmod.
         let marked_dir = found.is_none() && here.marker.is_some_and(|m| m.ensure(here.dst_dir));
+        // The source's xattrs say whether an ACL is to come. They are read before the file is
+        // made where it is made in any case; where a -u or -n run may skip an existing file,
+        // the copy is made for an ACL that may come instead (no list call for a file skipped).
+        let src_xattrs = match found.is_none() && self.no_skip_here() {
+            true => Some(self.read_xattrs()?),
+            false => None,
+        };
         let initial = if marked_dir {
             creation_mode(ctx.opts, &ctx.process, here.dst.setgid, &self.meta)
+                & self.owner_only(src_xattrs.as_ref())
         } else {
             crash::incomplete_mode(&self.meta)
         };
@@ -237,18 +248,18 @@ impl<'a, 'c> RegularFile<'a, 'c> {
                 };
                 (fd, Target::New, self.new_placed(perm))
             }
-            Err(Errno::EXIST) => return self.existing(buf, found, first),
+            Err(Errno::EXIST) => return self.existing(buf, found, first, src_xattrs),
             Err(e) => return Err(Error::sys(Op::Create, self.dst_path(), e)),
         };
-        Ok(Placing::Write(self.placement(dst, target, placed, first)))
+        let p = self.placement((dst, target, placed), first, src_xattrs);
+        Ok(Placing::Write(p))
     }
 
     fn placement(
         &self,
-        dst: OwnedFd,
-        target: Target,
-        placed: Placed,
+        (dst, target, placed): (OwnedFd, Target, Placed),
         first: Option<FirstCopy<'a>>,
+        src_xattrs: Option<meta::Xattrs>,
     ) -> Placement<'a> {
         Placement {
             dst,
@@ -257,6 +268,38 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             first,
             shared: None,
             progress: None,
+            src_xattrs,
+        }
+    }
+
+    /// The source's xattrs (those the options preserve).
+    fn read_xattrs(&self) -> Result<meta::Xattrs, Error> {
+        let src = XattrTarget::Fd(self.src.as_fd());
+        meta::source_xattrs(self.ctx.opts, src, &|| self.src_path())
+    }
+
+    /// Whether no existing file can make a copy here be skipped: the run replaces what it
+    /// finds, or the directory was made by this run.
+    fn no_skip_here(&self) -> bool {
+        self.ctx.opts.overwrite == Overwrite::Replace || self.here.dir.is_some_and(|d| d.created)
+    }
+
+    /// The permission bits a regular file made here may have while its data is written
+    /// (docs/guarantees.md, guarantee 4): only the owner's when an ACL is to come, since the
+    /// group bits of a mode with an ACL are the ACL's mask, and the owning group may be
+    /// allowed less. The ACL is the source's (`xattrs`, None when not read yet: then one may
+    /// come, and matters only where its mask gives more than the source gives others), or one
+    /// the directory passes on that --preserve=mode removes at the end.
+    fn owner_only(&self, xattrs: Option<&meta::Xattrs>) -> u32 {
+        let (p, src) = (self.ctx.opts.preserve, &self.meta);
+        let acl = match xattrs {
+            Some(x) => has_access_acl(x),
+            None => (p.mode || p.xattr) && (src.perm() >> 3) & !src.perm() & 0o7 != 0,
+        };
+        if acl || (p.mode && self.here.dst.default_acl) {
+            0o700
+        } else {
+            0o777
         }
     }
 
@@ -279,6 +322,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         buf: &mut IoBuf,
         found: Option<&Meta>,
         first: Option<FirstCopy<'a>>,
+        src_xattrs: Option<meta::Xattrs>,
     ) -> Result<Placing<'a>, Error> {
         let (ctx, here, meta) = (self.ctx, self.here, &self.meta);
         let (decision, d) = match found {
@@ -288,7 +332,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             ),
             None => decide_at(ctx, here, self.name, self.dst_name, meta)?,
         };
-        let (fd, target, placed) = match decision {
+        match decision {
             Decision::WriteInto => {
                 // No group member can link to a node: the next one becomes the copy.
                 drop(first);
@@ -298,12 +342,24 @@ impl<'a, 'c> RegularFile<'a, 'c> {
                 self.skip(first);
                 return Ok(Placing::Done(None));
             }
-            Decision::InPlace => self.open_in_place(&d)?,
-            Decision::Recreate => self.recreate()?,
-            _ if !d.is_reg() => self.recreate()?,
-            _ => self.overwrite(&d)?,
+            _ => {}
+        }
+        let src_xattrs = match src_xattrs {
+            Some(x) => x,
+            None => self.read_xattrs()?,
         };
-        Ok(Placing::Write(self.placement(fd, target, placed, first)))
+        let owner_only = self.owner_only(Some(&src_xattrs));
+        let made = match decision {
+            Decision::InPlace => self.open_in_place(&d, owner_only)?,
+            Decision::Recreate => self.recreate(owner_only)?,
+            _ if !d.is_reg() => self.recreate(owner_only)?,
+            _ => self.overwrite(&d, owner_only)?,
+        };
+        Ok(Placing::Write(self.placement(
+            made,
+            first,
+            Some(src_xattrs),
+        )))
     }
 
     /// The decision keeps the existing copy.
@@ -320,7 +376,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
 
     /// The existing regular file `d` is replaced: what an earlier run wrote of this very
     /// source is gone on from; else a temporary takes its place; else it is written into.
-    fn overwrite(&self, d: &Meta) -> Result<(OwnedFd, Target, Placed), Error> {
+    fn overwrite(&self, d: &Meta, owner_only: u32) -> Result<(OwnedFd, Target, Placed), Error> {
         let (ctx, here) = (self.ctx, self.here);
         if let Some(r) =
             super::resume::try_resume(ctx, here, self.src.as_fd(), &self.meta, self.dst_name)
@@ -333,7 +389,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             };
             return Ok((r.fd, Target::Resumed(r.prior.done), placed));
         }
-        match self.replacement(d)? {
+        match self.replacement(d, owner_only)? {
             Some((fd, name, placed)) => {
                 let backup = false;
                 Ok((fd, Target::Temp { name, backup }, placed))
@@ -341,16 +397,16 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             // No temporary can be made there (a writable file in a directory we may not
             // write), or it cannot get the old file's owner: cp writes into the file, and so
             // does mimeo.
-            None => self.open_in_place(d),
+            None => self.open_in_place(d, owner_only),
         }
     }
 
     /// A temporary that replaces an existing entry by a file made as if nothing were there.
     /// A temporary is incomplete by its name, so it needs no marker (and no chmod to clear
     /// one): it is created as restricted as its final mode requires.
-    fn recreate(&self) -> Result<(OwnedFd, Target, Placed), Error> {
+    fn recreate(&self, owner_only: u32) -> Result<(OwnedFd, Target, Placed), Error> {
         let (ctx, here) = (self.ctx, self.here);
-        let mode = creation_mode(ctx.opts, &ctx.process, here.dst.setgid, &self.meta);
+        let mode = creation_mode(ctx.opts, &ctx.process, here.dst.setgid, &self.meta) & owner_only;
         let (fd, name) = crash::with_temp(here.dst_prefix(), |t| {
             sys::create_excl(here.dst_dir, t, mode)
         })
@@ -365,7 +421,11 @@ impl<'a, 'c> RegularFile<'a, 'c> {
     /// the old file's mode, owner and group, and its xattrs and ACL. None when cp's way must
     /// be taken instead: no temporary can be made in the directory, or it cannot be given
     /// the old file's owner.
-    fn replacement(&self, d: &Meta) -> Result<Option<(OwnedFd, CString, Placed)>, Error> {
+    fn replacement(
+        &self,
+        d: &Meta,
+        owner_only: u32,
+    ) -> Result<Option<(OwnedFd, CString, Placed)>, Error> {
         let (ctx, here) = (self.ctx, self.here);
         let p = ctx.opts.preserve;
         let process = &ctx.process;
@@ -380,11 +440,21 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             kept
         };
         let ours = (process.euid, process.egid);
+        // Nobody but the final owner may open it before it is theirs: the old file's owner, or
+        // the source's with --preserve=ownership. An ACL kept from the old file counts as one
+        // to come.
+        let src = &self.meta;
+        let chown_to_come = keep_owner.is_some_and(|o| o != ours)
+            || (p.ownership && (src.uid, src.gid) != ours)
+            || here.dst.setgid;
+        let owner_only = if chown_to_come || has_access_acl(&kept_xattrs) {
+            0o700
+        } else {
+            owner_only
+        };
         let mode = match keep_perm {
-            // Nobody but the final owner may open it before it is theirs.
-            Some(perm) if keep_owner.is_some_and(|o| o != ours) || here.dst.setgid => perm & 0o700,
-            Some(perm) => perm & 0o777,
-            None => creation_mode(ctx.opts, process, here.dst.setgid, &self.meta),
+            Some(perm) => perm & owner_only,
+            None => creation_mode(ctx.opts, process, here.dst.setgid, src) & owner_only,
         };
         let made = crash::with_temp(here.dst_prefix(), |t| {
             sys::create_excl(here.dst_dir, t, mode)
@@ -433,17 +503,25 @@ impl<'a, 'c> RegularFile<'a, 'c> {
     /// Opens the existing regular file `d` to write into it, as cp does, and truncates it.
     /// Where mimeo may change its mode, it carries the sticky bit until its final chmod, so
     /// that a copy killed meanwhile is recognisably incomplete.
-    fn open_in_place(&self, d: &Meta) -> Result<(OwnedFd, Target, Placed), Error> {
-        let (ctx, here) = (self.ctx, self.here);
+    fn open_in_place(&self, d: &Meta, owner_only: u32) -> Result<(OwnedFd, Target, Placed), Error> {
+        let (ctx, here, src) = (self.ctx, self.here, &self.meta);
         let dst_path = || self.dst_path();
         let process = &ctx.process;
+        let p = ctx.opts.preserve;
         let data = !ctx.opts.attributes_only;
         let fd = sys::open_existing_for_writing(here.dst_dir, self.dst_name, ctx.opts.verify)
             .map_err(|e| Error::sys(Op::Create, dst_path(), e))?;
         let kept = self.kept_perm(d);
         let mut perm = if data { kept } else { d.perm() };
         if data && (process.euid == 0 || process.euid == d.uid) {
-            let marked = kept | sys::S_ISVTX;
+            // The chmod that marks it also takes away, while the new data is written, what the
+            // final owner, mode or ACL will not allow (guarantee 4).
+            let chown_to_come = p.ownership && (d.uid, d.gid) != (src.uid, src.gid);
+            let mut during = kept & if chown_to_come { 0o700 } else { owner_only };
+            if p.mode {
+                during &= src.perm() | !0o777;
+            }
+            let marked = during | sys::S_ISVTX;
             if sys::fchmod(fd.as_fd(), marked).is_ok() {
                 perm = marked;
             }
@@ -648,8 +726,12 @@ impl<'a, 'c> RegularFile<'a, 'c> {
     fn finish(&self, mut p: Placement<'_>, outcome: FileOutcome) -> Result<FileOutcome, Error> {
         let (ctx, here) = (self.ctx, self.here);
         let dst_path = || self.dst_path();
-        let kept = std::mem::take(&mut p.placed.kept_xattrs);
-        self.apply_metadata(&p, kept, outcome)
+        let mut xattrs = std::mem::take(&mut p.placed.kept_xattrs);
+        xattrs.extend(match p.src_xattrs.take() {
+            Some(x) => x,
+            None => self.read_xattrs().map_err(|e| self.discard(&p, e))?,
+        });
+        self.apply_metadata(&p, xattrs, outcome)
             .map_err(|e| self.discard(&p, e))?;
         if ctx.opts.verify && !ctx.opts.attributes_only {
             verify::same_content(self.src.as_fd(), p.dst.as_fd(), &self.meta, outcome.method)
@@ -688,7 +770,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         Ok(outcome)
     }
 
-    /// Xattrs (`xattrs`, kept from the file replaced, then the source's and the origin
+    /// Xattrs (`xattrs`: kept from the file replaced, then the source's; then the origin
     /// record), owner, mode and times, in the guarantees' order.
     fn apply_metadata(
         &self,
@@ -698,11 +780,6 @@ impl<'a, 'c> RegularFile<'a, 'c> {
     ) -> Result<(), Error> {
         let (ctx, here) = (self.ctx, self.here);
         let src = self.src.as_fd();
-        xattrs.extend(meta::source_xattrs(
-            ctx.opts,
-            XattrTarget::Fd(src),
-            &|| self.src_path(),
-        )?);
         if ctx.opts.record_origin {
             let cloned = outcome.method == Method::Clone;
             xattrs = origin::with_record(xattrs, cloned, src, &ctx.mounts);
@@ -729,4 +806,9 @@ impl<'a, 'c> RegularFile<'a, 'c> {
 enum DataFailure {
     Data(DataError),
     Other(Error),
+}
+
+/// Whether `xattrs` hold a POSIX access ACL.
+fn has_access_acl(xattrs: &meta::Xattrs) -> bool {
+    xattrs.iter().any(|(n, _)| n.as_c_str() == sys::ACL_ACCESS)
 }

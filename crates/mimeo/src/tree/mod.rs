@@ -1,5 +1,6 @@
 //! Trees: resolving the command-line roots, the per-directory pass and the per-entry copy,
-//! explicit directory completion, and the planning walk (`--dry-run`, progress totals). Work
+//! explicit directory completion, the parallel walker with the step every walk takes in a
+//! directory, and the walks that plan (`--dry-run`, progress totals). Work
 //! is plain data ([`WorkItem`]) run by an [`Executor`]; which thread or process runs it is the
 //! scheduler's business (the layer above).
 
@@ -9,6 +10,7 @@ mod entry;
 mod exec;
 mod file;
 mod hooks;
+mod listing;
 mod placing;
 mod plan;
 mod resume;
@@ -24,7 +26,9 @@ mod work;
 pub(crate) use exec::Passes;
 pub use exec::{Executor, Worker};
 pub use hooks::{Hooked, Hooks, NoHooks};
-pub use plan::{Totals, dry_run, scan};
+pub(crate) use listing::{Look, Want};
+pub use plan::Totals;
+pub(crate) use plan::{DryRun, Scan};
 pub use roots::CopyPair;
 pub use single::{copy_file, copy_file_with};
 pub(crate) use walk::{Entry, Roots, Visitor, Walk, WalkOptions};

@@ -5,7 +5,7 @@
 use super::context::{Ctx, Here, Loc};
 use crate::data::copy::DataError;
 use crate::options::{Dereference, Overwrite};
-use crate::place::decide::{Decision, decide};
+use crate::place::decide::{Decision, Lookups, decide};
 use crate::place::links::{FirstCopy, LinkClaim, LinkLoc, Sighting};
 use crate::place::{backup, crash};
 use crate::report::{EntryKind, Error, Op};
@@ -37,13 +37,12 @@ pub(super) fn decide_existing(
     let mut rules = ctx.rules(here, &writable);
     rules.ask = Some(&ask);
     rules.backup_is_source = Some(&backup_is_source);
-    let decision = decide(
-        &rules,
-        src,
-        Some(d),
-        || sys::stat_at(here.src_dir, name, true).ok(),
-        || sys::stat_at(here.dst_dir, dst_name, true),
-    );
+    let look = Lookups {
+        src: &|follow| sys::stat_at(here.src_dir, name, follow).ok(),
+        dst_target: &|| sys::stat_at(here.dst_dir, dst_name, true),
+        same_entry: &|| here.same_entry(name, dst_name),
+    };
+    let decision = decide(&rules, src, Some(d), &look);
     match decision {
         Decision::Refuse(c) => Err(c.error(here.src_path(name), here.dst_path(dst_name))),
         other => Ok(other),
@@ -161,8 +160,12 @@ fn link_to_group(
         Err(Errno::EXIST) => {
             let (decision, d) = decide_at(ctx, here, src_name, dst_name, meta)?;
             // Under -u, cp links an up-to-date member to the group's copy all the same; one
-            // already linked to it (nlink > 1) is left as it is.
-            let relink = ctx.opts.overwrite == Overwrite::Update && d.nlink < 2 && d.is_reg();
+            // that is a link of that copy already is left as it is. Which member is met
+            // first depends on the directory's order, so being a link of some other file
+            // (nlink > 1) is not enough.
+            let linked = || sys::stat_at(from, &loc_name, false).is_ok_and(|c| c.id() == d.id());
+            let relink =
+                ctx.opts.overwrite == Overwrite::Update && d.is_reg() && !(d.nlink > 1 && linked());
             if decision == Decision::Skip && !relink {
                 ctx.report.skipped(|| here.src_path(src_name), dst_path);
                 return Ok(false);

@@ -1,30 +1,33 @@
-//! Walking the sources without copying: totals for a progress bar ([`scan`]), and
-//! `--dry-run` ([`dry_run`]), which asks the copy's own overwrite decision for every entry.
+//! Walking the sources without copying: totals for a progress bar ([`Scan`]), and
+//! `--dry-run` ([`DryRun`]), which asks the copy's own overwrite decision for every entry.
 //!
-//! One depth-first, fd-relative walk serves both. Directories are reopened by their path
-//! below the root with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`, so the walk keeps
-//! two descriptors open however deep the tree is.
+//! Both are visitors of the parallel walker ([`super::walk`]), which the scheduler runs
+//! (`sched/plan.rs`): they read the tree as the copy's pass does ([`super::listing`]). The
+//! dry run decides the roots first, one after another in command-line order, since a later
+//! root may land where an earlier one would have made something; the walk then plans what is
+//! below the directory roots.
 
-use super::context::{Root, join, rel_path, relative_symlink_elsewhere};
+use super::context::{Root, join, relative_symlink_elsewhere, same_entry};
 use super::entry::entry_kind;
-use super::roots::{CopyPair, open_error, parent_dirs, parent_source, stat_error};
-use super::work::join_rel;
+use super::listing::{Descent, Look, Want};
+use super::roots::{CopyPair, parent_dirs, parent_source};
+use super::walk::{Entry, Roots, Visitor, WalkOptions, WalkRoot};
+use super::work::WorkItem;
 use crate::data::meta::Process;
 use crate::options::{Dereference, LinkInstead, Options, Overwrite};
-use crate::place::decide::{Decision, Rules, decide};
+use crate::place::decide::{Decision, Lookups, Rules, decide};
 use crate::place::{backup, crash};
 use crate::report::{
-    Action, Control, EntryKind, Error, NoObserver, Observer, Op, Refusal, Reporter, Summary,
-    Warning,
+    Action, Control, EntryKind, Error, Observer, Op, Refusal, Reporter, Summary, Warning,
 };
-use crate::sys::{self, DType, DirReader, Meta};
+use crate::sys::{self, DirReader, Meta};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::CStr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::time::Instant;
+use std::time::Duration;
 
-/// Totals found by [`scan`], readable while it runs.
+/// Totals found by [`scan`](crate::scan), readable while it runs.
 #[derive(Debug, Default)]
 #[non_exhaustive]
 pub struct Totals {
@@ -38,179 +41,92 @@ pub struct Totals {
     pub complete: AtomicBool,
 }
 
-/// Counts the entries, files and bytes a copy of `pairs` would handle, for a progress bar.
-/// Meant to run on its own thread beside the copy; it stops early when `control` is stopped.
-pub fn scan(pairs: &[CopyPair], opts: &Options, totals: &Totals, control: &Control) {
-    let report = Reporter::new(&NoObserver, control);
-    for pair in pairs {
-        let Ok(root) = Root::resolve(opts, pair) else {
-            continue;
-        };
-        walk(opts, &report, &root, false, &mut |_, _, _, meta| {
-            totals.entries.fetch_add(1, Relaxed);
-            if meta.is_reg() {
-                totals.files.fetch_add(1, Relaxed);
-                totals.bytes.fetch_add(meta.size, Relaxed);
-            }
-            true
-        });
+/// How a plan of a copy with `opts` walks: as the copy does, looking at what `want` says.
+fn walk_options(opts: &Options, want: Want) -> WalkOptions {
+    WalkOptions {
+        recursive: opts.recursive,
+        follow_roots: opts.dereference != Dereference::Never,
+        look: Look {
+            follow: opts.dereference == Dereference::Always,
+            one_file_system: opts.one_file_system,
+            want,
+        },
+        jobs: opts.jobs.max(1),
     }
-    totals.complete.store(true, Relaxed);
 }
 
-/// Reports what a copy of `pairs` would create, replace, skip, merge or refuse, and changes
-/// nothing. Each entry is an [`Event::Planned`](crate::Event::Planned) (or
-/// [`Event::Failed`](crate::Event::Failed) for a refusal), decided by the same rule the copy
-/// uses.
-pub fn dry_run(pairs: &[CopyPair], opts: &Options, observer: &dyn Observer) -> Summary {
-    let start = Instant::now();
-    let control = Control::new();
-    let report = Reporter::new(observer, &control);
-    let process = Process::current();
-    // Root-level files by destination: a later source with the same destination finds what
-    // the earlier one would have made (see `Executor::new`).
-    let mut planned: Vec<((u64, u64), Vec<u8>, Meta)> = Vec::new();
-    'pairs: for pair in pairs {
-        // --parents: the directories the copy would make on the way, and then everything
-        // below them is new.
-        let mut missing = false;
-        if opts.parents {
-            for (s, d) in parent_dirs(&pair.src, &pair.dst) {
-                if !missing && sys::stat_at(sys::CWD, &path_name(d), false).is_ok() {
-                    continue;
-                }
-                missing = true;
-                if let Err(e) = parent_source(s) {
-                    report.fail(e);
-                    continue 'pairs;
-                }
-                let (s, d) = (s.to_path_buf(), d.to_path_buf());
-                report.planned(s, d, EntryKind::Directory, Action::Create);
-            }
-        }
-        let root = match Root::resolve_planned(opts, pair, missing) {
-            Ok(root) => root,
-            Err(e) => {
-                report.fail(e);
-                continue;
-            }
-        };
-        let key = (pairs.len() > 1 && !missing)
-            .then(|| sys::fstat(root.dst_parent.as_fd()).ok())
-            .flatten()
-            .map(|m| (m.id(), root.dst_name.to_bytes().to_vec()));
-        if let Some((parent, name)) = &key {
-            // A directory meets only itself named again: into another one it is merged.
-            let dir = root.meta.is_dir();
-            let earlier = planned
-                .iter()
-                .find(|(p, n, m)| p == parent && n == name && (!dir || m.id() == root.meta.id()))
-                .map(|(_, _, m)| *m);
-            if let Some(made) = earlier {
-                let (src, dst) = (root.src_path.clone(), root.dst_path.clone());
-                if made.id() == root.meta.id() {
-                    // The same source named again: copied once.
-                    report.warn(Warning::SourceTwice {
-                        src,
-                        directory: dir,
-                    });
-                    continue;
-                }
-                // What the earlier one would have made: its source's kind and size, its times
-                // if kept (else now), under an identity no existing entry has.
-                let now = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .unwrap_or_default();
-                let mtime = if opts.preserve.timestamps {
-                    made.mtime
-                } else {
-                    (now.as_secs() as i64, now.subsec_nanos())
-                };
-                let made = Meta {
-                    ino: u64::MAX,
-                    nlink: 1,
-                    mtime,
-                    ..made
-                };
-                let rules = Rules {
-                    opts,
-                    process: &process,
-                    suspect: false,
-                    just_created: Some(made.id()),
-                    ask: None,
-                    writable: &|| true,
-                    backup_is_source: None,
-                };
-                let decision = decide(
-                    &rules,
-                    &root.meta,
-                    Some(&made),
-                    || None,
-                    || Err(sys::Errno::NOENT),
-                );
-                match (decision, decision.action()) {
-                    (_, Some(action)) => report.planned(src, dst, entry_kind(&root.meta), action),
-                    (Decision::Refuse(c), None) => report.fail(c.error(src, dst)),
-                    _ => unreachable!("only refusals have no action"),
-                }
-                continue;
-            }
-            planned.push((*parent, name.clone(), root.meta));
-        }
-        walk(opts, &report, &root, !missing, &mut |src, dst, at, meta| {
-            let rules = Rules {
-                opts,
-                process: &process,
-                suspect: at.is_some_and(|a| a.suspect),
-                just_created: None,
-                ask: None,
-                writable: &|| at.is_none_or(|a| sys::may_write(a.dir, a.name)),
-                backup_is_source: Some(&|| {
-                    let (Some(a), Some(backup)) = (at, &opts.backup) else {
-                        return false;
-                    };
-                    backup::is_source(a.src_name.to_bytes(), meta, a.dir, a.name, backup)
-                }),
-            };
-            if let (Some(LinkInstead::Symbolic), Some(a)) = (opts.link, at) {
-                let target = src.as_os_str().as_encoded_bytes();
-                if !meta.is_dir() && relative_symlink_elsewhere(target, a.dir) {
-                    report.fail(Error::refused(Op::Symlink, dst, Refusal::RelativeSymlink));
-                    return false;
-                }
-            }
-            let existing = at.and_then(|a| sys::stat_at(a.dir, a.name, false).ok());
-            let decision = decide(
-                &rules,
-                meta,
-                existing.as_ref(),
-                || sys::stat_at(at?.src_dir, at?.src_name, true).ok(),
-                || {
-                    at.map_or(Err(sys::Errno::NOENT), |a| {
-                        sys::stat_at(a.dir, a.name, true)
-                    })
-                },
-            );
-            match decision.action() {
-                Some(action) => {
-                    report.planned(src, dst, entry_kind(meta), action);
-                    decision != Decision::Skip
-                }
-                None => {
-                    let Decision::Refuse(c) = decision else {
-                        unreachable!("only refusals have no action")
-                    };
-                    report.fail(c.error(src, dst));
-                    false
-                }
-            }
-        });
-    }
-    report.finish(start.elapsed())
+/// A root of the copy as a root of a walk.
+fn walk_root(root: Root) -> WalkRoot {
+    WalkRoot::new(
+        root.src_path,
+        root.src_parent,
+        root.src_name,
+        root.meta,
+        root.follow,
+    )
 }
 
-fn path_name(p: &Path) -> std::ffi::CString {
-    sys::cstring(p.as_os_str().as_encoded_bytes())
+/// The progress scan: counts entries, regular files and their sizes into [`Totals`].
+pub(crate) struct Scan<'a> {
+    totals: &'a Totals,
+    /// What the walk is.
+    pub roots: Roots,
+    pub opts: WalkOptions,
+}
+
+impl<'a> Scan<'a> {
+    /// The scan of a copy of `pairs`, and its first work items. A pair the copy would refuse
+    /// is left out.
+    pub fn new(pairs: &[CopyPair], opts: &Options, totals: &'a Totals) -> (Self, Vec<WorkItem>) {
+        let wopts = walk_options(opts, Want::Files);
+        let list = pairs
+            .iter()
+            .filter_map(|pair| Root::resolve(opts, pair).ok())
+            .map(walk_root)
+            .collect();
+        let (roots, items) = Roots::new(list, &wopts, &mut |_| {});
+        let scan = Scan {
+            totals,
+            roots,
+            opts: wopts,
+        };
+        (scan, items)
+    }
+
+    /// The scan is over.
+    pub fn finish(&self) {
+        self.totals.complete.store(true, Relaxed);
+    }
+}
+
+/// Entries, files and bytes a worker found and has not added to the totals yet.
+#[derive(Default)]
+pub(crate) struct Counts(u64, u64, u64);
+
+impl Visitor for Scan<'_> {
+    type State = Counts;
+
+    fn state(&self) -> Counts {
+        Counts::default()
+    }
+
+    fn entry(&self, counts: &mut Counts, e: &Entry<'_>) -> bool {
+        counts.0 += 1;
+        if let Some(m) = e.meta.filter(|m| m.is_reg()) {
+            counts.1 += 1;
+            counts.2 += m.size;
+        }
+        true
+    }
+
+    fn flush(&self, counts: &mut Counts, _: u32, _: &[u8]) {
+        let Counts(entries, files, bytes) = std::mem::take(counts);
+        self.totals.entries.fetch_add(entries, Relaxed);
+        self.totals.files.fetch_add(files, Relaxed);
+        self.totals.bytes.fetch_add(bytes, Relaxed);
+    }
+
+    fn error(&self, _: Error) {}
 }
 
 /// Where an entry's destination would be, when its directory exists.
@@ -222,88 +138,312 @@ struct At<'a> {
     name: &'a CStr,
     /// The directory holds another run's in-progress marker.
     suspect: bool,
+    /// The source was looked at through symlinks.
+    follows: bool,
 }
 
-/// Called for each entry: source path, destination path, where the destination would be,
-/// the source's metadata. Returns whether to descend into a directory.
-type Visit<'v> = dyn FnMut(PathBuf, PathBuf, Option<At<'_>>, &Meta) -> bool + 'v;
+/// The destination of a directory root the dry run walks.
+struct Dest {
+    path: PathBuf,
+    /// The destination directory, when it exists.
+    dir: Option<OwnedFd>,
+}
 
-/// Visits every entry a copy of `root` would copy. `need_dst` opens destination directories.
-fn walk(opts: &Options, report: &Reporter<'_>, root: &Root, need_dst: bool, visit: &mut Visit<'_>) {
-    let at = need_dst.then_some(At {
-        src_dir: root.src_parent.as_fd(),
-        src_name: &root.src_name,
-        dir: root.dst_parent.as_fd(),
-        name: &root.dst_name,
-        suspect: false,
-    });
-    let descend = visit(root.src_path.clone(), root.dst_path.clone(), at, &root.meta);
-    if !descend || !root.meta.is_dir() || !opts.recursive {
-        return;
-    }
-    let Ok(src_anchor) = sys::open_dir(root.src_parent.as_fd(), &root.src_name, root.follow) else {
-        return;
-    };
-    let dst_anchor: Option<OwnedFd> = if need_dst {
-        sys::open_dir(root.dst_parent.as_fd(), &root.dst_name, false).ok()
-    } else {
-        None
-    };
-    let follow = opts.dereference == Dereference::Always;
-    let mut reader = DirReader::new(64 * 1024);
-    let mut stack: Vec<Vec<u8>> = vec![Vec::new()];
-    while let Some(rel) = stack.pop() {
-        if report.control.is_stopped() {
-            return;
-        }
-        let opened = if follow {
-            sys::open_dir_following(src_anchor.as_fd(), &rel)
-        } else {
-            sys::open_dir_beneath(src_anchor.as_fd(), &rel)
+/// `--dry-run`: reports what a copy would create, replace, skip, merge or refuse, and
+/// changes nothing.
+pub(crate) struct DryRun<'a> {
+    opts: &'a Options,
+    report: Reporter<'a>,
+    process: Process,
+    /// The directory roots to walk, and their destinations (`dests[i]` for root `i`).
+    pub roots: Roots,
+    dests: Vec<Dest>,
+    pub wopts: WalkOptions,
+}
+
+/// Root entries planned so far, by destination: parent (dev, ino), name, and the source
+/// that would be copied there.
+type Made = Vec<((u64, u64), Vec<u8>, Meta)>;
+
+impl<'a> DryRun<'a> {
+    /// Plans the roots of `pairs`, in order, and returns the dry run with the work items of
+    /// the directory roots to walk.
+    pub fn new(
+        pairs: &[CopyPair],
+        opts: &'a Options,
+        observer: &'a dyn Observer,
+        control: &'a Control,
+    ) -> (Self, Vec<WorkItem>) {
+        let wopts = walk_options(opts, Want::All);
+        let mut dry = DryRun {
+            opts,
+            report: Reporter::new(observer, control),
+            process: Process::current(),
+            roots: Roots::default(),
+            dests: Vec::new(),
+            wopts,
         };
-        let src_dir = match opened {
-            Ok(fd) => fd,
-            Err(e) => {
-                report.fail(open_error(rel_path(&root.src_path, &rel), e));
+        let mut list = Vec::new();
+        let mut made = Made::new();
+        for pair in pairs {
+            if let Some((root, dest)) = dry.plan_root(pair, pairs.len() > 1, &mut made) {
+                list.push(walk_root(root));
+                dry.dests.push(dest);
+            }
+        }
+        let (roots, items) = Roots::new(list, &dry.wopts, &mut |e| dry.report.fail(e));
+        dry.roots = roots;
+        (dry, items)
+    }
+
+    /// The summary of the plan.
+    pub fn finish(&self, elapsed: Duration) -> Summary {
+        self.report.finish(elapsed)
+    }
+
+    /// Plans one command-line pair's root entry (and, with `--parents`, the directories on
+    /// the way). Returns the root and its destination when the walk is to plan below it.
+    fn plan_root(&self, pair: &CopyPair, several: bool, made: &mut Made) -> Option<(Root, Dest)> {
+        let missing = self.plan_parents(pair)?;
+        let root = Root::resolve_planned(self.opts, pair, missing)
+            .map_err(|e| self.report.fail(e))
+            .ok()?;
+        let key = (several && !missing)
+            .then(|| sys::fstat(root.dst_parent.as_fd()).ok())
+            .flatten()
+            .map(|m| (m.id(), root.dst_name.to_bytes().to_vec()));
+        if let Some((parent, name)) = key {
+            // A directory meets only itself named again: into another one it is merged.
+            let dir = root.meta.is_dir();
+            let earlier = made
+                .iter()
+                .find(|(p, n, m)| *p == parent && *n == name && (!dir || m.id() == root.meta.id()));
+            if let Some(&(_, _, meta)) = earlier {
+                self.plan_over_earlier(&root, meta);
+                return None;
+            }
+            made.push((parent, name, root.meta));
+        }
+        let at = (!missing).then_some(At {
+            src_dir: root.src_parent.as_fd(),
+            src_name: &root.src_name,
+            dir: root.dst_parent.as_fd(),
+            name: &root.dst_name,
+            suspect: false,
+            follows: root.follow,
+        });
+        let (src, dst) = (root.src_path.clone(), root.dst_path.clone());
+        let descend = self.plan(src, dst, at, &root.meta);
+        if !(descend && root.meta.is_dir() && self.opts.recursive) {
+            return None;
+        }
+        let dir = (!missing)
+            .then(|| sys::open_dir(root.dst_parent.as_fd(), &root.dst_name, false).ok())
+            .flatten();
+        let path = root.dst_path.clone();
+        Some((root, Dest { path, dir }))
+    }
+
+    /// `--parents`: plans the directories the copy would make on the way. Returns whether
+    /// one is missing (everything below it is then new), or None when a source directory
+    /// on the way cannot be looked at (reported).
+    fn plan_parents(&self, pair: &CopyPair) -> Option<bool> {
+        let mut missing = false;
+        if !self.opts.parents {
+            return Some(false);
+        }
+        for (s, d) in parent_dirs(&pair.src, &pair.dst) {
+            if !missing && sys::stat_at(sys::CWD, &path_name(d), false).is_ok() {
                 continue;
             }
-        };
-        let dst_dir = dst_anchor
-            .as_ref()
-            .and_then(|a| sys::open_dir_beneath(a.as_fd(), &rel).ok());
-        let suspect = opts.overwrite == Overwrite::Update
-            && dst_dir
-                .as_ref()
-                .is_some_and(|fd| crash::has_foreign_marker(&mut reader, fd.as_fd()));
-        let mut names = Vec::new();
-        if let Err(e) = reader.read_all(src_dir.as_fd(), |n, t| names.push((n.to_owned(), t))) {
-            report.fail(Error::sys(Op::ReadDir, rel_path(&root.src_path, &rel), e));
+            missing = true;
+            if let Err(e) = parent_source(s) {
+                self.report.fail(e);
+                return None;
+            }
+            let (s, d) = (s.to_path_buf(), d.to_path_buf());
+            self.report
+                .planned(s, d, EntryKind::Directory, Action::Create);
         }
-        for (name, t) in names {
-            let meta = match sys::stat_at(src_dir.as_fd(), &name, follow) {
-                Ok(m) => m,
-                Err(e) => {
-                    report.fail(stat_error(join(&root.src_path, &rel, &name), e));
-                    continue;
-                }
-            };
-            let at = dst_dir.as_ref().map(|fd| At {
-                src_dir: src_dir.as_fd(),
-                src_name: &name,
-                dir: fd.as_fd(),
-                name: &name,
-                suspect,
+        Some(missing)
+    }
+
+    /// A root whose destination an earlier root (not a directory) would have made: decided
+    /// against that (see `Executor::new`).
+    fn plan_over_earlier(&self, root: &Root, earlier: Meta) {
+        let (src, dst) = (root.src_path.clone(), root.dst_path.clone());
+        if earlier.id() == root.meta.id() {
+            // The same source named again: copied once.
+            self.report.warn(Warning::SourceTwice {
+                src,
+                directory: root.meta.is_dir(),
             });
-            let descend = visit(
-                join(&root.src_path, &rel, &name),
-                join(&root.dst_path, &rel, &name),
-                at,
-                &meta,
-            );
-            let crosses = opts.one_file_system && meta.dev != root.meta.dev;
-            if descend && meta.is_dir() && !crosses && (t == DType::Dir || follow) {
-                stack.push(join_rel(&rel, name.to_bytes()));
+            return;
+        }
+        // What the earlier one would have made: its source's kind and size, its times if
+        // kept (else now), under an identity no existing entry has.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        let mtime = if self.opts.preserve.timestamps {
+            earlier.mtime
+        } else {
+            (now.as_secs() as i64, now.subsec_nanos())
+        };
+        let made = Meta {
+            ino: u64::MAX,
+            nlink: 1,
+            mtime,
+            ..earlier
+        };
+        let rules = Rules {
+            opts: self.opts,
+            process: &self.process,
+            follows: root.follow,
+            suspect: false,
+            just_created: Some(made.id()),
+            ask: None,
+            writable: &|| true,
+            backup_is_source: None,
+        };
+        let look = Lookups {
+            src: &|_| None,
+            dst_target: &|| Err(sys::Errno::NOENT),
+            same_entry: &|| false,
+        };
+        let decision = decide(&rules, &root.meta, Some(&made), &look);
+        self.report_decision(decision, src, dst, &root.meta);
+    }
+
+    /// Plans one entry: `src` copied to `dst`, whose directory (when it exists) is `at`.
+    /// Returns whether to descend into it.
+    fn plan(&self, src: PathBuf, dst: PathBuf, at: Option<At<'_>>, meta: &Meta) -> bool {
+        let opts = self.opts;
+        if let (Some(LinkInstead::Symbolic), Some(a)) = (opts.link, at) {
+            let target = src.as_os_str().as_encoded_bytes();
+            if !meta.is_dir() && relative_symlink_elsewhere(target, a.dir) {
+                self.report
+                    .fail(Error::refused(Op::Symlink, dst, Refusal::RelativeSymlink));
+                return false;
+            }
+        }
+        let writable = || at.is_none_or(|a| sys::may_write(a.dir, a.name));
+        let backup_is_source = || {
+            let (Some(a), Some(backup)) = (at, &opts.backup) else {
+                return false;
+            };
+            backup::is_source(a.src_name.to_bytes(), meta, a.dir, a.name, backup)
+        };
+        let rules = Rules {
+            opts,
+            process: &self.process,
+            follows: at.map_or(opts.dereference == Dereference::Always, |a| a.follows),
+            suspect: at.is_some_and(|a| a.suspect),
+            just_created: None,
+            ask: None,
+            writable: &writable,
+            backup_is_source: Some(&backup_is_source),
+        };
+        let existing = at.and_then(|a| sys::stat_at(a.dir, a.name, false).ok());
+        let look = Lookups {
+            src: &|follow| sys::stat_at(at?.src_dir, at?.src_name, follow).ok(),
+            dst_target: &|| {
+                at.map_or(Err(sys::Errno::NOENT), |a| {
+                    sys::stat_at(a.dir, a.name, true)
+                })
+            },
+            same_entry: &|| at.is_some_and(|a| same_entry(a.src_dir, a.src_name, a.dir, a.name)),
+        };
+        let decision = decide(&rules, meta, existing.as_ref(), &look);
+        self.report_decision(decision, src, dst, meta)
+    }
+
+    /// Reports what the copy would do; returns whether it would go on below the entry
+    /// (anything but a skip or a refusal).
+    fn report_decision(&self, decision: Decision, src: PathBuf, dst: PathBuf, meta: &Meta) -> bool {
+        match decision.action() {
+            Some(action) => {
+                self.report.planned(src, dst, entry_kind(meta), action);
+                decision != Decision::Skip
+            }
+            None => {
+                let Decision::Refuse(c) = decision else {
+                    unreachable!("only refusals have no action")
+                };
+                self.report.fail(c.error(src, dst));
+                false
             }
         }
     }
+
+    /// Points a worker's `dst` at the destination directory of the entries of `rel` below
+    /// root `root` (opened once per work item).
+    fn open_dst(&self, dst: &mut DstDir, root: u32, rel: &[u8]) {
+        if dst.of.as_ref().is_some_and(|(r, p)| *r == root && p == rel) {
+            return;
+        }
+        let anchor = self.dests[root as usize].dir.as_ref();
+        dst.fd = anchor.and_then(|a| sys::open_dir_beneath(a.as_fd(), rel).ok());
+        dst.suspect = self.opts.overwrite == Overwrite::Update
+            && dst
+                .fd
+                .as_ref()
+                .is_some_and(|fd| crash::has_foreign_marker(&mut dst.reader, fd.as_fd()));
+        dst.of = Some((root, rel.to_vec()));
+    }
+}
+
+/// A dry-run worker's destination directory: the one whose entries it is planning.
+pub(crate) struct DstDir {
+    /// Which directory it is (root, path below it).
+    of: Option<(u32, Vec<u8>)>,
+    fd: Option<OwnedFd>,
+    /// It holds another run's in-progress marker.
+    suspect: bool,
+    reader: DirReader,
+}
+
+impl Visitor for DryRun<'_> {
+    type State = DstDir;
+
+    fn state(&self) -> DstDir {
+        DstDir {
+            of: None,
+            fd: None,
+            suspect: false,
+            reader: DirReader::new(64 * 1024),
+        }
+    }
+
+    fn entry(&self, dst: &mut DstDir, e: &Entry<'_>) -> bool {
+        // A root was planned before the walk; the walk refuses a cycle, as the copy does.
+        if e.is_root || e.descent == Descent::Cycle {
+            return true;
+        }
+        self.open_dst(dst, e.root, e.dir_rel);
+        let meta = e.meta.expect("a dry run looks at every entry");
+        let at = dst.fd.as_ref().map(|fd| At {
+            src_dir: e.dir,
+            src_name: e.name,
+            dir: fd.as_fd(),
+            name: e.name,
+            suspect: dst.suspect,
+            follows: e.follow,
+        });
+        let dst_path = join(&self.dests[e.root as usize].path, e.dir_rel, e.name);
+        self.plan(e.path(&self.roots), dst_path, at, &meta)
+    }
+
+    fn flush(&self, dst: &mut DstDir, _: u32, _: &[u8]) {
+        dst.of = None;
+        dst.fd = None;
+    }
+
+    fn error(&self, error: Error) {
+        self.report.fail(error);
+    }
+}
+
+fn path_name(p: &Path) -> std::ffi::CString {
+    sys::cstring(p.as_os_str().as_encoded_bytes())
 }

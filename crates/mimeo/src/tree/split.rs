@@ -34,6 +34,17 @@ use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
+/// The most ranges one file is split into, whatever [`Options::split`](crate::Options::split)
+/// says: each range is a work item held until it is taken, so the memory a split file needs
+/// stays bounded (a few hundred bytes per range) however large the file and small the range.
+const MAX_RANGES: u64 = 4096;
+
+/// The size of the ranges of a file with `left` bytes to copy, asked to be `each`: larger
+/// where `each` would make more than [`MAX_RANGES`] of them.
+fn range_size(each: u64, left: u64) -> u64 {
+    each.max(left.div_ceil(MAX_RANGES))
+}
+
 /// The ranges of `[from, to)` split every `each` bytes (the last one takes the remainder).
 fn ranges(from: u64, to: u64, each: u64) -> Vec<(u64, u64)> {
     let n = ((to - from) / each).max(1);
@@ -113,7 +124,7 @@ pub(crate) fn layout<'a, 'c>(
         names,
         progress,
         stat: (*meta).into(),
-        all: todo(meta.size, done, each),
+        all: todo(meta.size, done, range_size(each, left)),
     })
 }
 
@@ -384,5 +395,22 @@ mod tests {
             [(4, 10), (12, 16), (16, 20)]
         );
         assert_eq!(todo(20, &[(0, 20)], 4), []);
+    }
+
+    #[test]
+    fn a_file_is_split_into_at_most_max_ranges_whatever_the_range_size() {
+        let gib = 1 << 30;
+        for (size, each) in [
+            (24 * gib, 1),
+            (3 * gib / 2, 4096),
+            (gib, 1 << 20),
+            (1 << 20, 1),
+        ] {
+            let n = todo(size, &[], range_size(each, size)).len() as u64;
+            assert!(n <= MAX_RANGES, "{size} in ranges of {each}: {n}");
+        }
+        // Below the bound, ranges are as asked.
+        assert_eq!(range_size(1 << 20, 1 << 30), 1 << 20);
+        assert_eq!(todo(1 << 30, &[], range_size(1 << 20, 1 << 30)).len(), 1024);
     }
 }

@@ -1,7 +1,7 @@
-//! The parallel walker: reading a tree without copying it. Space accounting and dedupe visit
-//! their trees through it; the copy's own pass ([`super::dir`]) walks the same way while it
-//! creates the destination. (Progress totals and `--dry-run` keep the sequential walk of
-//! [`super::plan`], which plans `--parents` and sources with one destination name.)
+//! The parallel walker: reading a tree without copying it. Space accounting, dedupe, the
+//! progress totals and `--dry-run` ([`super::plan`]) visit their trees through it; the copy's
+//! own pass ([`super::dir`]) takes the same step in each directory ([`super::listing`]) while
+//! it creates the destination.
 //!
 //! A walk is a set of resolved [`Roots`] and a [`Visitor`]. Its step is the same as the
 //! copy's: a work item names a directory below a root ([`WorkKind::Dir`]); running it lists
@@ -14,11 +14,11 @@
 //! Directories are opened by their path below the root with `openat2(RESOLVE_BENEATH |
 //! RESOLVE_NO_SYMLINKS)` (following symlinks only under `-L`), so a directory swapped for a
 //! symlink is refused rather than followed, and a worker keeps only the directory it lists
-//! open. `d_type` is trusted: an entry is looked at (`statx`) only when its type is unknown,
-//! when `-x` needs its device, or when symlinks are followed.
+//! open. `d_type` is trusted: when an entry is looked at (`statx`) is [`Look`]'s one rule.
 
 use super::context::rel_path;
 use super::exec::Passes;
+use super::listing::{self, Descent, Look};
 use super::roots::{open_error, split, stat_error};
 use super::work::{DirInfo, EntryType, Lineage, Stat, WorkItem, WorkKind, join_rel, spawn_shares};
 use crate::report::{Control, Error, Op, Refusal};
@@ -33,12 +33,11 @@ use std::path::{Path, PathBuf};
 pub(crate) struct WalkOptions {
     /// Descend into directories (a directory root without it is visited alone).
     pub recursive: bool,
-    /// Do not descend into directories on another device than their root (`-x`).
-    pub one_file_system: bool,
     /// Follow a root that is a symlink.
     pub follow_roots: bool,
-    /// Follow every symlink below the roots (`-L`); cycles are refused.
-    pub follow_all: bool,
+    /// What is looked at, `-x`, and following every symlink below the roots (`-L`, where
+    /// cycles are refused).
+    pub look: Look,
     /// Workers.
     pub jobs: usize,
 }
@@ -58,24 +57,37 @@ pub(crate) struct WalkRoot {
 }
 
 impl WalkRoot {
+    /// A root resolved already: `name` in the directory `parent`, with its metadata, the root
+    /// itself followed if `follow` says so.
+    pub fn new(path: PathBuf, parent: OwnedFd, name: CString, meta: Meta, follow: bool) -> Self {
+        WalkRoot {
+            path,
+            parent,
+            name,
+            meta,
+            follow,
+            dir: None,
+        }
+    }
+
     /// Resolves `path`: opens its parent and looks at it. Creates nothing.
     pub fn resolve(path: &Path, follow: bool) -> sys::Result<WalkRoot> {
         let follow = follow || path.as_os_str().as_bytes().ends_with(b"/");
         let (parent, name) = split(path);
         let parent = sys::open_dir(sys::CWD, &parent, true)?;
         let meta = sys::stat_at(parent.as_fd(), &name, follow)?;
-        Ok(WalkRoot {
-            path: path.to_path_buf(),
+        Ok(WalkRoot::new(
+            path.to_path_buf(),
             parent,
             name,
             meta,
             follow,
-            dir: None,
-        })
+        ))
     }
 }
 
 /// The resolved roots of one walk, with the initial work items.
+#[derive(Default)]
 pub(crate) struct Roots {
     list: Vec<WalkRoot>,
 }
@@ -115,9 +127,7 @@ impl Roots {
             }
             let kind = if root.dir.is_some() {
                 let mut info = DirInfo::default();
-                if opts.follow_all {
-                    info.lineage.ancestors.push(root.meta.id());
-                }
+                info.lineage.ancestors = opts.look.ancestors(&Lineage::default(), root.meta.id());
                 WorkKind::Dir(info)
             } else {
                 WorkKind::Root
@@ -194,6 +204,8 @@ pub(crate) struct Entry<'a> {
     pub is_root: bool,
     /// Whether opening it should follow a symlink (a followed root, or `-L`).
     pub follow: bool,
+    /// Whether the walk descends into it, if the visitor asks to.
+    pub descent: Descent,
 }
 
 impl Entry<'_> {
@@ -308,6 +320,14 @@ impl<V: Visitor> Passes for Walk<'_, V> {
     }
 }
 
+/// The directory a walk is listing, and what its entries need of it.
+struct Listing<'a> {
+    root: u32,
+    rel: &'a [u8],
+    dir: BorrowedFd<'a>,
+    lineage: &'a Lineage,
+}
+
 impl<V: Visitor> Walk<'_, V> {
     /// Shows a root entry to the visitor; returns whether to descend.
     fn visit_root(&self, w: &mut WalkWorker<V::State>, index: u32) -> bool {
@@ -321,6 +341,11 @@ impl<V: Visitor> Walk<'_, V> {
             meta: Some(root.meta),
             is_root: true,
             follow: root.follow,
+            descent: if root.dir.is_some() {
+                Descent::Into
+            } else {
+                Descent::No
+            },
         };
         let descend = self.visitor.entry(&mut w.state, &entry);
         self.visitor.flush(&mut w.state, index, b"");
@@ -336,12 +361,9 @@ impl<V: Visitor> Walk<'_, V> {
             .dir
             .as_ref()
             .expect("a directory root");
-        let opened = if self.opts.follow_all {
-            sys::open_dir_following(anchor.as_fd(), rel)
-        } else {
-            sys::open_dir_beneath(anchor.as_fd(), rel)
-        };
-        opened
+        self.opts
+            .look
+            .open(anchor.as_fd(), rel)
             .map_err(|e| {
                 self.visitor
                     .error(open_error(self.roots.path(index, rel), e))
@@ -361,28 +383,29 @@ impl<V: Visitor> Walk<'_, V> {
         let Some(dir) = self.open(index, rel) else {
             return;
         };
-        let mut names = Vec::new();
-        if let Err(e) = w
-            .reader
-            .read_all(dir.as_fd(), |n, t| names.push((n.to_owned(), t)))
-        {
+        let (mut names, read) = listing::list(&mut w.reader, dir.as_fd());
+        if let Err(e) = read {
             self.visitor
                 .error(Error::sys(Op::ReadDir, self.roots.path(index, rel), e));
         }
         let mut lineage = lineage.clone();
-        if self.opts.follow_all {
+        if self.opts.look.follow {
             if let Ok(m) = sys::fstat(dir.as_fd()) {
-                if !lineage.ancestors.contains(&m.id()) {
-                    lineage.ancestors.push(m.id());
-                }
+                lineage.ancestors = self.opts.look.ancestors(&lineage, m.id());
             }
         }
         // A large directory's entries are shared among workers.
         if self.opts.jobs > 1 {
             spawn_shares(&mut names, index, rel, &DirInfo::default(), &lineage, spawn);
         }
+        let at = Listing {
+            root: index,
+            rel,
+            dir: dir.as_fd(),
+            lineage: &lineage,
+        };
         for (name, t) in &names {
-            self.child(w, index, rel, dir.as_fd(), &lineage, name, *t, spawn);
+            self.child(w, &at, name, *t, spawn);
         }
         self.visitor.flush(&mut w.state, index, rel);
     }
@@ -401,23 +424,24 @@ impl<V: Visitor> Walk<'_, V> {
         let Some(dir) = self.open(index, rel) else {
             return;
         };
+        let at = Listing {
+            root: index,
+            rel,
+            dir: dir.as_fd(),
+            lineage,
+        };
         for (name, t) in names {
-            let name = sys::cstring(&name);
-            self.child(w, index, rel, dir.as_fd(), lineage, &name, t.into(), spawn);
+            self.child(w, &at, &sys::cstring(&name), t.into(), spawn);
         }
         self.visitor.flush(&mut w.state, index, rel);
     }
 
     /// One listed entry: looked at if need be, shown, and spawned if it is a directory to
     /// descend into.
-    #[allow(clippy::too_many_arguments)]
     fn child(
         &self,
         w: &mut WalkWorker<V::State>,
-        index: u32,
-        rel: &[u8],
-        dir: BorrowedFd<'_>,
-        lineage: &Lineage,
+        at: &Listing<'_>,
         name: &CStr,
         t: DType,
         spawn: &mut dyn FnMut(WorkItem),
@@ -425,59 +449,49 @@ impl<V: Visitor> Walk<'_, V> {
         if self.control.is_stopped() {
             return;
         }
-        let follow = self.opts.follow_all;
-        let need_stat =
-            follow || t == DType::Unknown || (t == DType::Dir && self.opts.one_file_system);
-        let meta = if need_stat {
-            match sys::stat_at(dir, name, follow) {
-                Ok(m) => Some(m),
-                Err(e) => {
-                    let mut p = self.roots.path(index, rel);
-                    p.push(OsStr::from_bytes(name.to_bytes()));
-                    self.visitor.error(stat_error(p, e));
-                    return;
-                }
+        let look = &self.opts.look;
+        let meta = match look.at(at.dir, name, t) {
+            Ok(m) => m,
+            Err(e) => {
+                let mut p = self.roots.path(at.root, at.rel);
+                p.push(OsStr::from_bytes(name.to_bytes()));
+                self.visitor.error(stat_error(p, e));
+                return;
             }
-        } else {
-            None
         };
+        let root_dev = self.roots.root(at.root).meta.dev;
         let entry = Entry {
-            root: index,
-            dir_rel: rel,
-            dir,
+            root: at.root,
+            dir_rel: at.rel,
+            dir: at.dir,
             name,
             dtype: t,
             meta,
             is_root: false,
-            follow,
+            follow: look.follow,
+            descent: look.descent(t, meta.as_ref(), root_dev, at.lineage),
         };
         let descend = self.visitor.entry(&mut w.state, &entry);
-        if !(descend && entry.is_dir() && self.opts.recursive) {
+        if !(descend && self.opts.recursive) {
             return;
         }
-        let root_dev = self.roots.root(index).meta.dev;
-        if meta.is_some_and(|m| self.opts.one_file_system && m.dev != root_dev) {
-            return;
-        }
-        if let Some(m) = meta.filter(|_| follow) {
-            if lineage.ancestors.contains(&m.id()) {
-                self.visitor.error(Error::refused(
-                    Op::Refuse,
-                    entry.path(self.roots),
-                    Refusal::Cycle,
-                ));
-                return;
-            }
-        }
-        spawn(WorkItem {
-            root: index,
-            path: entry.rel(),
-            kind: WorkKind::Dir(DirInfo {
-                lineage: lineage.clone(),
-                ..DirInfo::default()
+        match entry.descent {
+            Descent::Into => spawn(WorkItem {
+                root: at.root,
+                path: entry.rel(),
+                kind: WorkKind::Dir(DirInfo {
+                    lineage: at.lineage.clone(),
+                    ..DirInfo::default()
+                }),
+                stat: meta.map(Stat::from),
             }),
-            stat: meta.map(Stat::from),
-        });
+            Descent::Cycle => self.visitor.error(Error::refused(
+                Op::Refuse,
+                entry.path(self.roots),
+                Refusal::Cycle,
+            )),
+            Descent::No | Descent::Mount => {}
+        }
     }
 }
 

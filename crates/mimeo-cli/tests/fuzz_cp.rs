@@ -1,0 +1,68 @@
+//! Differential fuzzing against GNU cp 9.1 (issue 23): seeded random source trees,
+//! destination states and command lines, run by cp and by mimeo called as `cp`, on btrfs,
+//! XFS and ext4, as root and as `nobody`; the places (source and destination), exit status,
+//! stdout and stderr must match but for the allowlist. See `mimeo_testkit::fuzz`.
+//!
+//! CI runs a fixed set of cases. `MIMEO_FUZZ_CASES=N` runs N per filesystem and user,
+//! `MIMEO_FUZZ_BASE=S` another set, and `MIMEO_FUZZ_SEED=S` the one case a failure names.
+//! The long mode is `mimeo-testkit fuzz-cp`. Every run prints its counts, the allowlist
+//! entries and known bugs that took differences out, and each class of what is left.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use mimeo_testkit::fuzz::{self, Config, NOBODY, Report};
+use mimeo_testkit::{FsKind, LoopFs};
+
+/// Cases per filesystem and user in CI: about half a minute each on a loaded 2-core machine.
+const CI_CASES: usize = 200;
+/// The seed the CI cases derive from.
+const CI_BASE: u64 = 0x23;
+
+fn fuzz_on(kind: FsKind) {
+    let Some(fs) = LoopFs::try_new(kind, 600) else {
+        return;
+    };
+    let index = FsKind::ALL.iter().position(|&k| k == kind).unwrap() as u64;
+    let mut total = Report::default();
+    for (u, user) in [None, Some(NOBODY)].into_iter().enumerate() {
+        let who = if user.is_some() { "nobody" } else { "root" };
+        let cfg = Config {
+            program: PathBuf::from(env!("CARGO_BIN_EXE_mimeo")),
+            root: fs.path().join("fuzz"),
+            user,
+            timeout: Duration::from_secs(10),
+            label: format!("{kind}/{who}"),
+            reproduce: format!(
+                "MIMEO_FUZZ_SEED={{seed}} cargo test --locked -p mimeo-cli --test fuzz_cp -- --exact gnu_cp_on_{kind}"
+            ),
+        };
+        let seeds = fuzz::seeds(CI_CASES, CI_BASE, index * 2 + u as u64);
+        let report = fuzz::run_cp(&cfg, &seeds).unwrap_or_else(|e| panic!("{}: {e}", cfg.label));
+        // On the real stderr, passing or not: known bugs must show in every log.
+        let _ = writeln!(std::io::stderr(), "--- {} ---\n{report}", cfg.label);
+        total.merge(report);
+    }
+    assert_eq!(
+        total.failed, 0,
+        "unexplained differences from GNU cp:\n{total}"
+    );
+    assert!(total.not_built.is_empty(), "cases not built:\n{total}");
+    assert!(total.cases > 0, "no case ran");
+}
+
+#[test]
+fn gnu_cp_on_btrfs() {
+    fuzz_on(FsKind::Btrfs);
+}
+
+#[test]
+fn gnu_cp_on_xfs() {
+    fuzz_on(FsKind::Xfs);
+}
+
+#[test]
+fn gnu_cp_on_ext4() {
+    fuzz_on(FsKind::Ext4);
+}

@@ -1,0 +1,236 @@
+//! The deliberate differences between mimeo (called as `cp`) and GNU cp 9.1: the ONE place
+//! where the fuzzers tolerate a difference. Each entry names the difference, says why it
+//! is deliberate and where the documentation says so; `apply` takes the difference out of
+//! an outcome (on both sides alike) and says whether it did. Anything not taken out here
+//! fails the case.
+//!
+//! Known bugs are not here: they are in [`super::known`], temporary, and counted in every run.
+
+use std::path::Path;
+
+use super::Outcome;
+use super::case::FIXED_TIME;
+use crate::compare::Field;
+
+/// One deliberate difference.
+#[derive(Debug)]
+pub struct Allowed {
+    pub name: &'static str,
+    pub reason: &'static str,
+    /// Where the user reads about it.
+    pub docs: &'static str,
+    pub apply: fn(&mut Outcome) -> bool,
+    /// Applied only after the known bugs (which need the lines as printed).
+    pub last: bool,
+}
+
+/// Not listed in docs/cp.md yet; to be added under "Differences from cp".
+const DOCS: &str = "docs/cp.md, Differences from cp (to be listed: messages of parallel workers)";
+
+/// The allowlist.
+pub const ALLOWLIST: &[Allowed] = &[
+    Allowed {
+        name: "usage-exit-2",
+        reason: "a wrong command line exits 2, so scripts can tell it from a failed copy",
+        docs: "docs/cp.md, Differences from cp, \"Exit 2 for usage errors\"",
+        apply: usage_exit,
+        last: false,
+    },
+    Allowed {
+        name: "verbose-method",
+        reason: "-v names how each file was copied (clone, offload, stream) and not the backup",
+        docs: "docs/cp.md, Differences from cp, \"`-v` shows how each file was copied\"",
+        apply: verbose_method,
+        last: false,
+    },
+    Allowed {
+        name: "message-order",
+        reason: "workers copy in parallel, so lines come in another order; the lines are the same",
+        docs: DOCS,
+        apply: message_order,
+        last: true,
+    },
+    Allowed {
+        name: "symlink-destination-replaced",
+        reason: "a destination symlink is replaced by the copy, never written through (also \
+                 a dangling one, which cp refuses)",
+        docs: "docs/cp.md, Differences from cp, \"A destination symlink is replaced, never \
+               written through\"",
+        apply: symlink_replaced,
+        last: false,
+    },
+    Allowed {
+        name: "replaced-file-times",
+        reason: "an existing file is replaced by a new one (atomic rename): its directory's \
+                 mtime and its own atime are new, where cp wrote into the old file",
+        docs: "docs/cp.md, Differences from cp, \"An existing file is replaced atomically\"",
+        apply: replaced_times,
+        last: false,
+    },
+    Allowed {
+        name: "update-compares-sizes",
+        reason: "-u replaces a destination of another size even when it is not older",
+        docs: "docs/cp.md, Differences from cp, \"`-u` also compares sizes\"",
+        apply: update_sizes,
+        last: false,
+    },
+    Allowed {
+        name: "help-and-version",
+        reason: "--help and --version describe mimeo",
+        // Not listed there yet: mimeo's --help describes mimeo's own options.
+        docs: "docs/cp.md, Usage (\"mimeo --help prints the same options\")",
+        apply: help_text,
+        last: false,
+    },
+];
+
+fn usage_exit(o: &mut Outcome) -> bool {
+    let usage = o.cp.stderr.contains("Try 'cp --help'");
+    if usage && o.cp.code == Some(1) && o.ours.code == Some(2) {
+        o.ours.code = Some(1);
+        return true;
+    }
+    false
+}
+
+fn verbose_method(o: &mut Outcome) -> bool {
+    let mut changed = false;
+    for how in [" (clone)", " (offload)", " (stream)"] {
+        if o.ours.stdout.contains(how) {
+            o.ours.stdout = o.ours.stdout.replace(how, "");
+            changed = true;
+        }
+    }
+    let cut = strip_backup_note(&o.cp.stdout);
+    changed |= cut != o.cp.stdout;
+    o.cp.stdout = cut;
+    changed
+}
+
+/// cp's `-v` line `'a' -> 'b' (backup: 'b~')` without the part in parentheses.
+fn strip_backup_note(text: &str) -> String {
+    let mut out = String::new();
+    for line in text.split_inclusive('\n') {
+        match line.find(" (backup: ") {
+            Some(at) => {
+                out.push_str(&line[..at]);
+                if line.ends_with('\n') {
+                    out.push('\n');
+                }
+            }
+            None => out.push_str(line),
+        }
+    }
+    out
+}
+
+fn message_order(o: &mut Outcome) -> bool {
+    let same = |o: &Outcome| (o.cp.stdout == o.ours.stdout, o.cp.stderr == o.ours.stderr);
+    let before = same(o);
+    for text in [
+        &mut o.cp.stdout,
+        &mut o.cp.stderr,
+        &mut o.ours.stdout,
+        &mut o.ours.stderr,
+    ] {
+        *text = sorted_lines(text);
+    }
+    same(o) != before
+}
+
+fn sorted_lines(text: &str) -> String {
+    let mut lines: Vec<&str> = text.split_inclusive('\n').collect();
+    lines.sort_unstable();
+    lines.concat()
+}
+
+fn help_text(o: &mut Outcome) -> bool {
+    if o.plan.has("help") || o.plan.has("version") {
+        let changed = o.cp.stdout != o.ours.stdout;
+        o.cp.stdout.clear();
+        o.ours.stdout.clear();
+        return changed;
+    }
+    false
+}
+
+/// Where cp wrote through a symlink or left it (it stays a symlink on cp's side, and its
+/// target changed) and mimeo replaced it: the symlink, its target `t` or `f`, and cp's
+/// refusal of a dangling one.
+fn symlink_replaced(o: &mut Outcome) -> bool {
+    let replaced = o
+        .tree
+        .iter()
+        .any(|d| d.field == Field::Type && d.left == "symlink");
+    let refused = o.cp.stderr.contains("not writing through dangling symlink");
+    if !replaced && !refused {
+        return false;
+    }
+    dangling_refused(o);
+    // cp could not write through the symlink (its target is another user's, say).
+    let through = "cannot create regular file";
+    if replaced && o.cp.stderr.contains(through) && !o.ours.stderr.contains(through) {
+        o.cp.stderr =
+            o.cp.stderr
+                .split_inclusive('\n')
+                .filter(|l| !l.contains(through))
+                .collect();
+        if o.cp.stderr.is_empty() && o.cp.code == Some(1) {
+            o.cp.code = o.ours.code;
+        }
+    }
+    o.tree.retain(|d| {
+        let target = d.path == Path::new("t") || d.path == Path::new("f");
+        let link = d.field == Field::Type && d.left == "symlink";
+        !(link || target && d.field != Field::Presence)
+    });
+    true
+}
+
+/// cp refuses a dangling destination symlink; mimeo replaces it, or with -i asks first.
+fn dangling_refused(o: &mut Outcome) {
+    let dangling = "not writing through dangling symlink";
+    // With -i mimeo refuses it too.
+    if o.cp.stderr.contains(dangling) && !o.ours.stderr.contains(dangling) {
+        o.cp.stderr =
+            o.cp.stderr
+                .split_inclusive('\n')
+                .filter(|l| !l.contains(dangling))
+                .collect();
+        if o.cp.stderr.is_empty() && o.cp.code == Some(1) {
+            o.cp.code = o.ours.code;
+        }
+        // What mimeo said and printed instead: the -i question, and -v lines.
+        o.ours.stderr = o
+            .ours
+            .stderr
+            .split_inclusive('\n')
+            .filter(|l| !l.starts_with("cp: overwrite "))
+            .collect();
+        o.cp.stdout = o.ours.stdout.clone();
+    }
+}
+
+fn update_sizes(o: &mut Outcome) -> bool {
+    if !o.plan.has("update") || o.cp.stderr != o.ours.stderr {
+        return false;
+    }
+    let n = o.tree.len();
+    // What mimeo replaced (and backed up) where cp skipped (also an entry of another
+    // type, which is not complete); never what it left out.
+    o.tree
+        .retain(|d| d.field == Field::Presence && d.right == "absent");
+    o.tree.len() != n
+}
+
+/// A time cp kept on a destination entry the case made (the fixed time) where mimeo's
+/// replacement took one from the clock (before 2033: not a generated time).
+fn replaced_times(o: &mut Outcome) -> bool {
+    let fixed = format!("{FIXED_TIME}.000000000");
+    let n = o.tree.len();
+    o.tree.retain(|d| {
+        let clock = d.right.as_str() > fixed.as_str() && d.right.as_str() < "2000000000";
+        !(matches!(d.field, Field::Mtime | Field::Atime) && d.left == fixed && clock)
+    });
+    o.tree.len() != n
+}

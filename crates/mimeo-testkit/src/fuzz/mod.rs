@@ -1,0 +1,473 @@
+//! Differential fuzzing of mimeo's drop-ins against the tools they replace.
+//!
+//! - [`run_cp`]: mimeo called as `cp` against GNU cp 9.1. Each case (see [`case`]) is built
+//!   from its seed, run by cp, set aside, built again at the same path and run by mimeo. The
+//!   two places (source and destination alike: a source must never change) are compared
+//!   with [`compare_trees`], and so are the exit status, stdout and stderr. What is left
+//!   after the [`allow::ALLOWLIST`] fails the case.
+//! - [`cat`]: `mimeo-cat` against `cat`.
+//!
+//! Times that a run set from the clock differ by nature; a time difference counts only
+//! where a side kept a time that was not taken during the case.
+
+pub mod allow;
+pub mod case;
+pub mod cat;
+pub mod exec;
+pub mod known;
+pub mod opts;
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::fmt::Write as _;
+use std::fs;
+use std::io;
+use std::os::unix::fs::{PermissionsExt, symlink};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::compare::{CompareOptions, Difference, Field, compare_trees};
+use crate::rng::Rng;
+use case::Plan;
+use exec::{Pump, Ran, Runner};
+
+/// The unprivileged user the fuzzers run as (`nobody`).
+pub const NOBODY: u32 = 65534;
+
+/// Environment: how many cases a test runs instead of its CI number.
+pub const CASES_ENV: &str = "MIMEO_FUZZ_CASES";
+/// Environment: run this one seed (decimal or 0x-hex) only.
+pub const SEED_ENV: &str = "MIMEO_FUZZ_SEED";
+/// Environment: print each outcome as it is, before any judging (for looking into a seed).
+pub const RAW_ENV: &str = "MIMEO_FUZZ_RAW";
+/// Environment: the seed the case seeds are derived from (default: fixed for CI).
+pub const BASE_ENV: &str = "MIMEO_FUZZ_BASE";
+
+/// Where and how to fuzz.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The program under test (`mimeo` or `mimeo-cat`), run through a link with the
+    /// replaced tool's name.
+    pub program: PathBuf,
+    /// A scratch directory on the filesystem under test.
+    pub root: PathBuf,
+    /// Run as this user instead of root.
+    pub user: Option<u32>,
+    pub timeout: Duration,
+    /// Names the filesystem and user in messages, e.g. "xfs/nobody".
+    pub label: String,
+    /// How to rerun one case: `{seed}` is replaced by the seed.
+    pub reproduce: String,
+}
+
+/// The two sides of one case and what differs between their trees.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub plan: Plan,
+    pub cp: Ran,
+    pub ours: Ran,
+    pub tree: Vec<Difference>,
+}
+
+/// A kind of difference: the same message shapes, exit codes and fields.
+#[derive(Debug, Clone, Default)]
+pub struct Class {
+    pub count: usize,
+    /// The first case that showed it.
+    pub example: String,
+}
+
+/// What a run of many cases found.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub cases: usize,
+    /// Cases equal without any allowlist entry.
+    pub identical: usize,
+    /// How often each allowlist entry took a difference out.
+    pub allowed: BTreeMap<&'static str, usize>,
+    /// Failing cases put down to a known bug.
+    pub known: BTreeMap<&'static str, usize>,
+    /// Distinct classes of unexplained differences.
+    pub classes: BTreeMap<String, Class>,
+    /// Cases with an unexplained difference.
+    pub failed: usize,
+    /// Cases where GNU cp itself hit the timeout (waiting on something the case does not
+    /// feed): not judged, and counted so that none goes unnoticed.
+    pub oracle_timeouts: usize,
+    /// Cases that could not be built or compared, with the error.
+    pub not_built: Vec<String>,
+}
+
+impl Report {
+    pub fn merge(&mut self, other: Report) {
+        self.cases += other.cases;
+        self.identical += other.identical;
+        self.failed += other.failed;
+        self.oracle_timeouts += other.oracle_timeouts;
+        self.not_built.extend(other.not_built);
+        for (k, v) in other.allowed {
+            *self.allowed.entry(k).or_default() += v;
+        }
+        for (k, v) in other.known {
+            *self.known.entry(k).or_default() += v;
+        }
+        for (k, c) in other.classes {
+            let e = self.classes.entry(k).or_insert_with(|| Class {
+                count: 0,
+                example: c.example.clone(),
+            });
+            e.count += c.count;
+        }
+    }
+}
+
+impl std::fmt::Display for Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "{} cases: {} identical, {} failed, {} known bugs, {} not judged (cp timed out)",
+            self.cases,
+            self.identical,
+            self.failed,
+            self.known.values().sum::<usize>(),
+            self.oracle_timeouts
+        )?;
+        for e in &self.not_built {
+            writeln!(f, "  not built: {e}")?;
+        }
+        for (k, v) in &self.allowed {
+            writeln!(f, "  allowed {k}: {v}")?;
+        }
+        for (k, v) in &self.known {
+            writeln!(f, "  known {k}: {v}")?;
+        }
+        for (k, c) in &self.classes {
+            writeln!(f, "=== class ({} cases): {k}\n{}", c.count, c.example)?;
+        }
+        Ok(())
+    }
+}
+
+/// The seeds of a run: [`SEED_ENV`] alone, or `cases` seeds derived from [`BASE_ENV`] (or
+/// `base`) and `stream` (so each filesystem and user gets its own).
+pub fn seeds(cases: usize, base: u64, stream: u64) -> Vec<u64> {
+    if let Some(seed) = std::env::var(SEED_ENV).ok().and_then(|s| parse_seed(&s)) {
+        return vec![seed];
+    }
+    let base = std::env::var(BASE_ENV)
+        .ok()
+        .and_then(|s| parse_seed(&s))
+        .unwrap_or(base);
+    let cases = std::env::var(CASES_ENV)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(cases);
+    let mut rng = Rng::new(base ^ stream.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    (0..cases).map(|_| rng.next_u64()).collect()
+}
+
+pub fn parse_seed(s: &str) -> Option<u64> {
+    match s.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
+/// Makes `root` (and the mountpoint above it) reachable by `user`.
+pub fn open_up(root: &Path) -> io::Result<()> {
+    fs::create_dir_all(root)?;
+    for dir in root.ancestors().take(3) {
+        let mode = fs::metadata(dir)?.permissions().mode();
+        fs::set_permissions(dir, fs::Permissions::from_mode(mode | 0o711))?;
+    }
+    Ok(())
+}
+
+/// A directory in `root` holding `name`, a link to `program`; returns the directory.
+pub fn link_as(root: &Path, program: &Path, name: &str) -> io::Result<PathBuf> {
+    let bin = root.join("bin");
+    fs::create_dir_all(&bin)?;
+    fs::set_permissions(&bin, fs::Permissions::from_mode(0o755))?;
+    let link = bin.join(name);
+    let _ = fs::remove_file(&link);
+    symlink(program, &link)?;
+    Ok(bin)
+}
+
+/// Runs the cp cases `seeds` as `cfg` says.
+pub fn run_cp(cfg: &Config, seeds: &[u64]) -> io::Result<Report> {
+    open_up(&cfg.root)?;
+    let bin = link_as(&cfg.root, &cfg.program, "cp")?;
+    let mut ours_path = OsString::from(&bin);
+    ours_path.push(":/usr/bin:/bin");
+    let mut report = Report::default();
+    for &seed in seeds {
+        let mut outcome = match cp_case(cfg, &ours_path, seed) {
+            Ok(o) => o,
+            // A case that cannot be built or compared (ENOSPC after a run that filled the
+            // filesystem, say) is counted and named, and the next one goes on.
+            Err(e) => {
+                report.cases += 1;
+                report
+                    .not_built
+                    .push(format!("seed {seed:#x} on {}: {e}", cfg.label));
+                for p in ["case", "cp", "ours"] {
+                    let _ = remove(&cfg.root.join(p));
+                }
+                continue;
+            }
+        };
+        if std::env::var_os(RAW_ENV).is_some() {
+            eprintln!("{outcome:#?}");
+        }
+        report.cases += 1;
+        judge(cfg, &mut outcome, &mut report);
+    }
+    Ok(report)
+}
+
+/// Builds and runs case `seed` on both sides; the places are removed again.
+fn cp_case(cfg: &Config, ours_path: &OsString, seed: u64) -> io::Result<Outcome> {
+    let place = cfg.root.join("case");
+    let (left, right) = (cfg.root.join("cp"), cfg.root.join("ours"));
+    for p in [&place, &left, &right] {
+        remove(p)?;
+    }
+    let start = now() - 2;
+    let side = |path: &OsString, to: &Path| -> io::Result<(Plan, Ran)> {
+        let plan = case::build(&place, seed, cfg.user)?;
+        let pump = Pump::start(&place, plan.feed.as_deref(), &plan.drains);
+        let runner = Runner {
+            path,
+            user: cfg.user,
+            timeout: cfg.timeout,
+        };
+        let ran = runner.run(&place, &plan.args, &plan.env);
+        pump.stop();
+        fs::rename(&place, to)?;
+        Ok((plan, ran?))
+    };
+    let (plan, cp) = side(&OsString::from("/usr/bin:/bin"), &left)?;
+    let (plan2, ours) = side(ours_path, &right)?;
+    assert_eq!(plan, plan2, "case {seed:#x} is not built the same twice");
+    let opts = CompareOptions {
+        atime: true,
+        dir_atime: true,
+        ..CompareOptions::default()
+    };
+    let mut tree = compare_trees(&left, &right, &opts)?.differences;
+    tree.retain(|d| !clock_times(d, start, now() + 2));
+    remove(&left)?;
+    remove(&right)?;
+    Ok(Outcome {
+        plan,
+        cp,
+        ours,
+        tree,
+    })
+}
+
+fn now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// A time difference where both sides took the time from the clock during the case.
+fn clock_times(d: &Difference, from: i64, to: i64) -> bool {
+    let recent = |s: &str| {
+        s.split('.')
+            .next()
+            .and_then(|s| s.parse::<i64>().ok())
+            .is_some_and(|t| (from..=to).contains(&t))
+    };
+    matches!(d.field, Field::Mtime | Field::Atime) && recent(&d.left) && recent(&d.right)
+}
+
+/// Removes `path` (a tree of any modes: the caller is root) if it exists.
+pub fn remove(path: &Path) -> io::Result<()> {
+    match fs::remove_dir_all(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotADirectory => fs::remove_file(path),
+        other => other,
+    }
+}
+
+/// Applies the allowlist, then files what is left under its class (or a known bug).
+fn judge(cfg: &Config, o: &mut Outcome, report: &mut Report) {
+    if problems(o).is_empty() {
+        report.identical += 1;
+        return;
+    }
+    if o.cp.timed_out {
+        // The oracle waited for something the case did not provide: nothing to judge by.
+        report.oracle_timeouts += 1;
+        return;
+    }
+    let mut known = Vec::new();
+    let mut allowed = std::collections::BTreeSet::new();
+    for last in [false, true] {
+        for a in allow::ALLOWLIST.iter().filter(|a| a.last == last || last) {
+            if (a.apply)(o) {
+                allowed.insert(a.name);
+            }
+        }
+        if last {
+            break;
+        }
+        for k in known::KNOWN {
+            if (k.apply)(o) {
+                known.push(k.item);
+            }
+        }
+    }
+    for name in allowed {
+        *report.allowed.entry(name).or_default() += 1;
+    }
+    let left = problems(o);
+    if left.is_empty() {
+        for item in known {
+            *report.known.entry(item).or_default() += 1;
+        }
+        return;
+    }
+    report.failed += 1;
+    let class = classify(&left);
+    let e = report.classes.entry(class).or_default();
+    if e.count == 0 {
+        e.example = describe(cfg, o, &left);
+    }
+    e.count += 1;
+}
+
+/// Each remaining difference, as one line.
+pub fn problems(o: &Outcome) -> Vec<String> {
+    let mut out = Vec::new();
+    let status = |r: &Ran| match (r.timed_out, r.code) {
+        (true, _) => "timeout".to_string(),
+        (_, Some(c)) => c.to_string(),
+        (_, None) => "signal".to_string(),
+    };
+    if status(&o.cp) != status(&o.ours) {
+        out.push(format!(
+            "exit cp={} mimeo={}",
+            status(&o.cp),
+            status(&o.ours)
+        ));
+    }
+    for (what, l, r) in [
+        ("stdout", &o.cp.stdout, &o.ours.stdout),
+        ("stderr", &o.cp.stderr, &o.ours.stderr),
+    ] {
+        if l != r {
+            out.extend(line_diff(what, l, r));
+        }
+    }
+    for d in &o.tree {
+        let kinds = matches!(d.field, Field::Presence | Field::Type);
+        let what = if kinds {
+            format!("{} {}/{}", d.field, d.left, d.right)
+        } else {
+            d.field.to_string()
+        };
+        out.push(format!("tree {what} at {d}"));
+    }
+    out
+}
+
+/// Lines only cp printed (`-`) and only mimeo printed (`+`).
+fn line_diff(what: &str, l: &str, r: &str) -> Vec<String> {
+    let ls: Vec<&str> = l.split_inclusive('\n').collect();
+    let rs: Vec<&str> = r.split_inclusive('\n').collect();
+    let mut out = Vec::new();
+    for x in &ls {
+        if !rs.contains(x) {
+            out.push(format!("{what} -{x:?}"));
+        }
+    }
+    for x in &rs {
+        if !ls.contains(x) {
+            out.push(format!("{what} +{x:?}"));
+        }
+    }
+    if out.is_empty() {
+        out.push(format!("{what} differs in order or repetition"));
+    }
+    out
+}
+
+/// The class of a set of problems: quoted names and numbers blanked, tree paths dropped.
+pub fn classify(problems: &[String]) -> String {
+    let mut keys: Vec<String> = problems
+        .iter()
+        .map(|p| match p.strip_prefix("tree ") {
+            Some(t) => format!("tree {}", t.split(" at ").next().unwrap_or(t)),
+            None if p.starts_with("exit ") => p.clone(),
+            None => blank(p),
+        })
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys.join(" | ")
+}
+
+/// `text` with quoted parts as `Q` and digits as `N`.
+pub fn blank(text: &str) -> String {
+    let mut out = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                for q in chars.by_ref() {
+                    if q == '\'' {
+                        break;
+                    }
+                }
+                if !out.ends_with('Q') {
+                    out.push('Q');
+                }
+            }
+            '0'..='9' => {
+                if !out.ends_with('N') {
+                    out.push('N');
+                }
+            }
+            '$' if chars.peek() == Some(&'\'') => {}
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// A failing case in full, with the line that reproduces it.
+fn describe(cfg: &Config, o: &Outcome, problems: &[String]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "seed {:#x} on {}: dest {:?}: {}",
+        o.plan.seed,
+        cfg.label,
+        o.plan.dest,
+        o.plan.command()
+    );
+    for p in problems.iter().take(12) {
+        let _ = writeln!(s, "  {p}");
+    }
+    if problems.len() > 12 {
+        let _ = writeln!(s, "  ... {} more", problems.len() - 12);
+    }
+    let cut = |t: &str| t.chars().take(800).collect::<String>();
+    let _ = writeln!(s, "  cp: {:?} {:?}", o.cp.code, cut(&o.cp.stderr));
+    let _ = writeln!(s, "  mimeo: {:?} {:?}", o.ours.code, cut(&o.ours.stderr));
+    if o.cp.stdout != o.ours.stdout {
+        let _ = writeln!(s, "  cp stdout: {:?}", cut(&o.cp.stdout));
+        let _ = writeln!(s, "  mimeo stdout: {:?}", cut(&o.ours.stdout));
+    }
+    let _ = write!(
+        s,
+        "  reproduce: {}",
+        cfg.reproduce
+            .replace("{seed}", &format!("{:#x}", o.plan.seed))
+    );
+    s
+}
