@@ -56,10 +56,9 @@ fn decided(
     dst: Option<&Meta>,
     dst_target: sys::Result<Meta>,
 ) -> Decision {
-    let dst_target = std::cell::Cell::new(Some(dst_target));
     let look = Lookups {
         src: &|_| None,
-        dst_target: &|| dst_target.take().expect("looked at once"),
+        dst_target: &|| dst_target,
         same_entry: &|| false,
     };
     decide(rules, src, dst, &look)
