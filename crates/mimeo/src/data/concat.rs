@@ -25,7 +25,7 @@
 
 use super::error::{DataError, POLL, interrupted};
 use super::range::{RangeCopy, Ranger};
-use super::shared::{self, SharedFile, SharedOpenOptions};
+use super::shared_reads::{self, SharedFile, SharedOpenOptions};
 use crate::report::{Control, EntryKind, Error, FileOutcome, Method, Observer, Op, Refusal};
 use crate::report::{Reporter, Summary};
 use crate::sys::{self, Errno, IoBuf, Meta};
@@ -223,14 +223,14 @@ impl<'a> Sink<'a> {
     /// shares blocks, and holds shared extents. The descriptor then moves into the reader.
     fn reader(&mut self, m: &Meta, fd: &mut Option<OwnedFd>) -> Option<SharedFile> {
         let src = fd.as_ref()?.as_fd();
-        if !self.shared_reads || !m.is_reg() || m.size < shared::MIN_SIZE {
+        if !self.shared_reads || !m.is_reg() || m.size < shared_reads::MIN_SIZE {
             return None;
         }
         if matches!(self.kind, Kind::Regular { .. }) && m.dev == self.meta.dev {
             return None; // cloned or copied inside the kernel
         }
         let fs = sys::fs_type(src).ok()?;
-        if !shared::shares_blocks(fs) {
+        if !shared_reads::shares_blocks(fs) {
             return None;
         }
         if matches!(self.kind, Kind::Regular { .. }) {
@@ -243,7 +243,7 @@ impl<'a> Sink<'a> {
             }
         }
         let map = sys::fiemap(src, 0, u64::MAX, false).ok()?;
-        if !map.iter().any(shared::shared) {
+        if !map.iter().any(shared_reads::shared) {
             return None;
         }
         let file = std::fs::File::from(fd.take()?);
@@ -378,9 +378,9 @@ impl<'a> Sink<'a> {
             let (want, moved) = match sf.shared_at(at) {
                 Ok(n) => {
                     interrupted(r.control()).map_err(Failure::Out)?;
-                    let want = n.min(end - at).min(shared::CHUNK);
+                    let want = n.min(end - at).min(shared_reads::CHUNK);
                     let mut big = std::mem::take(&mut self.big);
-                    big.resize(shared::CHUNK as usize);
+                    big.resize(shared_reads::CHUNK as usize);
                     let got = sf.read_at(&mut big[..want as usize], at);
                     let got = got.map_err(|e| Failure::Part(Error::io(Op::Read, part, &e)));
                     let wrote = got.and_then(|n| self.write(r.control(), &big[..n]).map(|_| n));
@@ -427,7 +427,7 @@ impl<'a> Sink<'a> {
         match &mut self.kind {
             Kind::Regular { pos, granularity } => {
                 let before = done.total();
-                let result = r.copy(src, off, self.out, *pos, len, *granularity, done);
+                let result = r.copy((src, off), (self.out, *pos), len, *granularity, done);
                 *pos += done.total() - before;
                 result.map_err(failure)
             }

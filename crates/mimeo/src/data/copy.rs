@@ -1,13 +1,14 @@
 //! The data path of one regular file: clone → offload → stream.
 //!
-//! Which errnos mean "this mechanism is not available here" is decided once, in
-//! [`clone_unsupported`] and [`offload_unsupported`]; every other errno is terminal for the
-//! file, so no fallback ever hides ENOSPC, EIO, EDQUOT or ENOMEM (docs/guarantees.md §1).
-//! Holes come from SEEK_DATA/SEEK_HOLE, never from `copy_file_range`.
+//! Which errnos mean "this mechanism is not available here" is decided in one table,
+//! [`falls_back`]; every other errno is terminal for the file, so no fallback ever hides
+//! ENOSPC, EIO, EDQUOT or ENOMEM (docs/guarantees.md §1). Holes come from SEEK_DATA/SEEK_HOLE,
+//! never from `copy_file_range`.
 
 pub(crate) use super::error::{DataError, interrupted};
+use super::fallback::{Mechanism, falls_back};
 use super::range::Ranger;
-use super::shared::{ReadVia, Through};
+use super::shared_reads::{ReadVia, Through};
 use crate::options::{Reflink, Sparse};
 use crate::report::{Control, FileOutcome, Method, Op};
 use crate::sys::{self, Errno, IoBuf, Meta};
@@ -49,22 +50,6 @@ pub(crate) struct DataPlan<'a> {
     pub via: &'a [ReadVia<'a>],
 }
 
-/// Errnos that mean "this mechanism is not available here", never "the copy failed".
-/// Everything else (ENOSPC, EIO, EDQUOT, ENOMEM, ...) is terminal for the file.
-fn clone_unsupported(e: Errno) -> bool {
-    matches!(
-        e,
-        Errno::XDEV | Errno::OPNOTSUPP | Errno::INVAL | Errno::TXTBSY | Errno::NOSYS | Errno::NOTTY
-    )
-}
-
-fn offload_unsupported(e: Errno) -> bool {
-    matches!(
-        e,
-        Errno::XDEV | Errno::NOSYS | Errno::OPNOTSUPP | Errno::INVAL
-    )
-}
-
 /// Filesystems (by device) that answered FICLONE with EOPNOTSUPP during one run: they cannot
 /// clone at all, so later files there skip the attempt. A few slots are plenty; when they are
 /// full, the attempt is simply made again. It lives only as long as the run: a device number
@@ -96,61 +81,119 @@ impl NoCloneDevs {
 /// requests let progress and a stop request be seen often.
 const OFFLOAD_CHUNK: u64 = 256 << 20;
 
-/// Copies the bytes of `src` (described by `meta`) into the new, empty `dst`: a clone, or
-/// else an offload or stream of the whole file.
-pub(crate) fn copy_data<'a>(
-    src: BorrowedFd<'a>,
-    meta: &Meta,
-    dst: BorrowedFd<'a>,
-    plan: &'a DataPlan<'a>,
-    buf: &'a mut IoBuf,
-    control: &'a Control,
-    checkpoint: Option<&'a mut dyn Checkpoint>,
-) -> Result<FileOutcome, DataError> {
-    let size = meta.size;
-    if let Some(cloned) = clone_whole(src, meta, dst, plan, control)? {
-        return Ok(cloned);
+/// The loose values every copy of a file's data starts from: the source (open, with its
+/// metadata), the destination, the plan, the worker's buffer, the run's control, and who is
+/// told how far the copy got.
+pub(crate) struct DataJob<'a> {
+    pub src: BorrowedFd<'a>,
+    pub meta: &'a Meta,
+    pub dst: BorrowedFd<'a>,
+    pub plan: &'a DataPlan<'a>,
+    pub buf: &'a mut IoBuf,
+    pub control: &'a Control,
+    pub checkpoint: Option<&'a mut dyn Checkpoint>,
+}
+
+/// What a copy (or the part of it other workers did) wrote: data bytes, and whether by
+/// offload and by stream.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Written {
+    pub bytes: u64,
+    pub offloaded: bool,
+    pub streamed: bool,
+}
+
+impl Written {
+    /// The method a file counts under when this was written of it, `cloned` bytes of it from
+    /// another file: a clone only if nothing was copied, an offload only if nothing was
+    /// streamed.
+    fn method(&self, cloned: u64) -> Method {
+        if self.bytes == cloned && cloned > 0 {
+            Method::Clone
+        } else if self.offloaded && !self.streamed {
+            Method::Offload
+        } else {
+            Method::Stream
+        }
     }
-    if size == 0 && (plan.size_is_true || sys::sizes_are_true(src)) {
+}
+
+/// Lays out the pieces of a file's copy where they are not simply copied from its start to
+/// its end: `--preserve=sharing` clones some from earlier copies, `--split` hands ranges to
+/// other workers. Runs after the whole-file clone was tried, with the file's engine.
+pub(crate) trait Layout {
+    /// Whether the whole-file clone is tried first.
+    fn clone_whole_first(&self) -> bool {
+        true
+    }
+
+    /// Copies the file (the parts an earlier run completed excepted) through `fc`; returns
+    /// what other workers wrote of it.
+    fn copy(&mut self, fc: &mut FileCopy<'_>) -> Result<Written, DataError>;
+}
+
+/// The data path of one file: `job.src` into `job.dst`, new and empty, or holding the parts
+/// `done` (sorted, disjoint) that an earlier run wrote of the same source, which stay. A
+/// whole-file clone is tried first (for a new copy); then `layout` puts the pieces in place,
+/// or else the gaps of `done` are copied in order (offload, else stream). The counting of
+/// how it went is [`FileCopy::finish`]'s, for every mode.
+pub(crate) fn copy_file(
+    job: DataJob<'_>,
+    done: &[(u64, u64)],
+    mut layout: Option<&mut dyn Layout>,
+) -> Result<FileOutcome, DataError> {
+    let (meta, size) = (job.meta, job.meta.size);
+    if done.is_empty() && layout.as_ref().is_none_or(|l| l.clone_whole_first()) {
+        if let Some(cloned) = clone_whole(job.src, meta, job.dst, job.plan, job.control)? {
+            return Ok(cloned);
+        }
+    }
+    if size == 0 && (job.plan.size_is_true || sys::sizes_are_true(job.src)) {
         return Ok(FileOutcome::new(Method::Stream, 0, 0));
     }
     if size == 0 {
         // Files such as those in /proc report size 0 yet have content: read to the end.
-        let n = stream_to_end(src, dst, plan, buf, control)?;
+        let n = stream_to_end(job.src, job.dst, job.plan, job.buf, job.control)?;
         return Ok(FileOutcome::new(Method::Stream, n, 0));
     }
-    let mut c = FileCopy::new(src, meta, dst, plan, buf, control).with_checkpoint(checkpoint);
-    c.span(0, size)?;
-    c.finish(size)
+    let mut fc = FileCopy::new(job);
+    fc.resume_from(done);
+    let others = match layout.as_mut() {
+        Some(l) => l.copy(&mut fc)?,
+        None => {
+            for (from, to) in gaps(size, done) {
+                fc.span(from, to)?;
+            }
+            Written::default()
+        }
+    };
+    fc.finish(others)
 }
 
-/// Goes on copying `src` into `dst`, whose parts `done` (sorted, disjoint) an earlier run
-/// wrote: the gaps between them are copied. Bytes outside `done` are either what that run
-/// wrote of the same source, or never written.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn resume_data<'a>(
-    src: BorrowedFd<'a>,
-    meta: &Meta,
-    dst: BorrowedFd<'a>,
-    plan: &'a DataPlan<'a>,
-    buf: &'a mut IoBuf,
-    control: &'a Control,
-    done: &[(u64, u64)],
-    checkpoint: Option<&'a mut dyn Checkpoint>,
-) -> Result<FileOutcome, DataError> {
-    let mut c = FileCopy::new(src, meta, dst, plan, buf, control).with_checkpoint(checkpoint);
-    c.resume_from(done);
+/// One range `[from, to)` of a file that another worker copies (`--split`): offload, else
+/// stream, never a clone. Returns what it wrote.
+pub(crate) fn copy_span(job: DataJob<'_>, from: u64, to: u64) -> Result<Written, DataError> {
+    let mut fc = FileCopy::new(job);
+    fc.span(from, to)?;
+    Ok(fc.written())
+}
+
+/// The parts of `[0, size)` outside `done` (sorted, disjoint), in order.
+pub(crate) fn gaps(size: u64, done: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
     let mut pos = 0;
-    for &(from, to) in done.iter().chain(std::iter::once(&(meta.size, meta.size))) {
-        c.span(pos, from)?;
+    for &(from, to) in done.iter().chain(std::iter::once(&(size, size))) {
+        if from > pos {
+            out.push((pos, from));
+        }
         pos = pos.max(to);
     }
-    c.finish(meta.size)
+    out
 }
 
 /// Tries to clone the whole file (`FICLONE`) as the plan allows. `Some` when it was cloned,
 /// `None` when the data is to be copied.
-pub(crate) fn clone_whole(
+fn clone_whole(
     src: BorrowedFd<'_>,
     meta: &Meta,
     dst: BorrowedFd<'_>,
@@ -166,7 +209,7 @@ pub(crate) fn clone_whole(
                     let data = (meta.blocks * 512).min(size);
                     return Ok(Some(FileOutcome::new(Method::Clone, data, size - data)));
                 }
-                Err(e) if clone_unsupported(e) && plan.reflink == Reflink::Auto => {
+                Err(e) if falls_back(Mechanism::Clone, e) && plan.reflink == Reflink::Auto => {
                     if e == Errno::OPNOTSUPP {
                         plan.no_clone.insert(meta.dev);
                     }
@@ -191,19 +234,23 @@ pub(crate) struct FileCopy<'a> {
     holes: bool,
     /// Bytes cloned from another file.
     shared: u64,
-    /// Bytes below this offset were kept from an earlier, interrupted run.
+    /// Bytes kept from an earlier, interrupted run.
     resumed: u64,
+    /// The source's size as it was looked at.
+    size: u64,
 }
 
 impl<'a> FileCopy<'a> {
-    pub fn new(
-        src: BorrowedFd<'a>,
-        meta: &Meta,
-        dst: BorrowedFd<'a>,
-        plan: &'a DataPlan<'a>,
-        buf: &'a mut IoBuf,
-        control: &'a Control,
-    ) -> Self {
+    fn new(job: DataJob<'a>) -> Self {
+        let DataJob {
+            src,
+            meta,
+            dst,
+            plan,
+            buf,
+            control,
+            checkpoint,
+        } = job;
         let may_offload =
             plan.sparse == Sparse::Auto && !(plan.reflink == Reflink::Never && plan.dst_cow);
         FileCopy {
@@ -222,7 +269,7 @@ impl<'a> FileCopy<'a> {
                 window: 0,
                 span_start: 0,
                 prefix: 0,
-                checkpoint: None,
+                checkpoint,
                 told: None,
                 through: 0,
             },
@@ -230,18 +277,22 @@ impl<'a> FileCopy<'a> {
             holes: plan.sparse != Sparse::Never && meta.blocks * 512 < meta.size,
             shared: 0,
             resumed: 0,
+            size: meta.size,
         }
     }
 
-    /// Tells `checkpoint` how far the copy of each range got: before its first byte, then
-    /// every [`CHECKPOINT_EVERY`] bytes, and at its end.
-    pub fn with_checkpoint(mut self, checkpoint: Option<&'a mut dyn Checkpoint>) -> Self {
-        self.c.checkpoint = checkpoint;
-        self
+    /// The destination being written.
+    pub fn dst(&self) -> BorrowedFd<'a> {
+        self.c.dst
+    }
+
+    /// The source's size as it was looked at.
+    pub fn size(&self) -> u64 {
+        self.size
     }
 
     /// Goes on from the parts `done` an earlier run wrote, which stay as they are.
-    pub fn resume_from(&mut self, done: &[(u64, u64)]) {
+    fn resume_from(&mut self, done: &[(u64, u64)]) {
         self.resumed = done.iter().map(|(a, b)| b - a).sum();
         self.c.end = done.iter().map(|&(_, b)| b).max().unwrap_or(0);
     }
@@ -295,10 +346,8 @@ impl<'a> FileCopy<'a> {
         let mut r = Ranger::new(self.c.control, self.c.buf, self.c.plan.buffer_size);
         r.offload = self.c.offload;
         let result = r.copy(
-            holder,
-            holder_off,
-            self.c.dst,
-            at,
+            (holder, holder_off),
+            (self.c.dst, at),
             len,
             granularity,
             &mut done,
@@ -319,14 +368,23 @@ impl<'a> FileCopy<'a> {
         Ok(())
     }
 
-    /// What was written so far: data bytes, and whether by offload and by stream.
-    pub fn tally(&self) -> (u64, bool, bool) {
-        (self.c.written, self.c.used_offload, self.c.used_stream)
+    /// What was written so far.
+    fn written(&self) -> Written {
+        Written {
+            bytes: self.c.written,
+            offloaded: self.c.used_offload,
+            streamed: self.c.used_stream,
+        }
     }
 
-    /// Ends the copy of a file of `size` bytes: a trailing hole, and how it went.
-    pub fn finish(mut self, size: u64) -> Result<FileOutcome, DataError> {
+    /// Ends the copy: a trailing hole, and how it went, counting
+    /// what `others` (other workers) wrote of it.
+    fn finish(mut self, others: Written) -> Result<FileOutcome, DataError> {
+        let size = self.size;
         let c = &mut self.c;
+        c.written += others.bytes;
+        c.used_offload |= others.offloaded;
+        c.used_stream |= others.streamed;
         c.drop_window(u64::MAX)?;
         let final_size = match c.eof {
             // The source shrank while we copied: keep exactly what it had.
@@ -339,14 +397,12 @@ impl<'a> FileCopy<'a> {
                 size
             }
         };
-        let copied = c.written - self.shared;
-        let method = if copied == 0 && self.shared > 0 {
-            Method::Clone
-        } else if c.used_offload && !c.used_stream {
-            Method::Offload
-        } else {
-            Method::Stream
+        let wrote = Written {
+            bytes: c.written,
+            offloaded: c.used_offload,
+            streamed: c.used_stream,
         };
+        let method = wrote.method(self.shared);
         let bytes = (c.written + self.resumed).min(final_size);
         let mut outcome = FileOutcome::new(method, bytes, final_size - bytes);
         outcome.cloned_bytes = self.shared;
@@ -506,7 +562,7 @@ impl Copier<'_> {
                         self.drop_window(pos)?;
                         self.advance(pos);
                     }
-                    Err(e) if offload_unsupported(e.errno) && !self.used_offload => {
+                    Err(e) if falls_back(Mechanism::Offload, e.errno) && !self.used_offload => {
                         self.offload = false;
                         break;
                     }
@@ -649,7 +705,7 @@ impl Copier<'_> {
         interrupted(self.control)?;
         if self.offload {
             match self.offload_chunk(fd, off, dst_off, want.min(OFFLOAD_CHUNK)) {
-                Err(e) if offload_unsupported(e.errno) && !self.used_offload => {
+                Err(e) if falls_back(Mechanism::Offload, e.errno) && !self.used_offload => {
                     self.offload = false;
                 }
                 other => return other,
@@ -694,23 +750,8 @@ fn write_skipping_zeros(
     Ok(())
 }
 
-fn write_all_at(dst: BorrowedFd<'_>, mut data: &[u8], mut off: u64) -> Result<(), DataError> {
-    while !data.is_empty() {
-        match sys::pwrite(dst, data, off) {
-            Ok(0) => {
-                return Err(DataError::new(Op::Write, Errno::NOSPC));
-            }
-            Ok(n) => {
-                data = &data[n..];
-                off += n as u64;
-            }
-            Err(Errno::INTR) => {}
-            Err(e) => {
-                return Err(DataError::new(Op::Write, e));
-            }
-        }
-    }
-    Ok(())
+fn write_all_at(dst: BorrowedFd<'_>, data: &[u8], off: u64) -> Result<(), DataError> {
+    sys::write_all(dst, data, Some(off)).map_err(fail(Op::Write))
 }
 
 /// Copies a file whose size is unknown (0 reported) by reading until end of file.
@@ -750,18 +791,52 @@ fn stream_to_end(
 }
 
 /// Writes all of `data` to `dst` at its offset, through short writes and interruptions.
-pub(crate) fn write_all(dst: BorrowedFd<'_>, mut data: &[u8]) -> Result<(), DataError> {
-    while !data.is_empty() {
-        match sys::write(dst, data) {
-            Ok(0) => {
-                return Err(DataError::new(Op::Write, Errno::NOSPC));
-            }
-            Ok(w) => data = &data[w..],
-            Err(Errno::INTR) => {}
-            Err(errno) => {
-                return Err(DataError::new(Op::Write, errno));
-            }
-        }
+fn write_all(dst: BorrowedFd<'_>, data: &[u8]) -> Result<(), DataError> {
+    sys::write_all(dst, data, None).map_err(fail(Op::Write))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gaps_are_what_an_earlier_run_left_undone() {
+        assert_eq!(gaps(10, &[]), [(0, 10)]);
+        assert_eq!(gaps(10, &[(0, 4)]), [(4, 10)]);
+        assert_eq!(gaps(10, &[(2, 4), (6, 10)]), [(0, 2), (4, 6)]);
+        assert_eq!(gaps(10, &[(0, 10)]), []);
+        assert_eq!(gaps(0, &[]), []);
     }
-    Ok(())
+
+    #[test]
+    fn a_file_counts_as_cloned_offloaded_or_streamed_by_the_weakest_step() {
+        let w = |bytes, offloaded, streamed| Written {
+            bytes,
+            offloaded,
+            streamed,
+        };
+        assert_eq!(w(100, false, false).method(100), Method::Clone);
+        // Part cloned, part offloaded: offloaded.
+        assert_eq!(w(100, true, false).method(40), Method::Offload);
+        // One worker offloaded, another streamed (a split file): streamed.
+        assert_eq!(w(100, true, true).method(0), Method::Stream);
+        // Nothing written at all (an empty file, or holes only): streamed.
+        assert_eq!(w(0, false, false).method(0), Method::Stream);
+    }
+
+    #[test]
+    fn devices_that_cannot_clone_are_remembered_in_a_few_slots() {
+        let devs = NoCloneDevs::default();
+        assert!(!devs.contains(0), "device 0 is a device like any other");
+        devs.insert(0);
+        devs.insert(0);
+        assert!(devs.contains(0));
+        for dev in 1..8 {
+            devs.insert(dev);
+        }
+        assert!((0..8).all(|d| devs.contains(d)));
+        // Full: a ninth is not remembered, so its files try the clone again.
+        devs.insert(8);
+        assert!(!devs.contains(8));
+    }
 }

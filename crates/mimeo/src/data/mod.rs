@@ -7,10 +7,11 @@
 pub(crate) mod concat;
 pub(crate) mod copy;
 pub(crate) mod error;
+pub(crate) mod fallback;
 pub(crate) mod meta;
 pub(crate) mod node;
 pub(crate) mod origin;
 pub(crate) mod physmap;
 pub(crate) mod range;
-pub(crate) mod shared;
+pub(crate) mod shared_reads;
 pub(crate) mod verify;

@@ -3,7 +3,6 @@
 //! FIFO without a reader, or a full one, is waited for in short polls, so that a stop request
 //! is still seen.
 
-use super::copy::write_all;
 use super::error::{DataError, POLL, interrupted};
 use crate::report::{Control, Op};
 use crate::sys::{self, Errno, IoBuf};
@@ -95,7 +94,7 @@ pub(crate) fn read_contents(
         if n == 0 {
             return Ok(total);
         }
-        write_all(dst, &buf[..n])?;
+        sys::write_all(dst, &buf[..n], None).map_err(|errno| DataError::new(Op::Write, errno))?;
         control.add_bytes(crate::report::Method::Stream, n as u64);
         total += n as u64;
     }

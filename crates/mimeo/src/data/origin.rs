@@ -31,7 +31,7 @@ pub(crate) const ORIGIN_XATTR: &CStr = c"user.mimeo.origin";
 
 /// Who the origin is, and where it was.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Record {
+pub(crate) struct OriginRecord {
     pub dev: u64,
     pub ino: u64,
     pub generation: Option<u32>,
@@ -39,7 +39,7 @@ pub(crate) struct Record {
     pub path: Vec<u8>,
 }
 
-impl Record {
+impl OriginRecord {
     /// The record's bytes, as stored in the attribute.
     pub fn encode(&self) -> Vec<u8> {
         let generation = self
@@ -51,7 +51,7 @@ impl Record {
     }
 
     /// A record from the attribute's bytes; `None` when it is not one this version writes.
-    pub fn decode(bytes: &[u8]) -> Option<Record> {
+    pub fn decode(bytes: &[u8]) -> Option<OriginRecord> {
         let mut parts = bytes.splitn(5, |&b| b == b' ');
         let mut field = || parts.next().and_then(|p| std::str::from_utf8(p).ok());
         if field()? != "1" {
@@ -67,7 +67,7 @@ impl Record {
         if path.is_empty() || path.starts_with(b"/") || path.contains(&0) {
             return None;
         }
-        Some(Record {
+        Some(OriginRecord {
             dev,
             ino,
             generation,
@@ -130,15 +130,15 @@ fn unescape(s: &[u8]) -> Vec<u8> {
 }
 
 /// The record stored on an open file, if it has a readable one.
-pub(crate) fn read_record(fd: BorrowedFd<'_>) -> Option<Record> {
+pub(crate) fn read_record(fd: BorrowedFd<'_>) -> Option<OriginRecord> {
     let mut value = Vec::new();
     sys::get_xattr(XattrTarget::Fd(fd), ORIGIN_XATTR, &mut value).ok()?;
-    Record::decode(&value)
+    OriginRecord::decode(&value)
 }
 
 /// The origin a record names, opened below the mount of `near` (the file that carries the
 /// record), if it is the very file the record names.
-fn resolve(record: &Record, near: BorrowedFd<'_>, mounts: &Mounts) -> Option<OwnedFd> {
+fn resolve(record: &OriginRecord, near: BorrowedFd<'_>, mounts: &Mounts) -> Option<OwnedFd> {
     let point = mounts.point_of(near)?;
     let anchor = std::fs::File::open(&point).ok()?;
     let fd = sys::open_beneath(anchor.as_fd(), &sys::cstring(&record.path)).ok()?;
@@ -162,7 +162,7 @@ pub(crate) fn find(fd: BorrowedFd<'_>) -> Option<OwnedFd> {
 /// The record a clone of the open file `src` should carry: the record `src` carries when it
 /// names its origin truly (a clone of a clone names the first origin), else `src` itself.
 /// `None` when `src` cannot be named (deleted, or outside every mount this process sees).
-pub(crate) fn record_for(src: BorrowedFd<'_>, mounts: &Mounts) -> Option<Record> {
+pub(crate) fn record_for(src: BorrowedFd<'_>, mounts: &Mounts) -> Option<OriginRecord> {
     if let Some(r) = read_record(src) {
         if resolve(&r, src, mounts).is_some() {
             return Some(r);
@@ -175,7 +175,7 @@ pub(crate) fn record_for(src: BorrowedFd<'_>, mounts: &Mounts) -> Option<Record>
     if rel.as_os_str().is_empty() {
         return None;
     }
-    Some(Record {
+    Some(OriginRecord {
         dev: meta.dev,
         ino: meta.ino,
         generation: sys::inode_generation(src).ok().flatten(),
@@ -207,19 +207,19 @@ mod tests {
 
     #[test]
     fn records_round_trip_and_reject_what_they_are_not() {
-        let r = Record {
+        let r = OriginRecord {
             dev: 2049,
             ino: 257,
             generation: Some(8),
             path: b"dir with spaces/a b".to_vec(),
         };
         assert_eq!(r.encode(), b"1 2049 257 8 dir with spaces/a b");
-        assert_eq!(Record::decode(&r.encode()), Some(r.clone()));
-        let none = Record {
+        assert_eq!(OriginRecord::decode(&r.encode()), Some(r.clone()));
+        let none = OriginRecord {
             generation: None,
             ..r
         };
-        assert_eq!(Record::decode(&none.encode()), Some(none));
+        assert_eq!(OriginRecord::decode(&none.encode()), Some(none));
         for bad in [
             &b"2 1 2 3 p"[..],
             b"1 1 2 3 /abs",
@@ -228,7 +228,7 @@ mod tests {
             b"1 1 2 3 ",
         ] {
             assert_eq!(
-                Record::decode(bad),
+                OriginRecord::decode(bad),
                 None,
                 "{:?}",
                 String::from_utf8_lossy(bad)

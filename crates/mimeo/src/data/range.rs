@@ -27,6 +27,7 @@
 //!   ENOMEM are terminal (docs/guarantees.md §1), as they are for every copy.
 
 use super::error::{DataError, interrupted};
+use super::fallback::{Mechanism, falls_back};
 use crate::report::{Control, Method, Op};
 use crate::sys::{self, Errno, IoBuf};
 use rustix::fd::{AsFd, BorrowedFd};
@@ -148,7 +149,7 @@ pub fn clone_range<S: AsFd, D: AsFd>(
     let mut ranger = Ranger::new(&control, &mut buf, crate::DEFAULT_BUFFER_SIZE);
     let mut done = RangeCopy::default();
     ranger
-        .copy(src, src_off, dst, dst_off, len, granularity, &mut done)
+        .copy((src, src_off), (dst, dst_off), len, granularity, &mut done)
         .map_err(|e| RangeError {
             op: e.op,
             errno: e.errno.raw_os_error(),
@@ -166,33 +167,6 @@ const OFFLOAD_PIECE: u64 = 64 << 20;
 
 /// How often an EAGAIN from a clone is tried again, with pauses of 1, 2, 4, ... ms.
 const AGAIN_TRIES: u32 = 8;
-
-/// Errnos of a clone that mean "no clone here", never "the copy failed": the piece is
-/// copied instead, and a destination that cannot be written fails then.
-fn clone_refused(e: Errno) -> bool {
-    matches!(
-        e,
-        Errno::XDEV
-            | Errno::OPNOTSUPP
-            | Errno::INVAL
-            | Errno::TXTBSY
-            | Errno::NOSYS
-            | Errno::NOTTY
-            | Errno::BADF
-            | Errno::ISDIR
-            | Errno::PERM
-            | Errno::AGAIN
-    )
-}
-
-/// Errnos of `copy_file_range` that mean "not here": the rest is read and written, and a
-/// file that cannot be read or written at all (EBADF, ETXTBSY) fails there.
-fn offload_refused(e: Errno) -> bool {
-    matches!(
-        e,
-        Errno::XDEV | Errno::NOSYS | Errno::OPNOTSUPP | Errno::INVAL | Errno::BADF | Errno::TXTBSY
-    )
-}
 
 /// Copies ranges between files, with one run's buffer and counters.
 pub(crate) struct Ranger<'a> {
@@ -225,15 +199,13 @@ impl<'a> Ranger<'a> {
         &mut self.buf[..bs]
     }
 
-    /// [`clone_range`] with a known granularity; adds what it did to `done` as it goes, so
-    /// that after an error `done` says what was complete.
-    #[allow(clippy::too_many_arguments)]
+    /// [`clone_range`] of `len` bytes from `(src, src_off)` to `(dst, dst_off)` with a known
+    /// granularity; adds what it did to `done` as it goes, so that after an error `done` says
+    /// what was complete.
     pub fn copy(
         &mut self,
-        src: BorrowedFd<'_>,
-        src_off: u64,
-        dst: BorrowedFd<'_>,
-        dst_off: u64,
+        (src, src_off): (BorrowedFd<'_>, u64),
+        (dst, dst_off): (BorrowedFd<'_>, u64),
         len: u64,
         granularity: u64,
         done: &mut RangeCopy,
@@ -285,7 +257,7 @@ impl<'a> Ranger<'a> {
                     so += piece;
                     doff += piece;
                 }
-                Err(e) if clone_refused(e) => {
+                Err(e) if falls_back(Mechanism::Clone, e) => {
                     // Whatever a failed clone left in the range is written over.
                     done.copied += self.copy_bytes(src, so, dst, doff, body_end - so, false)?;
                     so = body_end;
@@ -325,7 +297,7 @@ impl<'a> Ranger<'a> {
                         self.control.add_bytes(Method::Offload, n as u64);
                     }
                     Err(Errno::INTR) => {}
-                    Err(e) if offload_refused(e) && done == 0 => {
+                    Err(e) if falls_back(Mechanism::Offload, e) && done == 0 => {
                         self.offload = false;
                         break;
                     }
@@ -395,29 +367,9 @@ fn clone_piece(
 
 /// Reads until `buf` is full or the file ends; returns the bytes read.
 fn read_full(src: BorrowedFd<'_>, buf: &mut [u8], off: u64) -> Result<usize, DataError> {
-    let mut got = 0;
-    while got < buf.len() {
-        match sys::pread(src, &mut buf[got..], off + got as u64) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(Errno::INTR) => {}
-            Err(e) => return Err(fail(Op::Read)(e)),
-        }
-    }
-    Ok(got)
+    sys::read_full(src, buf, Some(off)).map_err(fail(Op::Read))
 }
 
-fn write_all(dst: BorrowedFd<'_>, mut data: &[u8], mut off: u64) -> Result<(), DataError> {
-    while !data.is_empty() {
-        match sys::pwrite(dst, data, off) {
-            Ok(0) => return Err(fail(Op::Write)(Errno::NOSPC)),
-            Ok(n) => {
-                data = &data[n..];
-                off += n as u64;
-            }
-            Err(Errno::INTR) => {}
-            Err(e) => return Err(fail(Op::Write)(e)),
-        }
-    }
-    Ok(())
+fn write_all(dst: BorrowedFd<'_>, data: &[u8], off: u64) -> Result<(), DataError> {
+    sys::write_all(dst, data, Some(off)).map_err(fail(Op::Write))
 }

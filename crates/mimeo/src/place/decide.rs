@@ -424,3 +424,7 @@ fn provably_finished(rules: &Rules<'_>, d: &Meta, src: &Meta) -> bool {
     let mode = !p.mode || d.is_symlink() || d.perm() == src.perm();
     p.timestamps && d.mtime == src.mtime && owner && mode
 }
+
+#[cfg(test)]
+#[path = "decide_tests.rs"]
+mod tests;

@@ -141,7 +141,7 @@ pub(crate) fn clear(fd: BorrowedFd<'_>) -> sys::Result<()> {
 /// The record of one copy, kept up to date as its data step goes, by one worker or by every
 /// worker copying a range of it.
 #[derive(Debug)]
-pub(crate) struct Progress {
+pub(crate) struct ResumeProgress {
     src: Meta,
     /// The complete parts, and whether the record could be written every time so far.
     state: Mutex<(Vec<(u64, u64)>, bool)>,
@@ -149,11 +149,11 @@ pub(crate) struct Progress {
     written: AtomicBool,
 }
 
-impl Progress {
+impl ResumeProgress {
     /// The record of a copy of `src` whose parts `done` are complete already (an earlier
     /// run's, verified; none for a new copy).
-    pub fn new(src: &Meta, done: &[(u64, u64)]) -> Progress {
-        Progress {
+    pub fn new(src: &Meta, done: &[(u64, u64)]) -> ResumeProgress {
+        ResumeProgress {
             src: *src,
             state: Mutex::new((done.to_vec(), true)),
             written: AtomicBool::new(false),
@@ -207,10 +207,10 @@ fn merge(parts: &mut Vec<(u64, u64)>, from: u64, to: u64) {
     parts.insert(at, (a, b));
 }
 
-/// Keeps a [`Progress`] up to date as one worker's data step goes.
+/// Keeps a [`ResumeProgress`] up to date as one worker's data step goes.
 #[derive(Debug)]
 pub(crate) struct Recorder<'a> {
-    progress: &'a Progress,
+    progress: &'a ResumeProgress,
     fd: BorrowedFd<'a>,
 }
 

@@ -27,10 +27,9 @@
 //!   written from the source. A clone that fails is written over (see `data::range`).
 
 use super::links::LinkLoc;
-use crate::data::copy::{DataError, DataPlan, FileCopy};
-use crate::report::{Control, FileOutcome};
-use crate::sys::{self, Extent, IoBuf, Meta};
-use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use crate::data::copy::{DataError, FileCopy};
+use crate::sys::{self, Extent};
+use rustix::fd::{AsFd, OwnedFd};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -321,21 +320,14 @@ impl Drop for Claimed<'_> {
     }
 }
 
-/// Copies the data of `src` (whose shared extents are `shared`) into the new `dst`: the
-/// extents an earlier copy holds are cloned from it, the rest is copied.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn copy_shared<'a>(
-    src: BorrowedFd<'a>,
-    meta: &Meta,
-    dst: BorrowedFd<'a>,
-    plan: &'a DataPlan<'a>,
-    buf: &'a mut IoBuf,
-    control: &'a Control,
+/// Copies a file whose shared extents are `shared` through its engine `fc`: the extents an
+/// earlier copy holds are cloned from it, the rest is copied.
+pub(crate) fn copy_shared(
+    fc: &mut FileCopy<'_>,
     shared: &[Extent],
     sharing: &Sharing<'_>,
-) -> Result<FileOutcome, DataError> {
-    let size = meta.size;
-    let mut fc = FileCopy::new(src, meta, dst, plan, buf, control);
+) -> Result<(), DataError> {
+    let (dst, size) = (fc.dst(), fc.size());
     let mut pos = 0;
     for e in shared {
         let start = e.logical.max(pos);
@@ -393,8 +385,7 @@ pub(crate) fn copy_shared<'a>(
         }
         pos = end;
     }
-    fc.span(pos, size)?;
-    fc.finish(size)
+    fc.span(pos, size)
 }
 
 #[cfg(test)]

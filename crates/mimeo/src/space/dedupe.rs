@@ -216,23 +216,8 @@ pub fn dedupe(
         let mut after = run.after.into_inner().unwrap_or_else(|e| e.into_inner());
         before.bytes().saturating_sub(after.bytes())
     };
-    let c = |a: &AtomicU64| a.load(Relaxed);
-    DedupeSummary {
-        files: c(&counts.files),
-        candidates: c(&counts.candidates),
-        already_shared: c(&counts.already_shared),
-        groups: c(&counts.groups),
-        duplicates: c(&counts.duplicates),
-        deduped_files: c(&counts.deduped_files),
-        bytes_read: c(&counts.bytes_read),
-        bytes_deduped: c(&counts.bytes_deduped),
-        bytes_saved: saved,
-        skipped: c(&counts.skipped),
-        errors: failures.count(),
-        dry_run: opts.dry_run,
-        interrupted: control.is_stopped(),
-        elapsed: start.elapsed(),
-    }
+    let at_end = (failures.count(), control.is_stopped(), start.elapsed());
+    counts.summary(saved, opts.dry_run, at_end)
 }
 
 #[derive(Default)]
@@ -246,6 +231,36 @@ struct Counts {
     bytes_read: AtomicU64,
     bytes_deduped: AtomicU64,
     skipped: AtomicU64,
+}
+
+impl Counts {
+    /// The run's summary: these counts, the bytes saved, and (errors, whether it was
+    /// stopped, how long it took) from its end.
+    fn summary(
+        &self,
+        saved: u64,
+        dry_run: bool,
+        (errors, interrupted, elapsed): (u64, bool, Duration),
+    ) -> DedupeSummary {
+        let c = |a: &AtomicU64| a.load(Relaxed);
+        let counts = self;
+        DedupeSummary {
+            files: c(&counts.files),
+            candidates: c(&counts.candidates),
+            already_shared: c(&counts.already_shared),
+            groups: c(&counts.groups),
+            duplicates: c(&counts.duplicates),
+            deduped_files: c(&counts.deduped_files),
+            bytes_read: c(&counts.bytes_read),
+            bytes_deduped: c(&counts.bytes_deduped),
+            bytes_saved: saved,
+            skipped: c(&counts.skipped),
+            errors,
+            dry_run,
+            interrupted,
+            elapsed,
+        }
+    }
 }
 
 /// A file found by the walk.

@@ -5,9 +5,6 @@
 //! origin is deleted and its inode number reused, dev/ino alone would point at the wrong
 //! file.
 
-// Nothing calls this yet: shared reads through a canonical file (origin tracking) will.
-#![allow(dead_code)]
-
 use rustix::fd::BorrowedFd;
 use rustix::io::{Errno, Result};
 use rustix::ioctl::{self, Opcode, Updater, opcode};

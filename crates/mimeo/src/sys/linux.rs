@@ -514,6 +514,47 @@ pub(crate) fn write(fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize> {
     rustix::io::write(fd, buf)
 }
 
+/// Reads until `buf` is full or the file ends, at `off` (at the file's own offset when
+/// None), through interruptions. Fewer bytes than asked means the file ended.
+pub(crate) fn read_full(fd: BorrowedFd<'_>, buf: &mut [u8], off: Option<u64>) -> Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        let n = match off {
+            Some(off) => pread(fd, &mut buf[got..], off + got as u64),
+            None => read(fd, &mut buf[got..]),
+        };
+        match n {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(Errno::INTR) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+/// Writes all of `data` at `off` (at the file's own offset when None), through short writes
+/// and interruptions. A write that takes nothing is ENOSPC.
+pub(crate) fn write_all(fd: BorrowedFd<'_>, mut data: &[u8], off: Option<u64>) -> Result<()> {
+    let mut at = off;
+    while !data.is_empty() {
+        let n = match at {
+            Some(off) => pwrite(fd, data, off),
+            None => write(fd, data),
+        };
+        match n {
+            Ok(0) => return Err(Errno::NOSPC),
+            Ok(n) => {
+                data = &data[n..];
+                at = at.map(|off| off + n as u64);
+            }
+            Err(Errno::INTR) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 pub(crate) fn truncate(fd: BorrowedFd<'_>, len: u64) -> Result<()> {
     rfs::ftruncate(fd, len)
 }
@@ -903,7 +944,8 @@ impl std::fmt::Debug for DirReader {
 pub(crate) fn private_fd_table() {
     // SAFETY: after this call, descriptors this thread opens are invalid in other threads and
     // vice versa. The engine only calls it at the start of its worker threads, and shares
-    // across workers only descriptors opened before the workers started (see `tree::copy_with`).
+    // across workers only descriptors opened before the workers started (see `sched::local::copy_with`
+    // and `space::dedupe`).
     let _ = unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::FILES) };
 }
 

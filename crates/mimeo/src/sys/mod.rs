@@ -9,10 +9,8 @@ mod linux;
 #[cfg(target_os = "linux")]
 pub(crate) use linux::*;
 
-// Primitives for features still to come: page-cache state (cachestat), dedupe
-// (FIDEDUPERANGE), inode generations (FS_IOC_GETVERSION) and range clones
-// (FICLONERANGE, clone granularity). Until those features use them, the re-exports are unused outside the
-// tests.
+// Page-cache state (cachestat, for shared reads), dedupe (FIDEDUPERANGE), inode identity
+// (generations, stamps, mount ids) and range clones (FICLONERANGE, clone granularity).
 #[cfg(target_os = "linux")]
 mod cache;
 #[cfg(target_os = "linux")]
@@ -24,7 +22,6 @@ mod inode;
 #[cfg(target_os = "linux")]
 mod range;
 #[cfg(target_os = "linux")]
-#[allow(unused_imports)]
 pub(crate) use {cache::*, dedupe::*, ident::*, inode::*, range::*};
 
 #[cfg(all(test, target_os = "linux"))]

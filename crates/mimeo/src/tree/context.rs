@@ -2,17 +2,17 @@
 //! entry is being copied ([`Here`]).
 
 use super::hooks::HookSet;
-use super::splits::Splits;
+use super::split_state::Splits;
 use super::work::{DirInfo, WorkItem};
 use crate::data::copy::{DataPlan, NoCloneDevs};
 use crate::data::meta::Process;
 use crate::data::origin::Mounts;
-use crate::data::shared::ReadVia;
+use crate::data::shared_reads::ReadVia;
 use crate::options::{Dereference, Options};
-use crate::place::canon::CanonMap;
 use crate::place::crash::{PartMarker, Sweep};
 use crate::place::decide::Rules;
 use crate::place::links::{LinkGroups, LinkLoc, LinkMap};
+use crate::place::shared_reads::CanonMap;
 use crate::place::sharing::ExtentMap;
 use crate::report::Reporter;
 use crate::sys::{self, IoBuf, Meta};

@@ -29,7 +29,6 @@ use std::os::unix::ffi::OsStrExt;
 /// Creates the destination directory `dst_dir/dst_name` for the source directory `name` of
 /// `src_dir`, or merges into an existing one. Returns whether it was created and whether it
 /// has the set-gid bit, or None after reporting why not.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn make_dst_dir(
     ctx: &Ctx<'_>,
     here: &Here<'_>,

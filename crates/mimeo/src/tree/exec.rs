@@ -8,7 +8,7 @@ use super::split;
 use super::work::{DirDone, DirInfo, Lineage, RangeDone, Stat, WorkItem, WorkKind};
 use crate::options::Options;
 use crate::place::links::LinkGroups;
-use crate::report::{Control, Observer, Reporter, Summary, Warning};
+use crate::report::{Control, Error, Observer, Reporter, Summary, Warning};
 use crate::sys;
 use rustix::fd::AsFd;
 use std::time::Instant;
@@ -123,30 +123,15 @@ impl<'a> Executor<'a> {
         // when there are several sources, which may share a destination.
         let mut dests: Vec<Option<Dest>> = Vec::new();
         for pair in pairs {
-            let parents = if opts.parents {
-                match super::roots::make_parents(&pair.src, &pair.dst, opts) {
-                    Ok(p) => p,
-                    Err(e) => {
-                        ctx.report.fail(e);
-                        continue;
-                    }
-                }
-            } else {
-                Vec::new()
-            };
-            let mut root = match super::context::Root::resolve(opts, pair) {
+            let mut root = match resolve_root(opts, pair) {
                 Ok(root) => root,
                 Err(e) => {
                     ctx.report.fail(e);
                     continue;
                 }
             };
-            root.parents = parents;
             let index = ctx.roots.len() as u32;
-            let dest = (pairs.len() > 1)
-                .then(|| sys::fstat(root.dst_parent.as_fd()).ok())
-                .flatten()
-                .map(|m| (m.id(), root.dst_name.to_bytes().to_vec()));
+            let dest = (pairs.len() > 1).then(|| dest_of(&root)).flatten();
             // An earlier source that is not a directory goes to the same name: cp copies in
             // command-line order, and the later one must find what the earlier one made.
             let earlier = dest
@@ -161,11 +146,7 @@ impl<'a> Executor<'a> {
             let kind = if root.meta.is_dir() {
                 // The same directory named again into the same place: cp copies it once, and
                 // says so (a backup would otherwise keep the first copy's files).
-                let again = dest.as_ref().is_some_and(|dest| {
-                    let same = |r: &Root| r.meta.is_dir() && r.meta.id() == root.meta.id();
-                    (dests.iter().zip(&ctx.roots)).any(|(d, r)| d.as_ref() == Some(dest) && same(r))
-                });
-                if again {
+                if named_again(&dests, &ctx.roots, dest.as_ref(), &root) {
                     ctx.report.warn(Warning::SourceTwice {
                         src: root.src_path.clone(),
                         directory: true,
@@ -231,7 +212,7 @@ impl<'a> Executor<'a> {
             HookSet::new(&NoHooks),
         );
         for pair in pairs {
-            let mut root = super::context::Root::resolve(opts, pair)?;
+            let mut root = Root::resolve(opts, pair)?;
             if root.meta.is_dir() {
                 let src = sys::open_dir(root.src_parent.as_fd(), &root.src_name, root.follow)
                     .map_err(|e| open_error(root.src_path.clone(), e))?;
@@ -435,4 +416,31 @@ fn open_root_dirs(ctx: &Ctx<'_>, index: u32, root: &mut super::context::Root) ->
         default_acl: created && root.dst.default_acl,
         lineage,
     })
+}
+
+/// Where a root goes: its destination parent's (dev, ino) and name.
+fn dest_of(root: &Root) -> Option<Dest> {
+    let parent = sys::fstat(root.dst_parent.as_fd()).ok()?;
+    Some((parent.id(), root.dst_name.to_bytes().to_vec()))
+}
+
+/// Whether the directory root `root`, going to `dest`, was named before to the same place.
+fn named_again(dests: &[Option<Dest>], roots: &[Root], dest: Option<&Dest>, root: &Root) -> bool {
+    dest.is_some_and(|dest| {
+        let same = |r: &Root| r.meta.is_dir() && r.meta.id() == root.meta.id();
+        (dests.iter().zip(roots)).any(|(d, r)| d.as_ref() == Some(dest) && same(r))
+    })
+}
+
+/// Resolves one command-line pair to its root, making the source's parents at the
+/// destination first with `--parents`.
+fn resolve_root(opts: &Options, pair: &CopyPair) -> Result<Root, Error> {
+    let parents = if opts.parents {
+        super::roots::make_parents(&pair.src, &pair.dst, opts)?
+    } else {
+        Vec::new()
+    };
+    let mut root = Root::resolve(opts, pair)?;
+    root.parents = parents;
+    Ok(root)
 }

@@ -7,7 +7,7 @@
 //! `FICLONE`, `rename` and two `close`s.
 
 use super::context::{Ctx, DstFacts, Here, Loc};
-use super::entry::copy_opened;
+use super::file::RegularFile;
 use super::hooks::{HookSet, NoHooks};
 use super::roots::{cow_matters, is_cow, stat_error};
 use crate::data::meta;
@@ -125,18 +125,9 @@ pub fn copy_file_with(
         spawn: None,
     };
     let mut buf = crate::sys::IoBuf::default();
-    copy_opened(
-        &ctx,
-        &here,
-        &mut buf,
-        &src_name,
-        &dst_name,
-        &file,
-        &meta,
-        found.as_ref(),
-        false,
-    )?
-    .ok_or_else(|| Error::refused(Op::Refuse, dst, Refusal::Exists))
+    RegularFile::new(&ctx, &here, (&src_name, &dst_name), &file, meta)
+        .copy(&mut buf, found.as_ref())?
+        .ok_or_else(|| Error::refused(Op::Refuse, dst, Refusal::Exists))
 }
 
 /// What the copy needs to know of the destination's directory. Its device is the existing

@@ -19,15 +19,17 @@
 //! for ranges that a worker is copying and its wait still always ends. That worker copies
 //! it (`run_lent`) and the outcome goes back to the splitter's process (`lent_done`).
 
-use super::context::{Buffers, Ctx, Here, Loc};
-use super::splits::{Did, Split, Tally, lock};
+use super::context::{Buffers, Ctx, Here, Loc, Spawner};
+use super::split_state::{Split, Tally, lock};
 use super::work::{FileRange, RangeDone, Stat, WorkItem, WorkKind};
-use crate::data::copy::{Checkpoint, DataError, DataPlan, FileCopy, clone_whole};
+use crate::data::copy::{
+    Checkpoint, DataError, DataJob, FileCopy, Layout, Written, copy_span, gaps,
+};
 use crate::options::Dereference;
-use crate::place::resume::Progress;
-use crate::report::{Control, FileOutcome, Method, Op};
-use crate::sys::{self, Errno, IoBuf, Meta};
-use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use crate::place::resume::ResumeProgress;
+use crate::report::Op;
+use crate::sys::{self, Errno, Meta};
+use rustix::fd::{AsFd, OwnedFd};
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -61,15 +63,10 @@ fn ranges(from: u64, to: u64, each: u64) -> Vec<(u64, u64)> {
 /// What is left to copy of a file of `size` bytes whose parts `done` are complete: the
 /// gaps, each split every `each` bytes.
 fn todo(size: u64, done: &[(u64, u64)], each: u64) -> Vec<(u64, u64)> {
-    let mut out = Vec::new();
-    let mut pos = 0;
-    for &(from, to) in done.iter().chain(std::iter::once(&(size, size))) {
-        if from > pos {
-            out.extend(ranges(pos, from, each));
-        }
-        pos = pos.max(to);
-    }
-    out
+    gaps(size, done)
+        .into_iter()
+        .flat_map(|(from, to)| ranges(from, to, each))
+        .collect()
 }
 
 /// The names of a file being split: its source's, and the one its copy is written under.
@@ -79,26 +76,34 @@ pub(crate) struct Names<'a> {
     pub written: &'a CStr,
 }
 
-/// Copies the data of `src` into `dst` (written as `names.written` at `here`) in ranges
-/// that other workers help with, when the options ask for it and what is left to copy is
-/// large enough; None otherwise (the caller copies it in one piece). `done`: the parts an
-/// earlier run completed (a resumed copy), empty for a new one. A clone is never split: it
-/// is tried first. Every worker keeps `progress` (the resume record) up to date with its
-/// ranges.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn copy<'a>(
-    ctx: &Ctx<'_>,
-    here: &Here<'_>,
-    names: Names<'_>,
-    progress: Option<Arc<Progress>>,
+/// The data path's layout for a large file copied in ranges that other workers help with.
+/// Every worker keeps `progress` (the resume record) up to date with its ranges.
+pub(crate) struct Splitter<'a, 'c> {
+    ctx: &'a Ctx<'c>,
+    spawn: &'a dyn Spawner,
+    /// The file's place: its root, its directory below the root, and whether it is the root.
+    root: u32,
+    path: Vec<u8>,
+    at_root: bool,
+    names: Names<'a>,
+    progress: Option<Arc<ResumeProgress>>,
+    stat: Stat,
+    /// The ranges, every `each` bytes of what is left to copy.
+    all: Vec<(u64, u64)>,
+}
+
+/// The layout that copies the file `meta` (written as `names.written` at `here`) in ranges,
+/// when the options ask for it and what is left to copy is large enough; None otherwise (the
+/// file is copied in one piece). `done`: the parts an earlier run completed (a resumed copy),
+/// empty for a new one. A clone is never split: the data path tries it first.
+pub(crate) fn layout<'a, 'c>(
+    ctx: &'a Ctx<'c>,
+    here: &Here<'a>,
+    names: Names<'a>,
+    progress: Option<Arc<ResumeProgress>>,
     done: &[(u64, u64)],
-    src: BorrowedFd<'a>,
     meta: &Meta,
-    dst: BorrowedFd<'a>,
-    plan: &'a DataPlan<'a>,
-    buf: &'a mut IoBuf,
-    control: &'a Control,
-) -> Option<Result<FileOutcome, DataError>> {
+) -> Option<Splitter<'a, 'c>> {
     let each = ctx.opts.split.filter(|&e| e > 0)?;
     let spawn = here.spawn?;
     let (root, path, at_root) = match here.loc {
@@ -110,87 +115,96 @@ pub(crate) fn copy<'a>(
     if (ctx.opts.jobs < 2 && !ctx.splits.lending) || left < 2 * each {
         return None;
     }
-    if done.is_empty() {
-        match clone_whole(src, meta, dst, plan, control) {
-            Ok(None) => {}
-            other => return Some(other.map(|cloned| cloned.expect("cloned"))),
-        }
-    }
-    let id = ctx.splits.next.fetch_add(1, Ordering::Relaxed);
-    let all = todo(meta.size, done, range_size(each, left));
-    // Ranges copied elsewhere are recorded here, through a descriptor of our own.
-    let own_dst = match (&progress, ctx.splits.lending) {
-        (Some(_), true) => dst.try_clone_to_owned().ok(),
-        _ => None,
-    };
-    let split = Arc::new(Split {
-        src: meta.id(),
-        progress: progress.clone(),
-        dst: own_dst,
-        taken: all.iter().map(|_| AtomicBool::new(false)).collect(),
-        ranges: all.clone(),
-        abort: AtomicBool::new(false),
-        tally: Mutex::new(Tally::default()),
-        finished: Condvar::new(),
-    });
-    lock(&ctx.splits.live).insert(id, split.clone());
-    // The splitter takes the ranges from the first; helpers take whichever item they get.
-    for &(offset, end) in all.iter().skip(1) {
-        spawn.push(WorkItem {
-            root,
-            path: path.clone(),
-            kind: WorkKind::Range(FileRange {
-                file: id,
-                at_root,
-                name: names.src.to_bytes().to_vec(),
-                written: names.written.to_bytes().to_vec(),
-                offset,
-                len: end - offset,
-            }),
-            stat: Some((*meta).into()),
+    Some(Splitter {
+        ctx,
+        spawn,
+        root,
+        path,
+        at_root,
+        names,
+        progress,
+        stat: (*meta).into(),
+        all: todo(meta.size, done, range_size(each, left)),
+    })
+}
+
+impl Layout for Splitter<'_, '_> {
+    fn copy(&mut self, fc: &mut FileCopy<'_>) -> Result<Written, DataError> {
+        let ctx = self.ctx;
+        let id = ctx.splits.next.fetch_add(1, Ordering::Relaxed);
+        // Ranges copied elsewhere are recorded here, through a descriptor of our own.
+        let own_dst = match (&self.progress, ctx.splits.lending) {
+            (Some(_), true) => fc.dst().try_clone_to_owned().ok(),
+            _ => None,
+        };
+        let split = Arc::new(Split {
+            src: (self.stat.dev, self.stat.ino),
+            progress: self.progress.clone(),
+            dst: own_dst,
+            taken: self.all.iter().map(|_| AtomicBool::new(false)).collect(),
+            ranges: self.all.clone(),
+            abort: AtomicBool::new(false),
+            tally: Mutex::new(Tally::default()),
+            finished: Condvar::new(),
         });
+        lock(&ctx.splits.live).insert(id, split.clone());
+        self.hand_out(id);
+        self.take_in_order(&split, fc);
+        // Every range is taken now; wait for the ones helpers are copying.
+        let mut t = lock(&split.tally);
+        while t.finished < self.all.len() {
+            t = split.finished.wait(t).unwrap_or_else(|e| e.into_inner());
+        }
+        let tally = std::mem::take(&mut *t);
+        drop(t);
+        lock(&ctx.splits.live).remove(&id);
+        match tally.error {
+            Some(e) => Err(e),
+            None => Ok(tally.helpers),
+        }
     }
-    let mut recorder = progress.as_ref().map(|p| p.on(dst));
-    let checkpoint = recorder.as_mut().map(|r| r as &mut dyn Checkpoint);
-    let mut fc = FileCopy::new(src, meta, dst, plan, buf, control).with_checkpoint(checkpoint);
-    fc.resume_from(done);
-    for (i, &(a, b)) in all.iter().enumerate() {
-        if !split.take(i) {
-            continue;
+}
+
+impl Splitter<'_, '_> {
+    /// One work item per range but the first, which the splitter takes first; helpers take
+    /// whichever item they get.
+    fn hand_out(&self, id: u64) {
+        for &(offset, end) in self.all.iter().skip(1) {
+            self.spawn.push(WorkItem {
+                root: self.root,
+                path: self.path.clone(),
+                kind: WorkKind::Range(FileRange {
+                    file: id,
+                    at_root: self.at_root,
+                    name: self.names.src.to_bytes().to_vec(),
+                    written: self.names.written.to_bytes().to_vec(),
+                    offset,
+                    len: end - offset,
+                }),
+                stat: Some(self.stat),
+            });
         }
-        if split.abort.load(Ordering::SeqCst) {
-            split.finish(Err(DataError::new(Op::Interrupted, Errno::INTR)), false);
-            continue;
-        }
-        let did = fc.span(a, b).map(|()| (0, false, false));
-        if let (Err(e), Some(p), true) = (&did, &progress, ctx.opts.partial) {
-            if let Some((from, to)) = e.stopped_at {
-                p.add(dst, from, to);
+    }
+
+    /// Copies, in order, the ranges no helper took yet.
+    fn take_in_order(&self, split: &Split, fc: &mut FileCopy<'_>) {
+        for (i, &(a, b)) in self.all.iter().enumerate() {
+            if !split.take(i) {
+                continue;
             }
+            if split.abort.load(Ordering::SeqCst) {
+                split.finish(Err(DataError::new(Op::Interrupted, Errno::INTR)), false);
+                continue;
+            }
+            let did = fc.span(a, b).map(|()| Written::default());
+            if let (Err(e), Some(p), true) = (&did, &self.progress, self.ctx.opts.partial) {
+                if let Some((from, to)) = e.stopped_at {
+                    p.add(fc.dst(), from, to);
+                }
+            }
+            split.finish(did, false);
         }
-        split.finish(did, false);
     }
-    // Every range is taken now; wait for the ones helpers are copying.
-    let mut t = lock(&split.tally);
-    while t.finished < all.len() {
-        t = split.finished.wait(t).unwrap_or_else(|e| e.into_inner());
-    }
-    let tally = std::mem::take(&mut *t);
-    drop(t);
-    lock(&ctx.splits.live).remove(&id);
-    if let Some(e) = tally.error {
-        return Some(Err(e));
-    }
-    Some(fc.finish(meta.size).map(|mut o| {
-        o.bytes = (o.bytes + tally.written).min(meta.size);
-        o.hole_bytes = meta.size - o.bytes;
-        if tally.streamed || (o.method == Method::Stream && o.bytes > tally.written) {
-            o.method = Method::Stream;
-        } else if tally.offloaded || o.method == Method::Offload {
-            o.method = Method::Offload;
-        }
-        o
-    }))
 }
 
 /// Runs a range item: copies its range, unless the splitter or another helper took it, or
@@ -251,7 +265,7 @@ pub(crate) fn run_lent(
         None => Err(DataError::new(Op::Changed, Errno::STALE)),
     };
     let (written, offloaded, streamed, failed, stopped_at) = match did {
-        Ok((written, offloaded, streamed)) => (written, offloaded, streamed, None, None),
+        Ok(w) => (w.bytes, w.offloaded, w.streamed, None, None),
         Err(e) => (
             0,
             false,
@@ -287,7 +301,11 @@ pub(crate) fn lent_done(ctx: &Ctx<'_>, done: &RangeDone) {
     let did = match done.failed {
         None => {
             record(from, to);
-            Ok((done.written, done.offloaded, done.streamed))
+            Ok(Written {
+                bytes: done.written,
+                offloaded: done.offloaded,
+                streamed: done.streamed,
+            })
         }
         Some((op, errno)) => {
             if let (Some((a, b)), true) = (done.stopped_at, ctx.opts.partial) {
@@ -308,8 +326,8 @@ fn copy_range(
     rel: &[u8],
     r: &FileRange,
     src_id: (u64, u64),
-    progress: Option<&Progress>,
-) -> Result<Did, DataError> {
+    progress: Option<&ResumeProgress>,
+) -> Result<Written, DataError> {
     let root = ctx.root(root_index);
     let open = |e: Errno| DataError::new(Op::Open, e);
     let dirs: Option<(OwnedFd, OwnedFd)> = if r.at_root {
@@ -346,26 +364,21 @@ fn copy_range(
     let dst = sys::open_to_resume(dst_dir, &sys::cstring(&r.written)).map_err(open)?;
     let plan = ctx.plan(&meta, &root.dst, root.sized_dev, &[]);
     let mut recorder = progress.map(|p| p.on(dst.as_fd()));
-    let checkpoint = recorder.as_mut().map(|r| r as &mut dyn Checkpoint);
-    let mut fc = FileCopy::new(
-        src.as_fd(),
-        &meta,
-        dst.as_fd(),
-        &plan,
-        &mut w.data,
-        ctx.report.control,
-    )
-    .with_checkpoint(checkpoint);
-    match fc.span(r.offset, r.offset + r.len) {
-        Ok(()) => Ok(fc.tally()),
-        Err(e) => {
-            // --partial keeps what this range wrote, as the splitter keeps its own.
-            if let (Some(p), Some((from, to)), true) = (progress, e.stopped_at, ctx.opts.partial) {
-                p.add(dst.as_fd(), from, to);
-            }
-            Err(e)
+    let job = DataJob {
+        src: src.as_fd(),
+        meta: &meta,
+        dst: dst.as_fd(),
+        plan: &plan,
+        buf: &mut w.data,
+        control: ctx.report.control,
+        checkpoint: recorder.as_mut().map(|r| r as &mut dyn Checkpoint),
+    };
+    copy_span(job, r.offset, r.offset + r.len).inspect_err(|e| {
+        // --partial keeps what this range wrote, as the splitter keeps its own.
+        if let (Some(p), Some((from, to)), true) = (progress, e.stopped_at, ctx.opts.partial) {
+            p.add(dst.as_fd(), from, to);
         }
-    }
+    })
 }
 
 #[cfg(test)]

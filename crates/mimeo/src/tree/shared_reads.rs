@@ -1,14 +1,14 @@
 //! Shared reads in a tree copy. Before a file is copied to a destination it cannot be cloned
 //! into (another filesystem, `--reflink=never`), the run's map of canonical source files
-//! ([`CanonMap`](crate::place::canon::CanonMap)) says which of its shared extents an earlier
+//! ([`CanonMap`](crate::place::shared_reads::CanonMap)) says which of its shared extents an earlier
 //! source file already holds; those holders are opened (by their place below their root,
 //! checked to be the same inode) and the data path reads those ranges through them, with the
 //! checks of shared reads. The device is read once for all the clones of a file.
 
 use super::context::{Ctx, Here};
-use crate::data::shared::{self, ReadVia};
+use crate::data::shared_reads::{self, ReadVia};
 use crate::options::{Reflink, Sparse};
-use crate::place::canon::{Holder, Through};
+use crate::place::shared_reads::{CanonRange, Canonical};
 use crate::sys::{self, Meta};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::CStr;
@@ -17,8 +17,8 @@ use std::sync::Arc;
 /// The canonical files a file is read through, open, and the ranges read through each.
 #[derive(Debug, Default)]
 pub(crate) struct Canonicals {
-    fds: Vec<(Arc<Holder>, OwnedFd)>,
-    ranges: Vec<(Through, usize)>,
+    fds: Vec<(Arc<Canonical>, OwnedFd)>,
+    ranges: Vec<(CanonRange, usize)>,
 }
 
 impl Canonicals {
@@ -46,8 +46,8 @@ fn worth_it(ctx: &Ctx<'_>, here: &Here<'_>, src: BorrowedFd<'_>, meta: &Meta) ->
         && !o.nocache
         && o.sparse != Sparse::Always
         && !cloned
-        && meta.size >= shared::MIN_SIZE
-        && sys::fs_type(src).is_ok_and(shared::shares_blocks)
+        && meta.size >= shared_reads::MIN_SIZE
+        && sys::fs_type(src).is_ok_and(shared_reads::shares_blocks)
 }
 
 /// Finds and opens the canonical files of the source `here/name` (open as `src`), and makes
@@ -71,10 +71,10 @@ pub(crate) fn canonicals(
     let Ok(ext) = sys::fiemap(src, 0, u64::MAX, false) else {
         return out;
     };
-    if !ext.iter().any(shared::shared) {
+    if !ext.iter().any(shared_reads::shared) {
         return out;
     }
-    let me = || Holder { loc, id: meta.id() };
+    let me = || Canonical { loc, id: meta.id() };
     for t in ctx.canon.claim(meta.dev, &ext, me) {
         let i = match out.fds.iter().position(|(h, _)| Arc::ptr_eq(h, &t.holder)) {
             Some(i) => i,
@@ -92,7 +92,7 @@ pub(crate) fn canonicals(
 }
 
 /// Opens a holder by its place below its root, if it is still the same inode.
-fn open(ctx: &Ctx<'_>, h: &Holder) -> Option<OwnedFd> {
+fn open(ctx: &Ctx<'_>, h: &Canonical) -> Option<OwnedFd> {
     let root = ctx.root(h.loc.root);
     let name = std::ffi::CString::new(h.loc.name.as_slice()).ok()?;
     let fd = match &h.loc.dir {

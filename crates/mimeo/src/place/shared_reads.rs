@@ -1,7 +1,7 @@
 //! Canonical source files of one run: for every shared extent of the sources (clones,
 //! dedupe results), the first source file read that held it. When the destination cannot
 //! clone (btrfs → ext4, `--reflink=never`), each later reference to such an extent is read
-//! through that file (see [`SharedFile`](crate::data::shared::SharedFile)), whose page
+//! through that file (see [`SharedFile`](crate::data::shared_reads::SharedFile)), whose page
 //! cache then holds the bytes once: copying eight clones of one file reads the device once.
 //!
 //! The same idea as hard-link groups ([`links`](super::links)), per extent: the map holds
@@ -16,7 +16,7 @@
 
 use super::links::LinkLoc;
 use crate::data::physmap::PhysMap;
-use crate::data::shared;
+use crate::data::shared_reads;
 use crate::sys::Extent;
 use std::sync::{Arc, Mutex};
 
@@ -26,7 +26,7 @@ pub(crate) const MAX_INTERVALS: usize = 1 << 18;
 
 /// A source file that holds shared extents: where it is, and which inode it is.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) struct Holder {
+pub(crate) struct Canonical {
     pub loc: LinkLoc,
     /// (dev, ino), checked when it is opened.
     pub id: (u64, u64),
@@ -34,11 +34,11 @@ pub(crate) struct Holder {
 
 /// A range of a file to read through its holder.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Through {
+pub(crate) struct CanonRange {
     /// Offset and length in the file.
     pub at: u64,
     pub len: u64,
-    pub holder: Arc<Holder>,
+    pub holder: Arc<Canonical>,
     /// The holder's offset of the same bytes.
     pub holder_at: u64,
 }
@@ -46,7 +46,7 @@ pub(crate) struct Through {
 /// The run's map of shared device addresses to the source files that hold them.
 #[derive(Debug)]
 pub(crate) struct CanonMap {
-    map: Mutex<PhysMap<(Arc<Holder>, u64)>>,
+    map: Mutex<PhysMap<(Arc<Canonical>, u64)>>,
     /// The most intervals held.
     limit: usize,
 }
@@ -70,18 +70,23 @@ impl CanonMap {
     /// read: the ranges of its shared extents that an earlier file holds, to be read through
     /// that file. The shared extents nobody holds yet are held by this file (`me`, built
     /// only if needed) from now on.
-    pub fn claim(&self, dev: u64, ext: &[Extent], me: impl FnOnce() -> Holder) -> Vec<Through> {
+    pub fn claim(
+        &self,
+        dev: u64,
+        ext: &[Extent],
+        me: impl FnOnce() -> Canonical,
+    ) -> Vec<CanonRange> {
         let mut me = Some(me);
-        let mut mine: Option<Arc<Holder>> = None;
+        let mut mine: Option<Arc<Canonical>> = None;
         let mut out = Vec::new();
         let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
-        for e in ext.iter().filter(|e| shared::shared(e)) {
+        for e in ext.iter().filter(|e| shared_reads::shared(e)) {
             for h in map.held(dev, e.physical, e.length) {
                 let (holder, offset) = h.value;
                 if mine.as_ref().is_some_and(|m| Arc::ptr_eq(m, &holder)) {
                     continue; // the file's own extent, met at another offset
                 }
-                out.push(Through {
+                out.push(CanonRange {
                     at: e.logical + h.at,
                     len: h.len,
                     holder,
@@ -115,8 +120,8 @@ mod tests {
         }
     }
 
-    fn holder(name: &str) -> Holder {
-        Holder {
+    fn holder(name: &str) -> Canonical {
+        Canonical {
             loc: LinkLoc {
                 root: 0,
                 dir: None,

@@ -420,18 +420,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Reads `n` bytes of `fd` at `off` into `buf` (fewer only at its end), retrying `EINTR`.
+/// Reads `buf.len()` bytes of `fd` at `off` (fewer only at its end).
 fn pread_full(fd: BorrowedFd<'_>, buf: &mut [u8], off: u64) -> io::Result<u64> {
-    let mut done = 0;
-    while done < buf.len() {
-        match sys::pread(fd, &mut buf[done..], off + done as u64) {
-            Ok(0) => break,
-            Ok(n) => done += n,
-            Err(Errno::INTR) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(done as u64)
+    Ok(sys::read_full(fd, buf, Some(off))? as u64)
 }
 
 /// A range of a file being copied that is read through a canonical file: `len` bytes at
@@ -489,7 +480,7 @@ impl Drop for Canon {
 
 /// A registry entry: a canonical file and its offset at the start of the interval.
 #[derive(Debug, Clone)]
-struct Holder {
+struct Registered {
     id: u64,
     canon: Weak<Canon>,
     offset: u64,
@@ -497,8 +488,8 @@ struct Holder {
 
 /// The process-wide registry: device addresses of shared extents → the file opened through
 /// this module that holds them.
-fn registry() -> &'static Mutex<PhysMap<Holder>> {
-    static REGISTRY: OnceLock<Mutex<PhysMap<Holder>>> = OnceLock::new();
+fn registry() -> &'static Mutex<PhysMap<Registered>> {
+    static REGISTRY: OnceLock<Mutex<PhysMap<Registered>>> = OnceLock::new();
     REGISTRY.get_or_init(Default::default)
 }
 
@@ -809,7 +800,7 @@ fn join_registry(
     let me = Canon::new(fd.into(), own.dev);
     let mut held = Vec::new();
     for e in &shared_ext {
-        for (at, _) in reg.fill(own.dev, e.physical, e.length, |at| Holder {
+        for (at, _) in reg.fill(own.dev, e.physical, e.length, |at| Registered {
             id: me.id,
             canon: Arc::downgrade(&me),
             offset: e.logical + at,
@@ -1292,7 +1283,7 @@ mod tests {
     fn registered(phys: u64) -> Arc<Canon> {
         let f = tempfile::tempfile().expect("tempfile");
         let canon = Canon::new(f.into(), NO_DEV);
-        lock(registry()).fill(NO_DEV, phys, 4096, |_| Holder {
+        lock(registry()).fill(NO_DEV, phys, 4096, |_| Registered {
             id: canon.id,
             canon: Arc::downgrade(&canon),
             offset: 0,

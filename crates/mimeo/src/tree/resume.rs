@@ -5,7 +5,7 @@
 use super::context::{Ctx, Here};
 use crate::options::Overwrite;
 use crate::place::crash;
-use crate::place::resume::{self, Progress, RESUME_MIN};
+use crate::place::resume::{self, RESUME_MIN, ResumeProgress};
 use crate::sys::{self, Meta};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::CStr;
@@ -72,8 +72,12 @@ pub(crate) fn try_resume(
 /// The record keeper for the copy of `meta`, whose parts `done` are complete already: for a
 /// large file written at its final name (a temporary is removed by any later run, so it
 /// could never be resumed).
-pub(crate) fn progress(meta: &Meta, temporary: bool, done: &[(u64, u64)]) -> Option<Arc<Progress>> {
-    (meta.size >= RESUME_MIN && !temporary).then(|| Arc::new(Progress::new(meta, done)))
+pub(crate) fn progress(
+    meta: &Meta,
+    temporary: bool,
+    done: &[(u64, u64)],
+) -> Option<Arc<ResumeProgress>> {
+    (meta.size >= RESUME_MIN && !temporary).then(|| Arc::new(ResumeProgress::new(meta, done)))
 }
 
 /// With `--partial`, a copy stopped by the run's stop request keeps what it wrote and its
@@ -82,7 +86,7 @@ pub(crate) fn progress(meta: &Meta, temporary: bool, done: &[(u64, u64)]) -> Opt
 pub(crate) fn keep_stopped(
     ctx: &Ctx<'_>,
     here: &Here<'_>,
-    progress: Option<&Progress>,
+    progress: Option<&ResumeProgress>,
     dst: BorrowedFd<'_>,
     stopped_at: Option<(u64, u64)>,
 ) -> bool {

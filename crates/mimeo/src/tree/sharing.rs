@@ -9,11 +9,10 @@
 //! one FIEMAP call (without a flush) per file tells whether it has shared extents at all.
 
 use super::context::{Ctx, Here};
-use crate::data::copy::{DataError, DataPlan};
+use crate::data::copy::{DataError, FileCopy, Layout, Written};
 use crate::place::links::LinkLoc;
 use crate::place::sharing::{self, Holder, Sharing};
-use crate::report::{Control, FileOutcome};
-use crate::sys::{self, Extent, IoBuf, Meta};
+use crate::sys::{self, Extent, Meta};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::CStr;
 use std::sync::Arc;
@@ -96,27 +95,32 @@ fn open_holder(ctx: &Ctx<'_>, loc: &LinkLoc) -> Option<OwnedFd> {
     sys::open_read(at, &sys::cstring(&loc.name), false).ok()
 }
 
-/// Copies the data of `src` into `dst`, cloning the shared extents that earlier copies hold.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn copy<'a>(
-    ctx: &Ctx<'_>,
-    shared: &SharedCopy,
-    src: BorrowedFd<'a>,
-    meta: &Meta,
-    dst: BorrowedFd<'a>,
-    plan: &'a DataPlan<'a>,
-    buf: &'a mut IoBuf,
-    control: &'a Control,
-) -> Result<FileOutcome, DataError> {
-    let open = |loc: &LinkLoc| open_holder(ctx, loc);
-    let how = Sharing {
-        map: &ctx.extents,
-        dev: meta.dev,
-        me: &shared.holder,
-        granularity: shared.granularity,
-        open: &open,
-    };
-    sharing::copy_shared(src, meta, dst, plan, buf, control, &shared.extents, &how)
+/// The data path's layout for a file whose shared extents earlier copies may hold: those
+/// are cloned from them. No whole-file clone is tried: the source is on another filesystem.
+pub(crate) struct KeepShared<'a, 'c> {
+    pub ctx: &'a Ctx<'c>,
+    pub copy: &'a SharedCopy,
+    /// The source's device.
+    pub dev: u64,
+}
+
+impl Layout for KeepShared<'_, '_> {
+    fn clone_whole_first(&self) -> bool {
+        false
+    }
+
+    fn copy(&mut self, fc: &mut FileCopy<'_>) -> Result<Written, DataError> {
+        let open = |loc: &LinkLoc| open_holder(self.ctx, loc);
+        let how = Sharing {
+            map: &self.ctx.extents,
+            dev: self.dev,
+            me: &self.copy.holder,
+            granularity: self.copy.granularity,
+            open: &open,
+        };
+        sharing::copy_shared(fc, &self.copy.extents, &how)?;
+        Ok(Written::default())
+    }
 }
 
 /// `-u` keeps the existing copy `dst_name` of `src`: it holds the source's shared extents

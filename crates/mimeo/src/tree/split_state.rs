@@ -2,8 +2,8 @@
 //! taken, how they went, and the splitter's wait for its helpers. Shared through `Ctx`, so
 //! it imports no other part of `tree`.
 
-use crate::data::copy::DataError;
-use crate::place::resume::Progress;
+use crate::data::copy::{DataError, Written};
+use crate::place::resume::ResumeProgress;
 use crate::report::Op;
 use rustix::fd::OwnedFd;
 use std::collections::HashMap;
@@ -30,19 +30,14 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// What one range's copy did: bytes written, and whether by offload and by stream.
-pub(crate) type Did = (u64, bool, bool);
-
 #[derive(Debug, Default)]
 pub(crate) struct Tally {
     /// Ranges finished (copied, failed, or given up).
     pub finished: usize,
     /// The first failure; a stop request only when nothing else failed.
     pub error: Option<DataError>,
-    /// By helpers.
-    pub written: u64,
-    pub offloaded: bool,
-    pub streamed: bool,
+    /// What helpers wrote.
+    pub helpers: Written,
 }
 
 /// One file being copied in ranges.
@@ -51,7 +46,7 @@ pub(crate) struct Split {
     /// The source's (dev, ino): a helper checks that it opened the same file.
     pub src: (u64, u64),
     /// The file's resume record, which every worker keeps up to date with its ranges.
-    pub progress: Option<Arc<Progress>>,
+    pub progress: Option<Arc<ResumeProgress>>,
     /// The copy, for recording the ranges other processes copied in `progress`: only when
     /// both are there.
     pub dst: Option<OwnedFd>,
@@ -68,14 +63,14 @@ impl Split {
         !self.taken[i].swap(true, Ordering::SeqCst)
     }
 
-    pub fn finish(&self, did: Result<Did, DataError>, by_helper: bool) {
+    pub fn finish(&self, did: Result<Written, DataError>, by_helper: bool) {
         let mut t = lock(&self.tally);
         t.finished += 1;
         match did {
-            Ok((written, offloaded, streamed)) if by_helper => {
-                t.written += written;
-                t.offloaded |= offloaded;
-                t.streamed |= streamed;
+            Ok(w) if by_helper => {
+                t.helpers.bytes += w.bytes;
+                t.helpers.offloaded |= w.offloaded;
+                t.helpers.streamed |= w.streamed;
             }
             Ok(_) => {}
             Err(e) => {

@@ -1,0 +1,814 @@
+//! One regular file copied (or a FIFO or device node read as one, `--copy-contents`): a
+//! [`RegularFile`] holds the run's context, the place, the names, the opened source and its
+//! metadata, and takes the file through three phases:
+//!
+//! - **place**: the hard-link groups may link it (done), then the one overwrite decision gives
+//!   a [`Target`] (new, temporary, in place, resumed); skipping it and writing into an
+//!   existing node are early returns;
+//! - **write**: the data path gives an outcome;
+//! - **finish**: metadata, verify, sync, commit, report.
+//!
+//! A failure after place leaves no half file behind: a new entry is removed (and nothing
+//! clones from it any more); a file written in place stays as it is, marked incomplete where
+//! it could be, as cp leaves it.
+
+use super::context::{Ctx, Here};
+use super::placing::{
+    LinkStep, commit, data_error, decide_at, decide_existing, first_done, link_or_claim,
+};
+use super::roots::open_error;
+use super::sharing::SharedCopy;
+use super::{shared_reads, sharing, split};
+use crate::data::copy::{Checkpoint, DataError, DataJob, Layout, copy_file};
+use crate::data::meta::{self, Apply, Dst, creation_mode};
+use crate::data::{node, origin, verify};
+use crate::options::Overwrite;
+use crate::place::crash;
+use crate::place::decide::Decision;
+use crate::place::links::FirstCopy;
+use crate::place::resume::{self, ResumeProgress};
+use crate::report::{EntryKind, Error, FileOutcome, Method, Op, Refusal};
+use crate::sys::{self, Errno, IoBuf, Meta, XattrTarget};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::ffi::{CStr, CString};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Copies the regular file `here.src_dir/name` to `here.dst_dir/dst_name`, data and metadata.
+/// Returns None when it was linked to an earlier copy or skipped.
+pub(crate) fn copy_regular(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    buf: &mut IoBuf,
+    names: (&CStr, &CStr),
+    follow: bool,
+) -> Result<Option<FileOutcome>, Error> {
+    let (src, meta) = open_source(here, names.0, follow)?;
+    if !meta.is_reg() {
+        return Err(Error::refused(
+            Op::Changed,
+            here.src_path(names.0),
+            Refusal::NoLongerRegular,
+        ));
+    }
+    RegularFile::new(ctx, here, names, &src, meta).copy(buf, None)
+}
+
+/// `--copy-contents`: copies what reading the FIFO or device node `names.0` gives into a
+/// regular file, with the node's metadata.
+pub(crate) fn copy_contents(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    buf: &mut IoBuf,
+    names: (&CStr, &CStr),
+    follow: bool,
+) -> Result<Option<FileOutcome>, Error> {
+    let (src, node) = open_source(here, names.0, follow)?;
+    // Copied as the regular file it becomes.
+    let meta = Meta {
+        mode: sys::S_IFREG | (node.mode & 0o7777),
+        size: 0,
+        blocks: 0,
+        ..node
+    };
+    let mut file = RegularFile::new(ctx, here, names, &src, meta);
+    file.contents = true;
+    file.copy(buf, None)
+}
+
+/// Opens the source `name` for reading and looks at what was opened.
+fn open_source(here: &Here<'_>, name: &CStr, follow: bool) -> Result<(OwnedFd, Meta), Error> {
+    let src_path = || here.src_path(name);
+    let src = sys::open_read(here.src_dir, name, follow).map_err(|e| open_error(src_path(), e))?;
+    let meta = sys::fstat(src.as_fd()).map_err(|e| Error::sys(Op::Stat, src_path(), e))?;
+    Ok((src, meta))
+}
+
+/// Where a regular file's data is being written.
+enum Target {
+    /// A new file under the destination name.
+    New,
+    /// A temporary, renamed over the destination name once complete.
+    Temp {
+        name: CString,
+        /// Make a backup of the old entry first (`--backup`).
+        backup: bool,
+    },
+    /// The existing destination itself (`--inplace`, or where no temporary can be made).
+    InPlace,
+    /// A copy of this source that an earlier run left incomplete, whose parts listed are
+    /// complete (see `place::resume`).
+    Resumed(Vec<(u64, u64)>),
+}
+
+/// What a regular file being written needs for its metadata step besides the source's.
+struct Placed {
+    /// Its permission bits now.
+    perm: u32,
+    /// The owner it has now, when known.
+    owner: Option<(u32, u32)>,
+    /// The mode it must keep from the file it replaces (without --preserve=mode).
+    keep_perm: Option<u32>,
+    /// Xattrs of the file it replaces, to carry over.
+    kept_xattrs: meta::Xattrs,
+}
+
+/// The outcome of the place phase: the destination open for writing, where it is, and what
+/// the later phases need.
+struct Placement<'g> {
+    dst: OwnedFd,
+    target: Target,
+    placed: Placed,
+    /// The hard-link group this copy is the first of, told where it lives once finished.
+    first: Option<FirstCopy<'g>>,
+    /// `--preserve=sharing`: the extents this copy keeps shared (set by the write phase).
+    shared: Option<SharedCopy>,
+    /// The resume record a large file written at its final name keeps (write phase).
+    progress: Option<Arc<ResumeProgress>>,
+    /// The source's xattrs where place read them (to know whether an ACL is to come).
+    src_xattrs: Option<meta::Xattrs>,
+}
+
+impl Placement<'_> {
+    fn in_place(&self) -> bool {
+        matches!(self.target, Target::InPlace)
+    }
+
+    /// The parts an earlier run completed (empty for a new copy).
+    fn done(&self) -> &[(u64, u64)] {
+        match &self.target {
+            Target::Resumed(done) => done,
+            _ => &[],
+        }
+    }
+}
+
+/// The place phase's answer.
+enum Placing<'g> {
+    /// Linked, skipped or written into a node: nothing more to do.
+    Done(Option<FileOutcome>),
+    Write(Placement<'g>),
+}
+
+/// One regular file being copied. See the module's documentation for its phases.
+pub(crate) struct RegularFile<'a, 'c> {
+    ctx: &'a Ctx<'c>,
+    here: &'a Here<'a>,
+    name: &'a CStr,
+    dst_name: &'a CStr,
+    src: &'a OwnedFd,
+    meta: Meta,
+    /// `--copy-contents`: a FIFO or device node read to its end; `meta` is what it becomes.
+    contents: bool,
+}
+
+impl<'a, 'c> RegularFile<'a, 'c> {
+    /// The source `names.0` at `here`, open as `src` and checked to be a regular file, to be
+    /// copied to `names.1`.
+    pub fn new(
+        ctx: &'a Ctx<'c>,
+        here: &'a Here<'a>,
+        names: (&'a CStr, &'a CStr),
+        src: &'a OwnedFd,
+        meta: Meta,
+    ) -> Self {
+        RegularFile {
+            ctx,
+            here,
+            name: names.0,
+            dst_name: names.1,
+            src,
+            meta,
+            contents: false,
+        }
+    }
+
+    fn src_path(&self) -> PathBuf {
+        self.here.src_path(self.name)
+    }
+
+    fn dst_path(&self) -> PathBuf {
+        self.here.dst_path(self.dst_name)
+    }
+
+    /// Copies the file: place, write, finish. `found` is the destination's metadata when it
+    /// is known to exist: the copy then goes straight to a temporary, without first trying to
+    /// create the destination name. None when it was linked to an earlier copy or skipped.
+    pub fn copy(
+        &self,
+        buf: &mut IoBuf,
+        found: Option<&Meta>,
+    ) -> Result<Option<FileOutcome>, Error> {
+        let mut p = match self.place(buf, found)? {
+            Placing::Done(outcome) => return Ok(outcome),
+            Placing::Write(p) => p,
+        };
+        let outcome = self.write(buf, &mut p)?;
+        self.finish(p, outcome).map(Some)
+    }
+
+    // ---- place ----
+
+    /// Links the file to its group's copy, or creates the destination, or asks the overwrite
+    /// decision about the one that exists.
+    fn place(&self, buf: &mut IoBuf, found: Option<&Meta>) -> Result<Placing<'a>, Error> {
+        let (ctx, here) = (self.ctx, self.here);
+        let first = match link_or_claim(ctx, here, self.name, self.dst_name, &self.meta)? {
+            LinkStep::Done => return Ok(Placing::Done(None)),
+            LinkStep::Copy(first) => first,
+        };
+        // Where this part of the directory's work carries its in-progress marker, a new file
+        // is created with the mode a temporary gets (its final permission bits, or fewer while
+        // a chown or an ACL is to come); elsewhere it carries the sticky bit until its final
+        // chmod.
+        let marked_dir = found.is_none() && here.marker.is_some_and(|m| m.ensure(here.dst_dir));
+        // The source's xattrs say whether an ACL is to come. They are read before the file is
+        // made where it is made in any case; where a -u or -n run may skip an existing file,
+        // the copy is made for an ACL that may come instead (no list call for a file skipped).
+        let src_xattrs = match found.is_none() && self.no_skip_here() {
+            true => Some(self.read_xattrs()?),
+            false => None,
+        };
+        let initial = if marked_dir {
+            creation_mode(ctx.opts, &ctx.process, here.dst.setgid, &self.meta)
+                & self.owner_only(src_xattrs.as_ref())
+        } else {
+            crash::incomplete_mode(&self.meta)
+        };
+        let created = match found {
+            Some(_) => Err(Errno::EXIST),
+            None => sys::create_excl(here.dst_dir, self.dst_name, initial),
+        };
+        let (dst, target, placed) = match created {
+            Ok(fd) => {
+                let perm = if marked_dir {
+                    initial & !ctx.process.umask
+                } else {
+                    initial
+                };
+                (fd, Target::New, self.new_placed(perm))
+            }
+            Err(Errno::EXIST) => return self.existing(buf, found, first, src_xattrs),
+            Err(e) => return Err(Error::sys(Op::Create, self.dst_path(), e)),
+        };
+        let p = self.placement((dst, target, placed), first, src_xattrs);
+        Ok(Placing::Write(p))
+    }
+
+    fn placement(
+        &self,
+        (dst, target, placed): (OwnedFd, Target, Placed),
+        first: Option<FirstCopy<'a>>,
+        src_xattrs: Option<meta::Xattrs>,
+    ) -> Placement<'a> {
+        Placement {
+            dst,
+            target,
+            placed,
+            first,
+            shared: None,
+            progress: None,
+            src_xattrs,
+        }
+    }
+
+    /// The source's xattrs (those the options preserve).
+    fn read_xattrs(&self) -> Result<meta::Xattrs, Error> {
+        let src = XattrTarget::Fd(self.src.as_fd());
+        meta::source_xattrs(self.ctx.opts, src, &|| self.src_path())
+    }
+
+    /// Whether no existing file can make a copy here be skipped: the run replaces what it
+    /// finds, or the directory was made by this run.
+    fn no_skip_here(&self) -> bool {
+        self.ctx.opts.overwrite == Overwrite::Replace || self.here.dir.is_some_and(|d| d.created)
+    }
+
+    /// The permission bits a regular file made here may have while its data is written
+    /// (docs/guarantees.md, guarantee 4): only the owner's when an ACL is to come, since the
+    /// group bits of a mode with an ACL are the ACL's mask, and the owning group may be
+    /// allowed less. The ACL is the source's (`xattrs`, None when not read yet: then one may
+    /// come, and matters only where its mask gives more than the source gives others), or one
+    /// the directory passes on that --preserve=mode removes at the end.
+    fn owner_only(&self, xattrs: Option<&meta::Xattrs>) -> u32 {
+        let (p, src) = (self.ctx.opts.preserve, &self.meta);
+        let acl = match xattrs {
+            Some(x) => has_access_acl(x),
+            None => (p.mode || p.xattr) && (src.perm() >> 3) & !src.perm() & 0o7 != 0,
+        };
+        if acl || (p.mode && self.here.dst.default_acl) {
+            0o700
+        } else {
+            0o777
+        }
+    }
+
+    /// A file this run creates: its owner is ours unless the directory's set-gid bit gives
+    /// it another group.
+    fn new_placed(&self, perm: u32) -> Placed {
+        let ctx = self.ctx;
+        Placed {
+            perm,
+            owner: (!self.here.dst.setgid).then_some((ctx.process.euid, ctx.process.egid)),
+            keep_perm: None,
+            kept_xattrs: Vec::new(),
+        }
+    }
+
+    /// The destination exists: the overwrite decision says where the data goes, or that
+    /// nothing more is to be done.
+    fn existing(
+        &self,
+        buf: &mut IoBuf,
+        found: Option<&Meta>,
+        first: Option<FirstCopy<'a>>,
+        src_xattrs: Option<meta::Xattrs>,
+    ) -> Result<Placing<'a>, Error> {
+        let (ctx, here, meta) = (self.ctx, self.here, &self.meta);
+        let (decision, d) = match found {
+            Some(d) => (
+                decide_existing(ctx, here, self.name, self.dst_name, meta, d)?,
+                *d,
+            ),
+            None => decide_at(ctx, here, self.name, self.dst_name, meta)?,
+        };
+        match decision {
+            Decision::WriteInto => {
+                // No group member can link to a node: the next one becomes the copy.
+                drop(first);
+                return self.write_into_node(buf).map(|o| Placing::Done(Some(o)));
+            }
+            Decision::Skip if !self.stale_content()? => {
+                self.skip(first);
+                return Ok(Placing::Done(None));
+            }
+            _ => {}
+        }
+        let src_xattrs = match src_xattrs {
+            Some(x) => x,
+            None => self.read_xattrs()?,
+        };
+        let owner_only = self.owner_only(Some(&src_xattrs));
+        let made = match decision {
+            Decision::InPlace => self.open_in_place(&d, owner_only)?,
+            Decision::Recreate => self.recreate(owner_only)?,
+            _ if !d.is_reg() => self.recreate(owner_only)?,
+            _ => self.overwrite(&d, owner_only)?,
+        };
+        Ok(Placing::Write(self.placement(
+            made,
+            first,
+            Some(src_xattrs),
+        )))
+    }
+
+    /// The decision keeps the existing copy.
+    fn skip(&self, first: Option<FirstCopy<'a>>) {
+        let (ctx, here) = (self.ctx, self.here);
+        sharing::hold_existing(ctx, here, self.src.as_fd(), &self.meta, self.dst_name);
+        if ctx.opts.overwrite == Overwrite::Update {
+            // An up-to-date member of a hard-link group is the group's copy, as in cp: the
+            // members still to come are linked to it.
+            first_done(first, here, self.dst_name);
+        }
+        ctx.report.skipped(|| self.src_path(), || self.dst_path());
+    }
+
+    /// The existing regular file `d` is replaced: what an earlier run wrote of this very
+    /// source is gone on from; else a temporary takes its place; else it is written into.
+    fn overwrite(&self, d: &Meta, owner_only: u32) -> Result<(OwnedFd, Target, Placed), Error> {
+        let (ctx, here) = (self.ctx, self.here);
+        if let Some(r) =
+            super::resume::try_resume(ctx, here, self.src.as_fd(), &self.meta, self.dst_name)
+        {
+            let placed = Placed {
+                perm: r.prior.was.perm(),
+                owner: Some((r.prior.was.uid, r.prior.was.gid)),
+                keep_perm: None,
+                kept_xattrs: Vec::new(),
+            };
+            return Ok((r.fd, Target::Resumed(r.prior.done), placed));
+        }
+        match self.replacement(d, owner_only)? {
+            Some((fd, name, placed)) => {
+                let backup = false;
+                Ok((fd, Target::Temp { name, backup }, placed))
+            }
+            // No temporary can be made there (a writable file in a directory we may not
+            // write), or it cannot get the old file's owner: cp writes into the file, and so
+            // does mimeo.
+            None => self.open_in_place(d, owner_only),
+        }
+    }
+
+    /// A temporary that replaces an existing entry by a file made as if nothing were there.
+    /// A temporary is incomplete by its name, so it needs no marker (and no chmod to clear
+    /// one): it is created as restricted as its final mode requires.
+    fn recreate(&self, owner_only: u32) -> Result<(OwnedFd, Target, Placed), Error> {
+        let (ctx, here) = (self.ctx, self.here);
+        let mode = creation_mode(ctx.opts, &ctx.process, here.dst.setgid, &self.meta) & owner_only;
+        let (fd, name) = crash::with_temp(here.dst_prefix(), |t| {
+            sys::create_excl(here.dst_dir, t, mode)
+        })
+        .map_err(|e| Error::sys(Op::Create, self.dst_path(), e))?;
+        let backup = ctx.opts.backup.is_some();
+        let placed = self.new_placed(mode & !ctx.process.umask);
+        Ok((fd, Target::Temp { name, backup }, placed))
+    }
+
+    /// The temporary that replaces the existing regular file `d`, made to keep what cp
+    /// (which writes into the file) keeps where the options do not take it from the source:
+    /// the old file's mode, owner and group, and its xattrs and ACL. None when cp's way must
+    /// be taken instead: no temporary can be made in the directory, or it cannot be given
+    /// the old file's owner.
+    fn replacement(
+        &self,
+        d: &Meta,
+        owner_only: u32,
+    ) -> Result<Option<(OwnedFd, CString, Placed)>, Error> {
+        let (ctx, here) = (self.ctx, self.here);
+        let p = ctx.opts.preserve;
+        let process = &ctx.process;
+        let dst_path = || self.dst_path();
+        let keep_owner = (!p.ownership).then_some((d.uid, d.gid));
+        let keep_perm = (!p.mode).then(|| self.kept_perm(d));
+        let kept_xattrs = {
+            let at = here.dst_entry_path(self.dst_name);
+            let mut kept = meta::kept_xattrs(ctx.opts, XattrTarget::NoFollow(&at), &dst_path)?;
+            // The resume record of an earlier run's partial copy is not the file's own.
+            kept.retain(|(name, _)| name.as_c_str() != resume::RECORD);
+            kept
+        };
+        let ours = (process.euid, process.egid);
+        // Nobody but the final owner may open it before it is theirs: the old file's owner, or
+        // the source's with --preserve=ownership. An ACL kept from the old file counts as one
+        // to come.
+        let src = &self.meta;
+        let chown_to_come = keep_owner.is_some_and(|o| o != ours)
+            || (p.ownership && (src.uid, src.gid) != ours)
+            || here.dst.setgid;
+        let owner_only = if chown_to_come || has_access_acl(&kept_xattrs) {
+            0o700
+        } else {
+            owner_only
+        };
+        let mode = match keep_perm {
+            Some(perm) => perm & owner_only,
+            None => creation_mode(ctx.opts, process, here.dst.setgid, src) & owner_only,
+        };
+        let made = crash::with_temp(here.dst_prefix(), |t| {
+            sys::create_excl(here.dst_dir, t, mode)
+        });
+        let (fd, temp) = match made {
+            Ok(made) => made,
+            Err(Errno::ACCESS) => return Ok(None),
+            Err(e) => return Err(Error::sys(Op::Create, dst_path(), e)),
+        };
+        let mut owner = (!here.dst.setgid).then_some(ours);
+        if let Some(o) = keep_owner.filter(|&o| owner != Some(o)) {
+            match sys::fchown(fd.as_fd(), Some(o.0), Some(o.1)) {
+                Ok(()) => owner = Some(o),
+                Err(e) => {
+                    let _ = sys::unlink(here.dst_dir, &temp, false);
+                    return match e {
+                        Errno::PERM => Ok(None),
+                        e => Err(Error::sys(Op::Chown, dst_path(), e)),
+                    };
+                }
+            }
+        }
+        let perm = mode & !process.umask;
+        let placed = Placed {
+            perm,
+            owner,
+            keep_perm,
+            kept_xattrs,
+        };
+        Ok(Some((fd, temp, placed)))
+    }
+
+    /// The mode the file `d` keeps when cp's writing into it is what the copy stands for:
+    /// the mode the write leaves, without the mark of an earlier copy killed while writing
+    /// into it.
+    fn kept_perm(&self, d: &Meta) -> u32 {
+        let ctx = self.ctx;
+        let perm = meta::written_perm(d, &self.meta, ctx.opts, &ctx.process);
+        if crash::marked_incomplete(d, &self.meta) {
+            perm & !sys::S_ISVTX
+        } else {
+            perm
+        }
+    }
+
+    /// Opens the existing regular file `d` to write into it, as cp does, and truncates it.
+    /// Where mimeo may change its mode, it carries the sticky bit until its final chmod, so
+    /// that a copy killed meanwhile is recognisably incomplete.
+    fn open_in_place(&self, d: &Meta, owner_only: u32) -> Result<(OwnedFd, Target, Placed), Error> {
+        let (ctx, here, src) = (self.ctx, self.here, &self.meta);
+        let dst_path = || self.dst_path();
+        let process = &ctx.process;
+        let p = ctx.opts.preserve;
+        let data = !ctx.opts.attributes_only;
+        let fd = sys::open_existing_for_writing(here.dst_dir, self.dst_name, ctx.opts.verify)
+            .map_err(|e| Error::sys(Op::Create, dst_path(), e))?;
+        let kept = self.kept_perm(d);
+        let mut perm = if data { kept } else { d.perm() };
+        if data && (process.euid == 0 || process.euid == d.uid) {
+            // The chmod that marks it also takes away, while the new data is written, what the
+            // final owner, mode or ACL will not allow (guarantee 4).
+            let chown_to_come = p.ownership && (d.uid, d.gid) != (src.uid, src.gid);
+            let mut during = kept & if chown_to_come { 0o700 } else { owner_only };
+            if p.mode {
+                during &= src.perm() | !0o777;
+            }
+            let marked = during | sys::S_ISVTX;
+            if sys::fchmod(fd.as_fd(), marked).is_ok() {
+                perm = marked;
+            }
+        }
+        if data {
+            sys::truncate(fd.as_fd(), 0).map_err(|e| Error::sys(Op::Truncate, dst_path(), e))?;
+            // An earlier run's resume record described the bytes just cut off (a filesystem
+            // without xattrs has none to remove).
+            let _ = resume::clear(fd.as_fd());
+        }
+        let placed = Placed {
+            perm,
+            owner: Some((d.uid, d.gid)),
+            keep_perm: (!ctx.opts.preserve.mode).then_some(kept),
+            kept_xattrs: Vec::new(),
+        };
+        Ok((fd, Target::InPlace, placed))
+    }
+
+    /// `-u --verify`: whether a destination that `-u` would skip differs from its source in
+    /// content, so that it is copied again instead.
+    fn stale_content(&self) -> Result<bool, Error> {
+        let (ctx, here) = (self.ctx, self.here);
+        if !(ctx.opts.verify && ctx.opts.overwrite == Overwrite::Update) {
+            return Ok(false);
+        }
+        let dst = sys::open_read(here.dst_dir, self.dst_name, false)
+            .map_err(|e| Error::sys(Op::Open, self.dst_path(), e))?;
+        match verify::same_content(self.src.as_fd(), dst.as_fd(), &self.meta, Method::Clone) {
+            Ok(()) => Ok(false),
+            Err(verify::Mismatch::Differs(_)) => Ok(true),
+            Err(e) => Err(e.into_error(self.src_path(), self.dst_path())),
+        }
+    }
+
+    /// Writes the file's bytes into the existing FIFO, socket or device node at the
+    /// destination, then applies the metadata asked for to the node (cp does both). The node
+    /// is never removed, whatever fails.
+    fn write_into_node(&self, buf: &mut IoBuf) -> Result<FileOutcome, Error> {
+        let (ctx, here) = (self.ctx, self.here);
+        let (src_path, dst_path) = (|| self.src_path(), || self.dst_path());
+        let control = ctx.report.control;
+        let dst = node::open_node(here.dst_dir, self.dst_name, control)
+            .map_err(|e| data_error(e, src_path, dst_path))?;
+        let src = self.src.as_fd();
+        let bytes = node::stream_into(src, &dst, buf, ctx.opts.buffer_size, control)
+            .map_err(|e| data_error(e, src_path, dst_path))?;
+        let xattrs = meta::source_xattrs(ctx.opts, XattrTarget::Fd(src), &src_path)?;
+        let apply = Apply::for_existing(ctx.opts, &ctx.process, &self.meta);
+        apply.run(Dst::Fd(dst.as_fd()), &xattrs, &dst_path)?;
+        let outcome = FileOutcome::new(Method::Stream, bytes, 0);
+        here.made();
+        ctx.report
+            .copied(src_path, dst_path, EntryKind::File, Some(outcome));
+        Ok(outcome)
+    }
+
+    // ---- write ----
+
+    /// The name the data is written under.
+    fn written_name<'p>(&'p self, p: &'p Placement<'_>) -> &'p CStr {
+        match &p.target {
+            Target::Temp { name, .. } => name,
+            _ => self.dst_name,
+        }
+    }
+
+    /// Removes what place made, after a failure (see the module's documentation).
+    fn discard(&self, p: &Placement<'_>, err: Error) -> Error {
+        if let Some(s) = &p.shared {
+            s.holder.kill();
+        }
+        if !p.in_place() {
+            let _ = sys::unlink(self.here.dst_dir, self.written_name(p), false);
+        }
+        err
+    }
+
+    /// Writes the data (none with `--attributes-only`), and drops the resume record of a
+    /// copy whose data is complete.
+    fn write(&self, buf: &mut IoBuf, p: &mut Placement<'_>) -> Result<FileOutcome, Error> {
+        let ctx = self.ctx;
+        let data = !ctx.opts.attributes_only && !self.contents;
+        // --preserve=sharing: extents the source shares are written once and cloned after.
+        if data && matches!(p.target, Target::New | Target::Temp { .. }) {
+            let (src, dst) = (self.src.as_fd(), p.dst.as_fd());
+            let written = self.written_name(p);
+            p.shared = sharing::prepare(ctx, self.here, src, &self.meta, dst, written);
+        }
+        // A large file written at its final name keeps a record of what is complete as it
+        // goes.
+        let resumable = matches!(p.target, Target::New | Target::Resumed(_)) && p.shared.is_none();
+        p.progress = data
+            .then(|| super::resume::progress(&self.meta, !resumable, p.done()))
+            .flatten();
+        let outcome = if ctx.opts.attributes_only {
+            FileOutcome::new(Method::Stream, 0, 0)
+        } else if self.contents {
+            let (src, dst) = (self.src.as_fd(), p.dst.as_fd());
+            node::read_contents(src, dst, buf, ctx.opts.buffer_size, ctx.report.control)
+                .map(|n| FileOutcome::new(Method::Stream, n, 0))
+                .map_err(|e| self.discard(p, self.data_error(e)))?
+        } else {
+            self.write_data(buf, p)?
+        };
+        if !p.done().is_empty() || p.progress.as_ref().is_some_and(|r| r.written()) {
+            // The data is complete: a complete file never carries a record.
+            resume::clear(p.dst.as_fd())
+                .map_err(|e| self.discard(p, Error::sys(Op::SetXattr, self.dst_path(), e)))?;
+        }
+        Ok(outcome)
+    }
+
+    fn data_error(&self, e: DataError) -> Error {
+        data_error(e, || self.src_path(), || self.dst_path())
+    }
+
+    /// The data path, and what a failure leaves: with `--partial`, a copy stopped by the
+    /// run's stop request keeps what it wrote; anything else is discarded.
+    fn write_data(&self, buf: &mut IoBuf, p: &Placement<'_>) -> Result<FileOutcome, Error> {
+        match self.copy_data(buf, p) {
+            Ok(o) => Ok(o),
+            Err(DataFailure::Data(e))
+                if e.op == Op::Interrupted
+                    && super::resume::keep_stopped(
+                        self.ctx,
+                        self.here,
+                        p.progress.as_deref(),
+                        p.dst.as_fd(),
+                        e.stopped_at,
+                    ) =>
+            {
+                Err(self.data_error(e))
+            }
+            Err(DataFailure::Data(e)) => Err(self.discard(p, self.data_error(e))),
+            Err(DataFailure::Other(e)) => Err(self.discard(p, e)),
+        }
+    }
+
+    /// Copies the source's bytes into the destination (new and empty, just truncated, or what
+    /// an earlier run left of it), checking that the source did not change meanwhile.
+    fn copy_data(&self, buf: &mut IoBuf, p: &Placement<'_>) -> Result<FileOutcome, DataFailure> {
+        let (ctx, here, meta) = (self.ctx, self.here, &self.meta);
+        let src = self.src.as_fd();
+        let canonicals = shared_reads::canonicals(ctx, here, self.name, src, meta);
+        let via = canonicals.via();
+        let plan = ctx.plan(meta, &here.dst, here.sized_dev, &via);
+        let dst: BorrowedFd<'_> = p.dst.as_fd();
+        let mut recorder = p.progress.as_ref().map(|r| r.on(dst));
+        let job = DataJob {
+            src,
+            meta,
+            dst,
+            plan: &plan,
+            buf,
+            control: ctx.report.control,
+            checkpoint: recorder.as_mut().map(|r| r as &mut dyn Checkpoint),
+        };
+        let mut keep = p.shared.as_ref().map(|copy| sharing::KeepShared {
+            ctx,
+            copy,
+            dev: meta.dev,
+        });
+        let names = split::Names {
+            src: self.name,
+            written: self.written_name(p),
+        };
+        let mut splitter = match keep {
+            Some(_) => None,
+            None => split::layout(ctx, here, names, p.progress.clone(), p.done(), meta),
+        };
+        let layout: Option<&mut dyn Layout> = match (&mut keep, &mut splitter) {
+            (Some(k), _) => Some(k),
+            (None, Some(s)) => Some(s),
+            (None, None) => None,
+        };
+        let outcome = copy_file(job, p.done(), layout).map_err(DataFailure::Data)?;
+        self.unchanged(outcome)
+    }
+
+    /// Copying took time: a source written meanwhile would leave a copy that mixes old and
+    /// new bytes under the old times. A clone is one atomic step and needs no check.
+    fn unchanged(&self, outcome: FileOutcome) -> Result<FileOutcome, DataFailure> {
+        if outcome.method == Method::Clone || self.meta.size == 0 {
+            return Ok(outcome);
+        }
+        let now = sys::fstat(self.src.as_fd())
+            .map_err(|errno| DataFailure::Data(DataError::new(Op::Read, errno)))?;
+        if now.size != self.meta.size || now.mtime != self.meta.mtime {
+            return Err(DataFailure::Other(Error::refused(
+                Op::Changed,
+                self.src_path(),
+                Refusal::ChangedWhileCopied,
+            )));
+        }
+        Ok(outcome)
+    }
+
+    // ---- finish ----
+
+    /// Metadata, verify, sync, commit, report.
+    fn finish(&self, mut p: Placement<'_>, outcome: FileOutcome) -> Result<FileOutcome, Error> {
+        let (ctx, here) = (self.ctx, self.here);
+        let dst_path = || self.dst_path();
+        let mut xattrs = std::mem::take(&mut p.placed.kept_xattrs);
+        xattrs.extend(match p.src_xattrs.take() {
+            Some(x) => x,
+            None => self.read_xattrs().map_err(|e| self.discard(&p, e))?,
+        });
+        self.apply_metadata(&p, xattrs, outcome)
+            .map_err(|e| self.discard(&p, e))?;
+        if ctx.opts.verify && !ctx.opts.attributes_only {
+            verify::same_content(self.src.as_fd(), p.dst.as_fd(), &self.meta, outcome.method)
+                .map_err(|e| self.discard(&p, e.into_error(self.src_path(), dst_path())))?;
+        }
+        if ctx.opts.sync {
+            sys::fsync(p.dst.as_fd())
+                .map_err(|e| self.discard(&p, Error::sys(Op::Sync, dst_path(), e)))?;
+        }
+        let Placement {
+            dst,
+            target,
+            first,
+            shared,
+            ..
+        } = p;
+        if let Target::Temp { name: t, backup } = &target {
+            let dirty = outcome.method != Method::Clone && outcome.bytes > 0;
+            // Held open until renamed: an open temporary is a live run's (see `crash`).
+            commit(ctx, here, t, self.dst_name, dirty, *backup)?;
+            if let Some(s) = &shared {
+                s.holder.renamed(self.dst_name);
+            }
+        }
+        drop(dst);
+        if ctx.opts.sync && here.dir.is_none() {
+            // A root-level file: its directory entry is flushed here; inside a tree, the
+            // directory's own flush at its completion covers it.
+            here.sync_dst_dir()
+                .map_err(|e| Error::sys(Op::Sync, dst_path(), e))?;
+        }
+        first_done(first, here, self.dst_name);
+        here.made();
+        ctx.report
+            .copied(|| self.src_path(), dst_path, EntryKind::File, Some(outcome));
+        Ok(outcome)
+    }
+
+    /// Xattrs (`xattrs`: kept from the file replaced, then the source's; then the origin
+    /// record), owner, mode and times, in the guarantees' order.
+    fn apply_metadata(
+        &self,
+        p: &Placement<'_>,
+        mut xattrs: meta::Xattrs,
+        outcome: FileOutcome,
+    ) -> Result<(), Error> {
+        let (ctx, here) = (self.ctx, self.here);
+        let src = self.src.as_fd();
+        if ctx.opts.record_origin {
+            let cloned = outcome.method == Method::Clone;
+            xattrs = origin::with_record(xattrs, cloned, src, &ctx.mounts);
+        }
+        let in_place = p.in_place();
+        let process = here.dst.process(&ctx.process);
+        let apply = Apply {
+            opts: ctx.opts,
+            process: &process,
+            src: &self.meta,
+            created: !in_place,
+            created_owner: p.placed.owner,
+            current_perm: Some(p.placed.perm),
+            inherit_sgid: false,
+            // A file made here (not one written into) inherits the directory's default ACL.
+            inherited_acl: !in_place && here.dst.default_acl,
+            keep_perm: p.placed.keep_perm,
+        };
+        apply.run(Dst::Fd(p.dst.as_fd()), &xattrs, &|| self.dst_path())
+    }
+}
+
+/// A data-path failure, or a source that changed while its data was copied.
+enum DataFailure {
+    Data(DataError),
+    Other(Error),
+}
+
+/// Whether `xattrs` hold a POSIX access ACL.
+fn has_access_acl(xattrs: &meta::Xattrs) -> bool {
+    xattrs.iter().any(|(n, _)| n.as_c_str() == sys::ACL_ACCESS)
+}

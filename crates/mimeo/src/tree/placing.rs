@@ -1,0 +1,232 @@
+//! The steps every kind of entry shares to be put in place: the hard-link groups' claim (or a
+//! link to the group's copy), the one overwrite decision about an existing destination, and
+//! the commit of a finished temporary over it.
+
+use super::context::{Ctx, Here, Loc};
+use crate::data::copy::DataError;
+use crate::options::{Dereference, Overwrite};
+use crate::place::decide::{Decision, Lookups, decide};
+use crate::place::links::{FirstCopy, LinkClaim, LinkLoc, Sighting};
+use crate::place::{backup, crash};
+use crate::report::{EntryKind, Error, Op};
+use crate::sys::{self, Errno, Meta};
+use rustix::fd::{AsFd, BorrowedFd};
+use std::ffi::CStr;
+
+/// Asks the one overwrite decision about the existing destination `d` of `here/dst_name`,
+/// with the `-i` question where the decision comes to it.
+pub(super) fn decide_existing(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    name: &CStr,
+    dst_name: &CStr,
+    src: &Meta,
+    d: &Meta,
+) -> Result<Decision, Error> {
+    let ask = || {
+        ctx.report
+            .confirm_overwrite(&here.src_path(name), &here.dst_path(dst_name))
+    };
+    let writable = || sys::may_write(here.dst_dir, dst_name);
+    let backup_is_source = || {
+        let Some(backup) = &ctx.opts.backup else {
+            return false;
+        };
+        backup::is_source(name.to_bytes(), src, here.dst_dir, dst_name, backup)
+    };
+    let mut rules = ctx.rules(here, &writable);
+    rules.ask = Some(&ask);
+    rules.backup_is_source = Some(&backup_is_source);
+    let look = Lookups {
+        src: &|follow| sys::stat_at(here.src_dir, name, follow).ok(),
+        dst_target: &|| sys::stat_at(here.dst_dir, dst_name, true),
+        same_entry: &|| here.same_entry(name, dst_name),
+    };
+    let decision = decide(&rules, src, Some(d), &look);
+    match decision {
+        Decision::Refuse(c) => Err(c.error(here.src_path(name), here.dst_path(dst_name))),
+        other => Ok(other),
+    }
+}
+
+/// [`decide_existing`] for a destination not looked at yet; also returns what is there.
+pub(super) fn decide_at(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    name: &CStr,
+    dst_name: &CStr,
+    src: &Meta,
+) -> Result<(Decision, Meta), Error> {
+    let d = sys::stat_at(here.dst_dir, dst_name, false)
+        .map_err(|e| Error::sys(Op::Stat, here.dst_path(dst_name), e))?;
+    Ok((decide_existing(ctx, here, name, dst_name, src, &d)?, d))
+}
+
+/// The outcome of looking a multiply-linked source up in the link map.
+pub(super) enum LinkStep<'a> {
+    /// Linked to an earlier copy (or left alone): nothing more to do.
+    Done,
+    /// Copy it; `Some` when it is a group's first copy and others will link to it.
+    Copy(Option<FirstCopy<'a>>),
+}
+
+/// How the link map is to see `meta` (the entry `src_name` at `here`); None when it is not
+/// remembered. Under -L and -H, cp links every copy of one file reached more than once:
+/// through symlinks, or named more than once. Those files are remembered; others only when
+/// they have more than one link.
+fn sighting(ctx: &Ctx<'_>, here: &Here<'_>, src_name: &CStr, meta: &Meta) -> Option<Sighting> {
+    let deref = ctx.opts.dereference;
+    let pinned = deref != Dereference::Never
+        && match here.loc {
+            Loc::Root(_) => true,
+            _ => {
+                deref == Dereference::Always
+                    && sys::stat_at(here.src_dir, src_name, false).is_ok_and(|m| m.is_symlink())
+            }
+        };
+    if pinned {
+        Some(Sighting::Pinned)
+    } else if meta.nlink >= 2 {
+        Some(Sighting::Link(meta.nlink as u64))
+    } else if deref == Dereference::Always {
+        Some(Sighting::Lookup)
+    } else {
+        None
+    }
+}
+
+/// With `--preserve=links`, links to an earlier copy of the same inode, or claims the inode.
+pub(super) fn link_or_claim<'a>(
+    ctx: &'a Ctx<'_>,
+    here: &Here<'_>,
+    src_name: &CStr,
+    dst_name: &CStr,
+    meta: &Meta,
+) -> Result<LinkStep<'a>, Error> {
+    if here.root.is_none() || !ctx.opts.preserve.links || meta.is_dir() {
+        // A file copied on its own (`copy_file`) has no group to join.
+        return Ok(LinkStep::Copy(None));
+    }
+    let Some(how) = sighting(ctx, here, src_name, meta) else {
+        return Ok(LinkStep::Copy(None));
+    };
+    let groups = ctx.link_groups();
+    let loc = match groups.claim(meta.id(), how) {
+        None => return Ok(LinkStep::Copy(None)),
+        Some(LinkClaim::First) => {
+            return Ok(LinkStep::Copy(Some(FirstCopy::new(groups, meta.id()))));
+        }
+        Some(LinkClaim::LinkTo(loc)) => loc,
+    };
+    if link_to_group(ctx, here, src_name, dst_name, meta, &loc)? {
+        here.made();
+        ctx.report.copied(
+            || here.src_path(src_name),
+            || here.dst_path(dst_name),
+            EntryKind::HardLink,
+            None,
+        );
+    }
+    Ok(LinkStep::Done)
+}
+
+/// Links `dst_name` to the group's copy at `loc`, over an existing entry as the overwrite
+/// decision says. False when the decision skips it.
+fn link_to_group(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    src_name: &CStr,
+    dst_name: &CStr,
+    meta: &Meta,
+    loc: &LinkLoc,
+) -> Result<bool, Error> {
+    let loc_name = sys::cstring(&loc.name);
+    let dst_path = || here.dst_path(dst_name);
+    let other = if here.holds(loc) {
+        None
+    } else {
+        Some(
+            ctx.open_loc_dir(loc)
+                .map_err(|e| Error::sys(Op::Link, dst_path(), e))?,
+        )
+    };
+    let from: BorrowedFd<'_> = match &other {
+        Some(Some(fd)) => fd.as_fd(),
+        Some(None) => ctx.root(loc.root).dst_parent.as_fd(),
+        None => here.dst_dir,
+    };
+    match sys::link(from, &loc_name, here.dst_dir, dst_name) {
+        Ok(()) => Ok(true),
+        Err(Errno::EXIST) => {
+            let (decision, d) = decide_at(ctx, here, src_name, dst_name, meta)?;
+            // Under -u, cp links an up-to-date member to the group's copy all the same; one
+            // that is a link of that copy already is left as it is. Which member is met
+            // first depends on the directory's order, so being a link of some other file
+            // (nlink > 1) is not enough.
+            let linked = || sys::stat_at(from, &loc_name, false).is_ok_and(|c| c.id() == d.id());
+            let relink =
+                ctx.opts.overwrite == Overwrite::Update && d.is_reg() && !(d.nlink > 1 && linked());
+            if decision == Decision::Skip && !relink {
+                ctx.report.skipped(|| here.src_path(src_name), dst_path);
+                return Ok(false);
+            }
+            let ((), temp) = crash::with_temp(here.dst_prefix(), |t| {
+                sys::link(from, &loc_name, here.dst_dir, t)
+            })
+            .map_err(|e| Error::sys(Op::Link, dst_path(), e))?;
+            let backup = decision == Decision::Recreate;
+            commit(ctx, here, &temp, dst_name, false, backup)?;
+            // Renaming onto another link of the same inode does nothing: drop the temporary.
+            let _ = sys::unlink(here.dst_dir, &temp, false);
+            Ok(true)
+        }
+        Err(e) => Err(Error::sys(Op::Link, dst_path(), e)),
+    }
+}
+
+/// Records where a group's first copy now lives, for the links that follow.
+pub(super) fn first_done(first: Option<FirstCopy<'_>>, here: &Here<'_>, dst_name: &CStr) {
+    if let (Some(first), Some(loc)) = (first, here.link_loc(dst_name)) {
+        first.done(loc);
+    }
+}
+
+/// Moves a finished temporary over the destination name, after linking the old entry to its
+/// backup name when asked (`--backup`). On failure the temporary is removed and the old
+/// entry stays.
+pub(super) fn commit(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    temp: &CStr,
+    dst_name: &CStr,
+    dirty: bool,
+    backup: bool,
+) -> Result<(), Error> {
+    let dst_path = || here.dst_path(dst_name);
+    if let (true, Some(how)) = (backup, &ctx.opts.backup) {
+        match backup::make(here.dst_dir, dst_name, here.dst_prefix(), how) {
+            // The old entry went away meanwhile: there is nothing to keep.
+            Ok(_) | Err(Errno::NOENT) => {}
+            Err(e) => {
+                let _ = sys::unlink(here.dst_dir, temp, false);
+                return Err(Error::sys(Op::Backup, dst_path(), e));
+            }
+        }
+    }
+    crash::commit_temp(here.dst_dir, temp, dst_name, dirty)
+        .map_err(|e| Error::sys(Op::Rename, dst_path(), e))
+}
+
+/// A data-path failure as an error on the side it happened on.
+pub(super) fn data_error(
+    e: DataError,
+    src_path: impl FnOnce() -> std::path::PathBuf,
+    dst_path: impl FnOnce() -> std::path::PathBuf,
+) -> Error {
+    let path = if e.op == Op::Read {
+        src_path()
+    } else {
+        dst_path()
+    };
+    Error::sys(e.op, path, e.errno)
+}
