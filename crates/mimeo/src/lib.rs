@@ -92,7 +92,7 @@
 //! | `--split` | `tree/split.rs`, `tree/split_state.rs` | · | `data/copy.rs` (`Layout`, `copy_span`) | · |
 //! | writing into nodes, `--copy-contents` | `tree/file.rs` | `place/decide.rs` | `data/node.rs` | · |
 //! | `--verify` | `tree/file.rs` | · | `data/verify.rs` | · |
-//! | `mimeo-cat` ([`concat`]) | · | · | `data/concat.rs` | · |
+//! | `mimeo-cat` ([`concat()`]) | · | · | `data/concat.rs` | · |
 //! | reading a directory: listing in inode order, when to stat, `-x`, cycles | `tree/listing.rs` (used by `tree/dir.rs` and `tree/walk.rs`) | · | · | `sys/linux.rs` (`DirReader`) |
 //! | dry run, progress totals (visitors of the parallel walker) | `tree/plan.rs`, `sched/plan.rs` | `place/decide.rs` | · | · |
 //! | `mimeo-du`, `mimeo-dedupe` ([`space`]) | `tree/walk.rs` | · | · | `sys/dedupe.rs` |

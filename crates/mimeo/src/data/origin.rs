@@ -1,7 +1,7 @@
 //! Origin records: the extended attribute `user.mimeo.origin` that `mimeo --record-origin`
 //! puts on each clone it makes, naming the file the clone's blocks came from, so that a
 //! later reader finds the canonical file to read shared ranges through (see
-//! [`shared`](super::shared)).
+//! [`shared_reads`](super::shared_reads)).
 //!
 //! A record names a file by identity (device, inode number and, where the filesystem has
 //! one, inode generation) and gives its path relative to its mount as a hint:

@@ -2,7 +2,7 @@
 //! addresses per device, each with a value that names its holder.
 //!
 //! Shared reads find a canonical file for a range through it (the process-wide registry of
-//! [`shared`](super::shared), and the run's map of source holders in `place`), and
+//! [`shared_reads`](super::shared_reads), and the run's map of source holders in `place`), and
 //! extent-sharing groups can keep their holders in it: an interval is held by the first file
 //! that claimed it, and a later reference is split into the parts already held and the gaps.
 

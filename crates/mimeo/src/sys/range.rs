@@ -32,7 +32,7 @@ const FICLONERANGE: Opcode = opcode::write::<FileCloneRange>(0x94, 13);
 ///
 /// A `len` of 0 is refused with `EINVAL` by this wrapper, without calling the kernel:
 /// the kernel reads 0 as "up to the source's EOF", which a length computed as 0 by
-/// accident must never turn into. Use [`clone_range_to_eof`] to ask for that.
+/// accident must never turn into. Use `clone_range_to_eof` to ask for that.
 ///
 /// # Kernel rules
 ///
