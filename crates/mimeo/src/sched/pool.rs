@@ -494,17 +494,27 @@ mod tests {
         assert!(result.is_err());
     }
 
-    /// Voluntary context switches of every thread of this process so far.
-    fn switches() -> u64 {
-        let mut total = 0;
+    /// Voluntary context switches so far of each thread of this process, by thread id.
+    fn switches() -> std::collections::HashMap<String, u64> {
+        let mut all = std::collections::HashMap::new();
         for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
             let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
-            total += status
+            let n = status
                 .lines()
                 .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
                 .map_or(0, |v| v.trim().parse::<u64>().unwrap());
+            all.insert(task.file_name().to_string_lossy().into_owned(), n);
         }
-        total
+        all
+    }
+
+    /// The switches between two snapshots, of the threads in both: other tests of this
+    /// process start and end threads meanwhile.
+    fn switched(before: &std::collections::HashMap<String, u64>) -> u64 {
+        switches()
+            .iter()
+            .filter_map(|(tid, n)| before.get(tid).map(|b| n.saturating_sub(*b)))
+            .sum()
     }
 
     #[test]
@@ -522,7 +532,7 @@ mod tests {
                     std::thread::sleep(Duration::from_millis(50));
                     let before = switches();
                     std::thread::sleep(Duration::from_millis(400));
-                    *counted.lock().unwrap() = switches() - before;
+                    *counted.lock().unwrap() = switched(&before);
                     // Work pushed later still gets done.
                     s.push(1);
                 }
