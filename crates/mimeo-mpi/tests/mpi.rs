@@ -305,7 +305,7 @@ const SLOW: [&str; 5] = [
     "--reflink=never",
     "--sparse=never",
     "--sync",
-    "--split=512K",
+    "--split=1M",
 ];
 
 fn spawn_slow(np: usize, src: &Path, dst: &Path) -> Child {
