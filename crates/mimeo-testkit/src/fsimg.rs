@@ -13,6 +13,7 @@ use std::fmt;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Mutex;
 use std::thread;
 use std::time::Duration;
 
@@ -78,12 +79,37 @@ impl fmt::Display for FsKind {
     }
 }
 
+/// The sizes (MiB) of this process's live images, which may all fill up at once.
+static LIVE_MIB: Mutex<u64> = Mutex::new(0);
+
+/// Reserves room on the host for an image of `mib` MiB beside the live ones. A sparse image
+/// takes space as it is written; when the host runs out, the loop device fails the writes and
+/// the filesystem in it loses data silently, which a test would report as a wrong copy. So an
+/// image is made only while the host has room for every live image to fill up.
+fn reserve(dir: &Path, mib: u64) -> Result<(), String> {
+    let st = rustix::fs::statvfs(dir).map_err(|e| format!("statvfs {}: {e}", dir.display()))?;
+    let free_mib = st.f_bavail.saturating_mul(st.f_frsize) >> 20;
+    let mut live = LIVE_MIB.lock().unwrap_or_else(|e| e.into_inner());
+    if free_mib < *live + mib {
+        return Err(format!(
+            "the host has {free_mib} MiB free in {} where the live loop images could take \
+             {} MiB with this one (a full host loses their writes)",
+            dir.display(),
+            *live + mib
+        ));
+    }
+    *live += mib;
+    Ok(())
+}
+
 /// A mounted loop filesystem that is torn down on drop.
 #[derive(Debug)]
 pub struct LoopFs {
     kind: FsKind,
     mountpoint: PathBuf,
     mounted: bool,
+    /// The image's size, reserved on the host while it lives.
+    size_mib: u64,
     // Holds the image and the mountpoint; removed after the unmount.
     _dir: tempfile::TempDir,
 }
@@ -148,9 +174,18 @@ impl LoopFs {
         let image = dir.path().join("image");
         let mountpoint = dir.path().join("mnt");
         std::fs::create_dir(&mountpoint).map_err(|e| format!("mkdir mountpoint: {e}"))?;
+        let size_mib = size_mib.max(kind.min_size_mib());
+        reserve(dir.path(), size_mib)?;
+        let mut fs = LoopFs {
+            kind,
+            mountpoint,
+            mounted: false,
+            size_mib,
+            _dir: dir,
+        };
         // A sparse image: only what the filesystem writes takes disk space.
         let file = std::fs::File::create(&image).map_err(|e| format!("create image: {e}"))?;
-        file.set_len(size_mib.max(kind.min_size_mib()) << 20)
+        file.set_len(size_mib << 20)
             .map_err(|e| format!("size image: {e}"))?;
         drop(file);
 
@@ -168,18 +203,14 @@ impl LoopFs {
             Command::new("mount")
                 .args(["-o", "loop,noatime"])
                 .arg(&image)
-                .arg(&mountpoint),
+                .arg(&fs.mountpoint),
         )
         .map_err(|e| format!("cannot run mount: {e}"))?;
         if !mount.success() {
             return Err(format!("mount failed: {mount}"));
         }
-        Ok(LoopFs {
-            kind,
-            mountpoint,
-            mounted: true,
-            _dir: dir,
-        })
+        fs.mounted = true;
+        Ok(fs)
     }
 
     /// Unmounts, retrying while the filesystem is busy, and falls back to a
@@ -212,6 +243,7 @@ impl Drop for LoopFs {
     fn drop(&mut self) {
         self.unmount();
         // `_dir` (image and mountpoint) is removed after this body runs.
+        *LIVE_MIB.lock().unwrap_or_else(|e| e.into_inner()) -= self.size_mib;
     }
 }
 
