@@ -283,7 +283,7 @@ impl Printer {
             self.json_line(&output::error_json(err).line());
         }
         if !self.json || self.json_on_stdout {
-            output::error(&err.to_string());
+            output::error(&err.cat_sentence());
         }
     }
 

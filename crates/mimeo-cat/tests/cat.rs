@@ -379,7 +379,7 @@ fn errors_and_usage_are_worded_as_cp_words_them() {
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
         format!(
-            "mimeo-cat: cannot open '{}': No such file or directory\n",
+            "mimeo-cat: {}: No such file or directory\n",
             missing.display()
         )
     );
@@ -573,5 +573,48 @@ fn family_options_progress_generate_and_abbreviations() {
         "--progress[=<WHEN>]",
     ] {
         assert!(help.contains(option), "{option}: {help}");
+    }
+}
+
+/// Messages about parts word for word as GNU cat's (`cat: NAME: CAUSE`, the name quoted only
+/// where cat quotes it), with the program name set aside; each part is named relative to the
+/// working directory, as a user names it.
+#[test]
+fn part_errors_are_worded_as_cat_words_them() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("a dir")).unwrap();
+    std::fs::write(dir.path().join("f"), "x").unwrap();
+    let names: [&[u8]; 8] = [
+        b"missing",
+        b"a dir",
+        b"f/",
+        b"a:b",
+        b"#x",
+        b"x#",
+        "\u{e9}".as_bytes(),
+        b"it's",
+    ];
+    for locale in ["C", "C.UTF-8"] {
+        for name in names {
+            let name = OsStr::from_bytes(name);
+            let run = |mut cmd: std::process::Command| {
+                let out = cmd
+                    .arg(name)
+                    .current_dir(dir.path())
+                    .env("LC_ALL", locale)
+                    .output()
+                    .unwrap();
+                (
+                    out.status.code(),
+                    String::from_utf8_lossy(&out.stderr).into_owned(),
+                )
+            };
+            let (code, theirs) = run(std::process::Command::new("/bin/cat"));
+            let (ours_code, ours) = run(mimeo_cat());
+            assert_eq!(code, ours_code, "{name:?} in {locale}");
+            let theirs = theirs.strip_prefix("/bin/cat: ").unwrap_or(&theirs);
+            let ours = ours.strip_prefix("mimeo-cat: ").unwrap_or(&ours);
+            assert_eq!(theirs, ours, "{name:?} in {locale}");
+        }
     }
 }

@@ -340,7 +340,7 @@ pub fn parse(prog: &'static str, argv: Vec<OsString>) -> Result<Args, Stop> {
     cmd.build();
     let argv = cmdline::normalize(&cmd, argv).map_err(Stop::Usage)?;
     let matches = cmd
-        .try_get_matches_from_mut(argv)
+        .try_get_matches_from_mut(argv.clone())
         .map_err(|e| match e.kind() {
             clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
                 Stop::Display(e)
@@ -350,10 +350,24 @@ pub fn parse(prog: &'static str, argv: Vec<OsString>) -> Result<Args, Stop> {
     let mut args =
         Args::from_arg_matches(&matches).map_err(|e| Stop::Usage(cmdline::clap_message(&e)))?;
     args.attr_flags = attr_flags(&matches);
+    // cp keeps the last CONTROL given: a later bare --backup does not drop it.
+    if args.backup == Some(None) {
+        args.backup = Some(last_backup_control(&argv));
+    }
     args.context_given = matches.value_source("context") == Some(ValueSource::CommandLine);
     args.interactive_last = args.interactive
         && (!args.no_clobber || matches.index_of("interactive") > matches.index_of("no_clobber"));
     Ok(args)
+}
+
+/// The value of the last `--backup=CONTROL` among the options of `argv` (spelled out).
+fn last_backup_control(argv: &[OsString]) -> Option<String> {
+    argv.iter()
+        .skip(1)
+        .take_while(|a| *a != "--")
+        .filter_map(|a| a.to_str()?.strip_prefix("--backup="))
+        .last()
+        .map(str::to_owned)
 }
 
 /// The attribute and symlink flags given, in command-line order.

@@ -60,9 +60,19 @@ const PRESERVE_ITEMS: &[&str] = &[
 /// and messages about a bad name list cp's names, as cp words them.
 const MIMEO_ITEMS: &[&str] = &["sharing"];
 
+/// What the attribute flags ask for: the attributes, the symlink rule (None: the default),
+/// and whether `--preserve=context` was asked for by name (cp then requires SELinux; `all`
+/// and `-a` only try).
+struct Attributes {
+    preserve: Preserve,
+    dereference: Option<Dereference>,
+    context_required: bool,
+}
+
 /// Applies one `--preserve=LIST` (`on`) or `--no-preserve=LIST`. Names may be abbreviated, as
 /// in cp; an empty one is ambiguous, as in cp.
-fn apply_list(p: &mut Preserve, list: &str, on: bool) -> Result<(), ConfigError> {
+fn apply_list(a: &mut Attributes, list: &str, on: bool) -> Result<(), ConfigError> {
+    let p = &mut a.preserve;
     let option = if on { "--preserve" } else { "--no-preserve" };
     for item in list.split(',') {
         let name = match choose(item, PRESERVE_ITEMS) {
@@ -86,7 +96,7 @@ fn apply_list(p: &mut Preserve, list: &str, on: bool) -> Result<(), ConfigError>
                 p.xattr_required = on;
             }
             // SELinux contexts travel as the security.selinux xattr.
-            "context" => {}
+            "context" => a.context_required = on,
             "all" => {
                 // xattr_required stays as it was, as in cp.
                 p.mode = on;
@@ -107,32 +117,35 @@ fn quote(p: &Path) -> String {
     crate::output::quote(p)
 }
 
-/// The attributes to keep and the symlink rule (None: the default) that the flags give when
-/// applied in order, each overriding what an earlier one set, as in cp.
-fn attributes(flags: &[AttrFlag]) -> Result<(Preserve, Option<Dereference>), ConfigError> {
-    let mut preserve = Preserve::default();
-    let mut dereference = None;
+/// What the flags give when applied in order, each overriding what an earlier one set, as
+/// in cp.
+fn attributes(flags: &[AttrFlag]) -> Result<Attributes, ConfigError> {
+    let mut a = Attributes {
+        preserve: Preserve::default(),
+        dereference: None,
+        context_required: false,
+    };
     for flag in flags {
         match flag {
             AttrFlag::Archive => {
-                apply_list(&mut preserve, "all", true)?;
-                dereference = Some(Dereference::Never);
+                apply_list(&mut a, "all", true)?;
+                a.dereference = Some(Dereference::Never);
             }
             AttrFlag::NoDerefPreserveLinks => {
-                preserve.links = true;
-                dereference = Some(Dereference::Never);
+                a.preserve.links = true;
+                a.dereference = Some(Dereference::Never);
             }
-            AttrFlag::DerefCommandLine => dereference = Some(Dereference::CommandLine),
-            AttrFlag::DerefAlways => dereference = Some(Dereference::Always),
-            AttrFlag::DerefNever => dereference = Some(Dereference::Never),
+            AttrFlag::DerefCommandLine => a.dereference = Some(Dereference::CommandLine),
+            AttrFlag::DerefAlways => a.dereference = Some(Dereference::Always),
+            AttrFlag::DerefNever => a.dereference = Some(Dereference::Never),
             AttrFlag::PreserveDefault => {
-                apply_list(&mut preserve, "mode,ownership,timestamps", true)?;
+                apply_list(&mut a, "mode,ownership,timestamps", true)?;
             }
-            AttrFlag::Preserve(list) => apply_list(&mut preserve, list, true)?,
-            AttrFlag::NoPreserve(list) => apply_list(&mut preserve, list, false)?,
+            AttrFlag::Preserve(list) => apply_list(&mut a, list, true)?,
+            AttrFlag::NoPreserve(list) => apply_list(&mut a, list, false)?,
         }
     }
-    Ok((preserve, dereference))
+    Ok(a)
 }
 
 /// cp's backup types, with the names argmatch accepts for each.
@@ -222,11 +235,31 @@ pub fn warnings(a: &Args) -> Vec<String> {
 }
 
 impl Config {
+    /// `--parents`: the directories of the sources' paths (`a` and `a/b` for `a/b/f`).
+    pub fn parent_dirs(&self) -> std::collections::HashSet<PathBuf> {
+        if !self.options.parents {
+            return Default::default();
+        }
+        let ancestors = |p: &CopyPair| {
+            p.src
+                .ancestors()
+                .skip(1)
+                .map(Path::to_path_buf)
+                .collect::<Vec<_>>()
+        };
+        self.pairs
+            .iter()
+            .flat_map(ancestors)
+            .filter(|d| !d.as_os_str().is_empty())
+            .collect()
+    }
+
     pub fn from_args(a: Args) -> Result<Config, ConfigError> {
         if a.target_directory.len() > 1 {
             return Err(usage("multiple target directories specified"));
         }
-        let (preserve, dereference) = attributes(&a.attr_flags)?;
+        let attrs = attributes(&a.attr_flags)?;
+        let (preserve, dereference) = (attrs.preserve, attrs.dereference);
         let recursive = a.recursive || a.archive;
         if a.link && a.symbolic_link {
             return Err(usage("cannot make both hard and symbolic links"));
@@ -239,7 +272,6 @@ impl Config {
         });
         // -n wins over -f whatever their order, as in cp 9.1; of -i and -n the later counts.
         let no_clobber = a.no_clobber && !a.interactive_last;
-        let backup = backup(&a)?;
         if no_clobber && (a.backup.is_some() || a.backup_default || a.suffix.is_some()) {
             return Err(usage(
                 "options --backup and --no-clobber are mutually exclusive",
@@ -266,6 +298,13 @@ impl Config {
         };
         if reflink == Reflink::Always && sparse != Sparse::Auto {
             return Err(usage("--reflink can be used only with --sparse=auto"));
+        }
+        // In cp's order: the backup type is read after the checks above.
+        let backup = backup(&a)?;
+        if attrs.context_required && !selinux_enabled() {
+            return Err(fatal(
+                "cannot preserve security context without an SELinux-enabled kernel",
+            ));
         }
         let mut options = Options::default();
         options.reflink = reflink;

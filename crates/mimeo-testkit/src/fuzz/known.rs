@@ -21,12 +21,6 @@ pub struct Known {
 /// outcome like an allowlist entry, so that the rest of the case is still judged.
 pub const KNOWN: &[Known] = &[
     Known {
-        item: "issue 23 item 8",
-        what: "names with control characters or bytes that are not UTF-8 are not quoted as cp \
-           quotes them; compared here with the quoting of both sides undone",
-        apply: unquote_both,
-    },
-    Known {
         item: "issue 23 item 13",
         what: "a source directory named twice is copied twice, without cp's warning (also \
                when named as s and s/., where cp says \"will not create hard link\")",
@@ -37,12 +31,6 @@ pub const KNOWN: &[Known] = &[
         what: "as a user other than root, a source directory its owner cannot list or search \
                is copied with another mode and times, and reported in other words",
         apply: unreadable_dirs,
-    },
-    Known {
-        item: "new: cannot open for reading",
-        what: "a source file that cannot be opened is reported as \"cannot open 'x'\", where cp \
-               says \"cannot open 'x' for reading\"",
-        apply: for_reading,
     },
     Known {
         item: "new: failed to clone from",
@@ -101,13 +89,6 @@ pub const KNOWN: &[Known] = &[
                is reported as \"cannot create ...\", where cp says \"cannot stat\" or \
                \"cannot remove\" with the error it got",
         apply: through_non_dir,
-    },
-    Known {
-        item: "new: wording of node and parent errors",
-        what: "\"cannot create special file\" for a FIFO (cp: \"cannot create fifo\") and \
-               \"cannot create directory\" for a --parents directory (cp: \"cannot make \
-               directory\")",
-        apply: node_wording,
     },
     Known {
         item: "new: -l on a symlink loop",
@@ -181,12 +162,6 @@ pub const KNOWN: &[Known] = &[
         apply: cat_empty_part,
     },
     Known {
-        item: "new: mimeo-cat messages",
-        what: "mimeo-cat words its errors as \"cannot open 'x': E\", \"cannot stat 'x': E\" \
-               or \"error reading 'x': E\"; cat says \"x: E\"",
-        apply: cat_wording,
-    },
-    Known {
         item: "issue 23 item 2",
         what: "--attributes-only replaces or writes an existing destination (a symlink over \
                a file, a new empty file over a hard link)",
@@ -237,222 +212,6 @@ pub const KNOWN: &[Known] = &[
     },
 ];
 
-fn unquote_both(o: &mut Outcome) -> bool {
-    // cat's output is data, not names.
-    if o.plan.tool != "cp" {
-        return false;
-    }
-    let same = |o: &Outcome| (o.cp.stdout == o.ours.stdout, o.cp.stderr == o.ours.stderr);
-    let before = same(o);
-    // cp escapes a name it cannot show as it is; only then does mimeo's quoting differ.
-    let escaped = |t: &str| t.contains("$'") || t.contains("'\\''");
-    let hostile = escaped(&o.cp.stderr) || escaped(&o.cp.stdout);
-    // cp quotes the name in this one message only where it must; mimeo never does.
-    let relative = ": can make relative symbolic links only in current directory";
-    for text in [&mut o.cp.stderr, &mut o.ours.stderr] {
-        *text = text
-            .split_inclusive('\n')
-            .map(|l| match l.find(relative) {
-                Some(at) if l.starts_with("cp: ") => format!("cp: 'Q'{}", &l[at..]),
-                _ => l.to_string(),
-            })
-            .collect();
-    }
-    for (cp, ours) in [
-        (&mut o.cp.stdout, &mut o.ours.stdout),
-        (&mut o.cp.stderr, &mut o.ours.stderr),
-    ] {
-        *cp = unquote_cp(cp);
-        // Once mimeo quotes as cp does, cp's rules read its messages too.
-        let as_cp = unquote_cp(ours);
-        *ours = if as_cp == *cp {
-            as_cp
-        } else {
-            unquote_mimeo(ours)
-        };
-        // A raw newline in a name splits mimeo's line in two (and its workers print in
-        // another order): the same bytes but for the newlines.
-        let joined = |t: &str| {
-            let mut b: Vec<u8> = t.bytes().filter(|&c| c != b'\n').collect();
-            b.sort_unstable();
-            b
-        };
-        if hostile && cp != ours && joined(cp) == joined(ours) {
-            *ours = cp.clone();
-        }
-        if hostile && cp != ours {
-            *cp = collapse(cp);
-            *ours = collapse(ours);
-        }
-    }
-    same(o) != before
-}
-
-/// Each line with what lies between its first and last quote as `'Q'`: where mimeo's
-/// quoting of a name cannot be undone (a raw quote or newline in it), the message shape
-/// is all that can be compared. A line with an odd number of quotes is joined to the next.
-fn collapse(text: &str) -> String {
-    let mut out = String::new();
-    let mut line = String::new();
-    for piece in text.split_inclusive('\n') {
-        line.push_str(piece);
-        if line.matches('\'').count() % 2 == 1 && piece.ends_with('\n') {
-            continue;
-        }
-        match (line.find('\''), line.rfind('\'')) {
-            (Some(a), Some(b)) if a < b => {
-                out.push_str(&line[..a]);
-                out.push_str("'Q'");
-                out.push_str(&line[b + 1..]);
-            }
-            _ => out.push_str(&line),
-        }
-        line.clear();
-    }
-    out.push_str(&line);
-    out
-}
-
-/// `text` with cp's shell quoting (`'...'`, `$'...'` with C escapes, `\\'`) replaced by
-/// [`canonical`] quoting of the same bytes.
-pub fn unquote_cp(text: &str) -> String {
-    let mut out = String::new();
-    let b = text.as_bytes();
-    let mut i = 0;
-    let mut run: Option<Vec<u8>> = None;
-    while i < b.len() {
-        let name = run.get_or_insert_with(Vec::new);
-        match b[i] {
-            b'\'' => {
-                let end = b[i + 1..]
-                    .iter()
-                    .position(|&c| c == b'\'')
-                    .map_or(b.len(), |p| i + 1 + p);
-                name.extend_from_slice(&b[i + 1..end.min(b.len())]);
-                i = end + 1;
-            }
-            b'$' if b.get(i + 1) == Some(&b'\'') => i = ansi(b, i + 2, name),
-            b'\\' if b.get(i + 1) == Some(&b'\'') => {
-                name.push(b'\'');
-                i += 2;
-            }
-            c => {
-                if let Some(name) = run.take().filter(|n| !n.is_empty()) {
-                    out.push_str(&canonical(&name));
-                }
-                let len = utf8_len(c);
-                out.push_str(&String::from_utf8_lossy(&b[i..(i + len).min(b.len())]));
-                i += len;
-            }
-        }
-    }
-    if let Some(name) = run.filter(|n| !n.is_empty()) {
-        out.push_str(&canonical(&name));
-    }
-    out
-}
-
-fn utf8_len(first: u8) -> usize {
-    match first {
-        0xf0..=0xff => 4,
-        0xe0..=0xef => 3,
-        0xc0..=0xdf => 2,
-        _ => 1,
-    }
-}
-
-/// One quoting for both sides: printable ASCII as it is, anything else as `\xNN`.
-pub fn canonical(name: &[u8]) -> String {
-    let mut s = String::from("'");
-    for &c in name {
-        if (0x20..0x7f).contains(&c) && c != b'\'' && c != b'\\' {
-            s.push(c as char);
-        } else {
-            s.push_str(&format!("\\x{c:02x}"));
-        }
-    }
-    s.push('\'');
-    s
-}
-
-/// Decodes a `$'...'` body from `i`; returns the index after its closing quote.
-fn ansi(b: &[u8], mut i: usize, out: &mut Vec<u8>) -> usize {
-    while i < b.len() && b[i] != b'\'' {
-        if b[i] != b'\\' || i + 1 >= b.len() {
-            out.push(b[i]);
-            i += 1;
-            continue;
-        }
-        let c = b[i + 1];
-        i += 2;
-        match c {
-            b'0'..=b'7' => {
-                let mut v = u32::from(c - b'0');
-                while i < b.len() && (b'0'..=b'7').contains(&b[i]) && v < 0o40 {
-                    v = v * 8 + u32::from(b[i] - b'0');
-                    i += 1;
-                }
-                out.push(v as u8);
-            }
-            b'a' => out.push(7),
-            b'b' => out.push(8),
-            b'e' | b'E' => out.push(0x1b),
-            b'f' => out.push(12),
-            b'n' => out.push(b'\n'),
-            b'r' => out.push(b'\r'),
-            b't' => out.push(b'\t'),
-            b'v' => out.push(11),
-            other => out.push(other),
-        }
-    }
-    i + 1
-}
-
-/// `text` with mimeo's quoting (`'...'` with `escape_ascii` escapes for names that are not
-/// UTF-8) replaced by [`canonical`] quoting of the same bytes.
-pub fn unquote_mimeo(text: &str) -> String {
-    let mut out = String::new();
-    let b = text.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] != b'\'' {
-            let len = utf8_len(b[i]);
-            out.push_str(&String::from_utf8_lossy(&b[i..(i + len).min(b.len())]));
-            i += len;
-            continue;
-        }
-        let mut name = Vec::new();
-        i += 1;
-        while i < b.len() && b[i] != b'\'' {
-            if b[i] == b'\\' && i + 1 < b.len() {
-                i += 1;
-                match b[i] {
-                    b'n' => name.push(b'\n'),
-                    b'r' => name.push(b'\r'),
-                    b't' => name.push(b'\t'),
-                    b'x' if i + 2 < b.len() => {
-                        let hex = std::str::from_utf8(&b[i + 1..i + 3]).ok();
-                        match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
-                            Some(v) => {
-                                name.push(v);
-                                i += 2;
-                            }
-                            None => name.extend_from_slice(b"\\x"),
-                        }
-                    }
-                    c => name.push(c),
-                }
-            } else {
-                name.push(b[i]);
-            }
-            i += 1;
-        }
-        i += 1;
-        out.push_str(&canonical(&name));
-    }
-    out
-}
-
 fn cp_says(o: &Outcome, text: &str) -> bool {
     o.cp.stderr.contains(text)
 }
@@ -497,16 +256,6 @@ fn unreadable_dirs(o: &mut Outcome) -> bool {
         .iter()
         .any(|d| d.field == Field::Mode && d.right == "0700");
     o.plan.odd_dirs && (denied(&o.cp.stderr) || denied(&o.ours.stderr) || modes) && whole_case(o)
-}
-
-fn for_reading(o: &mut Outcome) -> bool {
-    let mut changed = false;
-    for text in [&mut o.cp.stderr, &mut o.ours.stderr] {
-        let new = text.replace("' for reading: ", "': ");
-        changed |= new != *text;
-        *text = new;
-    }
-    changed
 }
 
 fn clone_failures(o: &mut Outcome) -> bool {
@@ -582,18 +331,6 @@ fn through_non_dir(o: &mut Outcome) -> bool {
     let cp = cp_says(o, "cannot stat") || cp_says(o, "cannot remove");
     let reverse = ours_says(o, "cannot stat") && cp_says(o, "cannot create");
     (ours && cp || reverse) && whole_case(o)
-}
-
-fn node_wording(o: &mut Outcome) -> bool {
-    let mut changed = false;
-    for text in [&mut o.cp.stderr, &mut o.ours.stderr] {
-        let new = text
-            .replace("cannot create fifo", "cannot create special file")
-            .replace("cannot make directory", "cannot create directory");
-        changed |= new != *text;
-        *text = new;
-    }
-    changed
 }
 
 fn cyclic_link(o: &mut Outcome) -> bool {
@@ -684,28 +421,6 @@ fn cat_empty_part(o: &mut Outcome) -> bool {
     o.plan.tool == "cat" && more && whole_case(o)
 }
 
-fn cat_wording(o: &mut Outcome) -> bool {
-    if o.plan.tool != "cat" {
-        return false;
-    }
-    let before = o.ours.stderr.clone();
-    o.ours.stderr = o
-        .ours
-        .stderr
-        .split_inclusive('\n')
-        .map(
-            |l| match (l.strip_prefix("cat: "), l.find(" '"), l.find("': ")) {
-                // "cat: cannot stat 'x': E" and the like: "cat: x: E".
-                (Some(_), Some(start), Some(end)) if start < end => {
-                    format!("cat: {}{}", &l[start + 2..end], &l[end + 1..])
-                }
-                _ => l.to_string(),
-            },
-        )
-        .collect();
-    o.ours.stderr != before
-}
-
 fn attributes_only(o: &mut Outcome) -> bool {
     let differs = o.cp.code != o.ours.code || !o.tree.is_empty();
     o.plan.has("attributes-only") && o.plan.dest != DestState::Absent && differs && whole_case(o)
@@ -745,29 +460,4 @@ fn backup_values(o: &mut Outcome) -> bool {
 fn xattrs_failed(o: &mut Outcome) -> bool {
     let failed = "failed to set extended attributes";
     ours_says(o, failed) && !cp_says(o, failed) && whole_case(o)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn both_quotings_read_as_the_same_bytes() {
-        // cp: shell quoting with C escapes; mimeo: escape_ascii inside plain quotes.
-        let cp = "cp: cannot stat 'a'$'\\n''b'$'\\377': No such file or directory\n";
-        let ours = "cp: cannot stat 'a\\nb\\xff': No such file or directory\n";
-        let want = "cp: cannot stat 'a\\x0ab\\xff': No such file or directory\n";
-        assert_eq!(unquote_cp(cp), want);
-        assert_eq!(unquote_mimeo(ours), want);
-        // A quote inside a name: cp closes, escapes and reopens.
-        assert_eq!(unquote_cp("'it'\\''s'"), "'it\\x27s'");
-    }
-
-    #[test]
-    fn collapse_keeps_the_shape_of_a_line() {
-        assert_eq!(
-            collapse("cp: cannot copy 'a', into 'b'\ncp: x\n"),
-            "cp: cannot copy 'Q'\ncp: x\n"
-        );
-    }
 }

@@ -34,8 +34,10 @@ pub enum Op {
     Symlink,
     /// Reading a symbolic link's target.
     ReadLink,
-    /// Creating a FIFO, socket or device node.
+    /// Creating a socket or device node.
     MakeNode,
+    /// Creating a FIFO.
+    MakeFifo,
     /// Moving a finished temporary over its destination.
     Rename,
     /// Removing an entry.
@@ -72,6 +74,8 @@ pub enum Op {
     Dedupe,
     /// Looking at a directory of a source's path, to make its copy (`--parents`).
     StatParent,
+    /// Creating a directory of a source's path (`--parents`).
+    CreateParent,
 }
 
 impl Op {
@@ -91,6 +95,7 @@ impl Op {
             Op::Symlink => "symlink",
             Op::ReadLink => "readlink",
             Op::MakeNode => "mknod",
+            Op::MakeFifo => "mkfifo",
             Op::Rename => "rename",
             Op::Remove => "remove",
             Op::Backup => "backup",
@@ -109,6 +114,7 @@ impl Op {
             Op::MapExtents => "map_extents",
             Op::Dedupe => "dedupe",
             Op::StatParent => "stat_parent",
+            Op::CreateParent => "create_parent",
         }
     }
 
@@ -128,6 +134,7 @@ impl Op {
             Op::Symlink => "cannot create symbolic link",
             Op::ReadLink => "cannot read symbolic link",
             Op::MakeNode => "cannot create special file",
+            Op::MakeFifo => "cannot create fifo",
             Op::Rename => "cannot move into place",
             Op::Remove => "cannot remove",
             Op::Backup => "cannot backup",
@@ -146,6 +153,16 @@ impl Op {
             Op::MapExtents => "cannot map the extents of",
             Op::Dedupe => "cannot dedupe",
             Op::StatParent => "failed to get attributes of",
+            Op::CreateParent => "cannot make directory",
+        }
+    }
+
+    /// What cp says after the path: a source that cannot be opened is "cannot open 'x' for
+    /// reading".
+    fn after_path(self) -> &'static str {
+        match self {
+            Op::Open => " for reading",
+            _ => "",
         }
     }
 }
@@ -307,6 +324,15 @@ impl Error {
         }
     }
 
+    /// The sentence `cat` says for it: the part's name, bare where no character needs
+    /// quoting, then the cause (`x: No such file or directory`).
+    pub fn cat_sentence(&self) -> String {
+        match &self.cause {
+            Cause::Os(e) => format!("{}: {}", cat_name(&self.path), strerror(*e)),
+            Cause::Refused(r) => self.refusal_sentence(r),
+        }
+    }
+
     /// Whether this error means the source disappeared under us.
     pub fn is_vanished(&self) -> bool {
         self.op == Op::Vanished
@@ -382,17 +408,26 @@ fn quoted(path: &Path) -> String {
     super::quote::quote(path)
 }
 
-/// A path as `cat` names it in its messages: bare when no character needs quoting, quoted
-/// otherwise.
+/// A path as `cat` names it in its messages (gnulib's `shell-escape` style): bare when no
+/// character needs quoting, quoted otherwise.
 fn cat_name(path: &Path) -> String {
+    // `:` is quoted too: cat names files with gnulib's `quotef`, which adds it.
     use std::os::unix::ffi::OsStrExt;
     let bytes = path.as_os_str().as_bytes();
-    let plain = |(i, b): (usize, &u8)| {
-        b.is_ascii_alphanumeric() || b"%+,-./@_".contains(b) || (i > 0 && b"#~".contains(b))
+    let Ok(s) = std::str::from_utf8(bytes) else {
+        return quoted(path);
     };
-    match std::str::from_utf8(bytes) {
-        Ok(s) if !s.is_empty() && bytes.iter().enumerate().all(plain) => s.to_string(),
-        _ => quoted(path),
+    let plain = |(i, c): (usize, char)| match c {
+        c if c.is_ascii_alphanumeric() => true,
+        '%' | '+' | ',' | '-' | '.' | '/' | '@' | ']' | '_' => true,
+        '#' | '~' => i > 0,
+        '{' | '}' => s.len() > 1,
+        c => !c.is_ascii() && !c.is_control() && super::quote::utf8_locale(),
+    };
+    if !s.is_empty() && s.char_indices().all(plain) {
+        s.to_string()
+    } else {
+        quoted(path)
     }
 }
 
@@ -411,9 +446,10 @@ impl fmt::Display for Error {
             Cause::Refused(r) => f.write_str(&self.refusal_sentence(r)),
             Cause::Os(e) => write!(
                 f,
-                "{} {}: {}",
+                "{} {}{}: {}",
                 self.op.phrase(),
                 quoted(&self.path),
+                self.op.after_path(),
                 strerror(*e)
             ),
         }
@@ -460,7 +496,21 @@ mod tests {
         let odd = std::ffi::OsStr::from_bytes(b"x\xff");
         let e = Error::os(Op::Open, odd, libc::EACCES);
         // As cp 9.1 words it in a UTF-8 locale.
-        assert_eq!(e.to_string(), r"cannot open 'x'$'\377': Permission denied");
+        assert_eq!(
+            e.to_string(),
+            r"cannot open 'x'$'\377' for reading: Permission denied"
+        );
+        let e = Error::os(Op::MakeFifo, "p", libc::EACCES);
+        assert_eq!(e.to_string(), "cannot create fifo 'p': Permission denied");
+        let e = Error::os(Op::CreateParent, "d/a", libc::EACCES);
+        assert_eq!(
+            e.to_string(),
+            "cannot make directory 'd/a': Permission denied"
+        );
+        let e = Error::os(Op::Open, "a b", libc::ENOENT);
+        assert_eq!(e.cat_sentence(), "'a b': No such file or directory");
+        let e = Error::os(Op::Read, "d", libc::EISDIR);
+        assert_eq!(e.cat_sentence(), "d: Is a directory");
     }
 
     use std::os::unix::ffi::OsStrExt;

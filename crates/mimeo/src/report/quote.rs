@@ -1,7 +1,10 @@
-//! Names quoted for a terminal as cp quotes them (gnulib's `shell-escape-always` style, in a
-//! UTF-8 locale): what is printed can be pasted back into a shell and names the same bytes,
-//! and no control character or byte that is not UTF-8 reaches the terminal raw.
+//! Names quoted for a terminal as cp quotes them (gnulib's `shell-escape-always` style): what
+//! is printed can be pasted back into a shell and names the same bytes, and no control
+//! character or byte that is not UTF-8 reaches the terminal raw.
 //!
+//! - In a locale whose character set is not UTF-8 (`C`, `POSIX`), every byte that is not
+//!   ASCII is escaped, as cp escapes it there; in a UTF-8 one (`C.UTF-8`, `en_US.UTF-8`),
+//!   only those that are not part of a printable character.
 //! - A name is put between single quotes: `'a b'`.
 //! - A control character, and each byte that is not part of valid UTF-8, is written in a
 //!   `$'...'` part: `\a \b \t \n \v \f \r` by letter, anything else as three octal digits
@@ -12,25 +15,62 @@
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
+use std::sync::OnceLock;
+
+/// Whether the locale's character set is UTF-8, as `setlocale(LC_ALL, "")` would find it:
+/// the first of `LC_ALL`, `LC_CTYPE` and `LANG` that is set names it.
+pub(crate) fn utf8_locale() -> bool {
+    static UTF8: OnceLock<bool> = OnceLock::new();
+    *UTF8.get_or_init(|| {
+        let named = ["LC_ALL", "LC_CTYPE", "LANG"]
+            .iter()
+            .find_map(|k| std::env::var_os(k).filter(|v| !v.is_empty()));
+        named.is_some_and(|v| {
+            let v = v.to_string_lossy().to_ascii_lowercase();
+            v.contains("utf-8") || v.contains("utf8")
+        })
+    })
+}
 
 /// `name` quoted as cp quotes names in its messages and `-v` lines (module docs).
 pub fn quote(name: impl AsRef<OsStr>) -> String {
-    let bytes = name.as_ref().as_bytes();
-    let units = units(bytes);
-    if bytes.contains(&b'\'')
-        && units
-            .iter()
-            .enumerate()
-            .all(|(i, u)| double_ok(u, i, bytes))
+    quote_in(name.as_ref().as_bytes(), utf8_locale())
+}
+
+/// [`quote`] in a UTF-8 locale (`utf8`) or another one.
+fn quote_in(bytes: &[u8], utf8: bool) -> String {
+    let units = units(bytes, utf8);
+    if !units.contains(&Unit::Char('\'')) {
+        return single(&units, false);
+    }
+    if units
+        .iter()
+        .enumerate()
+        .all(|(i, u)| double_ok(u, i, bytes))
     {
         // Every unit is a printable character here, so the bytes are UTF-8.
         return format!("\"{}\"", String::from_utf8_lossy(bytes));
     }
-    let mut out = String::with_capacity(bytes.len() + 2);
+    // gnulib scans a name with a single quote once, then writes it again without resetting
+    // whether a `$'...'` part is open: when the name ends in one, the second pass starts as
+    // if one were open (`'''a'\''b'$'\001'`, `'\001'\'''$'\002'`), and cp 9.1 prints that.
+    let ends_escaped = units.last().is_some_and(escaped);
+    single(&units, ends_escaped)
+}
+
+/// Whether `unit` is written escaped, in a `$'...'` part.
+fn escaped(unit: &Unit) -> bool {
+    match unit {
+        Unit::Char(c) => c.is_control(),
+        Unit::Byte(_) => true,
+    }
+}
+
+/// `units` between single quotes; `escaping`: start as if a `$'...'` part were open.
+fn single(units: &[Unit], mut escaping: bool) -> String {
+    let mut out = String::with_capacity(units.len() + 2);
     out.push('\'');
-    // Inside a `$'...'` part, which the next plain character closes with `''`.
-    let mut escaping = false;
-    for unit in &units {
+    for unit in units {
         match unit {
             Unit::Char('\'') => {
                 out.push_str("'\\''");
@@ -63,7 +103,17 @@ enum Unit {
     Byte(u8),
 }
 
-fn units(mut bytes: &[u8]) -> Vec<Unit> {
+fn units(mut bytes: &[u8], utf8: bool) -> Vec<Unit> {
+    if !utf8 {
+        let unit = |&b: &u8| {
+            if b.is_ascii() {
+                Unit::Char(char::from(b))
+            } else {
+                Unit::Byte(b)
+            }
+        };
+        return bytes.iter().map(unit).collect();
+    }
     let mut units = Vec::with_capacity(bytes.len());
     while !bytes.is_empty() {
         let (valid, bad) = match std::str::from_utf8(bytes) {
@@ -126,7 +176,20 @@ mod tests {
     use super::*;
 
     fn q(bytes: &[u8]) -> String {
-        quote(OsStr::from_bytes(bytes))
+        quote_in(bytes, true)
+    }
+
+    /// Checked against GNU cp 9.1 run with `LC_ALL=C`.
+    #[test]
+    fn as_cp_quotes_in_the_c_locale() {
+        for (name, quoted) in [
+            ("é".as_bytes(), r"''$'\303\251'"),
+            (b"x\xff", r"'x'$'\377'"),
+            ("it's é".as_bytes(), r"'''it'\''s '$'\303\251'"),
+            (b"a b", "'a b'"),
+        ] {
+            assert_eq!(quote_in(name, false), quoted, "{}", name.escape_ascii());
+        }
     }
 
     /// Each one checked against GNU cp 9.1's `-v` line in a UTF-8 locale.
@@ -154,6 +217,13 @@ mod tests {
             (b"it's#", r"'it'\''s#'"),
             (b"\x01'", r"''$'\001'\'''"),
             (b"\xe2\x82", r"''$'\342\202'"),
+            (b"a'b\x01", r"'''a'\''b'$'\001'"),
+            (b"\x01'\x02", r"'\001'\'''$'\002'"),
+            (b"'\x01", r"''\'''$'\001'"),
+            (b"a\x01'b", r"'a'$'\001'\''b'"),
+            (b"'\xc2\x85x", r"''\'''$'\302\205''x'"),
+            (b"a\"'b", r#"'a"'\''b'"#),
+            (b"a'b\xc3\xa9", "\"a'b\u{e9}\""),
         ] {
             assert_eq!(q(name), quoted, "{}", name.escape_ascii());
         }

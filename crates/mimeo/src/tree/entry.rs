@@ -56,7 +56,12 @@ pub(crate) fn copy_special(
         dst_name,
         meta,
         kind: entry_kind(meta),
-        op: Op::MakeNode,
+        // cp names a FIFO's failure apart ("cannot create fifo").
+        op: if meta.file_type() == sys::S_IFIFO {
+            Op::MakeFifo
+        } else {
+            Op::MakeNode
+        },
     };
     entry.copy(|t| sys::mknod(here.dst_dir, t, mode, meta.rdev))
 }

@@ -191,7 +191,7 @@ pub(crate) fn make_parents(src: &Path, dst: &Path, opts: &Options) -> Result<Vec
             && match sys::mkdir(sys::CWD, &name, meta.perm() & 0o777) {
                 Ok(()) => true,
                 Err(Errno::EXIST) => false,
-                Err(e) => return Err(Error::sys(Op::CreateDir, d.to_path_buf(), e)),
+                Err(e) => return Err(Error::sys(Op::CreateParent, d.to_path_buf(), e)),
             };
         made.push(Parent {
             src: meta,
