@@ -189,3 +189,51 @@ fn verbose_parents_lines_are_cps() {
     let args = [os("-v"), os("--parents"), os("a/b/f"), os("d")];
     same_as_cp(dir.path(), &setup, &args, None);
 }
+
+#[test]
+fn links_with_attributes_only_fail_as_links() {
+    let dir = scratch();
+    for (i, flag) in ["-s", "-l"].into_iter().enumerate() {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        let setup = |d: &Path| {
+            write(&d.join("f"), "x");
+            symlink("nowhere", d.join("ls")).unwrap();
+            symlink("gone", d.join("dangling")).unwrap();
+            write(&d.join("g"), "old");
+        };
+        for dst in ["dangling", "g"] {
+            let args = [
+                os("--attributes-only"),
+                os(flag),
+                os("-P"),
+                os("ls"),
+                os(dst),
+            ];
+            let sub = base.join(dst);
+            fs::create_dir(&sub).unwrap();
+            let ours = same_as_cp(&sub, &setup, &args, None);
+            assert!(ours.stderr.contains(" link "), "{ours:?}");
+        }
+    }
+}
+
+#[test]
+fn another_users_file_is_backed_up_as_cp_backs_it_up() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "new");
+        fs::create_dir(d.join("d")).unwrap();
+        fs::set_permissions(d.join("d"), fs::Permissions::from_mode(0o777)).unwrap();
+        // Root's file: the kernel lets nobody rename it here, not link it.
+        write(&d.join("d/g"), "old");
+        fs::set_permissions(d.join("d/g"), fs::Permissions::from_mode(0o644)).unwrap();
+    };
+    for (i, how) in ["-b", "--backup=numbered"].into_iter().enumerate() {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        let args = [os(how), os("f"), os("d/g")];
+        let ours = same_as_cp(&base, &setup, &args, Some(NOBODY));
+        assert_eq!(ours.code, Some(0), "{ours:?}");
+    }
+}

@@ -4,7 +4,9 @@
 //! cp renames the old entry to its backup name and then creates the new one, so for a moment
 //! the destination name is missing. Here the backup is a hard link to the old entry, made
 //! just before the finished copy is renamed over the name: the name always refers to the old
-//! or the new entry, and the backup keeps the old one.
+//! or the new entry, and the backup keeps the old one. Where the kernel allows no such link
+//! (another user's file, under `fs.protected_hardlinks`), the old entry is renamed, as cp
+//! renames it.
 
 use super::crash;
 use crate::options::Backup;
@@ -23,23 +25,30 @@ pub(crate) fn make(
 ) -> sys::Result<CString> {
     loop {
         let (path, numbered, shortened) = backup_name(dir, name, prefix, backup)?;
+        let renamed = || sys::rename(dir, name, dir, &path).map(|()| path.clone());
         if numbered {
             match sys::link(dir, name, dir, &path) {
                 // Another run took this number meanwhile: count again (a shortened name
                 // stays the same whatever the number, so cp gives up there).
                 Err(Errno::EXIST) if !shortened => continue,
+                Err(Errno::PERM) => return renamed(),
                 other => return other.map(|()| path),
             }
         }
         return match sys::link(dir, name, dir, &path) {
             Err(Errno::EXIST) => {
                 // An older backup: replaced in one step by a link made under a temporary name.
-                let ((), temp) = crash::with_temp(prefix, |t| sys::link(dir, name, dir, t))?;
+                let linked = crash::with_temp(prefix, |t| sys::link(dir, name, dir, t));
+                let ((), temp) = match linked {
+                    Err(Errno::PERM) => return renamed(),
+                    other => other?,
+                };
                 sys::rename(dir, &temp, dir, &path).inspect_err(|_| {
                     let _ = sys::unlink(dir, &temp, false);
                 })?;
                 Ok(path)
             }
+            Err(Errno::PERM) => renamed(),
             other => other.map(|()| path),
         };
     }

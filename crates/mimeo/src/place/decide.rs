@@ -254,7 +254,9 @@ fn replacement(opts: &Options, src: &Meta, d: &Meta, fresh: bool) -> Decision {
     let through_symlink = src.is_reg() && d.is_symlink();
     if fresh {
         Decision::Recreate
-    } else if opts.attributes_only && !into_node && !through_symlink {
+    } else if opts.attributes_only && opts.link.is_none() && !into_node && !through_symlink {
+        // With -l or -s, cp makes a link whatever --attributes-only says (and words its
+        // failure as a link's).
         attributes_only(src, d)
     } else if opts.preserve.links && d.nlink > 1 {
         // cp removes a destination with other links first when it keeps link groups,
