@@ -174,6 +174,9 @@ impl Observer for Printer {
                     ));
                 }
             }
+            Event::Removed { path } if self.verbose && !self.json => {
+                out(&format!("removed {}\n", quote(path)));
+            }
             // cp 9.1's -v says nothing of a file it leaves alone.
             Event::Skipped { src, dst } if self.verbose && self.json => {
                 let mut line = entry_object("skipped", src, dst);

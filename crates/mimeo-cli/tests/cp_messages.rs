@@ -237,3 +237,31 @@ fn another_users_file_is_backed_up_as_cp_backs_it_up() {
         assert_eq!(ours.code, Some(0), "{ours:?}");
     }
 }
+
+#[test]
+fn verbose_says_removed_where_cp_removes_a_destination() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "new");
+        symlink("f", d.join("l")).unwrap();
+        fs::create_dir(d.join("d")).unwrap();
+        fs::set_permissions(d.join("d"), fs::Permissions::from_mode(0o777)).unwrap();
+        write(&d.join("d/g"), "old");
+        fs::set_permissions(d.join("d/g"), fs::Permissions::from_mode(0o644)).unwrap();
+    };
+    for (i, (args, user)) in [
+        (&["-v", "--remove-destination", "f", "d/g"][..], None),
+        (&["-v", "-P", "l", "d/g"], None),
+        (&["-v", "-a", "l", "d/g"], None),
+        (&["-v", "-f", "f", "d/g"], Some(NOBODY)),
+        (&["-v", "-f", "f", "d/g"], None),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
+        same_as_cp(&base, &setup, &args, user);
+    }
+}

@@ -3,7 +3,7 @@
 
 use super::crash;
 use crate::data::meta::Process;
-use crate::options::{Backup, DanglingSymlink, LinkInstead, Options, Overwrite};
+use crate::options::{Backup, DanglingSymlink, Dereference, LinkInstead, Options, Overwrite};
 use crate::report::{Action, Error, Op, Refusal};
 use crate::sys::{self, Errno, Meta};
 use std::path::PathBuf;
@@ -245,6 +245,28 @@ pub(crate) fn decide(
         return Decision::Recreate;
     }
     replace
+}
+
+/// Whether cp removes the existing destination `d` before it copies `src` there, and says
+/// "removed 'd'" under -v (a run that goes on to copy): with `--remove-destination`, for a
+/// link group it keeps (`--preserve=links`), or for a source that is not a regular file
+/// under `-P`, unless a backup takes the name first; and with `-f` for a file it could not
+/// open for writing.
+pub(crate) fn removed_first(rules: &Rules<'_>, src: &Meta, d: &Meta) -> bool {
+    let opts = rules.opts;
+    if d.is_dir() || opts.backup.is_some() {
+        return false;
+    }
+    let never = opts.dereference == Dereference::Never;
+    let before =
+        opts.remove_destination || opts.preserve.links && d.nlink > 1 || never && !src.is_reg();
+    let unopened = opts.force
+        && opts.link.is_none()
+        && src.is_reg()
+        && d.is_reg()
+        && rules.process.euid != 0
+        && !(rules.writable)();
+    before || unopened
 }
 
 /// How an existing non-directory `d` is replaced, before the flags that skip or refuse it.

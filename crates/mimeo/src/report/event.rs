@@ -126,6 +126,12 @@ pub enum Event {
         /// The destination that was kept.
         dst: PathBuf,
     },
+    /// An existing destination was removed to make its copy, as cp removes it first
+    /// (`--remove-destination`, and where cp could not write into it).
+    Removed {
+        /// The destination.
+        path: PathBuf,
+    },
     /// An entry failed; the run goes on.
     Failed(Error),
     /// Not a failure, but worth saying.

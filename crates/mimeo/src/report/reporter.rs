@@ -71,6 +71,18 @@ impl<'a> Reporter<'a> {
         self.control.add_entry();
     }
 
+    /// Whether entries are reported one by one (`-v`).
+    pub fn wants_entries(&self) -> bool {
+        self.wants_entries
+    }
+
+    /// An existing destination removed before its copy is made (cp's "removed 'x'").
+    pub fn removed(&self, path: impl FnOnce() -> PathBuf) {
+        if self.wants_entries {
+            self.observer.event(Event::Removed { path: path() });
+        }
+    }
+
     /// An entry left alone (`-n`, `-u`).
     pub fn skipped(&self, src: impl FnOnce() -> PathBuf, dst: impl FnOnce() -> PathBuf) {
         self.counters.skipped();

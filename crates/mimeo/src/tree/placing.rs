@@ -5,7 +5,7 @@
 use super::context::{Ctx, Here, Loc};
 use crate::data::copy::DataError;
 use crate::options::{Dereference, Overwrite};
-use crate::place::decide::{Decision, Lookups, decide};
+use crate::place::decide::{Decision, Lookups, decide, removed_first};
 use crate::place::links::{FirstCopy, LinkClaim, LinkLoc, Sighting};
 use crate::place::{backup, crash};
 use crate::report::{EntryKind, Error, Op};
@@ -45,7 +45,13 @@ pub(super) fn decide_existing(
     let decision = decide(&rules, src, Some(d), &look);
     match decision {
         Decision::Refuse(c) => Err(c.error(here.src_path(name), here.dst_path(dst_name))),
-        other => Ok(other),
+        Decision::Skip => Ok(Decision::Skip),
+        other => {
+            if ctx.report.wants_entries() && removed_first(&rules, src, d) {
+                ctx.report.removed(|| here.dst_path(dst_name));
+            }
+            Ok(other)
+        }
     }
 }
 
