@@ -265,3 +265,31 @@ fn verbose_says_removed_where_cp_removes_a_destination() {
         same_as_cp(&base, &setup, &args, user);
     }
 }
+
+/// As a user other than root, whose group the source's is not: cp drops the set-id bits of a
+/// file it cannot give the source's group, but keeps those of a FIFO.
+#[test]
+fn set_id_bits_as_cp_keeps_them_without_the_group() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir(d.join("s")).unwrap();
+        write(&d.join("s/f"), "x");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            d.join("s/p"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o755),
+            0,
+        )
+        .unwrap();
+        fs::create_dir(d.join("d")).unwrap();
+        for p in ["s", "s/f", "s/p", "d"] {
+            std::os::unix::fs::chown(d.join(p), Some(NOBODY), Some(0)).unwrap();
+        }
+        for p in ["s/f", "s/p"] {
+            fs::set_permissions(d.join(p), fs::Permissions::from_mode(0o4755)).unwrap();
+        }
+    };
+    let args = [os("-a"), os("s/f"), os("s/p"), os("d")];
+    same_as_cp(dir.path(), &setup, &args, Some(NOBODY));
+}

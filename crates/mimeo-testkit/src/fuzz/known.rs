@@ -91,12 +91,6 @@ pub const KNOWN: &[Known] = &[
         apply: parents_xattrs,
     },
     Known {
-        item: "new: set-id bits as non-root",
-        what: "with -a as a user other than root, the set-user-id bit of a file that user \
-               owns is dropped; cp keeps it",
-        apply: setid_bits,
-    },
-    Known {
         item: "new: -s keeps no directory times",
         what: "with -s and -a (or -p), the directories made for the links get the current \
                time, where cp keeps the source's",
@@ -317,16 +311,6 @@ fn cyclic_link(o: &mut Outcome) -> bool {
 fn parents_xattrs(o: &mut Outcome) -> bool {
     let xattrs = ours_says(o, "failed to set extended attributes");
     o.plan.has("parents") && xattrs && whole_case(o)
-}
-
-fn setid_bits(o: &mut Outcome) -> bool {
-    let n = o.tree.len();
-    o.tree.retain(|d| {
-        let mode = |s: &str| u32::from_str_radix(s, 8).unwrap_or(0);
-        let (l, r) = (mode(&d.left), mode(&d.right));
-        !(d.field == Field::Mode && l & 0o6000 != 0 && r == l & 0o777)
-    });
-    o.tree.len() != n
 }
 
 fn symlink_dir_times(o: &mut Outcome) -> bool {

@@ -399,7 +399,10 @@ impl<'a> Apply<'a> {
         } else {
             return None;
         };
-        if !owner_kept && self.opts.preserve.mode {
+        // Where the owner could not be kept, cp drops the set-id bits of a file or directory,
+        // but keeps those of a FIFO, socket or device node.
+        let special = !matches!(self.src.file_type(), sys::S_IFREG | sys::S_IFDIR);
+        if !owner_kept && self.opts.preserve.mode && !special {
             perm &= !(sys::S_ISUID | sys::S_ISGID);
         }
         Some(perm)
