@@ -34,9 +34,9 @@ pub const KNOWN: &[Known] = &[
     },
     Known {
         item: "new: failed to clone from",
-        what: "a failed clone is reported without its source (cp: \"failed to clone 'd' from \
-               's'\"); with --reflink=always an empty source is not cloned at all and the copy \
-               succeeds, where cp fails and leaves an empty file",
+        what: "with --reflink=always, a failed clone leaves no file where cp leaves an empty \
+               one (and its backup), and an empty source is not cloned at all, so the copy \
+               succeeds where cp fails (the message is cp's since the source is named)",
         apply: clone_failures,
     },
     Known {

@@ -269,6 +269,9 @@ pub struct Error {
     pub op: Op,
     /// Why it failed.
     pub cause: Cause,
+    /// The source a failed [`Op::Clone`] was from, which cp names too ("failed to clone 'd'
+    /// from 's'").
+    pub from: Option<PathBuf>,
 }
 
 impl Error {
@@ -278,6 +281,7 @@ impl Error {
             path: path.into(),
             op,
             cause: Cause::Os(errno),
+            from: None,
         }
     }
 
@@ -297,7 +301,14 @@ impl Error {
             path: path.into(),
             op,
             cause: Cause::Refused(why),
+            from: None,
         }
+    }
+
+    /// The error, naming `src` as the source it was about (the `from` field).
+    pub fn from_source(mut self, src: impl Into<PathBuf>) -> Self {
+        self.from = Some(src.into());
+        self
     }
 
     /// The errno, when a system call failed.
@@ -444,14 +455,13 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.cause {
             Cause::Refused(r) => f.write_str(&self.refusal_sentence(r)),
-            Cause::Os(e) => write!(
-                f,
-                "{} {}{}: {}",
-                self.op.phrase(),
-                quoted(&self.path),
-                self.op.after_path(),
-                strerror(*e)
-            ),
+            Cause::Os(e) => {
+                write!(f, "{} {}", self.op.phrase(), quoted(&self.path))?;
+                if let Some(src) = &self.from {
+                    write!(f, " from {}", quoted(src))?;
+                }
+                write!(f, "{}: {}", self.op.after_path(), strerror(*e))
+            }
         }
     }
 }
@@ -499,6 +509,11 @@ mod tests {
         assert_eq!(
             e.to_string(),
             r"cannot open 'x'$'\377' for reading: Permission denied"
+        );
+        let e = Error::os(Op::Clone, "d", libc::EOPNOTSUPP).from_source("s");
+        assert_eq!(
+            e.to_string(),
+            "failed to clone 'd' from 's': Operation not supported"
         );
         let e = Error::os(Op::MakeFifo, "p", libc::EACCES);
         assert_eq!(e.to_string(), "cannot create fifo 'p': Permission denied");

@@ -229,10 +229,10 @@ pub(super) fn data_error(
     src_path: impl FnOnce() -> std::path::PathBuf,
     dst_path: impl FnOnce() -> std::path::PathBuf,
 ) -> Error {
-    let path = if e.op == Op::Read {
-        src_path()
-    } else {
-        dst_path()
-    };
-    Error::sys(e.op, path, e.errno)
+    match e.op {
+        Op::Read => Error::sys(e.op, src_path(), e.errno),
+        // cp names both files of a failed clone.
+        Op::Clone => Error::sys(e.op, dst_path(), e.errno).from_source(src_path()),
+        _ => Error::sys(e.op, dst_path(), e.errno),
+    }
 }
