@@ -329,3 +329,41 @@ fn a_failed_clone_names_its_source() {
     same_output(&cp, &ours, &what);
     assert!(ours.stderr.contains("from 'f'"), "{what}");
 }
+
+/// As a user other than root, -a (and --preserve=all) skips the xattrs the kernel will not
+/// let it set on an entry of another user's, as cp does: an existing directory, and the
+/// directories --parents makes below one.
+#[test]
+fn xattrs_that_cannot_be_set_are_skipped_as_cp_skips_them() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("s/a")).unwrap();
+        write(&d.join("s/a/f"), "x");
+        for p in ["s", "s/a", "s/a/f"] {
+            rustix::fs::setxattr(
+                d.join(p),
+                "user.note",
+                b"1",
+                rustix::fs::XattrFlags::empty(),
+            )
+            .unwrap();
+            std::os::unix::fs::chown(d.join(p), Some(NOBODY), None).unwrap();
+        }
+        // Root's directories, which nobody may not write: `d` itself may.
+        fs::create_dir_all(d.join("d/s/a")).unwrap();
+        fs::set_permissions(d.join("d"), fs::Permissions::from_mode(0o777)).unwrap();
+    };
+    for (i, args) in [
+        &["-a", "s", "d"][..],
+        &["-r", "--preserve=all", "s", "d"],
+        &["-a", "--parents", "s/a/f", "d"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
+        same_as_cp(&base, &setup, &args, Some(NOBODY));
+    }
+}

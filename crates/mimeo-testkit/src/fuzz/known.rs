@@ -85,12 +85,6 @@ pub const KNOWN: &[Known] = &[
         apply: cyclic_link,
     },
     Known {
-        item: "new: --parents xattrs as non-root",
-        what: "with --parents -a as a user other than root, copying the xattrs of a parent \
-               directory fails (EACCES) where cp copies it",
-        apply: parents_xattrs,
-    },
-    Known {
         item: "new: -s keeps no directory times",
         what: "with -s and -a (or -p), the directories made for the links get the current \
                time, where cp keeps the source's",
@@ -149,12 +143,6 @@ pub const KNOWN: &[Known] = &[
                mode less the umask, sticky bit included) and keep their times where a later \
                source writes into them (cp's get the current time)",
         apply: parents_dirs,
-    },
-    Known {
-        item: "new: xattrs that cannot be set",
-        what: "setting xattrs fails (EPERM, EACCES) where cp sets them or says nothing: --parents \
-               as a user other than root, and some -a copies into an existing directory",
-        apply: xattrs_failed,
     },
     Known {
         item: "new: -v lines",
@@ -308,11 +296,6 @@ fn cyclic_link(o: &mut Outcome) -> bool {
     one_says(o, "cannot copy cyclic symbolic link") && whole_case(o)
 }
 
-fn parents_xattrs(o: &mut Outcome) -> bool {
-    let xattrs = ours_says(o, "failed to set extended attributes");
-    o.plan.has("parents") && xattrs && whole_case(o)
-}
-
 fn symlink_dir_times(o: &mut Outcome) -> bool {
     if !o.plan.has("symbolic-link") {
         return false;
@@ -392,11 +375,6 @@ fn parents_dirs(o: &mut Outcome) -> bool {
     o.tree
         .retain(|d| !matches!(d.field, Field::Mode | Field::Mtime | Field::Atime));
     o.tree.len() != n
-}
-
-fn xattrs_failed(o: &mut Outcome) -> bool {
-    let failed = "failed to set extended attributes";
-    ours_says(o, failed) && !cp_says(o, failed) && whole_case(o)
 }
 
 fn destination_after_source(o: &mut Outcome) -> bool {

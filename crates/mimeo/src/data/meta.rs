@@ -325,9 +325,10 @@ impl<'a> Apply<'a> {
             match sys::set_xattr(target, name, value) {
                 Ok(()) => {}
                 // cp -a tolerates a destination that cannot hold an attribute, and an
-                // unprivileged user's lack of access to trusted.* and security.*.
+                // unprivileged user's lack of access to trusted.* and security.*, or to an
+                // entry it may not write (an existing directory of another user's).
                 Err(Errno::NOTSUP) if !self.opts.preserve.xattr_required => {}
-                Err(Errno::PERM)
+                Err(Errno::PERM | Errno::ACCESS)
                     if !self.opts.preserve.xattr_required && self.process.euid != 0 => {}
                 Err(e) => return Err(Error::sys(Op::SetXattr, path(), e)),
             }
