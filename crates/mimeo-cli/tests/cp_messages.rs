@@ -367,3 +367,60 @@ fn xattrs_that_cannot_be_set_are_skipped_as_cp_skips_them() {
         same_as_cp(&base, &setup, &args, Some(NOBODY));
     }
 }
+
+/// Issue 23 item 12, as `nobody`: a source directory it may search but not list, named
+/// through another such directory (with a trailing slash too), is copied with its mode and
+/// times and reported as cp reports it.
+#[test]
+fn unreadable_source_directories_as_cp_copies_them() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("s/p/x/in")).unwrap();
+        write(&d.join("s/p/x/in/f"), "y");
+        fs::create_dir(d.join("d")).unwrap();
+        for p in ["s", "s/p", "s/p/x", "s/p/x/in", "s/p/x/in/f", "d"] {
+            std::os::unix::fs::chown(d.join(p), Some(NOBODY), None).unwrap();
+        }
+        for p in ["s/p/x", "s/p"] {
+            fs::set_permissions(d.join(p), fs::Permissions::from_mode(0o311)).unwrap();
+        }
+    };
+    for (i, args) in [
+        &["-r", "s/p/x/", "d/"][..],
+        &["-a", "s/p/x", "d"],
+        &["-a", "s", "d"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
+        same_as_cp(&base, &setup, &args, Some(NOBODY));
+    }
+}
+
+/// As a user other than root, the xattrs of a read-only file are copied as cp copies them
+/// (it gives the owner write permission for the time it takes).
+#[test]
+fn xattrs_of_a_read_only_file_are_copied_as_cp_copies_them() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("s")).unwrap();
+        fs::create_dir(d.join("d")).unwrap();
+        write(&d.join("s/f"), "x");
+        rustix::fs::setxattr(
+            d.join("s/f"),
+            "user.note",
+            b"1",
+            rustix::fs::XattrFlags::empty(),
+        )
+        .unwrap();
+        for p in ["s", "s/f", "d"] {
+            std::os::unix::fs::chown(d.join(p), Some(NOBODY), None).unwrap();
+        }
+        fs::set_permissions(d.join("s/f"), fs::Permissions::from_mode(0o444)).unwrap();
+    };
+    let args = [os("-a"), os("s/f"), os("d")];
+    same_as_cp(dir.path(), &setup, &args, Some(NOBODY));
+}

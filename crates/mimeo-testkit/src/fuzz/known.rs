@@ -27,12 +27,6 @@ pub const KNOWN: &[Known] = &[
         apply: dir_named_twice,
     },
     Known {
-        item: "issue 23 item 12",
-        what: "as a user other than root, a source directory its owner cannot list or search \
-               is copied with another mode and times, and reported in other words",
-        apply: unreadable_dirs,
-    },
-    Known {
         item: "new: failed to clone from",
         what: "with --reflink=always, a failed clone leaves no file where cp leaves an empty \
                one (and its backup), and an empty source is not cloned at all, so the copy \
@@ -214,15 +208,6 @@ fn dir_named_twice(o: &mut Outcome) -> bool {
     let twice = one_says(o, "directory") && one_says(o, "specified more than once")
         || one_says(o, "will not create hard link");
     twice && whole_case(o)
-}
-
-fn unreadable_dirs(o: &mut Outcome) -> bool {
-    let denied = |t: &str| t.contains("Permission denied");
-    let modes = o
-        .tree
-        .iter()
-        .any(|d| d.field == Field::Mode && d.right == "0700");
-    o.plan.odd_dirs && (denied(&o.cp.stderr) || denied(&o.ours.stderr) || modes) && whole_case(o)
 }
 
 fn clone_failures(o: &mut Outcome) -> bool {

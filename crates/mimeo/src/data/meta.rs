@@ -266,6 +266,7 @@ impl<'a> Apply<'a> {
         } else {
             self.created_owner == Some((self.src.uid, self.src.gid))
         };
+        let opened_up = !xattrs.is_empty() && self.open_up_for_xattrs(dst);
         if !xattrs.is_empty() {
             self.set_xattrs(dst, xattrs, path)?;
         }
@@ -280,14 +281,23 @@ impl<'a> Apply<'a> {
             };
             r.map_err(|e| Error::sys(Op::SetTimes, path(), e))?;
         }
-        if let Some(perm) = self.final_perm(owner_kept) {
-            // An inherited ACL gave the entry bits other than those it was made with.
-            let inherited = self.inherited_acl && p.mode;
-            if self.current_perm != Some(perm) || inherited {
-                chmod(dst, perm).map_err(|e| Error::sys(Op::Chmod, path(), e))?;
-            }
+        let perm = self.final_perm(owner_kept);
+        // An inherited ACL gave the entry bits other than those it was made with.
+        let inherited = self.inherited_acl && p.mode;
+        if let Some(perm) = perm.or(self.current_perm.filter(|_| opened_up))
+            && (self.current_perm != Some(perm) || inherited || opened_up)
+        {
+            chmod(dst, perm).map_err(|e| Error::sys(Op::Chmod, path(), e))?;
         }
         Ok(())
+    }
+
+    /// As cp lets a user other than root set the xattrs of a regular file it made without
+    /// the owner's write permission: gives the owner read and write until the mode is set.
+    /// Whether it did.
+    fn open_up_for_xattrs(&self, dst: Dst<'_>) -> bool {
+        let made_read_only = self.current_perm.is_some_and(|m| m & 0o200 == 0);
+        self.process.euid != 0 && self.src.is_reg() && made_read_only && chmod(dst, 0o600).is_ok()
     }
 
     /// Returns whether the source's owner is now the destination's.

@@ -55,7 +55,9 @@ impl Root {
         let trailing_slash = src_path.as_os_str().as_bytes().ends_with(b"/");
         let follow = opts.dereference != Dereference::Never || trailing_slash;
         let (src_parent, src_name) = split(src_path);
-        let src_parent = sys::open_dir(sys::CWD, &src_parent, true)
+        // A handle that needs no read permission: cp looks at a source through a directory
+        // it may search but not list (issue 23 item 12).
+        let src_parent = sys::open_dir_path(sys::CWD, &src_parent, true)
             .map_err(|e| stat_error(src_path.clone(), e))?;
         let meta = sys::stat_at(src_parent.as_fd(), &src_name, follow)
             .map_err(|e| stat_error(src_path.clone(), e))?;
