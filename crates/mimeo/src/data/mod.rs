@@ -14,4 +14,6 @@ pub(crate) mod origin;
 pub(crate) mod physmap;
 pub(crate) mod range;
 pub(crate) mod shared_reads;
+pub(crate) mod span;
 pub(crate) mod verify;
+pub(crate) mod wait;
