@@ -3,7 +3,8 @@
 //! Which errnos mean "this mechanism is not available here" is decided in one table,
 //! [`falls_back`]; every other errno is terminal for the file, so no fallback ever hides
 //! ENOSPC, EIO, EDQUOT or ENOMEM (docs/guarantees.md §1). Holes come from SEEK_DATA/SEEK_HOLE,
-//! never from `copy_file_range`.
+//! never from `copy_file_range`. The bytes between them move through the one [`SpanCopier`],
+//! as those of range copies do.
 
 pub(crate) use super::error::DataError;
 use super::fallback::{Mechanism, falls_back};

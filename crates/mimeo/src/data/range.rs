@@ -1,6 +1,7 @@
 //! Byte ranges: part of one file put into another at any offsets. The block-aligned body is
 //! cloned (`FICLONERANGE`), so it shares extents with the source; the unaligned head and tail,
-//! and everything a clone cannot do, are copied (`copy_file_range`, else read/write).
+//! and everything a clone cannot do, are copied by the data path's span copier
+//! (`copy_file_range`, else read/write; `data/span.rs`).
 //!
 //! The kernel's rules (measured, and listed with `sys::clone_range`) are handled here
 //! explicitly, each on purpose:

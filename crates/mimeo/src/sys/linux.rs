@@ -477,8 +477,10 @@ pub(crate) fn copy_range(
     dst_off: &mut u64,
     len: usize,
 ) -> Result<usize> {
-    failpoint!("copy_file_range");
-    restart(|| rfs::copy_file_range(src, Some(&mut *src_off), dst, Some(&mut *dst_off), len))
+    restart(|| {
+        failpoint!("copy_file_range");
+        rfs::copy_file_range(src, Some(&mut *src_off), dst, Some(&mut *dst_off), len)
+    })
 }
 
 /// The next data offset at or after `from`, or None when only a hole remains.
@@ -496,7 +498,8 @@ pub(crate) fn seek_hole(fd: BorrowedFd<'_>, from: u64) -> Result<u64> {
 }
 
 /// Makes the call `f` again while a signal interrupts it (EINTR): the one place the data
-/// path retries an interrupted call, so no loop above has to.
+/// path retries an interrupted call, so no loop above has to. Failpoints fire inside `f`, so
+/// that an injected EINTR is retried as a real one.
 pub(super) fn restart<T>(mut f: impl FnMut() -> Result<T>) -> Result<T> {
     loop {
         match f() {
@@ -508,26 +511,34 @@ pub(super) fn restart<T>(mut f: impl FnMut() -> Result<T>) -> Result<T> {
 
 /// One `pread` (again if a signal interrupted it); 0 at the end of the file.
 pub(crate) fn pread(fd: BorrowedFd<'_>, buf: &mut [u8], off: u64) -> Result<usize> {
-    failpoint!("read");
-    restart(|| rustix::io::pread(fd, &mut *buf, off))
+    restart(|| {
+        failpoint!("read");
+        rustix::io::pread(fd, &mut *buf, off)
+    })
 }
 
 /// One `pwrite` (again if a signal interrupted it).
 pub(crate) fn pwrite(fd: BorrowedFd<'_>, buf: &[u8], off: u64) -> Result<usize> {
-    failpoint!("write");
-    restart(|| rustix::io::pwrite(fd, buf, off))
+    restart(|| {
+        failpoint!("write");
+        rustix::io::pwrite(fd, buf, off)
+    })
 }
 
 /// One `read` (again if a signal interrupted it); 0 at the end of the file.
 pub(crate) fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize> {
-    failpoint!("read");
-    restart(|| rustix::io::read(fd, &mut *buf))
+    restart(|| {
+        failpoint!("read");
+        rustix::io::read(fd, &mut *buf)
+    })
 }
 
 /// One `write` (again if a signal interrupted it).
 pub(crate) fn write(fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize> {
-    failpoint!("write");
-    restart(|| rustix::io::write(fd, buf))
+    restart(|| {
+        failpoint!("write");
+        rustix::io::write(fd, buf)
+    })
 }
 
 /// Reads until `buf` is full or the file ends, at `off` (at the file's own offset when
@@ -613,8 +624,8 @@ pub(crate) fn splice_to_pipe(
     dst: BorrowedFd<'_>,
     len: usize,
 ) -> Result<usize> {
-    failpoint!("write");
     restart(|| {
+        failpoint!("write");
         let flags = rustix::pipe::SpliceFlags::MOVE;
         rustix::pipe::splice(src, Some(&mut *src_off), dst, None, len, flags)
     })
