@@ -562,7 +562,7 @@ impl Copier<'_> {
             p.advance(at);
             Ok(())
         };
-        let n = (self.span).copy(
+        let n = self.span.copy(
             (self.src, from),
             (self.dst, from),
             to - from,

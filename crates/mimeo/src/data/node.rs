@@ -41,13 +41,11 @@ pub(crate) fn stream_into(
     buffer_size: usize,
     control: &Control,
 ) -> Result<u64, DataError> {
-    let bs = buffer_size.clamp(4096, 1 << 20);
-    buf.grow_to(bs);
+    let buf = wait::buffer(buf, buffer_size);
     let mut pos = 0u64;
     loop {
         interrupted(control)?;
-        let n = sys::pread(src, &mut buf[..bs], pos)
-            .map_err(|errno| DataError::new(Op::Read, errno))?;
+        let n = sys::pread(src, buf, pos).map_err(|errno| DataError::new(Op::Read, errno))?;
         if n == 0 {
             return Ok(pos);
         }

@@ -66,20 +66,21 @@ impl<'a> SpanCopier<'a> {
     }
 
     /// Copies `len` bytes of `src` at `off` into `dst` at `dst_off`, fewer where `src` ends;
-    /// `copy_file_range` is asked for at most `piece` bytes at a time. `after` is told after
-    /// each piece. Returns the bytes copied.
+    /// `copy_file_range` is asked for at most `offload_max` bytes at a time. `after` is told
+    /// after each piece. Returns the bytes copied.
     pub fn copy(
         &mut self,
         (src, off): (BorrowedFd<'_>, u64),
         (dst, dst_off): (BorrowedFd<'_>, u64),
         len: u64,
-        piece: u64,
+        offload_max: u64,
         after: AfterPiece<'_>,
     ) -> Result<u64, DataError> {
         let mut done = 0;
         while done < len {
             interrupted(self.control)?;
-            let n = self.piece(src, off + done, dst, dst_off + done, (len - done, piece))?;
+            let (from, to) = ((src, off + done), (dst, dst_off + done));
+            let n = self.piece(from, to, len - done, offload_max)?;
             if n == 0 {
                 break;
             }
@@ -89,35 +90,32 @@ impl<'a> SpanCopier<'a> {
         Ok(done)
     }
 
-    /// Moves up to `want` bytes (`copy_file_range`: up to `piece`) of `src` at `off` into
-    /// `dst` at `dst_off`: by offload while it is allowed and works, else through the
-    /// buffer. Returns the bytes moved, 0 at the end of `src`.
+    /// Moves up to `want` bytes (`copy_file_range`: up to `offload_max`) from `src` to `dst`:
+    /// by offload while it is allowed and works, else through the buffer. Returns the bytes
+    /// moved, 0 at the end of the source.
     fn piece(
         &mut self,
-        src: BorrowedFd<'_>,
-        off: u64,
-        dst: BorrowedFd<'_>,
-        dst_off: u64,
-        (want, piece): (u64, u64),
+        src: (BorrowedFd<'_>, u64),
+        dst: (BorrowedFd<'_>, u64),
+        want: u64,
+        offload_max: u64,
     ) -> Result<u64, DataError> {
         if self.offload {
-            match self.offload_piece(src, off, dst, dst_off, want.min(piece)) {
+            match self.offload_piece(src, dst, want.min(offload_max)) {
                 Err(e) if falls_back(Mechanism::Offload, e.errno) && !self.used_offload => {
                     self.offload = false;
                 }
                 other => return other,
             }
         }
-        self.stream_piece(src, off, dst, dst_off, want)
+        self.stream_piece(src, dst, want)
     }
 
     /// One `copy_file_range` of up to `want` bytes; returns the bytes copied.
     fn offload_piece(
         &mut self,
-        src: BorrowedFd<'_>,
-        off: u64,
-        dst: BorrowedFd<'_>,
-        dst_off: u64,
+        (src, off): (BorrowedFd<'_>, u64),
+        (dst, dst_off): (BorrowedFd<'_>, u64),
         want: u64,
     ) -> Result<u64, DataError> {
         let (mut s, mut d) = (off, dst_off);
@@ -133,10 +131,8 @@ impl<'a> SpanCopier<'a> {
     /// Reads up to a buffer (at most `want` bytes) and writes it; returns the bytes moved.
     fn stream_piece(
         &mut self,
-        src: BorrowedFd<'_>,
-        off: u64,
-        dst: BorrowedFd<'_>,
-        dst_off: u64,
+        (src, off): (BorrowedFd<'_>, u64),
+        (dst, dst_off): (BorrowedFd<'_>, u64),
         want: u64,
     ) -> Result<u64, DataError> {
         self.used_stream = true;

@@ -9,6 +9,13 @@ use crate::report::{Control, Method, Op};
 use crate::sys::{self, Errno, IoBuf};
 use rustix::fd::BorrowedFd;
 
+/// The part of `buf` used for files that may wait: `buffer_size`, within 4 KiB-1 MiB.
+pub(crate) fn buffer(buf: &mut IoBuf, buffer_size: usize) -> &mut [u8] {
+    let bs = buffer_size.clamp(4096, 1 << 20);
+    buf.grow_to(bs);
+    &mut buf[..bs]
+}
+
 /// Reads `src` to its end and writes what it gives to `dst` at its file offset, through
 /// a buffer of `buffer_size` (within 4 KiB-1 MiB); returns the bytes copied. A source with
 /// nothing to read yet (EAGAIN) is waited for as a blocking read waits; with `poll_first`
@@ -22,8 +29,7 @@ pub(crate) fn read_to_end(
     control: &Control,
     poll_first: bool,
 ) -> Result<u64, DataError> {
-    let bs = buffer_size.clamp(4096, 1 << 20);
-    buf.grow_to(bs);
+    let buf = buffer(buf, buffer_size);
     let poll_ms = POLL.as_millis() as i32;
     let mut total = 0u64;
     loop {
@@ -31,7 +37,7 @@ pub(crate) fn read_to_end(
         if poll_first && !sys::wait_readable(src, poll_ms) {
             continue;
         }
-        let n = match sys::read(src, &mut buf[..bs]) {
+        let n = match sys::read(src, buf) {
             Ok(n) => n,
             Err(Errno::AGAIN) => {
                 if !poll_first {
