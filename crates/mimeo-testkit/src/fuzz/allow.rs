@@ -239,7 +239,9 @@ fn linked_destination(o: &mut Outcome) -> bool {
     let Some(split) = o
         .tree
         .iter()
-        .find(|d| d.field == Field::HardLinks && named(&d.left, &dest) && !named(&d.right, &dest))
+        .find(|d| {
+            d.field == Field::HardLinks && named(&d.left, &dest) && d.left.len() > d.right.len()
+        })
         .cloned()
     else {
         return false;
@@ -249,7 +251,8 @@ fn linked_destination(o: &mut Outcome) -> bool {
             d.field,
             Field::Size | Field::Content | Field::Mtime | Field::Atime | Field::Blocks
         );
-        *d == split || data && d.path != dest && named(&split.left, &d.path)
+        let other = named(&split.left, &d.path) && !named(&split.right, &d.path);
+        *d == split || data && d.path != dest && other
     };
     o.tree.retain(|d| !kept(d));
     true
