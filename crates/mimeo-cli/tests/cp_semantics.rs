@@ -467,6 +467,126 @@ fn a_source_directory_named_twice_is_copied_once_as_cp() {
     assert_eq!((planned("D/t"), planned("D/t/f")), (1, 1), "{}", run.stdout);
 }
 
+/// A file named twice is copied once with cp's warning only without backups, and only when
+/// it is named by the same directory entry: with backups (`-b`, `-S`) cp copies it again,
+/// which fails on what the first made ("will not overwrite just-created") unless backups are
+/// numbered; a hard link of it named too is refused the same way.
+#[test]
+fn a_file_named_twice_with_backups_is_copied_again_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "f", "f\n", 0o644);
+            write(d, "x/f", "x\n", 0o644);
+            fs::create_dir(d.join("y")).unwrap();
+            fs::hard_link(d.join("x/f"), d.join("y/f")).unwrap();
+            fs::create_dir(d.join("D")).unwrap();
+        };
+        for (i, a) in [
+            &["-b", "f", "f", "D"][..],
+            &["-S-", "f", "f", "D"],
+            &["--backup=numbered", "f", "f", "./f", "D"],
+            &["-bp", "f", "f", "D"],
+            &["x/f", "y/f", "D"],
+            &["f", "./f", "D"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("file-twice{i}"), &setup, &args(a));
+        }
+    }
+}
+
+/// A source directory named again, to another destination than the first time (`s/.` and
+/// `s` into one directory): cp refuses it ("will not create hard link 'D/s' to directory
+/// 'D/.'") and exits 1, unless it follows command-line symlinks (`-H`, `-L`), where it
+/// copies it again. A dry run says the same.
+#[test]
+fn a_source_directory_named_again_elsewhere_is_refused_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "s/f", "f\n", 0o644);
+            write(d, "s/sub/g", "g\n", 0o600);
+            fs::create_dir(d.join("D")).unwrap();
+        };
+        for (i, a) in [
+            &["-r", "s/.", "s", "D"][..],
+            &["-a", "s", "s/.", "D"],
+            &["-r", "s", "s/.", "s", "D"],
+            &["-rH", "s/.", "s", "D"],
+            &["-rL", "s", "s/.", "D"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("dir-elsewhere{i}"), &setup, &args(a));
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "s/f", "f\n", 0o644);
+    fs::create_dir(dir.path().join("D")).unwrap();
+    let run = util::run_in(Some(dir.path()), &["--dry-run", "-r", "s/.", "s", "D"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        "mimeo: will not create hard link 'D/s' to directory 'D/.'\n"
+    );
+}
+
+/// `-n` leaves an existing non-directory alone before it asks whether it is the source
+/// itself: cp 9.1 skips the source, or a hard link of it, without a word and exits 0.
+#[test]
+fn no_clobber_onto_the_same_file_is_skipped_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "f", "f\n", 0o644);
+            fs::hard_link(d.join("f"), d.join("h")).unwrap();
+            symlink("f", d.join("l")).unwrap();
+        };
+        for (i, a) in [
+            &["-n", "f", "f"][..],
+            &["-n", "f", "h"],
+            &["-an", "f", "h"],
+            &["-rn", "--remove-destination", "f", "h"],
+            &["-n", "-P", "l", "l"],
+            &["-n", "--attributes-only", "f", "h"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("n-same{i}"), &setup, &args(a));
+        }
+    }
+}
+
+/// Under `-L`, a symlink to a directory above it is reported with cp's words ("cannot copy
+/// cyclic symbolic link 's/a/b/up'"), and the rest is copied.
+#[test]
+fn a_symlink_loop_under_dereference_is_reported_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "s/a/f", "f\n", 0o644);
+            fs::create_dir(d.join("s/a/b")).unwrap();
+            symlink("../..", d.join("s/a/b/up")).unwrap();
+            symlink("../../a", d.join("s/a/b/side")).unwrap();
+        };
+        same_as_cp(base, "cyclic", &setup, &args(&["-rL", "s", "d"]));
+        same_as_cp(base, "cyclic-l", &setup, &args(&["-rlL", "s", "d"]));
+    }
+}
+
 #[test]
 fn update_keeps_hard_link_groups_with_an_up_to_date_member_as_cp() {
     for kind in FsKind::ALL {

@@ -58,12 +58,6 @@ pub const KNOWN: &[Known] = &[
         apply: context,
     },
     Known {
-        item: "new: same file through a hard link",
-        what: "a destination that is a hard link of the source is refused as the same file \
-               also where cp goes on (--remove-destination, -i, -f with a backup)",
-        apply: same_file,
-    },
-    Known {
         item: "new: backup of another user's file",
         what: "as a user other than root, backing up a destination that user does not own \
                fails with EPERM, where cp renames it",
@@ -75,12 +69,6 @@ pub const KNOWN: &[Known] = &[
                user other than root, linking another user's symlink fails (EPERM) where cp \
                copies it; the message leaves out the link's target",
         apply: link_exists,
-    },
-    Known {
-        item: "new: file named twice",
-        what: "a source file named twice is copied once with a warning; cp copies it, then \
-               refuses \"will not overwrite just-created\" and exits 1",
-        apply: file_named_twice,
     },
     Known {
         item: "new: copy into itself",
@@ -108,12 +96,6 @@ pub const KNOWN: &[Known] = &[
                \"cannot create directory\" for a --parents directory (cp: \"cannot make \
                directory\")",
         apply: node_wording,
-    },
-    Known {
-        item: "new: -l on a symlink loop",
-        what: "-l with a symlink loop among the sources: cp reports \"cannot copy cyclic \
-               symbolic link\", mimeo links it",
-        apply: cyclic_link,
     },
     Known {
         item: "new: --parents xattrs as non-root",
@@ -161,11 +143,6 @@ pub const KNOWN: &[Known] = &[
         what: "a socket in the destination's place is written into (and fails), where cp \
                replaces it",
         apply: socket_destination,
-    },
-    Known {
-        item: "new: -n with the same file",
-        what: "-n onto the source itself is refused as the same file; cp skips it and exits 0",
-        apply: no_clobber_same,
     },
     Known {
         item: "new: directory times with several sources",
@@ -519,10 +496,6 @@ fn context(o: &mut Outcome) -> bool {
     one_says(o, "cannot preserve security context") && whole_case(o)
 }
 
-fn same_file(o: &mut Outcome) -> bool {
-    let refused = ours_says(o, "are the same file") && !cp_says(o, "are the same file");
-    o.plan.dest == DestState::HardLinkOfSource && refused && whole_case(o)
-}
 
 fn backup_eperm(o: &mut Outcome) -> bool {
     ours_says(o, "cannot backup") && !cp_says(o, "cannot backup") && whole_case(o)
@@ -533,11 +506,6 @@ fn link_exists(o: &mut Outcome) -> bool {
     ours && o.cp.stderr != o.ours.stderr && whole_case(o)
 }
 
-fn file_named_twice(o: &mut Outcome) -> bool {
-    let twice = cp_says(o, "will not overwrite just-created")
-        || ours_says(o, "source file") && ours_says(o, "specified more than once");
-    twice && whole_case(o)
-}
 
 fn into_itself(o: &mut Outcome) -> bool {
     let itself = "cannot copy a directory,";
@@ -596,9 +564,6 @@ fn node_wording(o: &mut Outcome) -> bool {
     changed
 }
 
-fn cyclic_link(o: &mut Outcome) -> bool {
-    one_says(o, "cannot copy cyclic symbolic link") && whole_case(o)
-}
 
 fn parents_xattrs(o: &mut Outcome) -> bool {
     let xattrs = ours_says(o, "failed to set extended attributes");
@@ -657,10 +622,6 @@ fn socket_destination(o: &mut Outcome) -> bool {
     socket && whole_case(o)
 }
 
-fn no_clobber_same(o: &mut Outcome) -> bool {
-    let same = ours_says(o, "are the same file") && !cp_says(o, "are the same file");
-    o.plan.has("no-clobber") && same && whole_case(o)
-}
 
 fn merged_dir_times(o: &mut Outcome) -> bool {
     let Some(dest) = o.plan.args.last() else {

@@ -180,6 +180,11 @@ pub(crate) fn decide(
         Some(Err(Errno::LOOP)) if opts.force => *d,
         Some(Err(e)) => return Decision::Refuse(Conflict::CannotStat(e.raw_os_error())),
     };
+    // cp 9.1 skips an existing non-directory under -n before it asks whether the two are
+    // one file: the same file is left as it is, and that is no failure.
+    if opts.overwrite == Overwrite::NoClobber && !src.is_dir() {
+        return Decision::Skip;
+    }
     match same_file(rules, src, &seen, d, look) {
         Same::Fine => {}
         Same::Done => return Decision::Skip,

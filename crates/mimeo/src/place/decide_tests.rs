@@ -131,6 +131,8 @@ fn no_clobber_and_update_skip_what_they_keep() {
         ..Options::default()
     };
     assert_eq!(run(&o, &src, Some(&meta(REG, 2, 0))), Decision::Skip);
+    // The source itself too (cp 9.1 asks -n before it asks whether they are one file).
+    assert_eq!(run(&o, &src, Some(&src)), Decision::Skip);
     let o = Options {
         overwrite: Overwrite::Update,
         ..Options::default()

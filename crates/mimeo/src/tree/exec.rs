@@ -6,11 +6,12 @@ use super::hooks::{HookSet, Hooks, NoHooks};
 use super::roots::{CopyPair, open_error};
 use super::split;
 use super::work::{DirDone, DirInfo, Lineage, RangeDone, Stat, WorkItem, WorkKind};
-use crate::options::Options;
+use crate::options::{Dereference, Options};
 use crate::place::links::LinkGroups;
-use crate::report::{Control, Error, Observer, Reporter, Summary, Warning};
+use crate::report::{Control, Error, Observer, Op, Refusal, Reporter, Summary, Warning};
 use crate::sys;
 use rustix::fd::AsFd;
+use std::path::PathBuf;
 use std::time::Instant;
 
 /// Work that a scheduler drives: plain [`WorkItem`]s, each run on some worker, spawning more,
@@ -151,6 +152,14 @@ impl<'a> Executor<'a> {
                         src: root.src_path.clone(),
                         directory: true,
                     });
+                    continue;
+                }
+                if let Some(earlier) = elsewhere_before(opts, &ctx.roots, &root) {
+                    ctx.report.fail(Error::refused(
+                        Op::Refuse,
+                        root.dst_path.clone(),
+                        Refusal::DirectoryTwice { earlier },
+                    ));
                     continue;
                 }
                 if let Some(at) = earlier_item {
@@ -430,6 +439,17 @@ fn named_again(dests: &[Option<Dest>], roots: &[Root], dest: Option<&Dest>, root
         let same = |r: &Root| r.meta.is_dir() && r.meta.id() == root.meta.id();
         (dests.iter().zip(roots)).any(|(d, r)| d.as_ref() == Some(dest) && same(r))
     })
+}
+
+/// The destination of an earlier directory root that is the directory root `root` (which
+/// goes elsewhere: [`named_again`] was asked first). cp copies it again only where it
+/// follows command-line symlinks (`-H`, `-L`); otherwise it refuses.
+fn elsewhere_before(opts: &Options, roots: &[Root], root: &Root) -> Option<PathBuf> {
+    if opts.dereference != Dereference::Never {
+        return None;
+    }
+    let same = |r: &&Root| r.meta.is_dir() && r.meta.id() == root.meta.id();
+    roots.iter().find(same).map(|r| r.dst_path.clone())
 }
 
 /// Resolves one command-line pair to its root, making the source's parents at the

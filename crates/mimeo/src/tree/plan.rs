@@ -161,9 +161,9 @@ pub(crate) struct DryRun<'a> {
     pub wopts: WalkOptions,
 }
 
-/// Root entries planned so far, by destination: parent (dev, ino), name, and the source
-/// that would be copied there.
-type Made = Vec<((u64, u64), Vec<u8>, Meta)>;
+/// Root entries planned so far, by destination: parent (dev, ino), name, the source that
+/// would be copied there, and the destination path.
+type Made = Vec<((u64, u64), Vec<u8>, Meta, PathBuf)>;
 
 impl<'a> DryRun<'a> {
     /// Plans the roots of `pairs`, in order, and returns the dry run with the work items of
@@ -217,12 +217,26 @@ impl<'a> DryRun<'a> {
             let dir = root.meta.is_dir();
             let earlier = made
                 .iter()
-                .find(|(p, n, m)| *p == parent && *n == name && (!dir || m.id() == root.meta.id()));
-            if let Some(&(_, _, meta)) = earlier {
+                .find(|(p, n, m, _)| {
+                    *p == parent && *n == name && (!dir || m.id() == root.meta.id())
+                });
+            if let Some(&(_, _, meta, _)) = earlier {
                 self.plan_over_earlier(&root, meta);
                 return None;
             }
-            made.push((parent, name, root.meta));
+            // The same directory named before, to another place (see `Executor::new`).
+            let follows = self.opts.dereference != Dereference::Never;
+            let elsewhere = made
+                .iter()
+                .find(|(_, _, m, _)| dir && !follows && m.is_dir() && m.id() == root.meta.id());
+            if let Some((_, _, _, earlier)) = elsewhere {
+                let earlier = earlier.clone();
+                let refusal = Refusal::DirectoryTwice { earlier };
+                let dst = root.dst_path.clone();
+                self.report.fail(Error::refused(Op::Refuse, dst, refusal));
+                return None;
+            }
+            made.push((parent, name, root.meta, root.dst_path.clone()));
         }
         let at = (!missing).then_some(At {
             src_dir: root.src_parent.as_fd(),
@@ -272,8 +286,8 @@ impl<'a> DryRun<'a> {
     /// against that (see `Executor::new`).
     fn plan_over_earlier(&self, root: &Root, earlier: Meta) {
         let (src, dst) = (root.src_path.clone(), root.dst_path.clone());
-        if earlier.id() == root.meta.id() {
-            // The same source named again: copied once.
+        if earlier.id() == root.meta.id() && (earlier.is_dir() || self.opts.backup.is_none()) {
+            // The same source named again: copied once (a file is copied again with backups).
             self.report.warn(Warning::SourceTwice {
                 src,
                 directory: root.meta.is_dir(),
