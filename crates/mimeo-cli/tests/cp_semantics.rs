@@ -568,6 +568,35 @@ fn no_clobber_onto_the_same_file_is_skipped_as_cp() {
     }
 }
 
+/// A directory copied onto itself, or onto something that is not a directory, is reported
+/// as cp reports it ("are the same file", "cannot overwrite non-directory"), not as a copy
+/// into itself: cp looks at the destination first.
+#[test]
+fn a_destination_that_is_the_source_or_no_directory_is_reported_before_into_itself() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "s/f", "f\n", 0o644);
+            symlink("..", d.join("s/up")).unwrap();
+            run_ok("mkfifo", &[d.join("p").to_str().unwrap()]);
+            write(d, "s/g", "g\n", 0o644);
+        };
+        for (i, a) in [
+            &["-r", "s/.", "s/."][..],
+            &["-r", "-t", "s/.", "s/."],
+            &["-r", "s/up/", "p"],
+            &["-r", "s/up/", "s/g"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("itself-first{i}"), &setup, &args(a));
+        }
+    }
+}
+
 /// Under `-L`, a symlink to a directory above it is reported with cp's words ("cannot copy
 /// cyclic symbolic link 's/a/b/up'"), and the rest is copied.
 #[test]

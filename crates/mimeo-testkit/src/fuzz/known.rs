@@ -71,12 +71,6 @@ pub const KNOWN: &[Known] = &[
         apply: link_exists,
     },
     Known {
-        item: "new: copy into itself",
-        what: "a directory copied into itself creates nothing, where cp copies what it can \
-               first (and reports other errors on the way); other checks come in another order",
-        apply: into_itself,
-    },
-    Known {
         item: "new: order of destination checks",
         what: "which problem of a destination is reported first differs from cp: the type \
                of an existing entry before the -i question, a trailing slash on a file \
@@ -507,11 +501,6 @@ fn link_exists(o: &mut Outcome) -> bool {
 }
 
 
-fn into_itself(o: &mut Outcome) -> bool {
-    let itself = "cannot copy a directory,";
-    let differs = one_says(o, itself) || !o.tree.is_empty();
-    (cp_says(o, itself) || ours_says(o, itself)) && differs && whole_case(o)
-}
 
 fn check_order(o: &mut Outcome) -> bool {
     let prompt = o.plan.has("interactive") && cp_says(o, "? ") != ours_says(o, "? ");

@@ -8,7 +8,7 @@ use crate::report::Reporter;
 use crate::report::{EntryKind, Error, Op, Refusal};
 use crate::sys::{self, Errno, Meta, XattrTarget};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
@@ -75,7 +75,7 @@ impl Root {
         };
         let parent_meta =
             sys::fstat(dst_parent.as_fd()).map_err(|e| Error::sys(Op::Stat, dst_path, e))?;
-        if meta.is_dir() && is_inside(dst_parent.as_fd(), meta.id()) {
+        if meta.is_dir() && into_itself(dst_parent.as_fd(), &dst_name, meta.id()) {
             return Err(Error::refused(
                 Op::Refuse,
                 src_path,
@@ -301,6 +301,16 @@ pub(crate) fn split(path: &Path) -> (CString, CString) {
             (sys::cstring(parent), sys::cstring(&name))
         }
         _ => (sys::cstring(bytes), sys::cstring(b".")),
+    }
+}
+
+/// Whether copying the directory `id` to `name` in `dir` is a copy into itself, as cp tells
+/// it: `dir` is it or below it, and `name` is not there, or a directory other than it.
+/// Where `name` is the source or not a directory, cp reports that first (decided later).
+fn into_itself(dir: BorrowedFd<'_>, name: &CStr, id: (u64, u64)) -> bool {
+    match sys::stat_at(dir, name, false) {
+        Ok(there) if there.id() == id || !there.is_dir() => false,
+        _ => is_inside(dir, id),
     }
 }
 
