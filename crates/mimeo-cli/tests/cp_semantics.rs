@@ -597,6 +597,47 @@ fn a_destination_that_is_the_source_or_no_directory_is_reported_before_into_itse
     }
 }
 
+/// A source directory refused as a copy into itself still counts as named: named again to
+/// the same place it is warned about, to another place refused, and onto itself reported as
+/// the same file, in cp's order. (What cp leaves of the copy into itself is a documented
+/// difference, so only the exit status and messages are compared.)
+#[test]
+fn a_directory_refused_into_itself_still_counts_as_named_as_cp() {
+    let base = tempfile::tempdir().unwrap();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("s/y")).unwrap();
+        write(d, "D/s", "not a directory\n", 0o644);
+    };
+    for (i, a) in [
+        &["-R", "s", "s", "s/.", "s"][..],
+        &["-r", "-t", "s", "s", "s/"],
+        &["-r", "s", "s/.", "s/y", "s"],
+        &["-r", "s/.", "s", "D"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        let how = args(a);
+        let [cp, ours] = ["cp", "mimeo"].map(|side| {
+            let d = base.path().join(format!("{i}-{side}"));
+            fs::create_dir(&d).unwrap();
+            setup(&d);
+            let program = if side == "cp" {
+                PathBuf::from("cp")
+            } else {
+                let link = d.join("cp");
+                symlink(util::mimeo().get_program(), &link).unwrap();
+                link
+            };
+            let (ok, stderr) = run_tool(&program, &d, &how, a);
+            let mut lines: Vec<String> = stderr.lines().map(str::to_owned).collect();
+            lines.sort();
+            (ok, lines)
+        });
+        assert_eq!(cp, ours, "`cp {}`", a.join(" "));
+    }
+}
+
 /// Under `-L`, a symlink to a directory above it is reported with cp's words ("cannot copy
 /// cyclic symbolic link 's/a/b/up'"), and the rest is copied.
 #[test]

@@ -229,7 +229,9 @@ impl<'a> DryRun<'a> {
             let elsewhere = made
                 .iter()
                 .find(|(_, _, m, _)| dir && !follows && m.is_dir() && m.id() == root.meta.id());
-            if let Some((_, _, _, earlier)) = elsewhere {
+            let there = || sys::stat_at(root.dst_parent.as_fd(), &root.dst_name, false);
+            let reported_later = || there().is_ok_and(|m| m.id() == root.meta.id() || !m.is_dir());
+            if let Some((_, _, _, earlier)) = elsewhere.filter(|_| !reported_later()) {
                 let earlier = earlier.clone();
                 let refusal = Refusal::DirectoryTwice { earlier };
                 let dst = root.dst_path.clone();
@@ -238,6 +240,10 @@ impl<'a> DryRun<'a> {
             }
             made.push((parent, name, root.meta, root.dst_path.clone()));
         }
+        let root = root
+            .refuse_into_itself()
+            .map_err(|e| self.report.fail(e))
+            .ok()?;
         let at = (!missing).then_some(At {
             src_dir: root.src_parent.as_fd(),
             src_name: &root.src_name,

@@ -35,12 +35,28 @@ impl CopyPair {
 impl Root {
     /// Resolves a command-line pair. Creates nothing.
     pub(crate) fn resolve(opts: &Options, pair: &CopyPair) -> Result<Root, Error> {
+        Root::resolve_in(opts, pair, false)?.refuse_into_itself()
+    }
+
+    /// [`Root::resolve`] that leaves a copy into itself to the caller ([`Root::into_itself`]):
+    /// cp tells a source named twice apart first, so that such a root still counts as named.
+    pub(crate) fn resolve_named(opts: &Options, pair: &CopyPair) -> Result<Root, Error> {
         Root::resolve_in(opts, pair, false)
+    }
+
+    /// The root, or cp's error for a directory copied into itself.
+    pub(crate) fn refuse_into_itself(self) -> Result<Root, Error> {
+        if !self.into_itself {
+            return Ok(self);
+        }
+        let dst = self.dst_path.clone();
+        Err(Error::refused(Op::Refuse, self.src_path, Refusal::IntoItself { dst }))
     }
 
     /// [`Root::resolve`] for a plan, where the destination's parent may be one that the copy
     /// would make first (`--parents`): it then stands in for the source's parent, and the
-    /// plan must not look at the destination.
+    /// plan must not look at the destination. A copy into itself is left to the caller, as
+    /// by [`Root::resolve_named`].
     pub(crate) fn resolve_planned(
         opts: &Options,
         pair: &CopyPair,
@@ -75,15 +91,7 @@ impl Root {
         };
         let parent_meta =
             sys::fstat(dst_parent.as_fd()).map_err(|e| Error::sys(Op::Stat, dst_path, e))?;
-        if meta.is_dir() && into_itself(dst_parent.as_fd(), &dst_name, meta.id()) {
-            return Err(Error::refused(
-                Op::Refuse,
-                src_path,
-                Refusal::IntoItself {
-                    dst: dst_path.clone(),
-                },
-            ));
-        }
+        let into_itself = meta.is_dir() && into_itself(dst_parent.as_fd(), &dst_name, meta.id());
         let cow = cow_matters(opts) && is_cow(dst_parent.as_fd());
         let share = share_granularity(opts, dst_parent.as_fd());
         let default_acl =
@@ -121,6 +129,7 @@ impl Root {
             just_created: std::sync::OnceLock::new(),
             parents: Vec::new(),
             made: std::sync::atomic::AtomicBool::new(false),
+            into_itself,
         })
     }
 
