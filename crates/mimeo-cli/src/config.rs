@@ -536,9 +536,14 @@ fn under_parents(
         .collect())
 }
 
-/// SOURCE to DEST exactly; "DEST/" must then name a directory to be made.
+/// SOURCE to DEST exactly; "DEST/" must then name a directory to be made. One that cannot
+/// be looked at (a file: "Not a directory") is reported as cp reports it.
 fn single(src: &Path, dest: &Path) -> Result<Vec<CopyPair>, ConfigError> {
     if dest.as_os_str().as_bytes().ends_with(b"/") && !src.is_dir() {
+        let errno = std::fs::metadata(dest).err().and_then(|e| e.raw_os_error());
+        if let Some(e) = errno.filter(|&e| e != 2) {
+            return Err(fatal(mimeo::Error::os(mimeo::Op::Stat, dest, e).to_string()));
+        }
         return Err(fatal(format!(
             "cannot create regular file {}: Not a directory",
             quote(dest)

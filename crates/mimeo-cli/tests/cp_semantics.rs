@@ -638,6 +638,43 @@ fn a_directory_refused_into_itself_still_counts_as_named_as_cp() {
     }
 }
 
+/// A destination that cannot be looked at is reported as cp reports it: "cannot stat" with
+/// the error (below a file, a trailing slash on a file or a symlink loop); only a missing one
+/// goes on to "cannot create".
+#[test]
+fn an_unusable_destination_is_reported_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "s/f", "f\n", 0o644);
+            write(d, "g", "g\n", 0o644);
+            symlink("g", d.join("lg")).unwrap();
+            symlink("nowhere", d.join("dang")).unwrap();
+            symlink("loop", d.join("loop")).unwrap();
+        };
+        for (i, a) in [
+            &["g", "s/f/d"][..],
+            &["-r", "s", "s/f/d"],
+            &["-a", "g", "s/f/d/e"],
+            &["g", "g/"],
+            &["g", "lg/"],
+            &["g", "loop/"],
+            &["g", "dang/"],
+            &["g", "missing/"],
+            &["g", "missing/x"],
+            &["-r", "s", "g/"],
+            &["-r", "s", "s/f/"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("unusable{i}"), &setup, &args(a));
+        }
+    }
+}
+
 /// Under `-L`, a symlink to a directory above it is reported with cp's words ("cannot copy
 /// cyclic symbolic link 's/a/b/up'"), and the rest is copied.
 #[test]

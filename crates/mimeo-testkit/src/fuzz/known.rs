@@ -78,13 +78,6 @@ pub const KNOWN: &[Known] = &[
         apply: check_order,
     },
     Known {
-        item: "new: how an unusable destination is reported",
-        what: "a destination below a file, with a trailing slash, or that cannot be removed \
-               is reported as \"cannot create ...\", where cp says \"cannot stat\" or \
-               \"cannot remove\" with the error it got",
-        apply: through_non_dir,
-    },
-    Known {
         item: "new: wording of node and parent errors",
         what: "\"cannot create special file\" for a FIFO (cp: \"cannot create fifo\") and \
                \"cannot create directory\" for a --parents directory (cp: \"cannot make \
@@ -534,12 +527,6 @@ fn verbose_lines(o: &mut Outcome) -> bool {
     changed
 }
 
-fn through_non_dir(o: &mut Outcome) -> bool {
-    let ours = ours_says(o, "cannot create");
-    let cp = cp_says(o, "cannot stat") || cp_says(o, "cannot remove");
-    let reverse = ours_says(o, "cannot stat") && cp_says(o, "cannot create");
-    (ours && cp || reverse) && whole_case(o)
-}
 
 fn node_wording(o: &mut Outcome) -> bool {
     let mut changed = false;

@@ -8,7 +8,7 @@ use crate::report::Reporter;
 use crate::report::{EntryKind, Error, Op, Refusal};
 use crate::sys::{self, Errno, Meta, XattrTarget};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::ffi::{CStr, CString};
+use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
@@ -87,11 +87,23 @@ impl Root {
         let dst_parent = match sys::open_dir(sys::CWD, &dst_parent_path, true) {
             Err(Errno::NOENT) if parent_missing => sys::open_dir(src_parent.as_fd(), c".", false)
                 .map_err(|e| stat_error(src_path.clone(), e))?,
-            other => other.map_err(|e| Error::sys(create_op, dst_path, e))?,
+            // cp looks at the destination first: only a missing one goes on to be created.
+            Err(Errno::NOENT) => return Err(Error::sys(create_op, dst_path, Errno::NOENT)),
+            other => other.map_err(|e| Error::sys(Op::Stat, dst_path, e))?,
         };
         let parent_meta =
             sys::fstat(dst_parent.as_fd()).map_err(|e| Error::sys(Op::Stat, dst_path, e))?;
-        let into_itself = meta.is_dir() && into_itself(dst_parent.as_fd(), &dst_name, meta.id());
+        // Only what needs it looks at the destination itself here: a directory (a copy into
+        // itself?) and a name with a trailing slash (which fails on a non-directory).
+        let slash = dst_name.to_bytes().ends_with(b"/");
+        let there = (!parent_missing && (meta.is_dir() || slash))
+            .then(|| sys::stat_at(dst_parent.as_fd(), &dst_name, false));
+        let there = match there {
+            Some(Err(Errno::NOENT)) | None => None,
+            Some(Err(e)) => return Err(Error::sys(Op::Stat, dst_path, e)),
+            Some(Ok(m)) => Some(m),
+        };
+        let into_itself = meta.is_dir() && into_itself(dst_parent.as_fd(), there, meta.id());
         let cow = cow_matters(opts) && is_cow(dst_parent.as_fd());
         let share = share_granularity(opts, dst_parent.as_fd());
         let default_acl =
@@ -313,12 +325,13 @@ pub(crate) fn split(path: &Path) -> (CString, CString) {
     }
 }
 
-/// Whether copying the directory `id` to `name` in `dir` is a copy into itself, as cp tells
-/// it: `dir` is it or below it, and `name` is not there, or a directory other than it.
+/// Whether copying the directory `id` into `dir`, where `there` is at its name, is a copy
+/// into itself, as cp tells it: `dir` is it or below it, and nothing is there, or a
+/// directory other than it.
 /// Where `name` is the source or not a directory, cp reports that first (decided later).
-fn into_itself(dir: BorrowedFd<'_>, name: &CStr, id: (u64, u64)) -> bool {
-    match sys::stat_at(dir, name, false) {
-        Ok(there) if there.id() == id || !there.is_dir() => false,
+fn into_itself(dir: BorrowedFd<'_>, there: Option<Meta>, id: (u64, u64)) -> bool {
+    match there {
+        Some(there) if there.id() == id || !there.is_dir() => false,
         _ => is_inside(dir, id),
     }
 }
