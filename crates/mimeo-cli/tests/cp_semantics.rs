@@ -675,6 +675,41 @@ fn an_unusable_destination_is_reported_as_cp() {
     }
 }
 
+/// What cp looks at first about an existing destination comes first: a directory there (also
+/// through a symlink, which cp would write through), `-n` or a "no" to `-i`, before `-s`
+/// refuses a relative link outside the working directory.
+#[test]
+fn destination_checks_come_before_the_link_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "s/f", "f\n", 0o644);
+            write(d, "f", "f\n", 0o644);
+            fs::create_dir_all(d.join("d/f")).unwrap();
+            // Of the source's size: -u takes it as up to date.
+            write(d, "dd/f", "g\n", 0o644);
+            symlink("dd", d.join("ld")).unwrap();
+        };
+        for (i, a) in [
+            &["--remove-destination", "-R", "-t", "d", "-s", "f"][..],
+            &["-s", "-r", "f", "ld"],
+            &["-b", "-i", "-sv", "f", "dd/"],
+            &["-T", "s/f", "ld"],
+            &["-a", "--attributes-only", "-T", "s/f", "ld"],
+            &["-s", "f", "dd/"],
+            &["-sn", "f", "dd/"],
+            &["-su", "f", "dd/"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("checks-first{i}"), &setup, &args(a));
+        }
+    }
+}
+
 /// Under `-L`, a symlink to a directory above it is reported with cp's words ("cannot copy
 /// cyclic symbolic link 's/a/b/up'"), and the rest is copied.
 #[test]

@@ -71,13 +71,6 @@ pub const KNOWN: &[Known] = &[
         apply: link_exists,
     },
     Known {
-        item: "new: order of destination checks",
-        what: "which problem of a destination is reported first differs from cp: the type \
-               of an existing entry before the -i question, a trailing slash on a file \
-               (\"cannot stat 'x/'\" in cp), --parents through a non-directory",
-        apply: check_order,
-    },
-    Known {
         item: "new: wording of node and parent errors",
         what: "\"cannot create special file\" for a FIFO (cp: \"cannot create fifo\") and \
                \"cannot create directory\" for a --parents directory (cp: \"cannot make \
@@ -495,13 +488,6 @@ fn link_exists(o: &mut Outcome) -> bool {
 
 
 
-fn check_order(o: &mut Outcome) -> bool {
-    let prompt = o.plan.has("interactive") && cp_says(o, "? ") != ours_says(o, "? ");
-    let slash = cp_says(o, "cannot stat") && cp_says(o, "/': Not a directory");
-    let parents = o.plan.has("parents") && cp_says(o, "exists but is not a directory");
-    let kinds = cp_says(o, "cannot overwrite") != ours_says(o, "cannot overwrite");
-    (prompt || slash || parents || kinds) && whole_case(o)
-}
 
 fn verbose_lines(o: &mut Outcome) -> bool {
     if !o.plan.has("verbose") {

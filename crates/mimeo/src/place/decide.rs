@@ -221,8 +221,8 @@ pub(crate) fn decide(
         return Decision::Skip;
     }
     // After -n, -u and -i, as in cp: a directory is left alone without a word where they
-    // say so.
-    if d.is_dir() {
+    // say so. A symlink to one, which cp would write through, is refused alike.
+    if seen.is_dir() {
         return Decision::Refuse(Conflict::DirectoryInTheWay);
     }
     // cp checks this last, just before it would rename the old entry to its backup name.

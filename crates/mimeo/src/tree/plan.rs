@@ -15,7 +15,7 @@ use super::walk::{Entry, Roots, Visitor, WalkOptions, WalkRoot};
 use super::work::WorkItem;
 use crate::data::meta::Process;
 use crate::options::{Dereference, LinkInstead, Options, Overwrite};
-use crate::place::decide::{Decision, Lookups, Rules, decide};
+use crate::place::decide::{Conflict, Decision, Lookups, Rules, decide};
 use crate::place::{backup, crash};
 use crate::report::{
     Action, Control, EntryKind, Error, Observer, Op, Refusal, Reporter, Summary, Warning,
@@ -339,14 +339,13 @@ impl<'a> DryRun<'a> {
     /// Returns whether to descend into it.
     fn plan(&self, src: PathBuf, dst: PathBuf, at: Option<At<'_>>, meta: &Meta) -> bool {
         let opts = self.opts;
-        if let (Some(LinkInstead::Symbolic), Some(a)) = (opts.link, at) {
-            let target = src.as_os_str().as_encoded_bytes();
-            if !meta.is_dir() && relative_symlink_elsewhere(target, a.dir) {
-                self.report
-                    .fail(Error::refused(Op::Symlink, dst, Refusal::RelativeSymlink));
-                return false;
+        let relative = match (opts.link, at) {
+            (Some(LinkInstead::Symbolic), Some(a)) => {
+                let target = src.as_os_str().as_encoded_bytes();
+                !meta.is_dir() && relative_symlink_elsewhere(target, a.dir)
             }
-        }
+            _ => false,
+        };
         let writable = || at.is_none_or(|a| sys::may_write(a.dir, a.name));
         let backup_is_source = || {
             let (Some(a), Some(backup)) = (at, &opts.backup) else {
@@ -375,6 +374,15 @@ impl<'a> DryRun<'a> {
             same_entry: &|| at.is_some_and(|a| same_entry(a.src_dir, a.src_name, a.dir, a.name)),
         };
         let decision = decide(&rules, meta, existing.as_ref(), &look);
+        // A relative link that cannot be made: after what cp looks at first (see
+        // `entry::relative_refused`).
+        let first = matches!(decision, Decision::Skip | Decision::Refuse(_))
+            && !matches!(decision, Decision::Refuse(Conflict::LinkExists(_)));
+        if relative && !first {
+            self.report
+                .fail(Error::refused(Op::Symlink, dst, Refusal::RelativeSymlink));
+            return false;
+        }
         self.report_decision(decision, src, dst, meta)
     }
 
