@@ -514,10 +514,14 @@ fn a_source_directory_named_again_elsewhere_is_refused_as_cp() {
             write(d, "s/f", "f\n", 0o644);
             write(d, "s/sub/g", "g\n", 0o600);
             fs::create_dir(d.join("D")).unwrap();
+            // Not a directory where s goes: reported for each s, which is never counted.
+            write(d, "E/s", "not a directory\n", 0o644);
         };
         for (i, a) in [
             &["-r", "s/.", "s", "D"][..],
             &["-a", "s", "s/.", "D"],
+            &["-a", "s", "s", "E"],
+            &["-r", "s", "s/.", "s", "E"],
             &["-r", "s", "s/.", "s", "D"],
             &["-rH", "s/.", "s", "D"],
             &["-rL", "s", "s/.", "D"],
@@ -666,6 +670,9 @@ fn an_unusable_destination_is_reported_as_cp() {
             &["g", "missing/x"],
             &["-r", "s", "g/"],
             &["-r", "s", "s/f/"],
+            &["-pr", "s", "dang/"],
+            &["-a", "missing", "g/"],
+            &["-L", "loop", "d/"],
         ]
         .iter()
         .enumerate()

@@ -452,6 +452,12 @@ fn named_before(
     root: &Root,
 ) -> Option<Result<Warning, Error>> {
     let id = root.meta.id();
+    // cp looks at the destination first: the source itself, or not a directory, is reported
+    // as such later, and the root is not counted. (Only with several sources, `dest`.)
+    let there = || sys::stat_at(root.dst_parent.as_fd(), &root.dst_name, false);
+    if dest.is_some() && there().is_ok_and(|m| m.id() == id || !m.is_dir()) {
+        return None;
+    }
     let same = named.iter().filter(|n| n.id == id);
     if dest.is_some() && same.clone().any(|n| n.dest == dest) {
         let src = root.src_path.clone();
@@ -462,12 +468,6 @@ fn named_before(
     }
     let elsewhere = same.map(|n| n.dst_path.clone()).next();
     if let Some(earlier) = elsewhere.filter(|_| opts.dereference == Dereference::Never) {
-        // cp looks at the destination first: the source itself, or not a directory, is
-        // reported as such later, and the root is not counted.
-        let there = sys::stat_at(root.dst_parent.as_fd(), &root.dst_name, false);
-        if there.is_ok_and(|m| m.id() == id || !m.is_dir()) {
-            return None;
-        }
         let refusal = Refusal::DirectoryTwice { earlier };
         return Some(Err(Error::refused(Op::Refuse, root.dst_path.clone(), refusal)));
     }

@@ -99,6 +99,10 @@ impl Root {
         let there = (!parent_missing && (meta.is_dir() || slash))
             .then(|| sys::stat_at(dst_parent.as_fd(), &dst_name, false));
         let there = match there {
+            // "d/" naming a dangling symlink: cp's mkdir finds the symlink there.
+            Some(Err(Errno::NOENT)) if slash && is_symlink_at(&dst_parent, &dst_name) => {
+                return Err(Error::sys(create_op, dst_path, Errno::EXIST));
+            }
             Some(Err(Errno::NOENT)) | None => None,
             Some(Err(e)) => return Err(Error::sys(Op::Stat, dst_path, e)),
             Some(Ok(m)) => Some(m),
@@ -323,6 +327,14 @@ pub(crate) fn split(path: &Path) -> (CString, CString) {
         }
         _ => (sys::cstring(bytes), sys::cstring(b".")),
     }
+}
+
+/// Whether `name` less its trailing slashes is a symlink in `dir`.
+fn is_symlink_at(dir: &OwnedFd, name: &CString) -> bool {
+    let bytes = name.to_bytes();
+    let end = bytes.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1);
+    let bare = sys::cstring(&bytes[..end]);
+    sys::stat_at(dir.as_fd(), &bare, false).is_ok_and(|m| m.is_symlink())
 }
 
 /// Whether copying the directory `id` into `dir`, where `there` is at its name, is a copy
