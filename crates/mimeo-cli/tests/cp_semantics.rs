@@ -717,6 +717,39 @@ fn destination_checks_come_before_the_link_as_cp() {
     }
 }
 
+/// Where cp reads special files as files (without `-r`, or with `--copy-contents`), a socket
+/// cannot be opened (ENXIO): the copy fails and what is at the destination stays, as in cp.
+/// (The message's wording is compared elsewhere.)
+#[test]
+fn a_socket_read_as_a_file_fails_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            fs::create_dir_all(d.join("s")).unwrap();
+            drop(std::os::unix::net::UnixListener::bind(d.join("s/sock")).unwrap());
+            run_ok("mkfifo", &[d.join("p").to_str().unwrap()]);
+            fs::create_dir(d.join("d")).unwrap();
+        };
+        for (i, a) in [
+            &["-f", "s/sock", "p"][..],
+            &["s/sock", "x"],
+            &["-r", "--copy-contents", "s", "d"],
+            &["-r", "s", "e"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            let how = Run {
+                args: a,
+                ..Run::default()
+            };
+            same_as_cp(base, &format!("socket{i}"), &setup, &how);
+        }
+    }
+}
+
 /// Under `-L`, a symlink to a directory above it is reported with cp's words ("cannot copy
 /// cyclic symbolic link 's/a/b/up'"), and the rest is copied.
 #[test]

@@ -196,10 +196,10 @@ pub(crate) fn copy_entry(
         return Ok(());
     }
     // cp reads FIFOs and devices as files unless it copies recursively, and then too with
-    // --copy-contents.
+    // --copy-contents; a socket, which cannot be opened, then fails (ENXIO).
     let as_regular = !ctx.opts.recursive || ctx.opts.copy_contents;
     let result = match meta.map(|m| m.file_type()) {
-        Some(sys::S_IFIFO | sys::S_IFCHR | sys::S_IFBLK) if as_regular => {
+        Some(sys::S_IFIFO | sys::S_IFCHR | sys::S_IFBLK | sys::S_IFSOCK) if as_regular => {
             copy_contents(ctx, here, buf, (name, dst_name), follow).map(|_| ())
         }
         None | Some(sys::S_IFREG) => {
