@@ -750,6 +750,39 @@ fn a_socket_read_as_a_file_fails_as_cp() {
     }
 }
 
+/// A file onto a socket (which cannot be opened, ENXIO) fails, and with `-f` replaces it,
+/// as cp removes what it cannot open; a destination symlink loop is "cannot stat" unless
+/// `-f` or `--remove-destination` replace it.
+#[test]
+fn sockets_and_symlink_loops_at_the_destination_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "f", "f\n", 0o644);
+            drop(std::os::unix::net::UnixListener::bind(d.join("k")).unwrap());
+            symlink("loop", d.join("loop")).unwrap();
+        };
+        for (i, a) in [
+            &["f", "k"][..],
+            &["-f", "f", "k"],
+            &["-fa", "f", "k"],
+            &["-r", "f", "k"],
+            &["f", "loop"],
+            &["-f", "f", "loop"],
+            &["-a", "f", "loop"],
+            &["--remove-destination", "f", "loop"],
+            &["-n", "f", "loop"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("node-loop{i}"), &setup, &args(a));
+        }
+    }
+}
+
 /// Under `-L`, a symlink to a directory above it is reported with cp's words ("cannot copy
 /// cyclic symbolic link 's/a/b/up'"), and the rest is copied.
 #[test]

@@ -114,17 +114,6 @@ pub const KNOWN: &[Known] = &[
         apply: backup_through_symlink,
     },
     Known {
-        item: "new: destination symlink loop",
-        what: "a destination that is a symlink loop fails with ELOOP, where cp replaces it",
-        apply: loop_destination,
-    },
-    Known {
-        item: "new: socket destination",
-        what: "a socket in the destination's place is written into (and fails), where cp \
-               replaces it",
-        apply: socket_destination,
-    },
-    Known {
         item: "new: directory times with several sources",
         what: "a directory's times are set once all sources are copied, so a destination \
                directory that one source (s/.) fills and a later one writes into keeps the \
@@ -571,18 +560,7 @@ fn backup_through_symlink(o: &mut Outcome) -> bool {
     o.plan.dest == DestState::SymlinkToDir && backup && only && whole_case(o)
 }
 
-fn loop_destination(o: &mut Outcome) -> bool {
-    let elooped = ours_says(o, "Too many levels") && !cp_says(o, "Too many levels");
-    o.plan.dest == DestState::SymlinkLoop && elooped && whole_case(o)
-}
 
-fn socket_destination(o: &mut Outcome) -> bool {
-    let socket = o.tree.iter().any(|d| {
-        d.field == Field::Type && d.left == "file" && d.right == "socket"
-            || d.field == Field::Type && d.left == "socket" && d.right == "file"
-    });
-    socket && whole_case(o)
-}
 
 
 fn merged_dir_times(o: &mut Outcome) -> bool {

@@ -265,6 +265,9 @@ fn replacement(opts: &Options, src: &Meta, d: &Meta, fresh: bool) -> Decision {
         // cp removes a destination with other links first when it keeps link groups,
         // rather than write into a file that other names share.
         Decision::Recreate
+    } else if into_node && opts.force && d.file_type() == sys::S_IFSOCK {
+        // A socket cannot be opened to write into (ENXIO): -f removes what cannot be opened.
+        Decision::Recreate
     } else if into_node {
         Decision::WriteInto
     } else if src.is_reg() && d.is_reg() && opts.inplace {

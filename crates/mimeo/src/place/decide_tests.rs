@@ -111,6 +111,14 @@ fn the_options_choose_how_a_file_is_replaced() {
     // A regular file is written into a FIFO, socket or device node.
     let o = Options::default();
     assert_eq!(run(&o, &src, Some(&meta(FIFO, 2, 0))), Decision::WriteInto);
+    // A socket cannot be opened: -f replaces it, as cp removes what it cannot open.
+    let sock = meta(sys::S_IFSOCK, 2, 0);
+    assert_eq!(run(&o, &src, Some(&sock)), Decision::WriteInto);
+    let forced = Options {
+        force: true,
+        ..Options::default()
+    };
+    assert_eq!(run(&forced, &src, Some(&sock)), Decision::Recreate);
     // A destination with other links is removed first when link groups are kept.
     let o = Options {
         preserve: Preserve {
