@@ -546,7 +546,9 @@ fn single(src: &Path, dest: &Path) -> Result<Vec<CopyPair>, ConfigError> {
         let missing = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
         let failed = std::fs::metadata(dest).err().filter(|e| !missing(e));
         if let Some(e) = failed.and_then(|e| e.raw_os_error()) {
-            return Err(fatal(mimeo::Error::os(mimeo::Op::Stat, dest, e).to_string()));
+            return Err(fatal(
+                mimeo::Error::os(mimeo::Op::Stat, dest, e).to_string(),
+            ));
         }
         return Err(fatal(format!(
             "cannot create regular file {}: Not a directory",

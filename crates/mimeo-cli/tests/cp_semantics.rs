@@ -555,6 +555,8 @@ fn no_clobber_onto_the_same_file_is_skipped_as_cp() {
             write(d, "f", "f\n", 0o644);
             fs::hard_link(d.join("f"), d.join("h")).unwrap();
             symlink("f", d.join("l")).unwrap();
+            write(d, "s/g", "g\n", 0o644);
+            fs::create_dir(d.join("s/sub")).unwrap();
         };
         for (i, a) in [
             &["-n", "f", "f"][..],
@@ -563,6 +565,8 @@ fn no_clobber_onto_the_same_file_is_skipped_as_cp() {
             &["-rn", "--remove-destination", "f", "h"],
             &["-n", "-P", "l", "l"],
             &["-n", "--attributes-only", "f", "h"],
+            &["-an", "s/.", "s/."],
+            &["-asn", "s/.", "s/."],
         ]
         .iter()
         .enumerate()
@@ -657,6 +661,7 @@ fn an_unusable_destination_is_reported_as_cp() {
             symlink("g", d.join("lg")).unwrap();
             symlink("nowhere", d.join("dang")).unwrap();
             symlink("loop", d.join("loop")).unwrap();
+            symlink("s", d.join("ls")).unwrap();
         };
         for (i, a) in [
             &["g", "s/f/d"][..],
@@ -671,6 +676,8 @@ fn an_unusable_destination_is_reported_as_cp() {
             &["-r", "s", "g/"],
             &["-r", "s", "s/f/"],
             &["-pr", "s", "dang/"],
+            &["-pr", "ls", "dang/"],
+            &["-prf", "ls", "dang/"],
             &["-a", "missing", "g/"],
             &["-L", "loop", "d/"],
         ]

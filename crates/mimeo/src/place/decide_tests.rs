@@ -139,8 +139,11 @@ fn no_clobber_and_update_skip_what_they_keep() {
         ..Options::default()
     };
     assert_eq!(run(&o, &src, Some(&meta(REG, 2, 0))), Decision::Skip);
-    // The source itself too (cp 9.1 asks -n before it asks whether they are one file).
+    // The source itself too (cp 9.1 asks -n before it asks whether they are one file), and a
+    // directory is merged into itself.
     assert_eq!(run(&o, &src, Some(&src)), Decision::Skip);
+    let dir = meta(DIR, 3, 100);
+    assert_eq!(run(&o, &dir, Some(&dir)), Decision::Merge);
     let o = Options {
         overwrite: Overwrite::Update,
         ..Options::default()

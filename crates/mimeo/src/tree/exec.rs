@@ -469,7 +469,11 @@ fn named_before(
     let elsewhere = same.map(|n| n.dst_path.clone()).next();
     if let Some(earlier) = elsewhere.filter(|_| opts.dereference == Dereference::Never) {
         let refusal = Refusal::DirectoryTwice { earlier };
-        return Some(Err(Error::refused(Op::Refuse, root.dst_path.clone(), refusal)));
+        return Some(Err(Error::refused(
+            Op::Refuse,
+            root.dst_path.clone(),
+            refusal,
+        )));
     }
     let dst_path = root.dst_path.clone();
     named.push(Named { dest, id, dst_path });

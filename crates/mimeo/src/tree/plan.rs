@@ -215,11 +215,9 @@ impl<'a> DryRun<'a> {
         if let Some((parent, name)) = key {
             // A directory meets only itself named again: into another one it is merged.
             let dir = root.meta.is_dir();
-            let earlier = made
-                .iter()
-                .find(|(p, n, m, _)| {
-                    *p == parent && *n == name && (!dir || m.id() == root.meta.id())
-                });
+            let earlier = made.iter().find(|(p, n, m, _)| {
+                *p == parent && *n == name && (!dir || m.id() == root.meta.id())
+            });
             if let Some(&(_, _, meta, _)) = earlier {
                 self.plan_over_earlier(&root, meta);
                 return None;

@@ -50,7 +50,11 @@ impl Root {
             return Ok(self);
         }
         let dst = self.dst_path.clone();
-        Err(Error::refused(Op::Refuse, self.src_path, Refusal::IntoItself { dst }))
+        Err(Error::refused(
+            Op::Refuse,
+            self.src_path,
+            Refusal::IntoItself { dst },
+        ))
     }
 
     /// [`Root::resolve`] for a plan, where the destination's parent may be one that the copy
@@ -99,9 +103,14 @@ impl Root {
         let there = (!parent_missing && (meta.is_dir() || slash))
             .then(|| sys::stat_at(dst_parent.as_fd(), &dst_name, false));
         let there = match there {
-            // "d/" naming a dangling symlink: cp's mkdir finds the symlink there.
+            // "d/" naming a dangling symlink: cp's mkdir or symlink finds the symlink there;
+            // with -f cp removes it, and a symlink cannot be made at a name with a slash.
             Some(Err(Errno::NOENT)) if slash && is_symlink_at(&dst_parent, &dst_name) => {
-                return Err(Error::sys(create_op, dst_path, Errno::EXIST));
+                return Err(match (meta.is_dir(), opts.force) {
+                    (true, _) => Error::sys(create_op, dst_path, Errno::EXIST),
+                    (false, false) => Error::sys(Op::Symlink, dst_path, Errno::EXIST),
+                    (false, true) => Error::sys(Op::Symlink, dst_path, Errno::NOTDIR),
+                });
             }
             Some(Err(Errno::NOENT)) | None => None,
             Some(Err(e)) => return Err(Error::sys(Op::Stat, dst_path, e)),
