@@ -78,6 +78,18 @@ pub const KNOWN: &[Known] = &[
         apply: check_order,
     },
     Known {
+        item: "new: how an unusable destination is reported",
+        what: "a destination cp cannot remove (-f onto \"d/\" where d is a symlink loop) is \
+               reported as \"cannot stat\", where cp says \"cannot remove\" with the error it got",
+        apply: cannot_remove,
+    },
+    Known {
+        item: "new: -s details",
+        what: "-s with --remove-destination where a relative link cannot be made: cp removes \
+               the destination first",
+        apply: symlink_details,
+    },
+    Known {
         item: "new: wording of node and parent errors",
         what: "\"cannot create special file\" for a FIFO (cp: \"cannot create fifo\") and \
                \"cannot create directory\" for a --parents directory (cp: \"cannot make \
@@ -491,6 +503,15 @@ fn verbose_lines(o: &mut Outcome) -> bool {
         changed = true;
     }
     changed
+}
+
+fn cannot_remove(o: &mut Outcome) -> bool {
+    one_says(o, "cannot remove") && whole_case(o)
+}
+
+fn symlink_details(o: &mut Outcome) -> bool {
+    let links = o.plan.has("symbolic-link") && o.plan.has("remove-destination");
+    links && (o.cp != o.ours || !o.tree.is_empty()) && whole_case(o)
 }
 
 fn check_order(o: &mut Outcome) -> bool {
