@@ -85,8 +85,8 @@ pub const KNOWN: &[Known] = &[
     },
     Known {
         item: "new: -s details",
-        what: "-s with --remove-destination where a relative link cannot be made: cp removes \
-               the destination first",
+        what: "-s where a relative link cannot be made onto an existing destination: what is \
+               left there (cp removes it first with --remove-destination)",
         apply: symlink_details,
     },
     Known {
@@ -510,8 +510,10 @@ fn cannot_remove(o: &mut Outcome) -> bool {
 }
 
 fn symlink_details(o: &mut Outcome) -> bool {
-    let links = o.plan.has("symbolic-link") && o.plan.has("remove-destination");
-    links && (o.cp != o.ours || !o.tree.is_empty()) && whole_case(o)
+    let relative = "can make relative symbolic links";
+    let said = cp_says(o, relative) || ours_says(o, relative);
+    let differs = o.cp.code != o.ours.code || !o.tree.is_empty();
+    o.plan.has("symbolic-link") && said && differs && whole_case(o)
 }
 
 fn check_order(o: &mut Outcome) -> bool {
