@@ -575,9 +575,20 @@ fn under_parents(
         .collect())
 }
 
-/// SOURCE to DEST exactly; "DEST/" must then name a directory to be made.
+/// SOURCE to DEST exactly; "DEST/" must then name a directory to be made. One that cannot
+/// be looked at (a file: "Not a directory") is reported as cp reports it.
 fn single(src: &Path, dest: &Path) -> Result<Vec<CopyPair>, ConfigError> {
-    if dest.as_os_str().as_bytes().ends_with(b"/") && !src.is_dir() {
+    // A source that cannot be looked at is reported first, by the copy.
+    let src_there = std::fs::metadata(src).is_ok();
+    if dest.as_os_str().as_bytes().ends_with(b"/") && src_there && !src.is_dir() {
+        // A missing name goes on to be made; any other failure is cp's "cannot stat".
+        let missing = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
+        let failed = std::fs::metadata(dest).err().filter(|e| !missing(e));
+        if let Some(e) = failed.and_then(|e| e.raw_os_error()) {
+            return Err(fatal(
+                mimeo::Error::os(mimeo::Op::Stat, dest, e).to_string(),
+            ));
+        }
         return Err(fatal(format!(
             "cannot create regular file {}: Not a directory",
             quote(dest)

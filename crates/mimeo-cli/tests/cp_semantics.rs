@@ -467,6 +467,348 @@ fn a_source_directory_named_twice_is_copied_once_as_cp() {
     assert_eq!((planned("D/t"), planned("D/t/f")), (1, 1), "{}", run.stdout);
 }
 
+/// A file named twice is copied once with cp's warning only without backups, and only when
+/// it is named by the same directory entry: with backups (`-b`, `-S`) cp copies it again,
+/// which fails on what the first made ("will not overwrite just-created") unless backups are
+/// numbered; a hard link of it named too is refused the same way.
+#[test]
+fn a_file_named_twice_with_backups_is_copied_again_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "f", "f\n", 0o644);
+            write(d, "x/f", "x\n", 0o644);
+            fs::create_dir(d.join("y")).unwrap();
+            fs::hard_link(d.join("x/f"), d.join("y/f")).unwrap();
+            fs::create_dir(d.join("D")).unwrap();
+        };
+        for (i, a) in [
+            &["-b", "f", "f", "D"][..],
+            &["-S-", "f", "f", "D"],
+            &["--backup=numbered", "f", "f", "./f", "D"],
+            &["-bp", "f", "f", "D"],
+            &["x/f", "y/f", "D"],
+            &["f", "./f", "D"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("file-twice{i}"), &setup, &args(a));
+        }
+    }
+}
+
+/// A source directory named again, to another destination than the first time (`s/.` and
+/// `s` into one directory): cp refuses it ("will not create hard link 'D/s' to directory
+/// 'D/.'") and exits 1, unless it follows command-line symlinks (`-H`, `-L`), where it
+/// copies it again. A dry run says the same.
+#[test]
+fn a_source_directory_named_again_elsewhere_is_refused_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "s/f", "f\n", 0o644);
+            write(d, "s/sub/g", "g\n", 0o600);
+            fs::create_dir(d.join("D")).unwrap();
+            // Not a directory where s goes: reported for each s, which is never counted.
+            write(d, "E/s", "not a directory\n", 0o644);
+        };
+        for (i, a) in [
+            &["-r", "s/.", "s", "D"][..],
+            &["-a", "s", "s/.", "D"],
+            &["-a", "s", "s", "E"],
+            &["-r", "s", "s/.", "s", "E"],
+            &["-r", "s", "s/.", "s", "D"],
+            &["-rH", "s/.", "s", "D"],
+            &["-rL", "s", "s/.", "D"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("dir-elsewhere{i}"), &setup, &args(a));
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "s/f", "f\n", 0o644);
+    fs::create_dir(dir.path().join("D")).unwrap();
+    let run = util::run_in(Some(dir.path()), &["--dry-run", "-r", "s/.", "s", "D"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        "mimeo: will not create hard link 'D/s' to directory 'D/.'\n"
+    );
+}
+
+/// `-n` leaves an existing non-directory alone before it asks whether it is the source
+/// itself: cp 9.1 skips the source, or a hard link of it, without a word and exits 0.
+#[test]
+fn no_clobber_onto_the_same_file_is_skipped_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "f", "f\n", 0o644);
+            fs::hard_link(d.join("f"), d.join("h")).unwrap();
+            symlink("f", d.join("l")).unwrap();
+            write(d, "s/g", "g\n", 0o644);
+            fs::create_dir(d.join("s/sub")).unwrap();
+        };
+        for (i, a) in [
+            &["-n", "f", "f"][..],
+            &["-n", "f", "h"],
+            &["-an", "f", "h"],
+            &["-rn", "--remove-destination", "f", "h"],
+            &["-n", "-P", "l", "l"],
+            &["-n", "--attributes-only", "f", "h"],
+            &["-an", "s/.", "s/."],
+            &["-asn", "s/.", "s/."],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("n-same{i}"), &setup, &args(a));
+        }
+    }
+}
+
+/// A directory copied onto itself, or onto something that is not a directory, is reported
+/// as cp reports it ("are the same file", "cannot overwrite non-directory"), not as a copy
+/// into itself: cp looks at the destination first.
+#[test]
+fn a_destination_that_is_the_source_or_no_directory_is_reported_before_into_itself() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "s/f", "f\n", 0o644);
+            symlink("..", d.join("s/up")).unwrap();
+            run_ok("mkfifo", &[d.join("p").to_str().unwrap()]);
+            write(d, "s/g", "g\n", 0o644);
+        };
+        for (i, a) in [
+            &["-r", "s/.", "s/."][..],
+            &["-r", "-t", "s/.", "s/."],
+            &["-r", "s/up/", "p"],
+            &["-r", "s/up/", "s/g"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("itself-first{i}"), &setup, &args(a));
+        }
+    }
+}
+
+/// A source directory refused as a copy into itself still counts as named: named again to
+/// the same place it is warned about, to another place refused, and onto itself reported as
+/// the same file, in cp's order. (What cp leaves of the copy into itself is a documented
+/// difference, so only the exit status and messages are compared.)
+#[test]
+fn a_directory_refused_into_itself_still_counts_as_named_as_cp() {
+    let base = tempfile::tempdir().unwrap();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("s/y")).unwrap();
+        write(d, "D/s", "not a directory\n", 0o644);
+    };
+    for (i, a) in [
+        &["-R", "s", "s", "s/.", "s"][..],
+        &["-r", "-t", "s", "s", "s/"],
+        &["-r", "s", "s/.", "s/y", "s"],
+        &["-r", "s/.", "s", "D"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        let how = args(a);
+        let [cp, ours] = ["cp", "mimeo"].map(|side| {
+            let d = base.path().join(format!("{i}-{side}"));
+            fs::create_dir(&d).unwrap();
+            setup(&d);
+            let program = if side == "cp" {
+                PathBuf::from("cp")
+            } else {
+                let link = d.join("cp");
+                symlink(util::mimeo().get_program(), &link).unwrap();
+                link
+            };
+            let (ok, stderr) = run_tool(&program, &d, &how, a);
+            let mut lines: Vec<String> = stderr.lines().map(str::to_owned).collect();
+            lines.sort();
+            (ok, lines)
+        });
+        assert_eq!(cp, ours, "`cp {}`", a.join(" "));
+    }
+}
+
+/// A destination that cannot be looked at is reported as cp reports it: "cannot stat" with
+/// the error (below a file, a trailing slash on a file or a symlink loop); only a missing one
+/// goes on to "cannot create".
+#[test]
+fn an_unusable_destination_is_reported_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "s/f", "f\n", 0o644);
+            write(d, "g", "g\n", 0o644);
+            symlink("g", d.join("lg")).unwrap();
+            symlink("nowhere", d.join("dang")).unwrap();
+            symlink("loop", d.join("loop")).unwrap();
+            symlink("s", d.join("ls")).unwrap();
+        };
+        for (i, a) in [
+            &["g", "s/f/d"][..],
+            &["-r", "s", "s/f/d"],
+            &["-a", "g", "s/f/d/e"],
+            &["g", "g/"],
+            &["g", "lg/"],
+            &["g", "loop/"],
+            &["g", "dang/"],
+            &["g", "missing/"],
+            &["g", "missing/x"],
+            &["-r", "s", "g/"],
+            &["-r", "s", "s/f/"],
+            &["-pr", "s", "dang/"],
+            &["-pr", "ls", "dang/"],
+            &["-prf", "ls", "dang/"],
+            &["-a", "missing", "g/"],
+            &["-L", "loop", "d/"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("unusable{i}"), &setup, &args(a));
+        }
+    }
+}
+
+/// What cp looks at first about an existing destination comes first: a directory there (also
+/// through a symlink, which cp would write through), `-n` or a "no" to `-i`, before `-s`
+/// refuses a relative link outside the working directory.
+#[test]
+fn destination_checks_come_before_the_link_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "s/f", "f\n", 0o644);
+            write(d, "f", "f\n", 0o644);
+            fs::create_dir_all(d.join("d/f")).unwrap();
+            // Of the source's size: -u takes it as up to date.
+            write(d, "dd/f", "g\n", 0o644);
+            symlink("dd", d.join("ld")).unwrap();
+        };
+        for (i, a) in [
+            &["--remove-destination", "-R", "-t", "d", "-s", "f"][..],
+            &["-s", "-r", "f", "ld"],
+            &["-b", "-i", "-sv", "f", "dd/"],
+            &["-T", "s/f", "ld"],
+            &["-a", "--attributes-only", "-T", "s/f", "ld"],
+            &["-s", "f", "dd/"],
+            &["-sn", "f", "dd/"],
+            &["-su", "f", "dd/"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("checks-first{i}"), &setup, &args(a));
+        }
+    }
+}
+
+/// Where cp reads special files as files (without `-r`, or with `--copy-contents`), a socket
+/// cannot be opened (ENXIO): the copy fails and what is at the destination stays, as in cp.
+/// (The message's wording is compared elsewhere.)
+#[test]
+fn a_socket_read_as_a_file_fails_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            fs::create_dir_all(d.join("s")).unwrap();
+            drop(std::os::unix::net::UnixListener::bind(d.join("s/sock")).unwrap());
+            run_ok("mkfifo", &[d.join("p").to_str().unwrap()]);
+            fs::create_dir(d.join("d")).unwrap();
+        };
+        for (i, a) in [
+            &["-f", "s/sock", "p"][..],
+            &["s/sock", "x"],
+            &["-r", "--copy-contents", "s", "d"],
+            &["-r", "s", "e"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            let how = Run {
+                args: a,
+                ..Run::default()
+            };
+            same_as_cp(base, &format!("socket{i}"), &setup, &how);
+        }
+    }
+}
+
+/// A file onto a socket (which cannot be opened, ENXIO) fails, and with `-f` replaces it,
+/// as cp removes what it cannot open; a destination symlink loop is "cannot stat" unless
+/// `-f` or `--remove-destination` replace it.
+#[test]
+fn sockets_and_symlink_loops_at_the_destination_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "f", "f\n", 0o644);
+            drop(std::os::unix::net::UnixListener::bind(d.join("k")).unwrap());
+            symlink("loop", d.join("loop")).unwrap();
+        };
+        for (i, a) in [
+            &["f", "k"][..],
+            &["-f", "f", "k"],
+            &["-fa", "f", "k"],
+            &["-r", "f", "k"],
+            &["f", "loop"],
+            &["-f", "f", "loop"],
+            &["-a", "f", "loop"],
+            &["--remove-destination", "f", "loop"],
+            &["-n", "f", "loop"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("node-loop{i}"), &setup, &args(a));
+        }
+    }
+}
+
+/// Under `-L`, a symlink to a directory above it is reported with cp's words ("cannot copy
+/// cyclic symbolic link 's/a/b/up'"), and the rest is copied.
+#[test]
+fn a_symlink_loop_under_dereference_is_reported_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "s/a/f", "f\n", 0o644);
+            fs::create_dir(d.join("s/a/b")).unwrap();
+            symlink("../..", d.join("s/a/b/up")).unwrap();
+            symlink("../../a", d.join("s/a/b/side")).unwrap();
+        };
+        same_as_cp(base, "cyclic", &setup, &args(&["-rL", "s", "d"]));
+        same_as_cp(base, "cyclic-l", &setup, &args(&["-rlL", "s", "d"]));
+    }
+}
+
 #[test]
 fn update_keeps_hard_link_groups_with_an_up_to_date_member_as_cp() {
     for kind in FsKind::ALL {

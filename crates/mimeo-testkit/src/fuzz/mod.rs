@@ -42,6 +42,9 @@ pub const SEED_ENV: &str = "MIMEO_FUZZ_SEED";
 pub const RAW_ENV: &str = "MIMEO_FUZZ_RAW";
 /// Environment: the seed the case seeds are derived from (default: fixed for CI).
 pub const BASE_ENV: &str = "MIMEO_FUZZ_BASE";
+/// Environment: print each case a known bug whose item contains this text took out (to
+/// find cases for its fix).
+pub const SHOW_KNOWN_ENV: &str = "MIMEO_FUZZ_SHOW_KNOWN";
 
 /// Where and how to fuzz.
 #[derive(Debug, Clone)]
@@ -304,6 +307,7 @@ fn judge(cfg: &Config, o: &mut Outcome, report: &mut Report) {
         report.oracle_timeouts += 1;
         return;
     }
+    let before = o.clone();
     let mut known = Vec::new();
     let mut allowed = std::collections::BTreeSet::new();
     for last in [false, true] {
@@ -326,6 +330,7 @@ fn judge(cfg: &Config, o: &mut Outcome, report: &mut Report) {
     }
     let left = problems(o);
     if left.is_empty() {
+        show_known(cfg, &before, &known);
         for item in known {
             *report.known.entry(item).or_default() += 1;
         }
@@ -338,6 +343,16 @@ fn judge(cfg: &Config, o: &mut Outcome, report: &mut Report) {
         e.example = describe(cfg, o, &left);
     }
     e.count += 1;
+}
+
+/// Prints a case that `known` took out if [`SHOW_KNOWN_ENV`] names one of them.
+fn show_known(cfg: &Config, o: &Outcome, known: &[&'static str]) {
+    let Ok(want) = std::env::var(SHOW_KNOWN_ENV) else {
+        return;
+    };
+    if let Some(item) = known.iter().find(|k| k.contains(want.as_str())) {
+        eprintln!("known {item}: {}", describe(cfg, o, &problems(o)));
+    }
 }
 
 /// Each remaining difference, as one line.

@@ -180,7 +180,19 @@ pub(crate) fn decide(
         Some(Err(Errno::LOOP)) if opts.force => *d,
         Some(Err(e)) => return Decision::Refuse(Conflict::CannotStat(e.raw_os_error())),
     };
-    match same_file(rules, src, &seen, d, look) {
+    // cp 9.1 does not ask whether the two are one file under -n: an existing non-directory
+    // is skipped, the same file too (no failure), and a directory merged (into itself, where
+    // every entry is there already and skipped).
+    let no_clobber = opts.overwrite == Overwrite::NoClobber;
+    if no_clobber && !src.is_dir() {
+        return Decision::Skip;
+    }
+    let same = if no_clobber {
+        Same::Fine
+    } else {
+        same_file(rules, src, &seen, d, look)
+    };
+    match same {
         Same::Fine => {}
         Same::Done => return Decision::Skip,
         Same::Refused => return Decision::Refuse(Conflict::SameFile),
@@ -216,8 +228,8 @@ pub(crate) fn decide(
         return Decision::Skip;
     }
     // After -n, -u and -i, as in cp: a directory is left alone without a word where they
-    // say so.
-    if d.is_dir() {
+    // say so. A symlink to one, which cp would write through, is refused alike.
+    if seen.is_dir() {
         return Decision::Refuse(Conflict::DirectoryInTheWay);
     }
     // cp checks this last, just before it would rename the old entry to its backup name.
@@ -283,6 +295,9 @@ fn replacement(opts: &Options, src: &Meta, d: &Meta, fresh: bool) -> Decision {
     } else if opts.preserve.links && d.nlink > 1 {
         // cp removes a destination with other links first when it keeps link groups,
         // rather than write into a file that other names share.
+        Decision::Recreate
+    } else if into_node && opts.force && d.file_type() == sys::S_IFSOCK {
+        // A socket cannot be opened to write into (ENXIO): -f removes what cannot be opened.
         Decision::Recreate
     } else if into_node {
         Decision::WriteInto

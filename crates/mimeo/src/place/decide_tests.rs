@@ -111,6 +111,14 @@ fn the_options_choose_how_a_file_is_replaced() {
     // A regular file is written into a FIFO, socket or device node.
     let o = Options::default();
     assert_eq!(run(&o, &src, Some(&meta(FIFO, 2, 0))), Decision::WriteInto);
+    // A socket cannot be opened: -f replaces it, as cp removes what it cannot open.
+    let sock = meta(sys::S_IFSOCK, 2, 0);
+    assert_eq!(run(&o, &src, Some(&sock)), Decision::WriteInto);
+    let forced = Options {
+        force: true,
+        ..Options::default()
+    };
+    assert_eq!(run(&forced, &src, Some(&sock)), Decision::Recreate);
     // A destination with other links is removed first when link groups are kept.
     let o = Options {
         preserve: Preserve {
@@ -131,6 +139,11 @@ fn no_clobber_and_update_skip_what_they_keep() {
         ..Options::default()
     };
     assert_eq!(run(&o, &src, Some(&meta(REG, 2, 0))), Decision::Skip);
+    // The source itself too (cp 9.1 asks -n before it asks whether they are one file), and a
+    // directory is merged into itself.
+    assert_eq!(run(&o, &src, Some(&src)), Decision::Skip);
+    let dir = meta(DIR, 3, 100);
+    assert_eq!(run(&o, &dir, Some(&dir)), Decision::Merge);
     let o = Options {
         overwrite: Overwrite::Update,
         ..Options::default()

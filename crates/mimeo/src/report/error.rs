@@ -235,6 +235,13 @@ pub enum Refusal {
         /// The destination made is a symlink (cp would have written through it).
         symlink: bool,
     },
+    /// A source directory named again on the command line, to another destination than the
+    /// first time: cp will not copy it twice (the copies would be hard links to one
+    /// directory). The path is the later destination.
+    DirectoryTwice {
+        /// Where the directory was copied the first time.
+        earlier: PathBuf,
+    },
     /// `--parents`: a directory on the way to the destination exists and is not a directory.
     /// The path is that entry.
     ParentNotDirectory,
@@ -366,9 +373,7 @@ impl Error {
             Refusal::DirectoryInTheWay => {
                 format!("cannot overwrite directory {path} with non-directory")
             }
-            Refusal::Cycle => {
-                format!("{path}: directory cycle detected; not copying it again")
-            }
+            Refusal::Cycle => format!("cannot copy cyclic symbolic link {path}"),
             Refusal::NotRegular => format!("cannot copy {path}: not a regular file"),
             Refusal::NoLongerRegular => format!("{path}: no longer a regular file; not copied"),
             Refusal::ChangedWhileCopied => {
@@ -401,6 +406,10 @@ impl Error {
             Refusal::JustCreated { src, symlink: true } => format!(
                 "will not copy {} through just-created symlink {path}",
                 quoted(src)
+            ),
+            Refusal::DirectoryTwice { earlier } => format!(
+                "will not create hard link {path} to directory {}",
+                quoted(earlier)
             ),
             Refusal::ParentNotDirectory => format!("{path} exists but is not a directory"),
             Refusal::BackupIsSource { src } => format!(

@@ -45,6 +45,7 @@ pub(crate) const S_IFLNK: u32 = 0o120000;
 pub(crate) const S_IFIFO: u32 = 0o010000;
 pub(crate) const S_IFCHR: u32 = 0o020000;
 pub(crate) const S_IFBLK: u32 = 0o060000;
+pub(crate) const S_IFSOCK: u32 = 0o140000;
 pub(crate) const S_ISVTX: u32 = 0o1000;
 pub(crate) const S_ISUID: u32 = 0o4000;
 pub(crate) const S_ISGID: u32 = 0o2000;

@@ -184,6 +184,9 @@ pub(crate) struct Root {
     pub parents: Vec<Parent>,
     /// The root entry was made or written at its destination (for `followers`).
     pub made: std::sync::atomic::AtomicBool,
+    /// A directory copied into itself: refused once a source named twice is told apart
+    /// (see [`Root::resolve_named`]).
+    pub into_itself: bool,
 }
 
 impl Root {

@@ -524,15 +524,19 @@ pub(crate) fn root_entry(
     let mut sources = Vec::new();
     for i in std::iter::once(index).chain(lead.followers.iter().copied()) {
         let root = ctx.root(i);
-        if sources.contains(&root.meta.id()) {
-            // The same source named again: cp copies it once, and says so.
+        let entry = sys::fstat(root.src_parent.as_fd())
+            .ok()
+            .map(|p| (p.id(), root.meta.id()));
+        if ctx.opts.backup.is_none() && entry.is_some() && sources.contains(&entry) {
+            // The same source named again: cp copies it once, and says so (with backups it
+            // copies it again, onto what the first made).
             ctx.report.warn(Warning::SourceTwice {
                 src: root.src_path.clone(),
                 directory: false,
             });
             continue;
         }
-        sources.push(root.meta.id());
+        sources.push(entry);
         one_root_entry(ctx, w, i, &spawn);
         // What it made, the later ones will not replace.
         if root.made.load(std::sync::atomic::Ordering::Relaxed) {

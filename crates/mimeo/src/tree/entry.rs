@@ -12,7 +12,7 @@ use crate::options::{Dereference, LinkInstead};
 use crate::place::crash;
 use crate::place::decide::Decision;
 use crate::place::links::FirstCopy;
-use crate::report::{EntryKind, Error, Op, Refusal};
+use crate::report::{Cause, EntryKind, Error, Op, Refusal};
 use crate::sys::{self, Errno, IoBuf, Meta, XattrTarget};
 use rustix::fd::AsFd;
 use std::ffi::{CStr, CString};
@@ -201,10 +201,10 @@ pub(crate) fn copy_entry(
         return Ok(());
     }
     // cp reads FIFOs and devices as files unless it copies recursively, and then too with
-    // --copy-contents.
+    // --copy-contents; a socket, which cannot be opened, then fails (ENXIO).
     let as_regular = !ctx.opts.recursive || ctx.opts.copy_contents;
     let result = match meta.map(|m| m.file_type()) {
-        Some(sys::S_IFIFO | sys::S_IFCHR | sys::S_IFBLK) if as_regular => {
+        Some(sys::S_IFIFO | sys::S_IFCHR | sys::S_IFBLK | sys::S_IFSOCK) if as_regular => {
             copy_contents(ctx, here, buf, (name, dst_name), follow).map(|_| ())
         }
         None | Some(sys::S_IFREG) => {
@@ -249,7 +249,10 @@ fn link_entry(
             .map_err(|e| stat_error(src_path(), e))?,
     };
     let target = match kind {
-        LinkInstead::Symbolic => Some(symlink_target(here, name, dst_name)?),
+        LinkInstead::Symbolic => match symlink_target(here, name, dst_name) {
+            Ok(target) => Some(target),
+            Err(e) => return relative_refused(ctx, here, name, dst_name, &meta, e),
+        },
         LinkInstead::Hard => None,
     };
     let make = |t: &CStr| match &target {
@@ -279,6 +282,33 @@ fn link_entry(
     here.made();
     ctx.report.copied(src_path, dst_path, entry, None);
     Ok(())
+}
+
+/// `-s` where a relative link cannot be made (`e`): cp looks at an existing destination
+/// first, so a directory there, the same file, `-n`, `-u` or a "no" to `-i` come before it;
+/// a link that would fail on what is there does not.
+fn relative_refused(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    name: &CStr,
+    dst_name: &CStr,
+    meta: &Meta,
+    e: Error,
+) -> Result<(), Error> {
+    if sys::stat_at(here.dst_dir, dst_name, false).is_err() {
+        return Err(e);
+    }
+    match decide_at(ctx, here, name, dst_name, meta) {
+        Ok((Decision::Skip, _)) => {
+            ctx.report
+                .skipped(|| here.src_path(name), || here.dst_path(dst_name));
+            Ok(())
+        }
+        Err(first) if !matches!(first.cause, Cause::Refused(Refusal::LinkExists { .. })) => {
+            Err(first)
+        }
+        _ => Err(e),
+    }
 }
 
 /// What `-s` makes a link point to: the source's path as given. A relative one points to the

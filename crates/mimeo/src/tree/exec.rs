@@ -6,11 +6,12 @@ use super::hooks::{HookSet, Hooks, NoHooks};
 use super::roots::{CopyPair, open_error};
 use super::split;
 use super::work::{DirDone, DirInfo, Lineage, RangeDone, Stat, WorkItem, WorkKind};
-use crate::options::Options;
+use crate::options::{Dereference, Options};
 use crate::place::links::LinkGroups;
-use crate::report::{Control, Error, Observer, Reporter, Summary, Warning};
+use crate::report::{Control, Error, Observer, Op, Refusal, Reporter, Summary, Warning};
 use crate::sys;
 use rustix::fd::AsFd;
+use std::path::PathBuf;
 use std::time::Instant;
 
 /// Work that a scheduler drives: plain [`WorkItem`]s, each run on some worker, spawning more,
@@ -122,6 +123,8 @@ impl<'a> Executor<'a> {
         // Where each root goes: its destination parent's (dev, ino) and name. Only looked at
         // when there are several sources, which may share a destination.
         let mut dests: Vec<Option<Dest>> = Vec::new();
+        // Every directory root so far, copied or refused as a copy into itself.
+        let mut named: Vec<Named> = Vec::new();
         for pair in pairs {
             let mut root = match resolve_root(opts, pair) {
                 Ok(root) => root,
@@ -146,13 +149,20 @@ impl<'a> Executor<'a> {
             let kind = if root.meta.is_dir() {
                 // The same directory named again into the same place: cp copies it once, and
                 // says so (a backup would otherwise keep the first copy's files).
-                if named_again(&dests, &ctx.roots, dest.as_ref(), &root) {
-                    ctx.report.warn(Warning::SourceTwice {
-                        src: root.src_path.clone(),
-                        directory: true,
-                    });
+                if let Some(e) = named_before(opts, &mut named, dest.clone(), &root) {
+                    match e {
+                        Ok(warning) => ctx.report.warn(warning),
+                        Err(e) => ctx.report.fail(e),
+                    }
                     continue;
                 }
+                root = match root.refuse_into_itself() {
+                    Ok(root) => root,
+                    Err(e) => {
+                        ctx.report.fail(e);
+                        continue;
+                    }
+                };
                 if let Some(at) = earlier_item {
                     // The earlier one runs first, now, before this directory is made.
                     let item = items.remove(at);
@@ -424,12 +434,50 @@ fn dest_of(root: &Root) -> Option<Dest> {
     Some((parent.id(), root.dst_name.to_bytes().to_vec()))
 }
 
-/// Whether the directory root `root`, going to `dest`, was named before to the same place.
-fn named_again(dests: &[Option<Dest>], roots: &[Root], dest: Option<&Dest>, root: &Root) -> bool {
-    dest.is_some_and(|dest| {
-        let same = |r: &Root| r.meta.is_dir() && r.meta.id() == root.meta.id();
-        (dests.iter().zip(roots)).any(|(d, r)| d.as_ref() == Some(dest) && same(r))
-    })
+/// A directory root named on the command line: where it goes, and what it is.
+struct Named {
+    dest: Option<Dest>,
+    id: (u64, u64),
+    dst_path: PathBuf,
+}
+
+/// What cp says of the directory root `root` (going to `dest`) if it was named before, and
+/// records it otherwise. Named before to the same place: copied once, with a warning; to
+/// another place: refused, unless command-line symlinks are followed (`-H`, `-L`), where cp
+/// copies it again. A root refused as a copy into itself counts as named.
+fn named_before(
+    opts: &Options,
+    named: &mut Vec<Named>,
+    dest: Option<Dest>,
+    root: &Root,
+) -> Option<Result<Warning, Error>> {
+    let id = root.meta.id();
+    // cp looks at the destination first: the source itself, or not a directory, is reported
+    // as such later, and the root is not counted. (Only with several sources, `dest`.)
+    let there = || sys::stat_at(root.dst_parent.as_fd(), &root.dst_name, false);
+    if dest.is_some() && there().is_ok_and(|m| m.id() == id || !m.is_dir()) {
+        return None;
+    }
+    let same = named.iter().filter(|n| n.id == id);
+    if dest.is_some() && same.clone().any(|n| n.dest == dest) {
+        let src = root.src_path.clone();
+        return Some(Ok(Warning::SourceTwice {
+            src,
+            directory: true,
+        }));
+    }
+    let elsewhere = same.map(|n| n.dst_path.clone()).next();
+    if let Some(earlier) = elsewhere.filter(|_| opts.dereference == Dereference::Never) {
+        let refusal = Refusal::DirectoryTwice { earlier };
+        return Some(Err(Error::refused(
+            Op::Refuse,
+            root.dst_path.clone(),
+            refusal,
+        )));
+    }
+    let dst_path = root.dst_path.clone();
+    named.push(Named { dest, id, dst_path });
+    None
 }
 
 /// Resolves one command-line pair to its root, making the source's parents at the
@@ -440,7 +488,7 @@ fn resolve_root(opts: &Options, pair: &CopyPair) -> Result<Root, Error> {
     } else {
         Vec::new()
     };
-    let mut root = Root::resolve(opts, pair)?;
+    let mut root = Root::resolve_named(opts, pair)?;
     root.parents = parents;
     Ok(root)
 }

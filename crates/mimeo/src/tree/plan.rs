@@ -15,7 +15,7 @@ use super::walk::{Entry, Roots, Visitor, WalkOptions, WalkRoot};
 use super::work::WorkItem;
 use crate::data::meta::Process;
 use crate::options::{Dereference, LinkInstead, Options, Overwrite};
-use crate::place::decide::{Decision, Lookups, Rules, decide};
+use crate::place::decide::{Conflict, Decision, Lookups, Rules, decide};
 use crate::place::{backup, crash};
 use crate::report::{
     Action, Control, EntryKind, Error, Observer, Op, Refusal, Reporter, Summary, Warning,
@@ -161,9 +161,9 @@ pub(crate) struct DryRun<'a> {
     pub wopts: WalkOptions,
 }
 
-/// Root entries planned so far, by destination: parent (dev, ino), name, and the source
-/// that would be copied there.
-type Made = Vec<((u64, u64), Vec<u8>, Meta)>;
+/// Root entries planned so far, by destination: parent (dev, ino), name, the source that
+/// would be copied there, and the destination path.
+type Made = Vec<((u64, u64), Vec<u8>, Meta, PathBuf)>;
 
 impl<'a> DryRun<'a> {
     /// Plans the roots of `pairs`, in order, and returns the dry run with the work items of
@@ -215,15 +215,33 @@ impl<'a> DryRun<'a> {
         if let Some((parent, name)) = key {
             // A directory meets only itself named again: into another one it is merged.
             let dir = root.meta.is_dir();
-            let earlier = made
-                .iter()
-                .find(|(p, n, m)| *p == parent && *n == name && (!dir || m.id() == root.meta.id()));
-            if let Some(&(_, _, meta)) = earlier {
+            let earlier = made.iter().find(|(p, n, m, _)| {
+                *p == parent && *n == name && (!dir || m.id() == root.meta.id())
+            });
+            if let Some(&(_, _, meta, _)) = earlier {
                 self.plan_over_earlier(&root, meta);
                 return None;
             }
-            made.push((parent, name, root.meta));
+            // The same directory named before, to another place (see `Executor::new`).
+            let follows = self.opts.dereference != Dereference::Never;
+            let elsewhere = made
+                .iter()
+                .find(|(_, _, m, _)| dir && !follows && m.is_dir() && m.id() == root.meta.id());
+            let there = || sys::stat_at(root.dst_parent.as_fd(), &root.dst_name, false);
+            let reported_later = || there().is_ok_and(|m| m.id() == root.meta.id() || !m.is_dir());
+            if let Some((_, _, _, earlier)) = elsewhere.filter(|_| !reported_later()) {
+                let earlier = earlier.clone();
+                let refusal = Refusal::DirectoryTwice { earlier };
+                let dst = root.dst_path.clone();
+                self.report.fail(Error::refused(Op::Refuse, dst, refusal));
+                return None;
+            }
+            made.push((parent, name, root.meta, root.dst_path.clone()));
         }
+        let root = root
+            .refuse_into_itself()
+            .map_err(|e| self.report.fail(e))
+            .ok()?;
         let at = (!missing).then_some(At {
             src_dir: root.src_parent.as_fd(),
             src_name: &root.src_name,
@@ -272,8 +290,8 @@ impl<'a> DryRun<'a> {
     /// against that (see `Executor::new`).
     fn plan_over_earlier(&self, root: &Root, earlier: Meta) {
         let (src, dst) = (root.src_path.clone(), root.dst_path.clone());
-        if earlier.id() == root.meta.id() {
-            // The same source named again: copied once.
+        if earlier.id() == root.meta.id() && (earlier.is_dir() || self.opts.backup.is_none()) {
+            // The same source named again: copied once (a file is copied again with backups).
             self.report.warn(Warning::SourceTwice {
                 src,
                 directory: root.meta.is_dir(),
@@ -319,14 +337,13 @@ impl<'a> DryRun<'a> {
     /// Returns whether to descend into it.
     fn plan(&self, src: PathBuf, dst: PathBuf, at: Option<At<'_>>, meta: &Meta) -> bool {
         let opts = self.opts;
-        if let (Some(LinkInstead::Symbolic), Some(a)) = (opts.link, at) {
-            let target = src.as_os_str().as_encoded_bytes();
-            if !meta.is_dir() && relative_symlink_elsewhere(target, a.dir) {
-                self.report
-                    .fail(Error::refused(Op::Symlink, dst, Refusal::RelativeSymlink));
-                return false;
+        let relative = match (opts.link, at) {
+            (Some(LinkInstead::Symbolic), Some(a)) => {
+                let target = src.as_os_str().as_encoded_bytes();
+                !meta.is_dir() && relative_symlink_elsewhere(target, a.dir)
             }
-        }
+            _ => false,
+        };
         let writable = || at.is_none_or(|a| sys::may_write(a.dir, a.name));
         let backup_is_source = || {
             let (Some(a), Some(backup)) = (at, &opts.backup) else {
@@ -355,6 +372,15 @@ impl<'a> DryRun<'a> {
             same_entry: &|| at.is_some_and(|a| same_entry(a.src_dir, a.src_name, a.dir, a.name)),
         };
         let decision = decide(&rules, meta, existing.as_ref(), &look);
+        // A relative link that cannot be made: after what cp looks at first (see
+        // `entry::relative_refused`).
+        let first = matches!(decision, Decision::Skip | Decision::Refuse(_))
+            && !matches!(decision, Decision::Refuse(Conflict::LinkExists(_)));
+        if relative && !first {
+            self.report
+                .fail(Error::refused(Op::Symlink, dst, Refusal::RelativeSymlink));
+            return false;
+        }
         self.report_decision(decision, src, dst, meta)
     }
 

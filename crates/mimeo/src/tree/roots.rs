@@ -35,12 +35,32 @@ impl CopyPair {
 impl Root {
     /// Resolves a command-line pair. Creates nothing.
     pub(crate) fn resolve(opts: &Options, pair: &CopyPair) -> Result<Root, Error> {
+        Root::resolve_in(opts, pair, false)?.refuse_into_itself()
+    }
+
+    /// [`Root::resolve`] that leaves a copy into itself to the caller ([`Root::into_itself`]):
+    /// cp tells a source named twice apart first, so that such a root still counts as named.
+    pub(crate) fn resolve_named(opts: &Options, pair: &CopyPair) -> Result<Root, Error> {
         Root::resolve_in(opts, pair, false)
+    }
+
+    /// The root, or cp's error for a directory copied into itself.
+    pub(crate) fn refuse_into_itself(self) -> Result<Root, Error> {
+        if !self.into_itself {
+            return Ok(self);
+        }
+        let dst = self.dst_path.clone();
+        Err(Error::refused(
+            Op::Refuse,
+            self.src_path,
+            Refusal::IntoItself { dst },
+        ))
     }
 
     /// [`Root::resolve`] for a plan, where the destination's parent may be one that the copy
     /// would make first (`--parents`): it then stands in for the source's parent, and the
-    /// plan must not look at the destination.
+    /// plan must not look at the destination. A copy into itself is left to the caller, as
+    /// by [`Root::resolve_named`].
     pub(crate) fn resolve_planned(
         opts: &Options,
         pair: &CopyPair,
@@ -73,19 +93,32 @@ impl Root {
         let dst_parent = match sys::open_dir(sys::CWD, &dst_parent_path, true) {
             Err(Errno::NOENT) if parent_missing => sys::open_dir(src_parent.as_fd(), c".", false)
                 .map_err(|e| stat_error(src_path.clone(), e))?,
-            other => other.map_err(|e| Error::sys(create_op, dst_path, e))?,
+            // cp looks at the destination first: only a missing one goes on to be created.
+            Err(Errno::NOENT) => return Err(Error::sys(create_op, dst_path, Errno::NOENT)),
+            other => other.map_err(|e| Error::sys(Op::Stat, dst_path, e))?,
         };
         let parent_meta =
             sys::fstat(dst_parent.as_fd()).map_err(|e| Error::sys(Op::Stat, dst_path, e))?;
-        if meta.is_dir() && is_inside(dst_parent.as_fd(), meta.id()) {
-            return Err(Error::refused(
-                Op::Refuse,
-                src_path,
-                Refusal::IntoItself {
-                    dst: dst_path.clone(),
-                },
-            ));
-        }
+        // Only what needs it looks at the destination itself here: a directory (a copy into
+        // itself?) and a name with a trailing slash (which fails on a non-directory).
+        let slash = dst_name.to_bytes().ends_with(b"/");
+        let there = (!parent_missing && (meta.is_dir() || slash))
+            .then(|| sys::stat_at(dst_parent.as_fd(), &dst_name, false));
+        let there = match there {
+            // "d/" naming a dangling symlink: cp's mkdir or symlink finds the symlink there;
+            // with -f cp removes it, and a symlink cannot be made at a name with a slash.
+            Some(Err(Errno::NOENT)) if slash && is_symlink_at(&dst_parent, &dst_name) => {
+                return Err(match (meta.is_dir(), opts.force) {
+                    (true, _) => Error::sys(create_op, dst_path, Errno::EXIST),
+                    (false, false) => Error::sys(Op::Symlink, dst_path, Errno::EXIST),
+                    (false, true) => Error::sys(Op::Symlink, dst_path, Errno::NOTDIR),
+                });
+            }
+            Some(Err(Errno::NOENT)) | None => None,
+            Some(Err(e)) => return Err(Error::sys(Op::Stat, dst_path, e)),
+            Some(Ok(m)) => Some(m),
+        };
+        let into_itself = meta.is_dir() && into_itself(dst_parent.as_fd(), there, meta.id());
         let cow = cow_matters(opts) && is_cow(dst_parent.as_fd());
         let share = share_granularity(opts, dst_parent.as_fd());
         let default_acl =
@@ -123,6 +156,7 @@ impl Root {
             just_created: std::sync::OnceLock::new(),
             parents: Vec::new(),
             made: std::sync::atomic::AtomicBool::new(false),
+            into_itself,
         })
     }
 
@@ -303,6 +337,25 @@ pub(crate) fn split(path: &Path) -> (CString, CString) {
             (sys::cstring(parent), sys::cstring(&name))
         }
         _ => (sys::cstring(bytes), sys::cstring(b".")),
+    }
+}
+
+/// Whether `name` less its trailing slashes is a symlink in `dir`.
+fn is_symlink_at(dir: &OwnedFd, name: &CString) -> bool {
+    let bytes = name.to_bytes();
+    let end = bytes.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1);
+    let bare = sys::cstring(&bytes[..end]);
+    sys::stat_at(dir.as_fd(), &bare, false).is_ok_and(|m| m.is_symlink())
+}
+
+/// Whether copying the directory `id` into `dir`, where `there` is at its name, is a copy
+/// into itself, as cp tells it: `dir` is it or below it, and nothing is there, or a
+/// directory other than it.
+/// Where `name` is the source or not a directory, cp reports that first (decided later).
+fn into_itself(dir: BorrowedFd<'_>, there: Option<Meta>, id: (u64, u64)) -> bool {
+    match there {
+        Some(there) if there.id() == id || !there.is_dir() => false,
+        _ => is_inside(dir, id),
     }
 }
 
