@@ -289,14 +289,14 @@ impl<'a, 'c> RegularFile<'a, 'c> {
     /// group bits of a mode with an ACL are the ACL's mask, and the owning group may be
     /// allowed less. The ACL is the source's (`xattrs`, None when not read yet: then one may
     /// come, and matters only where its mask gives more than the source gives others), or one
-    /// the directory passes on that --preserve=mode removes at the end.
+    /// the directory passes on that --preserve=mode or --no-preserve=mode removes at the end.
     fn owner_only(&self, xattrs: Option<&meta::Xattrs>) -> u32 {
         let (p, src) = (self.ctx.opts.preserve, &self.meta);
         let acl = match xattrs {
             Some(x) => has_access_acl(x),
             None => (p.mode || p.xattr) && (src.perm() >> 3) & !src.perm() & 0o7 != 0,
         };
-        if acl || (p.mode && self.here.dst.default_acl) {
+        if acl || ((p.mode || p.default_mode) && self.here.dst.default_acl) {
             0o700
         } else {
             0o777
@@ -797,6 +797,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             // A file made here (not one written into) inherits the directory's default ACL.
             inherited_acl: !in_place && here.dst.default_acl,
             keep_perm: p.placed.keep_perm,
+            acl_perm: None,
         };
         apply.run(Dst::Fd(p.dst.as_fd()), &xattrs, &|| self.dst_path())
     }
