@@ -2,10 +2,10 @@
 //!
 //! chown comes first because it clears set-id bits and because security xattrs must be set
 //! by the final owner's rules; mode comes after xattrs because an ACL rewrites the group bits.
-//! None of these touch mtime, so times may come before the mode. They must: a file copied on
-//! its own carries an "incomplete" mode (sticky bit) until its final chmod, and that chmod has
-//! to be the very last step, or a copy killed between chmod and utimensat would look complete
-//! to `-u`.
+//! None of these touch mtime, so times may come before the mode. They must: a file whose
+//! "incomplete" mark is its mode (the sticky bit, see `place::crash`) keeps it until its final
+//! chmod, and that chmod has to be the very last step, or a copy killed between chmod and
+//! utimensat would look complete to `-u`.
 
 use crate::options::Options;
 use crate::report::{Error, Op};

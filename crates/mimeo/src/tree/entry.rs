@@ -159,7 +159,8 @@ impl<'a> Made<'a, '_> {
             let src_path = || here.src_path(self.name);
             meta::source_xattrs(ctx.opts, XattrTarget::NoFollow(&p), &src_path)?
         };
-        // cp sets no mode the umask takes part in but by the umask itself (not a default ACL).
+        // Where cp sets a mode after making the entry, the umask takes part, never a default
+        // ACL: that one only acts through the kernel at creation.
         let process = ctx.process;
         let apply = Apply::for_new(
             ctx.opts,
