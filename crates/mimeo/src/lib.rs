@@ -84,13 +84,13 @@
 //! | one regular file: place, write, finish | `tree/file.rs` | `place/decide.rs`, `place/crash.rs` | `data/copy.rs`, `data/meta.rs` | `sys/linux.rs` |
 //! | symlinks, special files, `-l`/`-s` | `tree/entry.rs` | `place/decide.rs` | `data/meta.rs` | `sys/linux.rs` |
 //! | steps every entry shares (links, decision, commit) | `tree/placing.rs` | `place/links.rs`, `place/backup.rs` | · | · |
-//! | clone → offload → stream, fallback errnos | · | · | `data/copy.rs`, `data/fallback.rs` | `sys/linux.rs` |
+//! | clone → offload → stream, fallback errnos | · | · | `data/copy.rs`, `data/span.rs`, `data/fallback.rs` | `sys/linux.rs` |
 //! | byte ranges ([`clone_range`]) | · | · | `data/range.rs` | `sys/range.rs` |
 //! | `--preserve=sharing` | `tree/sharing.rs` | `place/sharing.rs` | `data/copy.rs` (`Layout`) | `sys/linux.rs` (FIEMAP) |
 //! | shared reads ([`SharedFile`], `--shared-reads`) | `tree/shared_reads.rs` | `place/shared_reads.rs` | `data/shared_reads.rs`, `data/origin.rs`, `data/physmap.rs` | `sys/cache.rs`, `sys/ident.rs`, `sys/inode.rs` |
 //! | resume (`-u` after a kill, `--partial`) | `tree/resume.rs` | `place/resume.rs` | `data/copy.rs` (`Checkpoint`) | · |
 //! | `--split` | `tree/split.rs`, `tree/split_state.rs` | · | `data/copy.rs` (`Layout`, `copy_span`) | · |
-//! | writing into nodes, `--copy-contents` | `tree/file.rs` | `place/decide.rs` | `data/node.rs` | · |
+//! | writing into nodes, `--copy-contents` | `tree/file.rs` | `place/decide.rs` | `data/node.rs`, `data/wait.rs` | · |
 //! | `--verify` | `tree/file.rs` | · | `data/verify.rs` | · |
 //! | `mimeo-cat` ([`concat()`]) | · | · | `data/concat.rs` | · |
 //! | reading a directory: listing in inode order, when to stat, `-x`, cycles | `tree/listing.rs` (used by `tree/dir.rs` and `tree/walk.rs`) | · | · | `sys/linux.rs` (`DirReader`) |

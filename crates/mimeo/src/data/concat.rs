@@ -26,6 +26,7 @@
 use super::error::{DataError, POLL, interrupted};
 use super::range::{RangeCopy, Ranger};
 use super::shared_reads::{self, SharedFile, SharedOpenOptions};
+use super::wait;
 use crate::report::{Control, EntryKind, Error, FileOutcome, Method, Observer, Op, Refusal};
 use crate::report::{Reporter, Summary};
 use crate::sys::{self, Errno, IoBuf, Meta};
@@ -443,7 +444,6 @@ impl<'a> Sink<'a> {
                             done.copied += n as u64;
                             r.control().add_bytes(Method::Offload, n as u64);
                         }
-                        Err(Errno::INTR) => {}
                         Err(Errno::AGAIN) => sys::wait_writable(self.out, POLL.as_millis() as i32),
                         // Not here (a source that cannot be spliced): the rest is streamed.
                         Err(Errno::INVAL | Errno::OPNOTSUPP | Errno::NOSYS) => break,
@@ -472,7 +472,7 @@ impl<'a> Sink<'a> {
         while moved < limit {
             interrupted(r.control()).map_err(Failure::Out)?;
             let control = r.control();
-            let buf = r.buffer();
+            let buf = r.span.buffer();
             let want = buf
                 .len()
                 .min((limit - moved).try_into().unwrap_or(usize::MAX));
@@ -484,7 +484,6 @@ impl<'a> Sink<'a> {
             let n = match n {
                 Ok(0) => return Ok(moved),
                 Ok(n) => n,
-                Err(Errno::INTR) => continue,
                 Err(e) => return Err(read_err(e)),
             };
             self.write(control, &buf[..n])?;
@@ -495,30 +494,12 @@ impl<'a> Sink<'a> {
         Ok(moved)
     }
 
-    /// Writes `data` to the output.
-    fn write(&mut self, control: &Control, mut data: &[u8]) -> Result<(), Failure> {
-        let out_err = |e: Errno| Failure::Out(DataError::new(Op::Write, e));
-        while !data.is_empty() {
-            let wrote = match &mut self.kind {
-                Kind::Regular { pos, .. } => sys::pwrite(self.out, data, *pos),
-                _ => sys::write(self.out, data),
-            };
-            match wrote {
-                Ok(0) => return Err(out_err(Errno::NOSPC)),
-                Ok(w) => {
-                    data = &data[w..];
-                    if let Kind::Regular { pos, .. } = &mut self.kind {
-                        *pos += w as u64;
-                    }
-                }
-                Err(Errno::INTR) => {}
-                Err(Errno::AGAIN) => {
-                    interrupted(control).map_err(Failure::Out)?;
-                    sys::wait_writable(self.out, POLL.as_millis() as i32);
-                }
-                Err(e) => return Err(out_err(e)),
-            }
-        }
-        Ok(())
+    /// Writes `data` to the output: a regular one at its position, moved on.
+    fn write(&mut self, control: &Control, data: &[u8]) -> Result<(), Failure> {
+        let pos = match &mut self.kind {
+            Kind::Regular { pos, .. } => Some(pos),
+            _ => None,
+        };
+        wait::write_all(self.out, data, pos, control).map_err(Failure::Out)
     }
 }

@@ -3,12 +3,14 @@
 //! Which errnos mean "this mechanism is not available here" is decided in one table,
 //! [`falls_back`]; every other errno is terminal for the file, so no fallback ever hides
 //! ENOSPC, EIO, EDQUOT or ENOMEM (docs/guarantees.md §1). Holes come from SEEK_DATA/SEEK_HOLE,
-//! never from `copy_file_range`.
+//! never from `copy_file_range`. The bytes between them move through the one [`SpanCopier`],
+//! as those of range copies do.
 
-pub(crate) use super::error::{DataError, interrupted};
+pub(crate) use super::error::DataError;
 use super::fallback::{Mechanism, falls_back};
 use super::range::Ranger;
 use super::shared_reads::{ReadVia, Through};
+use super::span::SpanCopier;
 use crate::options::{Reflink, Sparse};
 use crate::report::{Control, FileOutcome, Method, Op};
 use crate::sys::{self, Errno, IoBuf, Meta};
@@ -153,7 +155,8 @@ pub(crate) fn copy_file(
     }
     if size == 0 {
         // Files such as those in /proc report size 0 yet have content: read to the end.
-        let n = stream_to_end(job.src, job.dst, job.plan, job.buf, job.control)?;
+        let (bs, control) = (job.plan.buffer_size, job.control);
+        let n = super::wait::read_to_end(job.src, job.dst, job.buf, bs, control, false)?;
         return Ok(FileOutcome::new(Method::Stream, n, 0));
     }
     let mut fc = FileCopy::new(job);
@@ -253,25 +256,25 @@ impl<'a> FileCopy<'a> {
         } = job;
         let may_offload =
             plan.sparse == Sparse::Auto && !(plan.reflink == Reflink::Never && plan.dst_cow);
+        let skip_zeros = plan.sparse == Sparse::Always;
         FileCopy {
             c: Copier {
                 src,
                 dst,
                 plan,
-                buf,
-                control,
-                offload: may_offload,
-                used_offload: false,
-                used_stream: false,
-                written: 0,
-                end: 0,
+                span: SpanCopier::new(control, buf, plan.buffer_size, may_offload, skip_zeros),
                 eof: None,
-                window: 0,
-                span_start: 0,
-                prefix: 0,
-                checkpoint,
-                told: None,
                 through: 0,
+                progress: Progress {
+                    src,
+                    dst,
+                    nocache: plan.nocache,
+                    window: 0,
+                    span_start: 0,
+                    prefix: 0,
+                    checkpoint,
+                    told: None,
+                },
             },
             // Not sparse, or holes unwanted: one segment, no SEEK_DATA/SEEK_HOLE calls.
             holes: plan.sparse != Sparse::Never && meta.blocks * 512 < meta.size,
@@ -294,14 +297,15 @@ impl<'a> FileCopy<'a> {
     /// Goes on from the parts `done` an earlier run wrote, which stay as they are.
     fn resume_from(&mut self, done: &[(u64, u64)]) {
         self.resumed = done.iter().map(|(a, b)| b - a).sum();
-        self.c.end = done.iter().map(|&(_, b)| b).max().unwrap_or(0);
+        self.c.span.end = done.iter().map(|&(_, b)| b).max().unwrap_or(0);
     }
 
     /// Records a failure; when the run was stopped, with the part of the range being copied
     /// that was complete.
     fn stopped(&self, e: DataError) -> DataError {
         DataError {
-            stopped_at: (e.op == Op::Interrupted).then_some((self.c.span_start, self.c.prefix)),
+            stopped_at: (e.op == Op::Interrupted)
+                .then_some((self.c.progress.span_start, self.c.progress.prefix)),
             ..e
         }
     }
@@ -312,11 +316,12 @@ impl<'a> FileCopy<'a> {
         if from >= to || self.c.eof.is_some() {
             return Ok(());
         }
-        self.c.span_start = from;
-        self.c.prefix = from;
-        self.c.told = None;
+        let p = &mut self.c.progress;
+        p.span_start = from;
+        p.prefix = from;
+        p.told = None;
         // Before the first byte: the checkpoint learns that this range is being copied.
-        self.c.tell();
+        p.tell();
         let r = if self.holes {
             self.c.segments(from, to)
         } else {
@@ -325,9 +330,10 @@ impl<'a> FileCopy<'a> {
         r.map_err(|e| self.stopped(e))?;
         if self.c.eof.is_none() {
             // A trailing hole of the span is complete too, and the whole range is told.
-            self.c.advance(to);
-            self.c.told = None;
-            self.c.tell();
+            let p = &mut self.c.progress;
+            p.advance(to);
+            p.told = None;
+            p.tell();
         }
         Ok(())
     }
@@ -343,24 +349,26 @@ impl<'a> FileCopy<'a> {
         granularity: u64,
     ) -> Result<(), DataError> {
         let mut done = super::range::RangeCopy::default();
-        let mut r = Ranger::new(self.c.control, self.c.buf, self.c.plan.buffer_size);
-        r.offload = self.c.offload;
+        let c = &mut self.c;
+        let mut r = Ranger::new(c.span.control, c.span.buf, c.plan.buffer_size);
+        r.span.offload = c.span.offload;
         let result = r.copy(
             (holder, holder_off),
-            (self.c.dst, at),
+            (c.dst, at),
             len,
             granularity,
             &mut done,
         );
-        let offloaded = r.offload;
+        let offloaded = r.span.offload;
         result.map_err(|e| self.stopped(e))?;
         self.shared += done.cloned;
-        self.c.written += done.total();
+        let span = &mut self.c.span;
+        span.written += done.total();
         if done.copied > 0 {
-            self.c.used_offload |= offloaded;
-            self.c.used_stream |= !offloaded;
+            span.used_offload |= offloaded;
+            span.used_stream |= !offloaded;
         }
-        self.c.end = self.c.end.max(at + done.total());
+        span.end = span.end.max(at + done.total());
         if done.total() < len {
             // The holder is shorter than it should be: the rest comes from the source.
             self.span(at + done.total(), at + len)?;
@@ -371,9 +379,9 @@ impl<'a> FileCopy<'a> {
     /// What was written so far.
     fn written(&self) -> Written {
         Written {
-            bytes: self.c.written,
-            offloaded: self.c.used_offload,
-            streamed: self.c.used_stream,
+            bytes: self.c.span.written,
+            offloaded: self.c.span.used_offload,
+            streamed: self.c.span.used_stream,
         }
     }
 
@@ -382,52 +390,52 @@ impl<'a> FileCopy<'a> {
     fn finish(mut self, others: Written) -> Result<FileOutcome, DataError> {
         let size = self.size;
         let c = &mut self.c;
-        c.written += others.bytes;
-        c.used_offload |= others.offloaded;
-        c.used_stream |= others.streamed;
-        c.drop_window(u64::MAX)?;
+        c.span.written += others.bytes;
+        c.span.used_offload |= others.offloaded;
+        c.span.used_stream |= others.streamed;
+        c.progress.drop_window(u64::MAX, c.span.end)?;
         let final_size = match c.eof {
             // The source shrank while we copied: keep exactly what it had.
             Some(at) => at,
             None => {
-                if c.end < size {
+                if c.span.end < size {
                     // A trailing hole (or zeros skipped by --sparse=always).
                     sys::truncate(c.dst, size).map_err(fail(Op::Truncate))?;
                 }
                 size
             }
         };
-        let wrote = Written {
-            bytes: c.written,
-            offloaded: c.used_offload,
-            streamed: c.used_stream,
-        };
+        let wrote = self.written();
         let method = wrote.method(self.shared);
-        let bytes = (c.written + self.resumed).min(final_size);
+        let bytes = (wrote.bytes + self.resumed).min(final_size);
         let mut outcome = FileOutcome::new(method, bytes, final_size - bytes);
         outcome.cloned_bytes = self.shared;
         outcome.resumed_bytes = self.resumed;
-        outcome.shared_read_bytes = c.through;
+        outcome.shared_read_bytes = self.c.through;
         Ok(outcome)
     }
 }
 
+/// The copy of a file's data in ranges: its holes looked for, its bytes moved by a
+/// [`SpanCopier`] (from the source, or through a canonical file), and how far it got kept.
 struct Copier<'a> {
     src: BorrowedFd<'a>,
     dst: BorrowedFd<'a>,
     plan: &'a DataPlan<'a>,
-    buf: &'a mut IoBuf,
-    control: &'a Control,
-    /// Still allowed to try `copy_file_range`.
-    offload: bool,
-    used_offload: bool,
-    used_stream: bool,
-    /// Data bytes written (holes excluded).
-    written: u64,
-    /// Highest offset written so far.
-    end: u64,
+    span: SpanCopier<'a>,
     /// Where the source ended before its recorded size, if it shrank.
     eof: Option<u64>,
+    /// Bytes read through a canonical file.
+    through: u64,
+    progress: Progress<'a>,
+}
+
+/// How far the copy of a file got: what its checkpoint is told and, with --nocache, what
+/// was dropped from the page cache.
+struct Progress<'a> {
+    src: BorrowedFd<'a>,
+    dst: BorrowedFd<'a>,
+    nocache: bool,
     /// With --nocache: the start of the range not yet dropped from the page cache.
     window: u64,
     /// Where the range being copied started.
@@ -437,15 +445,13 @@ struct Copier<'a> {
     checkpoint: Option<&'a mut dyn Checkpoint>,
     /// Where the checkpoint was last told.
     told: Option<u64>,
-    /// Bytes read through a canonical file.
-    through: u64,
 }
 
 /// With --nocache, the copied range is written back and dropped in windows of this size, so
 /// the page cache holds at most about this much of the file at a time.
 const NOCACHE_WINDOW: u64 = 8 << 20;
 
-impl Copier<'_> {
+impl Progress<'_> {
     /// Everything below `at` is complete (pieces are put in place in the file's order).
     fn advance(&mut self, at: u64) {
         if at > self.prefix {
@@ -467,13 +473,14 @@ impl Copier<'_> {
     }
 
     /// With --nocache, once `upto` is a window past the last drop (or at the end, with
-    /// `u64::MAX`), writes the range back and drops it from the cache on both sides.
-    fn drop_window(&mut self, upto: u64) -> Result<(), DataError> {
-        if !self.plan.nocache {
+    /// `u64::MAX`), writes the range back and drops it from the cache on both sides; `end`
+    /// is the highest offset written.
+    fn drop_window(&mut self, upto: u64, end: u64) -> Result<(), DataError> {
+        if !self.nocache {
             return Ok(());
         }
         let last = upto == u64::MAX;
-        let upto = upto.min(self.end);
+        let upto = upto.min(end);
         if upto <= self.window || (!last && upto - self.window < NOCACHE_WINDOW) {
             return Ok(());
         }
@@ -488,7 +495,9 @@ impl Copier<'_> {
         }
         Ok(())
     }
+}
 
+impl Copier<'_> {
     /// Copies every data segment of `[from, to)`, leaving holes unwritten.
     fn segments(&mut self, from: u64, to: u64) -> Result<(), DataError> {
         let mut pos = from;
@@ -512,7 +521,7 @@ impl Copier<'_> {
     /// through it, the rest from the source.
     fn segment(&mut self, from: u64, to: u64) -> Result<(), DataError> {
         // What lies below `from` and was not written is a hole of the source: complete.
-        self.advance(from);
+        self.progress.advance(from);
         let mut pos = from;
         let via = self.plan.via;
         for v in via.iter().filter(|v| v.at < to && v.at + v.len > from) {
@@ -537,113 +546,33 @@ impl Copier<'_> {
         Ok(())
     }
 
-    /// Copies bytes `[from, to)` by offload, falling back to streaming when offload is not
-    /// supported here and nothing has been offloaded yet.
+    /// Copies bytes `[from, to)` of the source through the span copier (offload, else
+    /// stream), telling the checkpoint and dropping the cache as it goes.
     fn own_segment(&mut self, from: u64, to: u64) -> Result<(), DataError> {
-        let mut pos = from;
-        if self.offload {
-            while pos < to {
-                interrupted(self.control)?;
-                let chunk = if self.plan.nocache {
-                    NOCACHE_WINDOW
-                } else if self.checkpoint.is_some() {
-                    CHECKPOINT_EVERY
-                } else {
-                    OFFLOAD_CHUNK
-                };
-                let want = (to - pos).min(chunk);
-                match self.offload_chunk(self.src, pos, pos, want) {
-                    Ok(0) => {
-                        self.eof = Some(pos);
-                        return Ok(());
-                    }
-                    Ok(n) => {
-                        pos += n;
-                        self.drop_window(pos)?;
-                        self.advance(pos);
-                    }
-                    Err(e) if falls_back(Mechanism::Offload, e.errno) && !self.used_offload => {
-                        self.offload = false;
-                        break;
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
-            if pos >= to {
-                return Ok(());
-            }
-        }
-        self.stream(pos, to)
-    }
-
-    /// One `copy_file_range` of up to `want` bytes of `fd` at `off` into the destination at
-    /// `dst_off`; returns the bytes copied (0 at the end of `fd`).
-    fn offload_chunk(
-        &mut self,
-        fd: BorrowedFd<'_>,
-        off: u64,
-        dst_off: u64,
-        want: u64,
-    ) -> Result<u64, DataError> {
-        let (mut s, mut d) = (off, dst_off);
-        let n = sys::copy_range(fd, &mut s, self.dst, &mut d, want as usize)
-            .map_err(fail(Op::Write))? as u64;
-        self.control.add_bytes(Method::Offload, n);
-        self.written += n;
-        self.end = self.end.max(dst_off + n);
-        self.used_offload |= n > 0;
-        Ok(n)
-    }
-
-    /// Reads and writes `[from, to)` through the buffer.
-    fn stream(&mut self, from: u64, to: u64) -> Result<(), DataError> {
-        let mut pos = from;
-        while pos < to {
-            interrupted(self.control)?;
-            let n = self.stream_chunk(self.src, pos, pos, to - pos)?;
-            if n == 0 {
-                self.eof = Some(pos);
-                return Ok(());
-            }
-            pos += n;
-            self.drop_window(pos)?;
-            self.advance(pos);
+        let p = &mut self.progress;
+        let piece = if self.plan.nocache {
+            NOCACHE_WINDOW
+        } else if p.checkpoint.is_some() {
+            CHECKPOINT_EVERY
+        } else {
+            OFFLOAD_CHUNK
+        };
+        let mut after = |at, end| {
+            p.drop_window(at, end)?;
+            p.advance(at);
+            Ok(())
+        };
+        let n = self.span.copy(
+            (self.src, from),
+            (self.dst, from),
+            to - from,
+            piece,
+            &mut after,
+        )?;
+        if n < to - from {
+            self.eof = Some(from + n);
         }
         Ok(())
-    }
-
-    /// Reads up to a buffer of `fd` at `off` (at most `want` bytes) and writes it into the
-    /// destination at `dst_off`; returns the bytes moved (0 at the end of `fd`).
-    fn stream_chunk(
-        &mut self,
-        fd: BorrowedFd<'_>,
-        off: u64,
-        dst_off: u64,
-        want: u64,
-    ) -> Result<u64, DataError> {
-        self.used_stream = true;
-        let bs = self.plan.buffer_size.max(4096);
-        self.buf.grow_to(bs);
-        let want = want.min(bs as u64) as usize;
-        let n = sys::pread(fd, &mut self.buf[..want], off).map_err(fail(Op::Read))?;
-        if n == 0 {
-            return Ok(0);
-        }
-        if self.plan.sparse == Sparse::Always {
-            write_skipping_zeros(
-                self.dst,
-                &self.buf[..n],
-                dst_off,
-                &mut self.written,
-                &mut self.end,
-            )?;
-        } else {
-            write_all_at(self.dst, &self.buf[..n], dst_off)?;
-            self.written += n as u64;
-            self.end = self.end.max(dst_off + n as u64);
-        }
-        self.control.add_bytes(Method::Stream, n as u64);
-        Ok(n as u64)
     }
 
     /// Copies `[from, to)` of the source reading through the canonical file of `v` where
@@ -658,21 +587,15 @@ impl Copier<'_> {
         let mut failed = None;
         // A range read through the canonical file whose checks then fail is written again
         // from the source: it counts once.
-        let written = self.written;
+        let written = self.span.written;
+        let (span, dst) = (&mut self.span, self.dst);
         let mut sink = |fd: BorrowedFd<'_>, off: u64, at: u64, n: u64| {
-            let mut done = 0;
-            while done < n {
-                let moved = self.move_chunk(fd, off + done, from + at + done, n - done);
-                match moved {
-                    Ok(0) => break,
-                    Ok(k) => done += k,
-                    Err(e) => {
-                        failed = Some(e);
-                        return Err(std::io::Error::from(e.errno));
-                    }
-                }
-            }
-            Ok(done)
+            let dst = (dst, from + at);
+            span.copy((fd, off), dst, n, OFFLOAD_CHUNK, &mut |_, _| Ok(()))
+                .map_err(|e| {
+                    failed = Some(e);
+                    std::io::Error::from(e.errno)
+                })
         };
         let moved = t.transfer(from, v.canon_at + (from - v.at), to - from, &mut sink);
         let m = match moved {
@@ -682,117 +605,16 @@ impl Copier<'_> {
                 return Err(failed.unwrap_or(DataError::new(Op::Read, errno)));
             }
         };
-        self.written = written + m.bytes;
+        self.span.written = written + m.bytes;
         self.through += m.through;
         if m.bytes < to - from {
             self.eof = Some(from + m.bytes);
         }
-        self.drop_window(from + m.bytes)?;
+        self.progress.drop_window(from + m.bytes, self.span.end)?;
         // The range is complete only once its checks passed and it was written in full.
-        self.advance(from + m.bytes);
+        self.progress.advance(from + m.bytes);
         Ok(())
     }
-
-    /// Moves up to `want` bytes of `fd` at `off` into the destination at `dst_off`: by
-    /// offload while it is allowed and works, else through the buffer.
-    fn move_chunk(
-        &mut self,
-        fd: BorrowedFd<'_>,
-        off: u64,
-        dst_off: u64,
-        want: u64,
-    ) -> Result<u64, DataError> {
-        interrupted(self.control)?;
-        if self.offload {
-            match self.offload_chunk(fd, off, dst_off, want.min(OFFLOAD_CHUNK)) {
-                Err(e) if falls_back(Mechanism::Offload, e.errno) && !self.used_offload => {
-                    self.offload = false;
-                }
-                other => return other,
-            }
-        }
-        self.stream_chunk(fd, off, dst_off, want)
-    }
-}
-
-/// Block size used to find runs of zeros for `--sparse=always`.
-const ZERO_BLOCK: usize = 4096;
-
-/// Writes the non-zero blocks of `data` at `off`, leaving all-zero blocks as holes.
-fn write_skipping_zeros(
-    dst: BorrowedFd<'_>,
-    data: &[u8],
-    off: u64,
-    written: &mut u64,
-    end: &mut u64,
-) -> Result<(), DataError> {
-    let mut i = 0;
-    while i < data.len() {
-        let blk_end = (i + ZERO_BLOCK).min(data.len());
-        if data[i..blk_end].iter().all(|&b| b == 0) {
-            i = blk_end;
-            continue;
-        }
-        // Extend the run over following non-zero blocks, so runs are written in one call.
-        let mut j = blk_end;
-        while j < data.len() {
-            let k = (j + ZERO_BLOCK).min(data.len());
-            if data[j..k].iter().all(|&b| b == 0) {
-                break;
-            }
-            j = k;
-        }
-        write_all_at(dst, &data[i..j], off + i as u64)?;
-        *written += (j - i) as u64;
-        *end = (*end).max(off + j as u64);
-        i = j;
-    }
-    Ok(())
-}
-
-fn write_all_at(dst: BorrowedFd<'_>, data: &[u8], off: u64) -> Result<(), DataError> {
-    sys::write_all(dst, data, Some(off)).map_err(fail(Op::Write))
-}
-
-/// Copies a file whose size is unknown (0 reported) by reading until end of file.
-fn stream_to_end(
-    src: BorrowedFd<'_>,
-    dst: BorrowedFd<'_>,
-    plan: &DataPlan<'_>,
-    buf: &mut IoBuf,
-    control: &Control,
-) -> Result<u64, DataError> {
-    let bs = plan.buffer_size.clamp(4096, 1 << 20);
-    buf.grow_to(bs);
-    let mut total = 0u64;
-    loop {
-        interrupted(control)?;
-        let n = match sys::read(src, &mut buf[..bs]) {
-            Ok(n) => n,
-            Err(Errno::INTR) => continue,
-            // Sources are opened O_NONBLOCK, so that a FIFO swapped in cannot hang the open;
-            // a file with nothing to read yet (/proc/kmsg) then says EAGAIN. Waited for as a
-            // blocking read waits, in short polls so that a stop request is still seen.
-            Err(Errno::AGAIN) => {
-                sys::wait_readable(src, super::error::POLL.as_millis() as i32);
-                continue;
-            }
-            Err(e) => {
-                return Err(DataError::new(Op::Read, e));
-            }
-        };
-        if n == 0 {
-            return Ok(total);
-        }
-        write_all(dst, &buf[..n])?;
-        total += n as u64;
-        control.add_bytes(Method::Stream, n as u64);
-    }
-}
-
-/// Writes all of `data` to `dst` at its offset, through short writes and interruptions.
-fn write_all(dst: BorrowedFd<'_>, data: &[u8]) -> Result<(), DataError> {
-    sys::write_all(dst, data, None).map_err(fail(Op::Write))
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 //! is still seen.
 
 use super::error::{DataError, POLL, interrupted};
+use super::wait;
 use crate::report::{Control, Op};
 use crate::sys::{self, Errno, IoBuf};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -40,29 +41,15 @@ pub(crate) fn stream_into(
     buffer_size: usize,
     control: &Control,
 ) -> Result<u64, DataError> {
-    let bs = buffer(buf, buffer_size);
+    let buf = wait::buffer(buf, buffer_size);
     let mut pos = 0u64;
     loop {
         interrupted(control)?;
-        let n = sys::pread(src, &mut buf[..bs], pos)
-            .map_err(|errno| DataError::new(Op::Read, errno))?;
+        let n = sys::pread(src, buf, pos).map_err(|errno| DataError::new(Op::Read, errno))?;
         if n == 0 {
             return Ok(pos);
         }
-        let mut data = &buf[..n];
-        while !data.is_empty() {
-            match sys::write(dst.as_fd(), data) {
-                Ok(w) => data = &data[w..],
-                Err(Errno::INTR) => {}
-                Err(Errno::AGAIN) => {
-                    interrupted(control)?;
-                    sys::wait_writable(dst.as_fd(), POLL.as_millis() as i32);
-                }
-                Err(errno) => {
-                    return Err(DataError::new(Op::Write, errno));
-                }
-            }
-        }
+        wait::write_all(dst.as_fd(), &buf[..n], None, control)?;
         control.add_bytes(crate::report::Method::Stream, n as u64);
         pos += n as u64;
     }
@@ -78,32 +65,5 @@ pub(crate) fn read_contents(
     buffer_size: usize,
     control: &Control,
 ) -> Result<u64, DataError> {
-    let bs = buffer(buf, buffer_size);
-    let read_error = |errno| DataError::new(Op::Read, errno);
-    let mut total = 0u64;
-    loop {
-        interrupted(control)?;
-        if !sys::wait_readable(src, POLL.as_millis() as i32) {
-            continue;
-        }
-        let n = match sys::read(src, &mut buf[..bs]) {
-            Ok(n) => n,
-            Err(Errno::INTR | Errno::AGAIN) => continue,
-            Err(errno) => return Err(read_error(errno)),
-        };
-        if n == 0 {
-            return Ok(total);
-        }
-        sys::write_all(dst, &buf[..n], None).map_err(|errno| DataError::new(Op::Write, errno))?;
-        control.add_bytes(crate::report::Method::Stream, n as u64);
-        total += n as u64;
-    }
-}
-
-/// Makes `buf` hold at least one buffer of the size asked for (within 4 KiB–1 MiB), and
-/// returns that size.
-fn buffer(buf: &mut IoBuf, buffer_size: usize) -> usize {
-    let bs = buffer_size.clamp(4096, 1 << 20);
-    buf.grow_to(bs);
-    bs
+    wait::read_to_end(src, dst, buf, buffer_size, control, true)
 }

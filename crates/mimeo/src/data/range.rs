@@ -1,6 +1,7 @@
 //! Byte ranges: part of one file put into another at any offsets. The block-aligned body is
 //! cloned (`FICLONERANGE`), so it shares extents with the source; the unaligned head and tail,
-//! and everything a clone cannot do, are copied (`copy_file_range`, else read/write).
+//! and everything a clone cannot do, are copied by the data path's span copier
+//! (`copy_file_range`, else read/write; `data/span.rs`).
 //!
 //! The kernel's rules (measured, and listed with `sys::clone_range`) are handled here
 //! explicitly, each on purpose:
@@ -28,6 +29,7 @@
 
 use super::error::{DataError, interrupted};
 use super::fallback::{Mechanism, falls_back};
+use super::span::SpanCopier;
 use crate::report::{Control, Method, Op};
 use crate::sys::{self, Errno, IoBuf};
 use rustix::fd::{AsFd, BorrowedFd};
@@ -168,35 +170,25 @@ const OFFLOAD_PIECE: u64 = 64 << 20;
 /// How often an EAGAIN from a clone is tried again, with pauses of 1, 2, 4, ... ms.
 const AGAIN_TRIES: u32 = 8;
 
-/// Copies ranges between files, with one run's buffer and counters.
+/// Copies ranges between files: clones what it can, and copies the rest through its
+/// [`SpanCopier`] (offload, else stream), with one run's buffer and counters.
 pub(crate) struct Ranger<'a> {
-    control: &'a Control,
-    buf: &'a mut IoBuf,
-    buffer_size: usize,
-    /// Try `copy_file_range` before reading and writing.
-    pub offload: bool,
+    pub span: SpanCopier<'a>,
 }
 
 impl<'a> Ranger<'a> {
+    /// A range copier that tries `copy_file_range` before reading and writing, and streams
+    /// through `buffer_size` bytes (within 4 KiB-8 MiB).
     pub fn new(control: &'a Control, buf: &'a mut IoBuf, buffer_size: usize) -> Self {
+        let bs = buffer_size.clamp(4096, 8 << 20);
         Ranger {
-            control,
-            buf,
-            buffer_size,
-            offload: true,
+            span: SpanCopier::new(control, buf, bs, true, false),
         }
     }
 
     /// The run's control.
     pub fn control(&self) -> &'a Control {
-        self.control
-    }
-
-    /// The buffer for reading and writing, at its working size.
-    pub fn buffer(&mut self) -> &mut [u8] {
-        let bs = self.buffer_size.clamp(4096, 8 << 20);
-        self.buf.grow_to(bs);
-        &mut self.buf[..bs]
+        self.span.control
     }
 
     /// [`clone_range`] of `len` bytes from `(src, src_off)` to `(dst, dst_off)` with a known
@@ -222,17 +214,17 @@ impl<'a> Ranger<'a> {
         }
         let same_file = s.id() == d.id();
         if same_file && src_off < dst_off + len && dst_off < src_off + len {
-            done.copied += self.copy_bytes(src, src_off, dst, dst_off, len, true)?;
+            done.copied += self.overlapping((src, src_off), (dst, dst_off), len)?;
             return Ok(());
         }
         let g = granularity.max(1);
         if src_off % g != dst_off % g {
-            done.copied += self.copy_bytes(src, src_off, dst, dst_off, len, false)?;
+            done.copied += self.copy_bytes((src, src_off), (dst, dst_off), len)?;
             return Ok(());
         }
         let head = ((g - src_off % g) % g).min(len);
         if head > 0 {
-            done.copied += self.copy_bytes(src, src_off, dst, dst_off, head, false)?;
+            done.copied += self.copy_bytes((src, src_off), (dst, dst_off), head)?;
         }
         let rest = len - head;
         let mut body = rest / g * g;
@@ -243,100 +235,96 @@ impl<'a> Ranger<'a> {
         if rest > body && at_src_eof && at_dst_eof {
             body = rest;
         }
-        let (mut so, mut doff) = (src_off + head, dst_off + head);
+        let (so, doff) = (src_off + head, dst_off + head);
+        let (so, doff) = self.clone_body((src, so), (dst, doff), body, done)?;
+        let tail = len - head - body;
+        if tail > 0 {
+            done.copied += self.copy_bytes((src, so), (dst, doff), tail)?;
+        }
+        Ok(())
+    }
+
+    /// Clones the aligned `body` bytes in pieces; a piece the filesystem will not clone is
+    /// copied, with all the rest of the body. Returns where the body ends on both sides.
+    fn clone_body(
+        &mut self,
+        (src, src_off): (BorrowedFd<'_>, u64),
+        (dst, dst_off): (BorrowedFd<'_>, u64),
+        body: u64,
+        done: &mut RangeCopy,
+    ) -> Result<(u64, u64), DataError> {
+        let (mut so, mut doff) = (src_off, dst_off);
         let body_end = so + body;
+        let control = self.span.control;
         while so < body_end {
-            interrupted(self.control)?;
+            interrupted(control)?;
             let piece = (body_end - so).min(CLONE_PIECE);
             // Never a length of 0 (to EOF); the last piece may carry the EOF block.
             debug_assert!(piece > 0);
             match clone_piece(src, so, dst, doff, piece) {
                 Ok(()) => {
                     done.cloned += piece;
-                    self.control.add_bytes(Method::Clone, piece);
+                    control.add_bytes(Method::Clone, piece);
                     so += piece;
                     doff += piece;
                 }
                 Err(e) if falls_back(Mechanism::Clone, e) => {
                     // Whatever a failed clone left in the range is written over.
-                    done.copied += self.copy_bytes(src, so, dst, doff, body_end - so, false)?;
+                    done.copied += self.copy_bytes((src, so), (dst, doff), body_end - so)?;
                     so = body_end;
                     doff = dst_off + (so - src_off);
                 }
                 Err(e) => return Err(fail(Op::Clone)(e)),
             }
         }
-        let tail = len - head - body;
-        if tail > 0 {
-            done.copied += self.copy_bytes(src, so, dst, doff, tail, false)?;
-        }
-        Ok(())
+        Ok((so, doff))
     }
 
-    /// Copies `len` bytes (fewer where the source ends) without cloning; `overlap`: one
-    /// file whose two ranges overlap. Returns the bytes copied.
-    pub fn copy_bytes(
+    /// Copies `len` bytes (fewer where the source ends) without cloning, through the span
+    /// copier. Returns the bytes copied.
+    fn copy_bytes(
         &mut self,
-        src: BorrowedFd<'_>,
-        src_off: u64,
-        dst: BorrowedFd<'_>,
-        dst_off: u64,
+        src: (BorrowedFd<'_>, u64),
+        dst: (BorrowedFd<'_>, u64),
         len: u64,
-        overlap: bool,
     ) -> Result<u64, DataError> {
-        let mut done = 0;
-        if self.offload && !overlap {
-            while done < len {
-                interrupted(self.control)?;
-                let (mut s, mut d) = (src_off + done, dst_off + done);
-                let want = (len - done).min(OFFLOAD_PIECE) as usize;
-                match sys::copy_range(src, &mut s, dst, &mut d, want) {
-                    Ok(0) => return Ok(done),
-                    Ok(n) => {
-                        done += n as u64;
-                        self.control.add_bytes(Method::Offload, n as u64);
-                    }
-                    Err(Errno::INTR) => {}
-                    Err(e) if falls_back(Mechanism::Offload, e) && done == 0 => {
-                        self.offload = false;
-                        break;
-                    }
-                    Err(e) => return Err(fail(Op::Write)(e)),
-                }
-            }
-            if done == len {
-                return Ok(done);
-            }
-        }
-        let bs = self.buffer_size.clamp(4096, 8 << 20);
-        self.buf.grow_to(bs);
-        // Forwards, unless the destination starts inside the source's range: then from the
-        // end, so that no byte is overwritten before it is read.
-        let backwards = overlap && dst_off > src_off;
-        let total = len - done;
+        self.span
+            .copy(src, dst, len, OFFLOAD_PIECE, &mut |_, _| Ok(()))
+    }
+
+    /// Copies `len` bytes between two overlapping ranges of one file (open as `src` and as
+    /// `dst`) through the buffer, as `memmove` does (`copy_file_range` refuses overlaps):
+    /// forwards, unless the destination starts inside the source's range; then from the end,
+    /// so that no byte is overwritten before it is read. Returns the bytes copied.
+    fn overlapping(
+        &mut self,
+        (src, src_off): (BorrowedFd<'_>, u64),
+        (dst, dst_off): (BorrowedFd<'_>, u64),
+        len: u64,
+    ) -> Result<u64, DataError> {
+        let backwards = dst_off > src_off;
+        let control = self.span.control;
+        self.span.used_stream = true;
         let mut moved = 0u64;
-        while moved < total {
-            interrupted(self.control)?;
-            let n = (total - moved).min(bs as u64) as usize;
+        while moved < len {
+            interrupted(control)?;
+            let buf = self.span.buffer();
+            let n = (len - moved).min(buf.len() as u64) as usize;
             let at = if backwards {
-                done + total - moved - n as u64
+                len - moved - n as u64
             } else {
-                done + moved
+                moved
             };
-            let got = read_full(src, &mut self.buf[..n], src_off + at)?;
-            if got < n && !backwards {
-                write_all(dst, &self.buf[..got], dst_off + at)?;
-                self.control.add_bytes(Method::Stream, got as u64);
-                return Ok(done + moved + got as u64);
-            }
-            write_all(dst, &self.buf[..got], dst_off + at)?;
-            self.control.add_bytes(Method::Stream, got as u64);
+            let got = sys::read_full(src, &mut buf[..n], Some(src_off + at));
+            let got = got.map_err(fail(Op::Read))?;
+            sys::write_all(dst, &buf[..got], Some(dst_off + at)).map_err(fail(Op::Write))?;
+            control.add_bytes(Method::Stream, got as u64);
             moved += got as u64;
             if got < n {
                 break;
             }
         }
-        Ok(done + moved)
+        Ok(moved)
     }
 }
 
@@ -344,7 +332,8 @@ fn fail(op: Op) -> impl FnOnce(Errno) -> DataError {
     move |errno| DataError::new(op, errno)
 }
 
-/// One `FICLONERANGE` of a non-empty piece, tried again on EAGAIN and EINTR.
+/// One `FICLONERANGE` of a non-empty piece, tried again on EAGAIN (`sys::clone_range`
+/// itself makes it again after EINTR).
 fn clone_piece(
     src: BorrowedFd<'_>,
     src_off: u64,
@@ -355,7 +344,6 @@ fn clone_piece(
     let mut tries = 0;
     loop {
         match sys::clone_range(src, src_off, dst, dst_off, len) {
-            Err(Errno::INTR) => {}
             Err(Errno::AGAIN) if tries < AGAIN_TRIES => {
                 std::thread::sleep(Duration::from_millis(1 << tries));
                 tries += 1;
@@ -363,13 +351,4 @@ fn clone_piece(
             other => return other,
         }
     }
-}
-
-/// Reads until `buf` is full or the file ends; returns the bytes read.
-fn read_full(src: BorrowedFd<'_>, buf: &mut [u8], off: u64) -> Result<usize, DataError> {
-    sys::read_full(src, buf, Some(off)).map_err(fail(Op::Read))
-}
-
-fn write_all(dst: BorrowedFd<'_>, data: &[u8], off: u64) -> Result<(), DataError> {
-    sys::write_all(dst, data, Some(off)).map_err(fail(Op::Write))
 }

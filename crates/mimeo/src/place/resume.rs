@@ -225,16 +225,7 @@ pub(crate) fn part_matches(src: BorrowedFd<'_>, dst: BorrowedFd<'_>, from: u64, 
     let n = (to - from).min(VERIFY) as usize;
     let at = to - n as u64;
     let (mut a, mut b) = (vec![0u8; n], vec![0u8; n]);
-    let read_all = |fd, buf: &mut [u8]| {
-        let mut got = 0;
-        while got < buf.len() {
-            match sys::pread(fd, &mut buf[got..], at + got as u64) {
-                Ok(0) | Err(_) => return false,
-                Ok(k) => got += k,
-            }
-        }
-        true
-    };
+    let read_all = |fd, buf: &mut [u8]| sys::read_full(fd, buf, Some(at)).is_ok_and(|k| k == n);
     read_all(src, &mut a) && read_all(dst, &mut b) && a == b
 }
 

@@ -722,7 +722,6 @@ impl Run<'_> {
                 let n = match sys::pread(fd.as_fd(), &mut w.buf[..want], off) {
                     Ok(0) => return Err(SkipReason::Changed),
                     Ok(n) => n,
-                    Err(Errno::INTR) => continue,
                     Err(e) => {
                         self.failures.fail(Error::sys(Op::Read, self.path(i), e));
                         return Err(SkipReason::Os(e.raw_os_error()));

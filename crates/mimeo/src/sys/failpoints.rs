@@ -40,6 +40,7 @@ pub(crate) fn errno(arg: Option<String>) -> Errno {
         Some("EAGAIN") => Errno::AGAIN,
         Some("EBADF") => Errno::BADF,
         Some("EACCES") => Errno::ACCESS,
+        Some("EINTR") => Errno::INTR,
         _ => Errno::IO,
     }
 }

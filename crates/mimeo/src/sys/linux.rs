@@ -468,7 +468,8 @@ pub(crate) fn clone_file(dst: BorrowedFd<'_>, src: BorrowedFd<'_>) -> Result<()>
     rfs::ioctl_ficlone(dst, src)
 }
 
-/// One `copy_file_range` call at explicit offsets; returns bytes copied (0 at EOF).
+/// One `copy_file_range` at explicit offsets (again if a signal interrupted it); returns
+/// bytes copied (0 at EOF).
 pub(crate) fn copy_range(
     src: BorrowedFd<'_>,
     src_off: &mut u64,
@@ -476,8 +477,10 @@ pub(crate) fn copy_range(
     dst_off: &mut u64,
     len: usize,
 ) -> Result<usize> {
-    failpoint!("copy_file_range");
-    rfs::copy_file_range(src, Some(src_off), dst, Some(dst_off), len)
+    restart(|| {
+        failpoint!("copy_file_range");
+        rfs::copy_file_range(src, Some(&mut *src_off), dst, Some(&mut *dst_off), len)
+    })
 }
 
 /// The next data offset at or after `from`, or None when only a hole remains.
@@ -494,61 +497,98 @@ pub(crate) fn seek_hole(fd: BorrowedFd<'_>, from: u64) -> Result<u64> {
     rfs::seek(fd, rfs::SeekFrom::Hole(from))
 }
 
+/// Makes the call `f` again while a signal interrupts it (EINTR): the one place the data
+/// path retries an interrupted call, so no loop above has to. Failpoints fire inside `f`, so
+/// that an injected EINTR is retried as a real one.
+pub(super) fn restart<T>(mut f: impl FnMut() -> Result<T>) -> Result<T> {
+    loop {
+        match f() {
+            Err(Errno::INTR) => {}
+            other => return other,
+        }
+    }
+}
+
+/// One `pread` (again if a signal interrupted it); 0 at the end of the file.
 pub(crate) fn pread(fd: BorrowedFd<'_>, buf: &mut [u8], off: u64) -> Result<usize> {
-    failpoint!("read");
-    rustix::io::pread(fd, buf, off)
+    restart(|| {
+        failpoint!("read");
+        rustix::io::pread(fd, &mut *buf, off)
+    })
 }
 
+/// One `pwrite` (again if a signal interrupted it).
 pub(crate) fn pwrite(fd: BorrowedFd<'_>, buf: &[u8], off: u64) -> Result<usize> {
-    failpoint!("write");
-    rustix::io::pwrite(fd, buf, off)
+    restart(|| {
+        failpoint!("write");
+        rustix::io::pwrite(fd, buf, off)
+    })
 }
 
+/// One `read` (again if a signal interrupted it); 0 at the end of the file.
 pub(crate) fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize> {
-    failpoint!("read");
-    rustix::io::read(fd, buf)
+    restart(|| {
+        failpoint!("read");
+        rustix::io::read(fd, &mut *buf)
+    })
 }
 
+/// One `write` (again if a signal interrupted it).
 pub(crate) fn write(fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize> {
-    failpoint!("write");
-    rustix::io::write(fd, buf)
+    restart(|| {
+        failpoint!("write");
+        rustix::io::write(fd, buf)
+    })
 }
 
 /// Reads until `buf` is full or the file ends, at `off` (at the file's own offset when
-/// None), through interruptions. Fewer bytes than asked means the file ended.
+/// None). Fewer bytes than asked means the file ended.
 pub(crate) fn read_full(fd: BorrowedFd<'_>, buf: &mut [u8], off: Option<u64>) -> Result<usize> {
     let mut got = 0;
     while got < buf.len() {
         let n = match off {
-            Some(off) => pread(fd, &mut buf[got..], off + got as u64),
-            None => read(fd, &mut buf[got..]),
+            Some(off) => pread(fd, &mut buf[got..], off + got as u64)?,
+            None => read(fd, &mut buf[got..])?,
         };
-        match n {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(Errno::INTR) => {}
-            Err(e) => return Err(e),
+        if n == 0 {
+            break;
         }
+        got += n;
     }
     Ok(got)
 }
 
-/// Writes all of `data` at `off` (at the file's own offset when None), through short writes
-/// and interruptions. A write that takes nothing is ENOSPC.
-pub(crate) fn write_all(fd: BorrowedFd<'_>, mut data: &[u8], off: Option<u64>) -> Result<()> {
+/// Writes all of `data` at `off` (at the file's own offset when None), through short
+/// writes. A write that takes nothing is ENOSPC; one that would block, EAGAIN.
+pub(crate) fn write_all(fd: BorrowedFd<'_>, data: &[u8], off: Option<u64>) -> Result<()> {
     let mut at = off;
+    write_all_waiting(fd, data, at.as_mut(), &mut || false)
+}
+
+/// [`write_all`] at `*pos` (moved on by each write, so that it says how far a failed one
+/// got), or at the file's own offset when None. A write that would block (EAGAIN: `fd` is
+/// non-blocking) calls `wait`, which waits for room and says whether to try again; when it
+/// says no, the result is EAGAIN.
+pub(crate) fn write_all_waiting(
+    fd: BorrowedFd<'_>,
+    mut data: &[u8],
+    mut pos: Option<&mut u64>,
+    wait: &mut dyn FnMut() -> bool,
+) -> Result<()> {
     while !data.is_empty() {
-        let n = match at {
-            Some(off) => pwrite(fd, data, off),
+        let n = match pos.as_deref() {
+            Some(&off) => pwrite(fd, data, off),
             None => write(fd, data),
         };
         match n {
             Ok(0) => return Err(Errno::NOSPC),
             Ok(n) => {
                 data = &data[n..];
-                at = at.map(|off| off + n as u64);
+                if let Some(off) = pos.as_deref_mut() {
+                    *off += n as u64;
+                }
             }
-            Err(Errno::INTR) => {}
+            Err(Errno::AGAIN) if wait() => {}
             Err(e) => return Err(e),
         }
     }
@@ -576,22 +616,19 @@ pub(crate) fn set_offset(fd: BorrowedFd<'_>, off: u64) -> Result<()> {
 }
 
 /// Moves up to `len` bytes from `src` at `*src_off` into the pipe `dst` (`splice`), without
-/// a copy through user space. Returns the bytes moved, 0 at the source's end.
+/// a copy through user space (again if a signal interrupted it). Returns the bytes moved, 0
+/// at the source's end.
 pub(crate) fn splice_to_pipe(
     src: BorrowedFd<'_>,
     src_off: &mut u64,
     dst: BorrowedFd<'_>,
     len: usize,
 ) -> Result<usize> {
-    failpoint!("write");
-    rustix::pipe::splice(
-        src,
-        Some(src_off),
-        dst,
-        None,
-        len,
-        rustix::pipe::SpliceFlags::MOVE,
-    )
+    restart(|| {
+        failpoint!("write");
+        let flags = rustix::pipe::SpliceFlags::MOVE;
+        rustix::pipe::splice(src, Some(&mut *src_off), dst, None, len, flags)
+    })
 }
 
 /// Filesystem magic number (`statfs.f_type`).

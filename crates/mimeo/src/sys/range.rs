@@ -70,7 +70,8 @@ const FICLONERANGE: Opcode = opcode::write::<FileCloneRange>(0x94, 13);
 ///
 /// # Errors: what to check
 ///
-/// Success means the whole range was shared: the kernel (`ioctl_file_clone` in
+/// A call a signal interrupted (`EINTR`) is made again. Success means the whole range was
+/// shared: the kernel (`ioctl_file_clone` in
 /// fs/ioctl.c) turns a remap shorter than asked into `EINVAL`. It can be short because
 /// the kernel clamps the length on the way (to `RLIMIT_FSIZE`, to the filesystem's
 /// maximum size, to a source that shrank meanwhile), and it clones extent by extent, so
@@ -94,7 +95,7 @@ pub(crate) fn clone_range(
     if len == 0 {
         return Err(Errno::INVAL);
     }
-    ficlonerange(src, src_off, dst, dst_off, len)
+    super::linux::restart(|| ficlonerange(src, src_off, dst, dst_off, len))
 }
 
 /// Shares everything of `src` from `src_off` to its EOF with `dst` at `dst_off`:
