@@ -375,7 +375,7 @@ fn look_at_dst(ctx: &Ctx<'_>, w: &mut Buffers, dst: BorrowedFd<'_>, done: &mut D
         info.default_acl = sys::has_xattr(dst, sys::ACL_DEFAULT);
         done.info.default_acl = info.default_acl;
     }
-    if !info.created && !(p.mode || p.default_mode || p.ownership) {
+    if !(info.created || p.mode || p.default_mode || p.ownership) {
         // New subdirectories get the bits its default ACL allows (one look per directory
         // merged into, never per file).
         info.acl_perm = meta::default_acl_perm(XattrTarget::Fd(dst));

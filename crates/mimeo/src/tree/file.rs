@@ -342,9 +342,13 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         let p = opts.preserve;
         let process = here.dst.process(&self.ctx.process);
         let mut placed = self.new_placed(initial & !process.umask);
-        if !(p.mode || p.ownership || p.timestamps || p.xattr || p.default_mode)
-            && !opts.record_origin
-        {
+        let metadata_follows = p.mode
+            || p.ownership
+            || p.timestamps
+            || p.xattr
+            || p.default_mode
+            || opts.record_origin;
+        if !metadata_follows {
             return Ok(placed);
         }
         match crash::mark_alone(fd.as_fd(), &self.meta) {
