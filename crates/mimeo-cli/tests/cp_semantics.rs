@@ -102,13 +102,24 @@ struct Run<'a> {
     ours: Option<&'a [&'a str]>,
     stdin: Option<&'a str>,
     foreign_user: bool,
+    /// The umask both run with (the test's own when None).
+    umask: Option<u32>,
     env: &'a [(&'a str, &'a str)],
     /// Compare the messages too.
     same_messages: bool,
 }
 
 fn run_tool(program: &Path, dir: &Path, how: &Run<'_>, args: &[&str]) -> (bool, String) {
-    let mut cmd = Command::new(program);
+    let mut cmd = match how.umask {
+        Some(mask) => {
+            let mut sh = Command::new("sh");
+            sh.arg("-c")
+                .arg(format!("umask {mask:03o}; exec \"$0\" \"$@\""))
+                .arg(program);
+            sh
+        }
+        None => Command::new(program),
+    };
     cmd.args(args)
         .current_dir(dir)
         .env("LC_ALL", "C")
@@ -1302,6 +1313,86 @@ fn a_destinations_default_acl_limits_what_is_copied_into_it_as_cp() {
             let dir = same_as_cp(base, &format!("acl{i}"), &setup, &args(a));
             let made = dir.join(a[a.len() - 1]);
             assert!(made.exists(), "{kind} {a:?}");
+        }
+    }
+}
+
+/// Without --preserve=mode, what is made below the top level of a copy into a directory with
+/// a default ACL gets what cp's gets: a file, FIFO or directory made with the source's bits,
+/// the ACL's taking the umask's place (a 0664 file under `g::rwx,o::---` is 660, not 640);
+/// `--no-preserve=mode` sets 0666 or 0777 less the umask outright and drops the access ACL
+/// inherited; `--preserve=ownership` adds what the umask allows. Under several umasks, as
+/// root and as an unprivileged user.
+#[test]
+fn entries_below_the_top_level_take_the_default_acls_bits_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let tree = |d: &Path, foreign: bool| {
+            write(d, "s/f", "f\n", 0o664);
+            write(d, "s/e/h", "h\n", 0o604);
+            write(d, "s/d/g", "g\n", 0o666);
+            fs::create_dir(d.join("s/k")).unwrap();
+            run_ok("mkfifo", &["-m", "664", d.join("s/p").to_str().unwrap()]);
+            symlink("f", d.join("s/l")).unwrap();
+            for (dir, mode) in [
+                ("s/e", 0o750),
+                ("s/d", 0o775),
+                ("s/k", 0o1777),
+                ("s", 0o775),
+            ] {
+                fs::set_permissions(d.join(dir), fs::Permissions::from_mode(mode)).unwrap();
+            }
+            for (dir, acl) in [
+                ("o", "u::rwx,g::rwx,o::---"),
+                ("n", "u::rwx,g::r-x,o::---,u:nobody:rw"),
+            ] {
+                fs::create_dir_all(d.join(dir).join("m")).unwrap();
+                for p in [d.join(dir), d.join(dir).join("m")] {
+                    run_ok("setfacl", &["-d", "-m", acl, p.to_str().unwrap()]);
+                }
+                // An existing file, which cp writes into: it keeps its mode.
+                write(d, &format!("{dir}/m/f"), "old\n", 0o644);
+            }
+            if foreign {
+                run_ok(
+                    "chown",
+                    &[
+                        "-R",
+                        "--",
+                        &format!("{FOREIGN_UID}:{FOREIGN_GID}"),
+                        d.to_str().unwrap(),
+                    ],
+                );
+            }
+        };
+        let cases: [&[&str]; 10] = [
+            &["s/f", "o/m/f"],
+            &["-r", "s", "o/ms"],
+            &["-r", "s/.", "o/m"],
+            &["-r", "s", "n/ms"],
+            &["-a", "--no-preserve=mode", "s", "o/ms"],
+            &["-a", "--no-preserve=mode", "s", "n/ms"],
+            &["-r", "--no-preserve=mode", "s/.", "n/m"],
+            &["-r", "--preserve=ownership", "s", "o/ms"],
+            &["-r", "--preserve=timestamps", "s", "n/ms"],
+            &["-a", "s", "n/ms"],
+        ];
+        for (u, umask) in [0o022, 0o002, 0o077].into_iter().enumerate() {
+            for foreign in [false, true] {
+                for (i, a) in cases.iter().enumerate() {
+                    let setup = |d: &Path| tree(d, foreign);
+                    let how = Run {
+                        umask: Some(umask),
+                        foreign_user: foreign,
+                        ..args(a)
+                    };
+                    let case = format!("below{u}-{}-{i}", foreign as u8);
+                    let dir = same_as_cp(base, &case, &setup, &how);
+                    assert!(dir.join(a[a.len() - 1]).exists(), "{kind} {a:?}");
+                }
+            }
         }
     }
 }

@@ -30,6 +30,7 @@ use mimeo_testkit::compare::read_xattrs;
 use mimeo_testkit::files::interruption_tree;
 use mimeo_testkit::oracle::{
     Allow, FileState, assert_archive_equal, assert_trees_equal, file_state, is_scratch,
+    marked_alone,
 };
 use mimeo_testkit::rng::Rng;
 use mimeo_testkit::treegen::{FOREIGN_GID, FOREIGN_UID, join_bytes};
@@ -1127,10 +1128,10 @@ fn has_mode(path: &Path, pred: impl Fn(u32) -> bool) -> bool {
     fs::symlink_metadata(path).is_ok_and(|m| pred(m.mode()))
 }
 
-/// Whether `path` holds all `len` bytes but is still marked incomplete:
-/// its data is done and its metadata is in progress.
+/// Whether `path`, a file copied on its own, holds all `len` bytes but is still marked
+/// incomplete: its data is done and its metadata is in progress.
 fn data_done_but_marked(path: &Path, len: u64) -> bool {
-    fs::symlink_metadata(path).is_ok_and(|m| m.len() == len && m.mode() & 0o1000 != 0)
+    fs::symlink_metadata(path).is_ok_and(|m| m.len() == len) && marked_alone(path)
 }
 
 /// Moments a killed copy of a new file can stop in, made deterministic
@@ -1149,8 +1150,9 @@ fn sigkill_inside_each_stage_of_a_new_file_is_finished_by_update() {
     let len = 1 << 20;
     type Ready = fn(&Path, u64) -> bool;
     let stages: [(&str, &str, Ready); 3] = [
+        // Marked, and showing only its owner's bits, as cp's copy does.
         ("data", "write=sleep(5000)", |p, _| {
-            has_mode(p, |m| m & 0o1000 != 0)
+            marked_alone(p) && has_mode(p, |m| m & 0o7077 == 0)
         }),
         ("xattrs", "fsetxattr=sleep(5000)", data_done_but_marked),
         ("times", "utimensat=sleep(5000)", data_done_but_marked),

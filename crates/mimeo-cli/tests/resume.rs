@@ -254,7 +254,15 @@ fn a_file_copied_alone_resumes_by_its_own_mark() {
     child.kill().unwrap();
     child.wait().unwrap();
     let mode = fs::metadata(&d).unwrap().permissions().mode();
-    assert_ne!(mode & 0o1000, 0, "a file alone is marked by the sticky bit");
+    assert_eq!(
+        mode & 0o7077,
+        0,
+        "a file alone shows only its owner's bits: {mode:o}"
+    );
+    assert!(
+        mimeo_testkit::oracle::marked_alone(&d),
+        "a file alone is marked by its xattr"
+    );
     let r = run_command(mimeo().args(["-a", "-u", "--json"]).arg(&f).arg(&d), true);
     r.expect_code(0);
     assert_eq!(r.count("resumed_bytes"), 64 * MIB, "{r:#?}");

@@ -36,8 +36,9 @@ pub fn in_marked_dir(path: &Path) -> bool {
 pub enum FileState {
     /// Not there.
     Absent,
-    /// Marked incomplete: a sticky bit that the source lacks, or an in-progress marker in its
-    /// directory while it differs from the source.
+    /// Marked incomplete: the mark of a file copied on its own (the xattr
+    /// `user.mimeo.incomplete`), a sticky bit that the source lacks, or an in-progress marker
+    /// in its directory while it differs from the source.
     Incomplete,
     /// Same bytes, size and permission bits as the source.
     Complete,
@@ -52,6 +53,9 @@ pub fn file_state(src: &Path, dst: &Path) -> FileState {
     };
     let s = fs::symlink_metadata(src).unwrap_or_else(|e| panic!("lstat {src:?}: {e}"));
     if d.is_file() && d.mode() & 0o1000 != 0 && s.mode() & 0o1000 == 0 {
+        return FileState::Incomplete;
+    }
+    if d.is_file() && marked_alone(dst) {
         return FileState::Incomplete;
     }
     let wrong = if !d.is_file() {
@@ -70,6 +74,13 @@ pub fn file_state(src: &Path, dst: &Path) -> FileState {
         Some(_) if in_marked_dir(dst) => FileState::Incomplete,
         Some(why) => FileState::Wrong(why),
     }
+}
+
+/// Whether `path` carries the mark of a file copied on its own that is not complete yet
+/// (docs/design.md §5).
+pub fn marked_alone(path: &Path) -> bool {
+    crate::compare::read_xattrs(path)
+        .is_ok_and(|x| x.contains_key(OsStr::new("user.mimeo.incomplete")))
 }
 
 /// What [`no_half_files`] tolerates besides complete copies.

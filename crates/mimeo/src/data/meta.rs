@@ -2,10 +2,10 @@
 //!
 //! chown comes first because it clears set-id bits and because security xattrs must be set
 //! by the final owner's rules; mode comes after xattrs because an ACL rewrites the group bits.
-//! None of these touch mtime, so times may come before the mode. They must: a file copied on
-//! its own carries an "incomplete" mode (sticky bit) until its final chmod, and that chmod has
-//! to be the very last step, or a copy killed between chmod and utimensat would look complete
-//! to `-u`.
+//! None of these touch mtime, so times may come before the mode. They must: a file whose
+//! "incomplete" mark is its mode (the sticky bit, see `place::crash`) keeps it until its final
+//! chmod, and that chmod has to be the very last step, or a copy killed between chmod and
+//! utimensat would look complete to `-u`.
 
 use crate::options::Options;
 use crate::report::{Error, Op};
@@ -39,9 +39,10 @@ impl Process {
 /// a new file in a directory that carries an in-progress marker): the final permission bits
 /// when the owner it gets at creation is already the right one, only the owner's bits when a
 /// chown is still to come (so that nobody else can open it meanwhile, docs/guarantees.md
-/// §4). Never
-/// set-id bits: those come after the chown, which would clear them. `dst_setgid`: the
-/// directory is set-gid, so the file gets the directory's group, not ours.
+/// §4). Never set-id bits: those come after the chown, which would clear them. `dst_setgid`:
+/// the directory is set-gid, so the file gets the directory's group, not ours. The umask is
+/// left to the kernel, as cp leaves it: where the directory has a default ACL, the kernel
+/// applies the ACL instead, so a copy without --preserve=mode gets what cp's gets.
 pub(crate) fn creation_mode(
     opts: &Options,
     process: &Process,
@@ -54,11 +55,18 @@ pub(crate) fn creation_mode(
     } else if p.default_mode {
         0o666 & !process.umask
     } else {
-        src.perm() & 0o777 & !process.umask
+        src.perm() & 0o777
     };
     let owner_changes =
         p.ownership && (dst_setgid || (src.uid, src.gid) != (process.euid, process.egid));
-    if owner_changes { perm & 0o700 } else { perm }
+    // --preserve=ownership without the mode: cp makes the file with the owner's bits, then
+    // adds the others that the umask allows, whatever a default ACL would have allowed.
+    let umask_decides = p.ownership && !p.mode && !p.default_mode;
+    if owner_changes || umask_decides {
+        perm & 0o700
+    } else {
+        perm
+    }
 }
 
 /// The mode an existing file has after cp writes into it without --preserve=mode: its own,
@@ -208,6 +216,9 @@ pub(crate) struct Apply<'a> {
     /// Without --preserve=mode: the mode the entry must end with because it takes the place
     /// of an existing file whose mode cp would have kept (cp writes into that file).
     pub keep_perm: Option<u32>,
+    /// A new directory made where a default ACL stands in for the umask: the permission bits
+    /// the ACL lets it keep (see `final_perm`).
+    pub acl_perm: Option<u32>,
 }
 
 impl<'a> Apply<'a> {
@@ -232,6 +243,7 @@ impl<'a> Apply<'a> {
             inherit_sgid: false,
             inherited_acl: default_acl,
             keep_perm: None,
+            acl_perm: None,
         }
     }
 
@@ -247,6 +259,7 @@ impl<'a> Apply<'a> {
             inherit_sgid: false,
             inherited_acl: false,
             keep_perm: None,
+            acl_perm: None,
         }
     }
 
@@ -270,7 +283,10 @@ impl<'a> Apply<'a> {
         if !xattrs.is_empty() {
             self.set_xattrs(dst, xattrs, path)?;
         }
-        if self.inherited_acl && p.mode {
+        // cp sets the mode outright with --preserve=mode and --no-preserve=mode: an ACL the
+        // entry inherited from its directory goes.
+        let inherited = self.inherited_acl && (p.mode || p.default_mode);
+        if inherited {
             self.strip_inherited_acls(dst, xattrs, path)?;
         }
         if p.timestamps {
@@ -282,8 +298,8 @@ impl<'a> Apply<'a> {
             r.map_err(|e| Error::sys(Op::SetTimes, path(), e))?;
         }
         let perm = self.final_perm(owner_kept);
-        // An inherited ACL gave the entry bits other than those it was made with.
-        let inherited = self.inherited_acl && p.mode;
+        // An inherited ACL gave the entry bits other than those it was made with; xattrs set
+        // on a read-only entry opened it up for a moment.
         if let Some(perm) = perm.or(self.current_perm.filter(|_| opened_up))
             && (self.current_perm != Some(perm) || inherited || opened_up)
         {
@@ -347,7 +363,8 @@ impl<'a> Apply<'a> {
     }
 
     /// Removes the ACLs an entry inherited from its directory's default ACL that the source
-    /// does not have.
+    /// does not have: the access ACL, and with --preserve=mode a directory's default ACL
+    /// (--no-preserve=mode keeps that one, as cp's setting of the mode does).
     fn strip_inherited_acls(
         &self,
         dst: Dst<'_>,
@@ -367,7 +384,7 @@ impl<'a> Apply<'a> {
         };
         let has = |name: &CStr| xattrs.iter().any(|(n, _)| n.as_c_str() == name);
         let mut names = vec![sys::ACL_ACCESS];
-        if self.src.is_dir() {
+        if self.src.is_dir() && self.opts.preserve.mode {
             names.push(sys::ACL_DEFAULT);
         }
         for name in names {
@@ -401,12 +418,23 @@ impl<'a> Apply<'a> {
                 _ => 0o7777,
             };
             let inherited = if self.inherit_sgid { sys::S_ISGID } else { 0 };
-            let src_perm = if self.opts.preserve.default_mode {
-                default_perm(self.src)
+            let p = self.opts.preserve;
+            let src_perm = if p.default_mode {
+                // cp's setting of the mode leaves the special bits the entry was made with.
+                default_perm(self.src) | (self.src.perm() & bits & !0o777 & !sys::S_ISGID)
             } else {
                 self.src.perm()
             };
-            (src_perm & bits & !self.process.umask) | inherited
+            match self.acl_perm {
+                // cp makes a directory without its group and other write bits, which the
+                // kernel then takes through the parent's default ACL, and adds back only
+                // those the umask allows.
+                Some(acl) if self.src.is_dir() && !(p.default_mode || p.ownership) => {
+                    let made = src_perm & bits & !0o022 & (acl | !0o777);
+                    made | (src_perm & 0o022 & !self.process.umask) | inherited
+                }
+                _ => (src_perm & bits & !self.process.umask) | inherited,
+            }
         } else {
             return None;
         };

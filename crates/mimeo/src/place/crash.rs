@@ -11,8 +11,12 @@
 //!   marker of that part ([`PartMarker`]), removed when the part's entries are all complete.
 //!   A later `-u` that finds a marker of a dead run removes it and takes an entry there as up
 //!   to date only if it is provably finished (see `decide`).
-//! - **The sticky mark.** A file created where no marker covers it (a file copied on its
-//!   own) carries the sticky bit until its final chmod ([`incomplete_mode`]).
+//! - **The mark of a file alone.** A file copied on its own, which no marker covers, carries
+//!   the xattr [`MARK`] from its creation until its last metadata step ([`mark_alone`]).
+//!   `ls -l` does not show it, so while it is written it shows only its owner's bits, as
+//!   cp's copy does (GNU's `tests/cp/file-perm-race.sh`). Where no marker can be made, or the
+//!   filesystem takes no such xattr, a file carries the sticky bit until its final chmod
+//!   instead ([`incomplete_mode`]), as does a file written in place.
 //! - **Run identity.** Temporaries and markers are named `.mimeo-HOST-BOOT-PIDNS-PID-START-N.tmp`
 //!   and `….partial`: a host id, the boot, the PID namespace, the process id and the process's
 //!   start time, so that names are unique across the hosts that share a filesystem, and a
@@ -365,6 +369,35 @@ pub(crate) fn has_foreign_marker(reader: &mut DirReader, dir: BorrowedFd<'_>) ->
             && parse(name.to_bytes()).is_some_and(|(k, o)| k == Kind::Marker && o != me);
     });
     marked
+}
+
+/// The xattr that marks a file copied on its own incomplete until its last metadata step.
+pub(crate) const MARK: &CStr = c"user.mimeo.incomplete";
+
+/// How a file copied on its own is marked incomplete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AloneMark {
+    /// By [`MARK`], which the last metadata step removes.
+    Xattr,
+    /// By the sticky bit ([`incomplete_mode`]), which its final chmod clears.
+    Sticky,
+}
+
+/// Marks the new file `fd`, a copy of `src` made where no marker covers it, incomplete: by
+/// [`MARK`], or by the sticky bit where the filesystem takes no such xattr.
+pub(crate) fn mark_alone(fd: BorrowedFd<'_>, src: &Meta) -> sys::Result<AloneMark> {
+    match sys::set_xattr(sys::XattrTarget::Fd(fd), MARK, b"") {
+        Ok(()) => Ok(AloneMark::Xattr),
+        Err(_) => sys::fchmod(fd, incomplete_mode(src)).map(|()| AloneMark::Sticky),
+    }
+}
+
+/// Whether the regular file at `path` (not followed) carries [`MARK`]: a copy of a file on
+/// its own that a run left before its last metadata step. One look, made only where `-u`
+/// would otherwise keep a file copied on its own.
+pub(crate) fn marked_alone(path: &CStr) -> bool {
+    let mut value = Vec::new();
+    sys::get_xattr(sys::XattrTarget::NoFollow(path), MARK, &mut value).is_ok()
 }
 
 /// A regular file created where no marker covers it carries the sticky bit, which no complete

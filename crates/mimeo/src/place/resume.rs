@@ -14,7 +14,7 @@
 //! cache holds everything the record claims, and perhaps more. Workers that copy ranges of
 //! one file update one record, under a lock, so a newer list is never replaced by an older
 //! one. The partial file stays detectably incomplete as any other: its directory's
-//! in-progress marker, or its sticky mark when no marker covers it (see
+//! in-progress marker, or its own mark when no marker covers it (see
 //! [`crash`](super::crash)); the record only adds what it is a copy of. The record is removed
 //! once the data is complete, before the metadata step, so a complete file never carries one.
 //!

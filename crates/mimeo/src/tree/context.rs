@@ -219,9 +219,9 @@ pub(crate) struct DstFacts {
     /// `--preserve=sharing` and a filesystem that can clone: its clone granularity.
     pub share: Option<u64>,
     /// A root's destination directory with a default ACL, with neither --preserve=mode nor
-    /// --no-preserve=mode (which sets the mode outright, as cp does): the permission bits its
-    /// ACL lets a new entry keep, which stand in for the umask (the kernel does the same for
-    /// what is made below it).
+    /// --no-preserve=mode (which set the mode outright, as cp does) nor --preserve=ownership
+    /// (after which cp adds what the umask allows): the permission bits its ACL lets a new
+    /// entry keep, which stand in for the umask, as the kernel's creation has them.
     pub acl_perm: Option<u32>,
 }
 

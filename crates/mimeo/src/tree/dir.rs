@@ -123,6 +123,12 @@ fn subdir(
         // A new directory inherits its parent's default ACL; a merged one is looked at by
         // its pass.
         default_acl: created && here.dst.default_acl,
+        // A new directory takes its parent's default ACL as its own.
+        acl_perm: if created {
+            here.dir.and_then(|d| d.acl_perm)
+        } else {
+            None
+        },
         lineage: lineage.clone(),
     };
     let path = join_rel(rel, name.to_bytes());
@@ -364,9 +370,16 @@ fn look_at_dst(ctx: &Ctx<'_>, w: &mut Buffers, dst: BorrowedFd<'_>, done: &mut D
     if !info.created && replaces {
         info.suspect = crash::remove_leftovers(&mut w.reader, dst, ctx.sweep);
     }
-    if !info.created && ctx.opts.preserve.mode {
+    let p = ctx.opts.preserve;
+    if !info.created && (p.mode || p.default_mode) {
         info.default_acl = sys::has_xattr(dst, sys::ACL_DEFAULT);
         done.info.default_acl = info.default_acl;
+    }
+    if !(info.created || p.mode || p.default_mode || p.ownership) {
+        // New subdirectories get the bits its default ACL allows (one look per directory
+        // merged into, never per file).
+        info.acl_perm = meta::default_acl_perm(XattrTarget::Fd(dst));
+        done.info.acl_perm = info.acl_perm;
     }
     info
 }
@@ -634,15 +647,9 @@ pub(crate) fn complete(ctx: &Ctx<'_>, w: &mut Buffers, done: DirDone) {
         .into_iter()
         .map(|(n, v)| (sys::cstring(&n), v))
         .collect();
-    // A root keeps what its destination's default ACL allows; below it the kernel saw to it.
-    let process = if done.path.is_empty() {
-        root.dst.process(&ctx.process)
-    } else {
-        ctx.process
-    };
     let apply = Apply {
         opts: ctx.opts,
-        process: &process,
+        process: &ctx.process,
         src: &meta,
         created: info.created,
         created_owner: (info.created && !info.dst_setgid)
@@ -652,7 +659,10 @@ pub(crate) fn complete(ctx: &Ctx<'_>, w: &mut Buffers, done: DirDone) {
         current_perm: info
             .created
             .then_some(0o700 | if info.dst_setgid { sys::S_ISGID } else { 0 }),
-        inherited_acl: info.default_acl,
+        // --no-preserve=mode leaves a directory merged into as it is (cp sets no mode there).
+        inherited_acl: info.default_acl && (info.created || ctx.opts.preserve.mode),
+        // What the default ACL it was made under lets it keep, as mkdir would have.
+        acl_perm: info.created.then_some(info.acl_perm).flatten(),
     };
     let flushed = || {
         if ctx.opts.sync {

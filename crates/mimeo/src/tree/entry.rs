@@ -47,8 +47,7 @@ pub(crate) fn copy_special(
     dst_name: &CStr,
     meta: &Meta,
 ) -> Result<(), Error> {
-    // Created without group/other bits; the final mode comes after the owner.
-    let mode = meta.file_type() | (meta.perm() & 0o700);
+    let mode = meta.file_type() | made_perm(ctx, meta);
     let entry = Made {
         ctx,
         here,
@@ -64,6 +63,19 @@ pub(crate) fn copy_special(
         },
     };
     entry.copy(|t| sys::mknod(here.dst_dir, t, mode, meta.rdev))
+}
+
+/// The permission bits a FIFO, socket or device node is made with. Where an owner, ACL or
+/// mode is still to come, only the owner's; the final mode comes after them. Else the
+/// source's, as cp makes it: the kernel takes away what the umask, or the directory's default
+/// ACL in its place, does not allow, and that is the final mode.
+fn made_perm(ctx: &Ctx<'_>, meta: &Meta) -> u32 {
+    let p = ctx.opts.preserve;
+    if p.ownership || p.mode || p.xattr || p.default_mode {
+        meta.perm() & 0o700
+    } else {
+        meta.perm()
+    }
 }
 
 /// The kind of an entry, from its metadata.
@@ -152,14 +164,16 @@ impl<'a> Made<'a, '_> {
             let src_path = || here.src_path(self.name);
             meta::source_xattrs(ctx.opts, XattrTarget::NoFollow(&p), &src_path)?
         };
-        let process = here.dst.process(&ctx.process);
+        // Where cp sets a mode after making the entry, the umask takes part, never a default
+        // ACL: that one only acts through the kernel at creation.
+        let process = ctx.process;
         let apply = Apply::for_new(
             ctx.opts,
             &process,
             meta,
             here.dst.setgid,
             here.dst.default_acl,
-            (!symlink).then_some(meta.perm() & 0o700),
+            (!symlink).then(|| made_perm(ctx, meta) & !process.umask),
         );
         let dst = Dst::At {
             dir: here.dst_dir,

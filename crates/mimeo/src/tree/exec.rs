@@ -424,6 +424,7 @@ fn open_root_dirs(ctx: &Ctx<'_>, index: u32, root: &mut super::context::Root) ->
         dst_setgid,
         suspect: false,
         default_acl: created && root.dst.default_acl,
+        acl_perm: if created { root.dst.acl_perm } else { None },
         lineage,
     })
 }

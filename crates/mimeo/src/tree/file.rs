@@ -111,6 +111,9 @@ struct Placed {
     keep_perm: Option<u32>,
     /// Xattrs of the file it replaces, to carry over.
     kept_xattrs: meta::Xattrs,
+    /// It carries the xattr mark of a file copied on its own, which its last metadata step
+    /// removes.
+    marked: bool,
 }
 
 /// The outcome of the place phase: the destination open for writing, where it is, and what
@@ -219,9 +222,12 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         };
         // Where this part of the directory's work carries its in-progress marker, a new file
         // is created with the mode a temporary gets (its final permission bits, or fewer while
-        // a chown or an ACL is to come); elsewhere it carries the sticky bit until its final
+        // a chown or an ACL is to come), and so is a file copied on its own, which carries a
+        // mark of its own (see `crash`); elsewhere it carries the sticky bit until its final
         // chmod.
-        let marked_dir = found.is_none() && here.marker.is_some_and(|m| m.ensure(here.dst_dir));
+        let alone = here.marker.is_none();
+        let marked_dir =
+            found.is_none() && (alone || here.marker.is_some_and(|m| m.ensure(here.dst_dir)));
         // The source's xattrs say whether an ACL is to come. They are read before the file is
         // made where it is made in any case; where a -u or -n run may skip an existing file,
         // the copy is made for an ACL that may come instead (no list call for a file skipped).
@@ -229,9 +235,17 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             true => Some(self.read_xattrs()?),
             false => None,
         };
+        // A file alone that gets its owner kept shows only its owner's bits until its final
+        // chmod, as cp's copy does (GNU's tests/cp/file-perm-race.sh).
+        let alone_owner = if alone && ctx.opts.preserve.ownership {
+            0o700
+        } else {
+            0o777
+        };
         let initial = if marked_dir {
             creation_mode(ctx.opts, &ctx.process, here.dst.setgid, &self.meta)
                 & self.owner_only(src_xattrs.as_ref())
+                & alone_owner
         } else {
             crash::incomplete_mode(&self.meta)
         };
@@ -240,6 +254,10 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             None => sys::create_excl(here.dst_dir, self.dst_name, initial),
         };
         let (dst, target, placed) = match created {
+            Ok(fd) if alone => {
+                let placed = self.mark_alone(&fd, initial)?;
+                (fd, Target::New, placed)
+            }
             Ok(fd) => {
                 let perm = if marked_dir {
                     initial & !ctx.process.umask
@@ -289,14 +307,14 @@ impl<'a, 'c> RegularFile<'a, 'c> {
     /// group bits of a mode with an ACL are the ACL's mask, and the owning group may be
     /// allowed less. The ACL is the source's (`xattrs`, None when not read yet: then one may
     /// come, and matters only where its mask gives more than the source gives others), or one
-    /// the directory passes on that --preserve=mode removes at the end.
+    /// the directory passes on that --preserve=mode or --no-preserve=mode removes at the end.
     fn owner_only(&self, xattrs: Option<&meta::Xattrs>) -> u32 {
         let (p, src) = (self.ctx.opts.preserve, &self.meta);
         let acl = match xattrs {
             Some(x) => has_access_acl(x),
             None => (p.mode || p.xattr) && (src.perm() >> 3) & !src.perm() & 0o7 != 0,
         };
-        if acl || (p.mode && self.here.dst.default_acl) {
+        if acl || ((p.mode || p.default_mode) && self.here.dst.default_acl) {
             0o700
         } else {
             0o777
@@ -312,7 +330,36 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             owner: (!self.here.dst.setgid).then_some((ctx.process.euid, ctx.process.egid)),
             keep_perm: None,
             kept_xattrs: Vec::new(),
+            marked: false,
         }
+    }
+
+    /// The new file `fd`, copied on its own and made with `initial`, is marked incomplete
+    /// where a metadata step is to follow its data: without one, its data complete is the
+    /// copy complete, which `-u` tells by size and time as cp does.
+    fn mark_alone(&self, fd: &OwnedFd, initial: u32) -> Result<Placed, Error> {
+        let (opts, here) = (self.ctx.opts, self.here);
+        let p = opts.preserve;
+        let process = here.dst.process(&self.ctx.process);
+        let mut placed = self.new_placed(initial & !process.umask);
+        let metadata_follows = p.mode
+            || p.ownership
+            || p.timestamps
+            || p.xattr
+            || p.default_mode
+            || opts.record_origin;
+        if !metadata_follows {
+            return Ok(placed);
+        }
+        match crash::mark_alone(fd.as_fd(), &self.meta) {
+            Ok(crash::AloneMark::Xattr) => placed.marked = true,
+            Ok(crash::AloneMark::Sticky) => placed.perm = crash::incomplete_mode(&self.meta),
+            Err(e) => {
+                let _ = sys::unlink(here.dst_dir, self.dst_name, false);
+                return Err(Error::sys(Op::Create, self.dst_path(), e));
+            }
+        }
+        Ok(placed)
     }
 
     /// The destination exists: the overwrite decision says where the data goes, or that
@@ -338,7 +385,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
                 drop(first);
                 return self.write_into_node(buf).map(|o| Placing::Done(Some(o)));
             }
-            Decision::Skip if !self.stale_content()? => {
+            Decision::Skip if !self.stale_content()? && !self.left_alone_incomplete(&d) => {
                 self.skip(first);
                 return Ok(Placing::Done(None));
             }
@@ -386,6 +433,8 @@ impl<'a, 'c> RegularFile<'a, 'c> {
                 owner: Some((r.prior.was.uid, r.prior.was.gid)),
                 keep_perm: None,
                 kept_xattrs: Vec::new(),
+                // A file alone goes on under the mark it was left with.
+                marked: here.marker.is_none(),
             };
             return Ok((r.fd, Target::Resumed(r.prior.done), placed));
         }
@@ -435,8 +484,9 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         let kept_xattrs = {
             let at = here.dst_entry_path(self.dst_name);
             let mut kept = meta::kept_xattrs(ctx.opts, XattrTarget::NoFollow(&at), &dst_path)?;
-            // The resume record of an earlier run's partial copy is not the file's own.
-            kept.retain(|(name, _)| name.as_c_str() != resume::RECORD);
+            // The resume record and the mark of an earlier run's partial copy are not the
+            // file's own.
+            kept.retain(|(name, _)| ![resume::RECORD, crash::MARK].contains(&name.as_c_str()));
             kept
         };
         let ours = (process.euid, process.egid);
@@ -477,12 +527,19 @@ impl<'a, 'c> RegularFile<'a, 'c> {
                 }
             }
         }
-        let perm = mode & !process.umask;
+        // Where a default ACL stands in for the umask, the temporary has the ACL's bits, so the
+        // mode kept from the old file is set again.
+        let made_under = here.dst.acl_perm.or(here.dir.and_then(|d| d.acl_perm));
+        let perm = match made_under {
+            Some(acl) => mode & (acl | !0o777),
+            None => mode & !process.umask,
+        };
         let placed = Placed {
             perm,
             owner,
             keep_perm,
             kept_xattrs,
+            marked: false,
         };
         Ok(Some((fd, temp, placed)))
     }
@@ -537,8 +594,20 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             owner: Some((d.uid, d.gid)),
             keep_perm: (!ctx.opts.preserve.mode).then_some(kept),
             kept_xattrs: Vec::new(),
+            // A file alone may carry the mark an earlier run left on it.
+            marked: here.marker.is_none() && data,
         };
         Ok((fd, Target::InPlace, placed))
+    }
+
+    /// `-u`: whether the existing regular file `d`, a copy of a file on its own, is one that
+    /// a run left before its last metadata step (by its mark; looked at only here).
+    fn left_alone_incomplete(&self, d: &Meta) -> bool {
+        let (ctx, here) = (self.ctx, self.here);
+        ctx.opts.overwrite == Overwrite::Update
+            && here.marker.is_none()
+            && d.is_reg()
+            && crash::marked_alone(&here.dst_entry_path(self.dst_name))
     }
 
     /// `-u --verify`: whether a destination that `-u` would skip differs from its source in
@@ -733,6 +802,11 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         });
         self.apply_metadata(&p, xattrs, outcome)
             .map_err(|e| self.discard(&p, e))?;
+        if p.placed.marked {
+            // The last metadata step: the copy is complete.
+            sys::remove_xattr(XattrTarget::Fd(p.dst.as_fd()), crash::MARK)
+                .map_err(|e| self.discard(&p, Error::sys(Op::SetXattr, dst_path(), e)))?;
+        }
         if ctx.opts.verify && !ctx.opts.attributes_only {
             verify::same_content(self.src.as_fd(), p.dst.as_fd(), &self.meta, outcome.method)
                 .map_err(|e| self.discard(&p, e.into_error(self.src_path(), dst_path())))?;
@@ -797,6 +871,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             // A file made here (not one written into) inherits the directory's default ACL.
             inherited_acl: !in_place && here.dst.default_acl,
             keep_perm: p.placed.keep_perm,
+            acl_perm: None,
         };
         apply.run(Dst::Fd(p.dst.as_fd()), &xattrs, &|| self.dst_path())
     }

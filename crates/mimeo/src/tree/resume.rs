@@ -49,10 +49,13 @@ pub(crate) fn try_resume(
     if !record.is_for(meta) || record.done.is_empty() || end > was.size {
         return None;
     }
-    // While it is written again it must stay detectably incomplete: by its own mark, or by
-    // this part's marker in its directory.
-    let marked =
-        crash::marked_incomplete(&was, meta) || here.marker.is_some_and(|m| m.ensure(here.dst_dir));
+    // While it is written again it must stay detectably incomplete: by its own mark (the
+    // sticky bit, or the xattr of a file alone), or by this part's marker in its directory.
+    let marked = crash::marked_incomplete(&was, meta)
+        || match here.marker {
+            Some(m) => m.ensure(here.dst_dir),
+            None => sys::has_xattr(fd.as_fd(), crash::MARK),
+        };
     let sound = record
         .done
         .iter()

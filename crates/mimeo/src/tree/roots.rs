@@ -121,9 +121,9 @@ impl Root {
         let into_itself = meta.is_dir() && into_itself(dst_parent.as_fd(), there, meta.id());
         let cow = cow_matters(opts) && is_cow(dst_parent.as_fd());
         let share = share_granularity(opts, dst_parent.as_fd());
-        let default_acl =
-            opts.preserve.mode && sys::has_xattr(dst_parent.as_fd(), sys::ACL_DEFAULT);
-        let acl_perm = (!(opts.preserve.mode || opts.preserve.default_mode))
+        let sets_mode = opts.preserve.mode || opts.preserve.default_mode;
+        let default_acl = sets_mode && sys::has_xattr(dst_parent.as_fd(), sys::ACL_DEFAULT);
+        let acl_perm = (!(sets_mode || opts.preserve.ownership))
             .then(|| meta::default_acl_perm(XattrTarget::Fd(dst_parent.as_fd())))
             .flatten();
         // Known per tree for directories; a file given alone is checked only if it is empty.
@@ -175,6 +175,7 @@ impl Root {
                 inherit_sgid: false,
                 inherited_acl: false,
                 keep_perm: None,
+                acl_perm: None,
             };
             let dst = |e| Error::sys(Op::Open, &parent.dst, e);
             let done = sys::open_dir(

@@ -140,8 +140,9 @@ fn dst_facts(
     found: Option<&Meta>,
 ) -> Result<DstFacts, Error> {
     let cow_matters = cow_matters(opts);
-    // With --preserve=mode, a default ACL of the directory matters (see `DstFacts`).
-    let acl_matters = opts.preserve.mode;
+    // With --preserve=mode or --no-preserve=mode, a default ACL of the directory matters (see
+    // `DstFacts`).
+    let acl_matters = opts.preserve.mode || opts.preserve.default_mode;
     if let Some(d) = found {
         if !opts.preserve.ownership && !cow_matters && !acl_matters {
             return Ok(DstFacts {
@@ -165,7 +166,7 @@ fn dst_facts(
             setgid: m.mode & sys::S_ISGID != 0,
             share: None,
             default_acl: acl_matters && sys::has_xattr(fd.as_fd(), sys::ACL_DEFAULT),
-            acl_perm: (!acl_matters && !opts.preserve.default_mode)
+            acl_perm: (!acl_matters && !opts.preserve.ownership)
                 .then(|| meta::default_acl_perm(XattrTarget::Fd(fd.as_fd())))
                 .flatten(),
         });
@@ -177,8 +178,8 @@ fn dst_facts(
         setgid: m.mode & sys::S_ISGID != 0,
         share: None,
         default_acl: false,
-        // Without --preserve=mode (which looked above).
-        acl_perm: (!opts.preserve.default_mode)
+        // Without --preserve=mode or --no-preserve=mode (which looked above).
+        acl_perm: (!opts.preserve.ownership)
             .then(|| meta::default_acl_perm(XattrTarget::NoFollow(&dir)))
             .flatten(),
     })

@@ -110,6 +110,11 @@ pub struct DirInfo {
     /// The destination directory has a default ACL, so entries made in it inherit ACLs that
     /// `--preserve=mode` removes where the source has none (as cp does).
     pub default_acl: bool,
+    /// The permission bits that the default ACL new subdirectories are made under (the
+    /// parent's for a new directory, its own for a merged one) lets them keep; None without
+    /// one, or where it does not matter (only a copy that leaves the mode to mkdir, as
+    /// `cp -r`, looks).
+    pub acl_perm: Option<u32>,
     /// What its parent passed down.
     pub lineage: Lineage,
 }
