@@ -1891,3 +1891,31 @@ fn a_file_written_in_place_and_killed_is_marked_and_update_finishes_it() {
     assert_eq!(done.permissions().mode() & 0o7777, 0o640);
     assert_eq!(done.ino(), marked.ino());
 }
+
+/// Under `-L`, a symlink below the source that leads above the destination would have the
+/// copy copy itself into itself without end (cp goes on until the names outgrow PATH_MAX).
+/// mimeo refuses each directory it made that comes up again as a source, with cp's words for
+/// a copy into itself, and finishes (docs/cp.md, "A copy into itself makes nothing").
+#[test]
+fn a_symlink_into_the_copy_under_dereference_does_not_copy_it_into_itself() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let w = fs.path().join("w");
+        write(&w, "src/x/f", "f\n", 0o644);
+        symlink(&w, w.join("src/x/up")).unwrap();
+        let mut cmd = util::tree::mimeo_timed(60, &["-rL", "src", "d"]);
+        let out = cmd.current_dir(&w).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(124), "{kind}: ran away: {stderr}");
+        assert_eq!(out.status.code(), Some(1), "{kind}: {stderr}");
+        assert!(
+            stderr.contains("cannot copy a directory, 'src/x/up/d', into itself, 'd/x/up/d'"),
+            "{kind}: {stderr}"
+        );
+        // Everything else is copied, once; the refused directory is not left behind.
+        assert_eq!(fs::read_to_string(w.join("d/x/f")).unwrap(), "f\n");
+        assert_eq!(fs::read_to_string(w.join("d/x/up/src/x/f")).unwrap(), "f\n");
+        assert!(!w.join("d/x/up/d").exists(), "{kind}");
+    }
+}

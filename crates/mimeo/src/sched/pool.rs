@@ -508,13 +508,20 @@ mod tests {
         all
     }
 
-    /// The switches between two snapshots, of the threads in both: other tests of this
-    /// process start and end threads meanwhile.
-    fn switched(before: &std::collections::HashMap<String, u64>) -> u64 {
+    /// The switches between two snapshots of the threads `tids`: other tests of this process
+    /// run threads of their own meanwhile, busy on a loaded machine.
+    fn switched(before: &std::collections::HashMap<String, u64>, tids: &[String]) -> u64 {
         switches()
             .iter()
+            .filter(|(tid, _)| tids.contains(tid))
             .filter_map(|(tid, n)| before.get(tid).map(|b| n.saturating_sub(*b)))
             .sum()
+    }
+
+    /// The calling thread's id.
+    fn tid() -> String {
+        let me = std::fs::read_link("/proc/thread-self").unwrap();
+        me.file_name().unwrap().to_string_lossy().into_owned()
     }
 
     #[test]
@@ -522,17 +529,21 @@ mod tests {
         // One task runs for 400 ms while 15 workers have nothing to do. Polling every 2 ms,
         // they switched about 3000 times; asleep until woken, a handful.
         let counted = Mutex::new(0);
+        // The pool's own threads: each makes its state on starting.
+        let workers = Mutex::new(Vec::new());
         run(
             Sizing { start: 16, max: 16 },
             vec![0u32],
-            || (),
+            || workers.lock().unwrap().push(tid()),
             |_, n, s| {
                 if n == 0 {
                     // Let every worker reach its idle wait first.
                     std::thread::sleep(Duration::from_millis(50));
                     let before = switches();
                     std::thread::sleep(Duration::from_millis(400));
-                    *counted.lock().unwrap() = switched(&before);
+                    let tids = workers.lock().unwrap().clone();
+                    assert_eq!(tids.len(), 16, "workers started");
+                    *counted.lock().unwrap() = switched(&before, &tids);
                     // Work pushed later still gets done.
                     s.push(1);
                 }

@@ -64,6 +64,9 @@ pub(crate) struct Ctx<'a> {
     pub sweep: Sweep,
     pub roots: Vec<Root>,
     pub hooks: HookSet<'a>,
+    /// Under `-L`, the directories this run made: a symlink that leads back into the copy
+    /// must not make it copy itself into itself without end.
+    pub made_dirs: std::sync::Mutex<std::collections::HashSet<(u64, u64)>>,
 }
 
 impl<'a> Ctx<'a> {
@@ -83,6 +86,7 @@ impl<'a> Ctx<'a> {
             mounts: Mounts::default(),
             canon: CanonMap::default(),
             sweep: Sweep::of(opts),
+            made_dirs: Default::default(),
             roots: Vec::new(),
             hooks,
         }

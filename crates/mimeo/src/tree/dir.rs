@@ -297,6 +297,9 @@ pub(crate) fn pass(
     let Some(dst) = open_dst(ctx, root, rel) else {
         return done;
     };
+    if look(ctx).follow && reached_the_copy(ctx, &mut done, dst.as_fd()) {
+        return done;
+    }
     let info = look_at_dst(ctx, w, dst.as_fd(), &mut done);
     let src_meta = done.source.as_ref().map(|(stat, _)| Meta::from(*stat));
     let src_path = rel_path(&root.src_path, rel);
@@ -324,6 +327,45 @@ pub(crate) fn pass(
     marker.remove_in(dst.as_fd());
     w.last_dst = Some((root_index, rel.to_vec(), dst));
     done
+}
+
+/// Under `-L`: records a directory this run made, and refuses a source directory that is
+/// one of them (reached through a symlink into the copy), which would otherwise be copied
+/// into itself until names grow too long. cp goes on until then; mimeo, whose names have no
+/// length limit below the roots, stops at once (docs/cp.md, "A copy into itself makes
+/// nothing"). One `fstat` per directory made, only under `-L`.
+fn reached_the_copy(ctx: &Ctx<'_>, done: &mut DirDone, dst: BorrowedFd<'_>) -> bool {
+    let mut made = ctx.made_dirs.lock().unwrap_or_else(|e| e.into_inner());
+    if done.info.created {
+        if let Ok(m) = sys::fstat(dst) {
+            made.insert(m.id());
+        }
+    }
+    let Some((stat, _)) = &done.source else {
+        return false;
+    };
+    if !made.contains(&Meta::from(*stat).id()) {
+        return false;
+    }
+    drop(made);
+    let root = ctx.root(done.root);
+    let src = rel_path(&root.src_path, &done.path);
+    let dst = rel_path(&root.dst_path, &done.path);
+    ctx.report
+        .fail(Error::refused(Op::Refuse, src, Refusal::IntoItself { dst }));
+    // The directory made for it stays empty: it goes, and nothing is completed.
+    let split = done.path.iter().rposition(|&b| b == b'/');
+    let (parent, name) = match split {
+        Some(i) => (&done.path[..i], &done.path[i + 1..]),
+        None => (&[][..], &done.path[..]),
+    };
+    if done.info.created && !name.is_empty() {
+        if let Some(parent) = open_dst(ctx, root, parent) {
+            let _ = sys::unlink(parent.as_fd(), &sys::cstring(name), true);
+        }
+    }
+    done.source = None;
+    true
 }
 
 /// Reads the source directory's own metadata and xattrs into `done`, and returns what it
