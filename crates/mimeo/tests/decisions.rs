@@ -58,6 +58,9 @@ impl Observer for Record {
                 };
                 (path, o)
             }
+            // The copy says what it removed before replacing it (cp's -v "removed" line);
+            // the outcome that follows is what is compared.
+            Event::Removed { .. } => return,
             other => panic!("unexpected event {other:?}"),
         };
         self.0.lock().unwrap().push(entry);
