@@ -147,34 +147,20 @@ impl<'a> Executor<'a> {
             });
             let stat = Some(Stat::from(root.meta));
             let kind = if root.meta.is_dir() {
-                // The same directory named again into the same place: cp copies it once, and
-                // says so (a backup would otherwise keep the first copy's files).
-                if let Some(e) = named_before(opts, &mut named, dest.clone(), &root) {
-                    match e {
-                        Ok(warning) => ctx.report.warn(warning),
-                        Err(e) => ctx.report.fail(e),
+                let dest = dest.clone();
+                match dir_root(
+                    &ctx,
+                    &mut named,
+                    dest,
+                    root,
+                    index,
+                    earlier_item,
+                    &mut items,
+                ) {
+                    Some((made, kind)) => {
+                        root = made;
+                        kind
                     }
-                    continue;
-                }
-                root = match root.refuse_into_itself() {
-                    Ok(root) => root,
-                    Err(e) => {
-                        ctx.report.fail(e);
-                        continue;
-                    }
-                };
-                if let Some(at) = earlier_item {
-                    // The earlier one runs first, now, before this directory is made.
-                    let item = items.remove(at);
-                    // Before the pool runs: a file it splits has no helpers, its splitter copies
-                    // every range.
-                    dir::root_entry(&ctx, &mut Buffers::new(), item.root, &mut |_| {});
-                }
-                let info = open_root_dirs(&ctx, index, &mut root);
-                // Nothing more is made in its parents.
-                root.finish_parents(opts, &ctx.report);
-                match info {
-                    Some(info) => WorkKind::Dir(info),
                     None => continue,
                 }
             } else if let Some(at) = earlier_item {
@@ -492,4 +478,45 @@ fn resolve_root(opts: &Options, pair: &CopyPair) -> Result<Root, Error> {
     let mut root = Root::resolve_named(opts, pair)?;
     root.parents = parents;
     Ok(root)
+}
+/// A directory root of [`Executor::with_hooks`]: refused when named before into the same
+/// place or copied into itself; else its destination is made (after an earlier root of the
+/// same destination name, which runs first) and its pass is the work. None when there is
+/// nothing to run.
+fn dir_root(
+    ctx: &Ctx<'_>,
+    named: &mut Vec<Named>,
+    dest: Option<Dest>,
+    root: Root,
+    index: u32,
+    earlier_item: Option<usize>,
+    items: &mut Vec<WorkItem>,
+) -> Option<(Root, WorkKind)> {
+    // The same directory named again into the same place: cp copies it once, and says so (a
+    // backup would otherwise keep the first copy's files).
+    if let Some(e) = named_before(ctx.opts, named, dest, &root) {
+        match e {
+            Ok(warning) => ctx.report.warn(warning),
+            Err(e) => ctx.report.fail(e),
+        }
+        return None;
+    }
+    let mut root = match root.refuse_into_itself() {
+        Ok(root) => root,
+        Err(e) => {
+            ctx.report.fail(e);
+            return None;
+        }
+    };
+    if let Some(at) = earlier_item {
+        // The earlier one runs first, now, before this directory is made.
+        let item = items.remove(at);
+        // Before the pool runs: a file it splits has no helpers, its splitter copies every
+        // range.
+        dir::root_entry(ctx, &mut Buffers::new(), item.root, &mut |_| {});
+    }
+    let info = open_root_dirs(ctx, index, &mut root);
+    // Nothing more is made in its parents.
+    root.finish_parents(ctx.opts, &ctx.report);
+    Some((root, WorkKind::Dir(info?)))
 }

@@ -85,11 +85,7 @@ impl Root {
             return Err(Error::refused(Op::Refuse, src_path, Refusal::NotRecursive));
         }
         let (dst_parent_path, dst_name) = split(dst_path);
-        let create_op = if meta.is_dir() {
-            Op::CreateDir
-        } else {
-            Op::Create
-        };
+        let create_op = create_op(&meta);
         let dst_parent = match sys::open_dir(sys::CWD, &dst_parent_path, true) {
             Err(Errno::NOENT) if parent_missing => sys::open_dir(src_parent.as_fd(), c".", false)
                 .map_err(|e| stat_error(src_path.clone(), e))?,
@@ -99,33 +95,16 @@ impl Root {
         };
         let parent_meta =
             sys::fstat(dst_parent.as_fd()).map_err(|e| Error::sys(Op::Stat, dst_path, e))?;
-        // Only what needs it looks at the destination itself here: a directory (a copy into
-        // itself?) and a name with a trailing slash (which fails on a non-directory).
-        let slash = dst_name.to_bytes().ends_with(b"/");
-        let there = (!parent_missing && (meta.is_dir() || slash))
-            .then(|| sys::stat_at(dst_parent.as_fd(), &dst_name, false));
-        let there = match there {
-            // "d/" naming a dangling symlink: cp's mkdir or symlink finds the symlink there;
-            // with -f cp removes it, and a symlink cannot be made at a name with a slash.
-            Some(Err(Errno::NOENT)) if slash && is_symlink_at(&dst_parent, &dst_name) => {
-                return Err(match (meta.is_dir(), opts.force) {
-                    (true, _) => Error::sys(create_op, dst_path, Errno::EXIST),
-                    (false, false) => Error::sys(Op::Symlink, dst_path, Errno::EXIST),
-                    (false, true) => Error::sys(Op::Symlink, dst_path, Errno::NOTDIR),
-                });
-            }
-            Some(Err(Errno::NOENT)) | None => None,
-            Some(Err(e)) => return Err(Error::sys(Op::Stat, dst_path, e)),
-            Some(Ok(m)) => Some(m),
-        };
+        let there = existing_dst(
+            opts,
+            &meta,
+            &dst_parent,
+            &dst_name,
+            dst_path,
+            parent_missing,
+        )?;
         let into_itself = meta.is_dir() && into_itself(dst_parent.as_fd(), there, meta.id());
-        let cow = cow_matters(opts) && is_cow(dst_parent.as_fd());
-        let share = share_granularity(opts, dst_parent.as_fd());
-        let sets_mode = opts.preserve.mode || opts.preserve.default_mode;
-        let default_acl = sets_mode && sys::has_xattr(dst_parent.as_fd(), sys::ACL_DEFAULT);
-        let acl_perm = (!(sets_mode || opts.preserve.ownership))
-            .then(|| meta::default_acl_perm(XattrTarget::Fd(dst_parent.as_fd())))
-            .flatten();
+        let dst = dst_facts(opts, dst_parent.as_fd(), &parent_meta);
         // Known per tree for directories; a file given alone is checked only if it is empty.
         let sized_dev =
             if meta.is_dir() && sys::sizes_are_true_at(src_parent.as_fd(), &src_name, follow) {
@@ -142,14 +121,7 @@ impl Root {
             follow,
             src_path: src_path.clone(),
             dst_path: dst_path.clone(),
-            dst: DstFacts {
-                dev: parent_meta.dev,
-                cow,
-                setgid: parent_meta.mode & sys::S_ISGID != 0,
-                share,
-                default_acl,
-                acl_perm,
-            },
+            dst,
             sized_dev,
             dirs: None,
             followers: Vec::new(),
@@ -395,5 +367,59 @@ pub(crate) fn open_error(path: PathBuf, e: Errno) -> Error {
         Error::sys(Op::Vanished, path, e)
     } else {
         Error::sys(Op::Open, path, e)
+    }
+}
+/// What is at the destination of a root, looked at only where it matters: for a directory
+/// (a copy into itself?) and for a name with a trailing slash (which fails on a
+/// non-directory). None when nothing is there or it was not looked at.
+fn existing_dst(
+    opts: &Options,
+    meta: &Meta,
+    dst_parent: &OwnedFd,
+    dst_name: &std::ffi::CString,
+    dst_path: &Path,
+    parent_missing: bool,
+) -> Result<Option<Meta>, Error> {
+    let create_op = create_op(meta);
+    let slash = dst_name.to_bytes().ends_with(b"/");
+    let there = (!parent_missing && (meta.is_dir() || slash))
+        .then(|| sys::stat_at(dst_parent.as_fd(), dst_name, false));
+    match there {
+        // "d/" naming a dangling symlink: cp's mkdir or symlink finds the symlink there; with
+        // -f cp removes it, and a symlink cannot be made at a name with a slash.
+        Some(Err(Errno::NOENT)) if slash && is_symlink_at(dst_parent, dst_name) => {
+            Err(match (meta.is_dir(), opts.force) {
+                (true, _) => Error::sys(create_op, dst_path, Errno::EXIST),
+                (false, false) => Error::sys(Op::Symlink, dst_path, Errno::EXIST),
+                (false, true) => Error::sys(Op::Symlink, dst_path, Errno::NOTDIR),
+            })
+        }
+        Some(Err(Errno::NOENT)) | None => Ok(None),
+        Some(Err(e)) => Err(Error::sys(Op::Stat, dst_path, e)),
+        Some(Ok(m)) => Ok(Some(m)),
+    }
+}
+
+/// The operation that makes a copy of `meta` (named in errors).
+fn create_op(meta: &Meta) -> Op {
+    if meta.is_dir() {
+        Op::CreateDir
+    } else {
+        Op::Create
+    }
+}
+
+/// What the entries of a root need to know of the directory they are copied into.
+fn dst_facts(opts: &Options, dst_parent: BorrowedFd<'_>, parent_meta: &Meta) -> DstFacts {
+    let sets_mode = opts.preserve.mode || opts.preserve.default_mode;
+    DstFacts {
+        dev: parent_meta.dev,
+        cow: cow_matters(opts) && is_cow(dst_parent),
+        setgid: parent_meta.mode & sys::S_ISGID != 0,
+        share: share_granularity(opts, dst_parent),
+        default_acl: sets_mode && sys::has_xattr(dst_parent, sys::ACL_DEFAULT),
+        acl_perm: (!(sets_mode || opts.preserve.ownership))
+            .then(|| meta::default_acl_perm(XattrTarget::Fd(dst_parent)))
+            .flatten(),
     }
 }
