@@ -118,6 +118,18 @@ pub const KNOWN: &[Known] = &[
         apply: context_warning,
     },
     Known {
+        item: "new: socket in the destination's place as non-root",
+        what: "as a user other than root, a file copied onto a socket fails with \"cannot \
+               create regular file ... Permission denied\", where cp replaces the socket",
+        apply: socket_as_non_root,
+    },
+    Known {
+        item: "new: a backup that cannot be made",
+        what: "as a user other than root, a backup that fails (EACCES) is reported as \
+               \"cannot create regular file\", where cp says \"cannot backup\"",
+        apply: backup_refused,
+    },
+    Known {
         item: "issue 23 item 2",
         what: "--attributes-only onto an existing destination still differs from cp in a few \
                cases beyond the issue's (which are fixed): a symlink source with -f (cp \
@@ -155,6 +167,20 @@ fn drop_lines(text: &mut String, needle: &str) -> bool {
 /// Whether cp says `text` and mimeo does not (or the other way round).
 fn one_says(o: &Outcome, text: &str) -> bool {
     cp_says(o, text) != ours_says(o, text)
+}
+
+fn socket_as_non_root(o: &mut Outcome) -> bool {
+    let socket = o
+        .tree
+        .iter()
+        .any(|d| d.left == "socket" || d.right == "socket");
+    let denied = ours_says(o, "cannot create regular file") && ours_says(o, "Permission denied");
+    socket && denied && !cp_says(o, "cannot create regular file") && whole_case(o)
+}
+
+fn backup_refused(o: &mut Outcome) -> bool {
+    let ours = ours_says(o, "cannot create regular file") && !ours_says(o, "cannot backup");
+    cp_says(o, "cannot backup") && ours && whole_case(o)
 }
 
 fn dir_named_twice(o: &mut Outcome) -> bool {
