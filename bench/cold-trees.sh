@@ -21,7 +21,8 @@
 #   - the device's raw sequential (1 MiB) and random (4 KiB, depth 32) read rates (fio, direct);
 #   - the worker curve: the default against -j 2, 8 and 64, cold and warm;
 #   - mimeo's peak RSS (/usr/bin/time) on each case, cold;
-#   - with --before DIR, DIR/mimeo -a (another build) takes its turn with the tools too.
+#   - with --before DIR, DIR/mimeo -a (another build) takes its turn with the tools and in the
+#     curve too.
 # Writes bench/results/<date>-<tag>-cold-trees.md (raw hyperfine JSON under bench/.work/cold-trees).
 set -euo pipefail
 
@@ -233,8 +234,8 @@ for kind in ${LOOPS//,/ }; do
     if ((CURVE)); then
         pick "$CURVE_CASES"
         SET=curve
-        rounds "$kind" 1 "$CURVE_ROUNDS" mimeo mimeo-j2 mimeo-j8 mimeo-j64
-        rounds "$kind" 0 "$CURVE_ROUNDS" mimeo mimeo-j2 mimeo-j8 mimeo-j64
+        rounds "$kind" 1 "$CURVE_ROUNDS" mimeo ${BEFORE:+mimeo-before} mimeo-j2 mimeo-j8 mimeo-j64
+        rounds "$kind" 0 "$CURVE_ROUNDS" mimeo ${BEFORE:+mimeo-before} mimeo-j2 mimeo-j8 mimeo-j64
     fi
 done
 

@@ -23,8 +23,8 @@ def load(raw):
     for line in open(os.path.join(raw, "index.tsv")):
         path, kind, case, tool, temp, group = line.rstrip("\n").split("\t")
         # The curve's own runs of the default are kept apart from the main rounds.
-        if group == "curve" and tool == "mimeo":
-            tool = "mimeo-default"
+        if group == "curve" and tool in ("mimeo", "mimeo-before"):
+            tool = {"mimeo": "mimeo-default", "mimeo-before": "before-default"}[tool]
         try:
             r = json.load(open(path))["results"][0]
         except (OSError, ValueError, IndexError, KeyError):
@@ -127,20 +127,20 @@ def main():
                 row.append(f"{med(walls):.2f} ({min(walls):.2f}-{max(walls):.2f}){flag}" if v else "-")
             w(f"| {case} | " + " | ".join(row) + " |")
         for temp in ("cold", "warm"):
-            tools = [t for t in ("mimeo-default", "mimeo-j2", "mimeo-j8", "mimeo-j64")
+            tools = [t for t in ("mimeo-default", "before-default", "mimeo-j2", "mimeo-j8", "mimeo-j64")
                      if any((kind, c, t, temp) in runs for c in cases)]
             if not any(t != "mimeo" for t in tools):
                 continue
             w("")
             w(f"### `-j` curve, {temp} (median seconds)")
             w("")
-            w("| case | " + " | ".join(t.replace("mimeo-j", "-j ").replace("mimeo-", "") for t in tools)
+            w("| case | " + " | ".join(t.replace("mimeo-j", "-j ").replace("mimeo-", "").replace("-default", " (default)") for t in tools)
               + " | default / best -j |")
             w("|---|" + "---|" * (len(tools) + 1))
             for case in cases:
                 meds = {t: med([x[0] for x in runs.get((kind, case, t, temp), [])]) for t in tools}
                 d = meds.get("mimeo-default", float("nan"))
-                fixed = [v for t, v in meds.items() if t != "mimeo-default" and v == v]
+                fixed = [v for t, v in meds.items() if t.startswith("mimeo-j") and v == v]
                 if not fixed or d != d:
                     continue
                 w(f"| {case} | " + " | ".join(f"{meds[t]:.2f}" for t in tools)
