@@ -1317,6 +1317,75 @@ fn a_destinations_default_acl_limits_what_is_copied_into_it_as_cp() {
     }
 }
 
+/// A file that replaces one cp would write into keeps that file's ACL, or its lack of one,
+/// not the ACL its directory's default ACL gives a new file: cp writes into the old file, and
+/// mimeo's temporary, made in that directory, must lose what it inherited. Plain, with
+/// `--preserve=ownership` (a source of another owner) and other attributes than the mode.
+#[test]
+fn a_replaced_file_keeps_its_own_acl_not_the_directorys_default_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "s", "new\n", 0o644);
+            run_ok("chown", &["nobody", d.join("s").to_str().unwrap()]);
+            // Made before the default ACL: no ACL of its own.
+            write(d, "o/f", "old\n", 0o664);
+            // Given one of its own.
+            write(d, "o/g", "old\n", 0o640);
+            run_ok(
+                "setfacl",
+                &["-m", "u:bin:rw", d.join("o/g").to_str().unwrap()],
+            );
+            // Below the top level too.
+            write(d, "t/f", "new\n", 0o644);
+            run_ok("chown", &["-R", "nobody", d.join("t").to_str().unwrap()]);
+            write(d, "o/t/f", "old\n", 0o664);
+            for dir in ["o", "o/t"] {
+                let at = d.join(dir);
+                run_ok(
+                    "setfacl",
+                    &["-d", "-m", "u:daemon:r,o::---", at.to_str().unwrap()],
+                );
+            }
+        };
+        let acl = |p: &Path| {
+            let out = Command::new("getfacl")
+                .args(["-c", "-p"])
+                .arg(p)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "getfacl {}", p.display());
+            String::from_utf8(out.stdout).unwrap()
+        };
+        for (i, a) in [
+            &["s", "o/f"][..],
+            &["--preserve=ownership", "s", "o/f"],
+            &["--preserve=timestamps,xattr", "s", "o/f"],
+            &["-u", "--preserve=links", "s", "o/f"],
+            &["s", "o/g"],
+            &["--preserve=ownership", "s", "o/g"],
+            &["-r", "t", "o"],
+            &["-r", "--preserve=ownership", "t", "o"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            let case = format!("kept-acl{i}");
+            let dir = same_as_cp(base, &case, &setup, &args(a));
+            let cp_dir = base.join(format!("{case}-cp"));
+            for file in ["o/f", "o/g", "o/t/f"] {
+                assert_eq!(
+                    acl(&cp_dir.join(file)),
+                    acl(&dir.join(file)),
+                    "{kind} {a:?}: the ACL of {file} differs from cp's"
+                );
+            }
+        }
+    }
+}
+
 /// Without --preserve=mode, what is made below the top level of a copy into a directory with
 /// a default ACL gets what cp's gets: a file, FIFO or directory made with the source's bits,
 /// the ACL's taking the umask's place (a 0664 file under `g::rwx,o::---` is 660, not 640);

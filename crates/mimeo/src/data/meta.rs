@@ -284,8 +284,11 @@ impl<'a> Apply<'a> {
             self.set_xattrs(dst, xattrs, path)?;
         }
         // cp sets the mode outright with --preserve=mode and --no-preserve=mode: an ACL the
-        // entry inherited from its directory goes.
-        let inherited = self.inherited_acl && (p.mode || p.default_mode);
+        // entry inherited from its directory goes. So it does from a file that takes the
+        // place of one cp would write into: that one keeps its own ACL (among the xattrs
+        // kept from it), or none.
+        let inherited =
+            self.inherited_acl && (p.mode || p.default_mode || self.keep_perm.is_some());
         if inherited {
             self.strip_inherited_acls(dst, xattrs, path)?;
         }

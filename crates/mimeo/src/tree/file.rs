@@ -860,6 +860,12 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         }
         let in_place = p.in_place();
         let process = here.dst.process(&ctx.process);
+        // A temporary that takes the place of a file cp would write into inherited the
+        // directory's default ACL, if it has one (known from its bits, and not looked at
+        // under --preserve=ownership): it must end with the old file's ACL, or none.
+        let made_under_acl = here.dst.acl_perm.or(here.dir.and_then(|d| d.acl_perm));
+        let replaced_under_acl = p.placed.keep_perm.is_some()
+            && (made_under_acl.is_some() || ctx.opts.preserve.ownership);
         let apply = Apply {
             opts: ctx.opts,
             process: &process,
@@ -869,7 +875,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             current_perm: Some(p.placed.perm),
             inherit_sgid: false,
             // A file made here (not one written into) inherits the directory's default ACL.
-            inherited_acl: !in_place && here.dst.default_acl,
+            inherited_acl: !in_place && (here.dst.default_acl || replaced_under_acl),
             keep_perm: p.placed.keep_perm,
             acl_perm: None,
         };
