@@ -257,6 +257,31 @@ fn another_users_file_is_backed_up_as_cp_backs_it_up() {
     }
 }
 
+/// As `nobody`, a file it may write in a directory it may not: cp's backup (a rename) is
+/// what fails, so the message is "cannot backup", and the old file stays.
+#[test]
+fn a_backup_the_directory_refuses_is_reported_as_cps() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "new");
+        fs::create_dir(d.join("d")).unwrap();
+        write(&d.join("d/g"), "old");
+        fs::set_permissions(d.join("d/g"), fs::Permissions::from_mode(0o666)).unwrap();
+    };
+    for (i, how) in [&["-b"][..], &["--backup=numbered"], &["-b", "-f"]]
+        .into_iter()
+        .enumerate()
+    {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        let mut args: Vec<&OsStr> = how.iter().map(|a| os(a)).collect();
+        args.extend([os("f"), os("d/g")]);
+        let ours = same_as_cp(&base, &setup, &args, Some(NOBODY));
+        assert_eq!(ours.code, Some(1), "{ours:?}");
+        assert_eq!(fs::read(base.join("ours/d/g")).unwrap(), b"old");
+    }
+}
+
 #[test]
 fn verbose_says_removed_where_cp_removes_a_destination() {
     let dir = scratch();
