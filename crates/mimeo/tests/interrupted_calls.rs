@@ -1,8 +1,8 @@
 //! A system call that a signal interrupts (EINTR) is made again, on every data path: a
-//! whole-file copy by offload and by stream, a range copy, concatenations. The retry lives
-//! in one place (`sys`); EINTR is injected there (failpoints `copy_file_range`, `read`,
-//! `write`), on ext4, where nothing is cloned. Failpoints are process-wide, so everything
-//! here runs in one test.
+//! whole-file copy by clone, offload and stream, range copies and clones, concatenations.
+//! The retry lives in one place (`sys`); EINTR is injected there (failpoints `clone`,
+//! `clone_range`, `copy_file_range`, `read`, `write`), on ext4, where nothing is cloned, and
+//! on btrfs for the clones. Failpoints are process-wide, so everything here runs in one test.
 
 use mimeo::{Control, Method, NoObserver, Options, Sparse, clone_range, concat};
 use mimeo_testkit::FsKind;
@@ -72,4 +72,24 @@ fn interrupted_calls_are_made_again_on_every_data_path() {
             "{fp}"
         );
     }
+
+    // Clones, on btrfs: a whole file and a range, each interrupted once.
+    let fs = scratch(FsKind::Btrfs).expect("a btrfs loop filesystem");
+    let dir = fs.path();
+    let src = dir.join("src");
+    random_file(&src, LEN);
+    fail::cfg("clone", "1*return(EINTR)").unwrap();
+    let got = mimeo::copy_file(&src, &dir.join("whole"), &Options::default());
+    fail::remove("clone");
+    assert_eq!(got.unwrap().method, Method::Clone);
+    assert_same_bytes(&src, &dir.join("whole"));
+    let out = dir.join("range");
+    let dst = File::create(&out).unwrap();
+    fail::cfg("clone_range", "1*return(EINTR)").unwrap();
+    let got = clone_range(File::open(&src).unwrap(), 0, &dst, 0, LEN);
+    fail::remove("clone_range");
+    let got = got.unwrap();
+    assert!(got.cloned >= LEN - 4096, "{got:?}");
+    assert_eq!(got.cloned + got.copied, LEN, "{got:?}");
+    assert_same_bytes(&src, &out);
 }

@@ -463,10 +463,13 @@ fn write_lease(fd: BorrowedFd<'_>) -> Result<()> {
 
 // ---- data ----
 
-/// Shares every extent of `src` with `dst` (`FICLONE`).
+/// Shares every extent of `src` with `dst` (`FICLONE`), again if a signal interrupted it
+/// (btrfs gives up a long clone with EINTR when a signal is pending).
 pub(crate) fn clone_file(dst: BorrowedFd<'_>, src: BorrowedFd<'_>) -> Result<()> {
-    failpoint!("clone");
-    rfs::ioctl_ficlone(dst, src)
+    restart(|| {
+        failpoint!("clone");
+        rfs::ioctl_ficlone(dst, src)
+    })
 }
 
 /// One `copy_file_range` at explicit offsets (again if a signal interrupted it); returns
