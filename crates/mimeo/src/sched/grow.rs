@@ -7,12 +7,12 @@
 //! more workers mean more reads at once (bench W14). So every window the pool looks at what
 //! the process read from storage (not from the page cache), how busy the CPUs were and how
 //! much work is queued: while the copy reads from storage, the CPUs have room and tasks
-//! wait, it tries four times the workers. Each try is judged by the storage read rate it
-//! brings, which is the pace of a cold copy: a rate that does not rise ends the growth, and
-//! one that falls (XFS clones queueing on its inode allocation with 64 workers, bench W14)
-//! rests the workers of the try again. Once the CPUs are the limit the pool stops growing for
-//! good. A warm copy reads nothing from storage and never grows, however loaded the machine
-//! is by others. A fixed `-j N` never grows.
+//! wait, it grows fourfold. The first step comes at the first window that reads; each later
+//! one is judged by the storage read rate it brings, which is the pace of a cold copy: a rate
+//! that does not rise ends the growth, and one that falls (XFS clones queueing on its inode
+//! allocation with 64 workers, bench W14) ends that step's workers again. Once the CPUs are
+//! the limit the pool stops growing for good. A warm copy reads nothing from storage and
+//! never grows, however loaded the machine is by others. A fixed `-j N` never grows.
 
 use std::time::Duration;
 
@@ -43,7 +43,7 @@ const MEASURED: u32 = 2;
 /// A step that reads less than this many times the rate before it ends the growth.
 const GAIN: f64 = 1.1;
 
-/// A step that reads less than this many times the rate before it rests its workers again:
+/// A step that reads less than this many times the rate before it ends its workers again:
 /// lower than 1, so that noise alone does not take back a step that cost nothing.
 const LOSS: f64 = 0.8;
 
@@ -94,6 +94,8 @@ pub(crate) struct Growth {
     since: Option<Sample>,
     /// The step being measured.
     step: Option<Step>,
+    /// The first step was taken.
+    grown: bool,
     /// The CPUs were the limit once, or a step did not pay: no more growth.
     frozen: bool,
 }
@@ -107,6 +109,7 @@ impl Growth {
             windows: 0,
             since: None,
             step: None,
+            grown: false,
             frozen: false,
         }
     }
@@ -130,19 +133,22 @@ impl Growth {
         if busy >= BUSY_SHARE * self.cpus as f64 {
             self.frozen = true;
         }
-        let (Some(since), true) = (self.since, self.windows >= SETTLING + MEASURED) else {
-            return Change::Hold;
+        // The first step needs one window of reads: FACTOR workers per CPU never made a cold
+        // copy slower than one per CPU (bench W14), and the sooner they start the better.
+        // Each later step is taken, and judged, on the rate of the count before it.
+        let rate = if self.grown {
+            let (Some(since), true) = (self.since, self.windows >= SETTLING + MEASURED) else {
+                return Change::Hold;
+            };
+            read_rate(&since, &now)
+        } else {
+            read_rate(&last, &now)
         };
-        let rate = read_rate(&since, &now);
         if let Some(step) = self.step.take() {
             if rate < GAIN * step.before {
                 self.frozen = true;
-                // Never back below the first step's count: FACTOR workers per CPU never
-                // made a cold copy slower than one per CPU (bench W14), and one noisy window
-                // must not cost a cold copy most of its reads in flight.
-                let keep = step.from.max(self.cpus * FACTOR);
-                if rate < LOSS * step.before && keep < now.workers {
-                    return self.changed(Change::Rest(keep));
+                if rate < LOSS * step.before {
+                    return self.changed(Change::Rest(step.from));
                 }
             }
         }
@@ -150,10 +156,11 @@ impl Growth {
         if self.frozen || rate < READING || !waiting || now.workers >= self.max {
             return Change::Hold;
         }
-        self.step = Some(Step {
+        self.step = self.grown.then_some(Step {
             from: now.workers,
             before: rate,
         });
+        self.grown = true;
         self.changed(Change::Start(
             (now.workers * (FACTOR - 1)).min(self.max - now.workers),
         ))
@@ -225,6 +232,12 @@ mod tests {
 
     use Change::{Hold, Rest, Start};
 
+    /// Two workers reading `read` a window until the first step (at the second look).
+    fn first_step(run: &mut Run, read: u64) {
+        assert_eq!(run.look_at(2, read, 1000, 0.2), Hold, "the start-up window");
+        assert_eq!(run.look_at(2, read, 1000, 0.2), Start(6));
+    }
+
     #[test]
     fn a_warm_copy_never_grows_however_idle_the_cpus() {
         let mut run = Run::new(64);
@@ -240,31 +253,31 @@ mod tests {
     #[test]
     fn a_cold_copy_grows_while_more_workers_read_faster() {
         let mut run = Run::new(64);
-        // Reading 10 MiB/s, the CPUs idle, work queued: four times the workers once the rate
-        // of two is known.
-        assert_eq!(run.measure(2, MIB), [Hold, Hold, Start(6)]);
-        // Eight workers read three times as fast: four times again.
+        // Reading 10 MiB/s, the CPUs idle, work queued: four times the workers at once.
+        first_step(&mut run, MIB);
+        // Eight workers settle and are measured: four times again.
         assert_eq!(run.measure(8, 3 * MIB), [Hold, Hold, Start(24)]);
-        // Never past the ceiling.
+        // 32 read twice as fast as 8: on, but never past the ceiling.
         assert_eq!(run.measure(32, 6 * MIB), [Hold, Hold, Start(32)]);
     }
 
     #[test]
     fn a_step_that_does_not_raise_the_read_rate_ends_the_growth() {
         let mut run = Run::new(64);
-        assert_eq!(run.measure(2, 4 * MIB), [Hold, Hold, Start(6)]);
-        // The same rate with eight workers (the device is the limit), or a little less: keep
+        first_step(&mut run, MIB);
+        assert_eq!(run.measure(8, 4 * MIB), [Hold, Hold, Start(24)]);
+        // The same rate with 32 workers (the device is the limit), or a little less: keep
         // them, and grow no more.
-        assert_eq!(run.measure(8, 4 * MIB - MIB / 2), [Hold, Hold, Hold]);
+        assert_eq!(run.measure(32, 4 * MIB - MIB / 2), [Hold, Hold, Hold]);
         for _ in 0..10 {
-            assert_eq!(run.look_at(8, 8 * MIB, 1000, 0.2), Hold);
+            assert_eq!(run.look_at(32, 8 * MIB, 1000, 0.2), Hold);
         }
     }
 
     #[test]
-    fn a_step_that_lowers_the_read_rate_rests_its_workers() {
+    fn a_step_that_lowers_the_read_rate_ends_its_workers() {
         let mut run = Run::new(64);
-        assert_eq!(run.measure(2, MIB), [Hold, Hold, Start(6)]);
+        first_step(&mut run, MIB);
         assert_eq!(run.measure(8, 3 * MIB), [Hold, Hold, Start(24)]);
         // 32 workers queue on a lock of the filesystem and read a third less than 8 did: back
         // to 8, for good.
@@ -275,24 +288,25 @@ mod tests {
     }
 
     #[test]
-    fn the_first_step_is_never_taken_back() {
+    fn the_first_step_is_not_judged() {
         let mut run = Run::new(64);
-        assert_eq!(run.measure(2, 2 * MIB), [Hold, Hold, Start(6)]);
-        // Eight workers read half as much as two did (one large file ended, or noise): they
-        // stay, since four per CPU never cost a cold copy, but the growth ends.
-        assert_eq!(run.measure(8, MIB), [Hold, Hold, Hold]);
-        assert_eq!(run.measure(8, 9 * MIB), [Hold, Hold, Hold]);
+        first_step(&mut run, 2 * MIB);
+        // Eight workers read half as much as two did in their first window (the start-up
+        // reads every top directory at once): they stay, and the next step is measured
+        // against them.
+        assert_eq!(run.measure(8, MIB), [Hold, Hold, Start(24)]);
+        assert_eq!(run.measure(32, MIB / 2), [Hold, Hold, Rest(8)]);
     }
 
     #[test]
     fn busy_cpus_end_the_growth_for_good() {
         let mut run = Run::new(64);
-        assert_eq!(run.measure(2, MIB), [Hold, Hold, Start(6)]);
-        // Both CPUs busy while the step settles: frozen, even though the step pays and the
-        // CPUs idle again.
+        first_step(&mut run, MIB);
+        // Both CPUs busy while the step settles: frozen, even though the CPUs idle again and
+        // more workers would read faster.
         assert_eq!(run.look_at(8, 4 * MIB, 1000, 1.9), Hold);
         assert_eq!(run.measure(8, 4 * MIB), [Hold, Hold, Hold]);
-        assert_eq!(run.measure(8, 4 * MIB), [Hold, Hold, Hold]);
+        assert_eq!(run.measure(8, 8 * MIB), [Hold, Hold, Hold]);
     }
 
     #[test]
