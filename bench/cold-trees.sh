@@ -10,7 +10,10 @@
 # W15: --w15-files files of 100 KiB (default 50000) in 100 directories, XFS -> ext4 and within
 # ext4. --cases picks cases by number (1-5, in that order), --curve-cases those of the curve.
 # Each kind of loop device in turn: the same images attached as ordinary buffered loop devices
-# (as `mount -o loop` does) and with direct I/O (`losetup --direct-io=on`). For every case:
+# (as `mount -o loop` does) and with direct I/O (`losetup --direct-io=on`). `--loops plain`
+# (not in the default) runs W14 and W15 within the machine's own disk instead: the corpus and
+# the W15 files copied to a directory of the filesystem that holds bench/.work, the copy made
+# beside them (cases 6 and 7). For every case:
 #   - mimeo -a (its default workers), cpz, fcp and xcp -r, `drop_caches` before every run, the
 #     tools taking turns (the order rotates each round), one hyperfine run each;
 #   - the read-only limit: a cold pass that reads every directory, inode and data byte of the
@@ -84,7 +87,7 @@ teardown() {
         mountpoint -q "$WORK/mnt/$n" && { umount "$WORK/mnt/$n" || umount -l "$WORK/mnt/$n"; }
         [[ -n ${DEV[$n]:-} ]] && losetup -d "${DEV[$n]}" 2>/dev/null
     done
-    rm -rf "$WORK/img"
+    rm -rf "$WORK/img" "$WORK/plain"
 }
 trap teardown EXIT
 
@@ -119,6 +122,12 @@ for i in range(n):
         f.write(block[off:off + 102400])
 EOF
 cp -a "$X/w15" "$E/w15"
+PLAIN=$WORK/plain
+rm -rf "$PLAIN"
+if [[ ,$LOOPS, == *,plain,* ]]; then
+    mkdir -p "$PLAIN"
+    cp -a "$X/usr" "$X/w15" "$PLAIN/"
+fi
 sync
 
 # name|source|destination, numbered 1-5 for --cases.
@@ -128,6 +137,8 @@ ALL_CASES=(
     "W14 usr XFS -> ext4|$X/usr|$E/out"
     "W15 XFS -> ext4|$X/w15|$E/out"
     "W15 within ext4|$E/w15|$E/out"
+    "W14 usr within the disk|$PLAIN/usr|$PLAIN/out"
+    "W15 within the disk|$PLAIN/w15|$PLAIN/out"
 )
 # pick LIST : the cases numbered in LIST.
 pick() {
@@ -139,6 +150,7 @@ pick() {
 # attach KIND : remounts every image on a loop device of that kind.
 attach() {
     local n flag=off
+    [[ $1 == plain ]] && { log "the machine's own disk: $(findmnt -n -o SOURCE,FSTYPE --target "$WORK")"; return; }
     [[ $1 == direct ]] && flag=on
     for n in "${NAMES[@]}"; do
         umount "${MNT[$n]}"
@@ -201,7 +213,10 @@ rounds() {
 # device KIND : fio's sequential and random read rates of each source device.
 device() {
     local n mode
-    for n in xfs btrfs ext4; do
+    local devs=(xfs btrfs ext4)
+    # The plain disk: the block device under bench/.work, read as the loops' images are.
+    [[ $1 == plain ]] && devs=(disk) DEV[disk]=$(findmnt -n -o SOURCE --target "$WORK")
+    for n in "${devs[@]}"; do
         for mode in read:1M:1 randread:4k:32; do
             IFS=: read -r rw bs depth <<<"$mode"
             fio --name=raw --filename="${DEV[$n]}" --readonly --direct=1 --ioengine=libaio \
@@ -227,12 +242,16 @@ rss() {
 for kind in ${LOOPS//,/ }; do
     attach "$kind"
     device "$kind"
-    pick "$CASES"
+    if [[ $kind == plain ]]; then
+        pick 6,7
+    else
+        pick "$CASES"
+    fi
     SET=main
     rounds "$kind" 1 "$ROUNDS" mimeo ${BEFORE:+mimeo-before} cpz fcp xcp "${READERS[@]}"
     rss "$kind"
     if ((CURVE)); then
-        pick "$CURVE_CASES"
+        [[ $kind == plain ]] || pick "$CURVE_CASES"
         SET=curve
         rounds "$kind" 1 "$CURVE_ROUNDS" mimeo ${BEFORE:+mimeo-before} mimeo-j2 mimeo-j8 mimeo-j64
         rounds "$kind" 0 "$CURVE_ROUNDS" mimeo ${BEFORE:+mimeo-before} mimeo-j2 mimeo-j8 mimeo-j64
