@@ -735,6 +735,60 @@ fn destination_checks_come_before_the_link_as_cp() {
     }
 }
 
+/// `-l` and `-s` onto an existing entry that cp removes before it copies (a source that is
+/// not a regular file under `-P`, a link group kept with `-a`; not with `--attributes-only`):
+/// the link replaces it, also a FIFO, a dangling symlink or a symlink loop; and where the link
+/// then fails (a relative `-s` outside the working directory, another user's symlink), the
+/// entry is gone all the same. The message names what the link points to.
+#[test]
+fn links_onto_what_cp_removes_first_replace_it_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "f", "f\n", 0o644);
+            write(d, "d", "old\n", 0o666);
+            write(d, "sub/d", "old\n", 0o644);
+            fs::hard_link(d.join("d"), d.join("d2")).unwrap();
+            fs::create_dir(d.join("s")).unwrap();
+            symlink("f", d.join("lf")).unwrap();
+            symlink("s", d.join("ls")).unwrap();
+            symlink("nowhere", d.join("dn")).unwrap();
+            symlink("lp", d.join("lp")).unwrap();
+            run_ok("mkfifo", &[d.join("p").to_str().unwrap()]);
+            run_ok("mkfifo", &[d.join("q").to_str().unwrap()]);
+            fs::set_permissions(d.join("sub"), fs::Permissions::from_mode(0o777)).unwrap();
+        };
+        for (i, a) in [
+            &["-l", "-P", "lf", "d"][..],
+            &["-l", "-a", "-R", "ls", "d"],
+            &["-l", "-a", "q", "p"],
+            &["-l", "-a", "f", "d2"],
+            &["-l", "f", "d"],
+            &["-l", "-d", "--attributes-only", "lf", "d"],
+            &["-s", "-H", "-d", "ls", "p"],
+            &["-s", "-a", "-R", "lf", "lp"],
+            &["-s", "-d", "lf", "dn"],
+            &["-s", "-d", "lf", "sub/d"],
+            &["-s", "-a", "q", "sub/d"],
+            &["-s", "-d", "--attributes-only", "lf", "sub/d"],
+            &["-s", "-d", "--backup", "lf", "sub/d"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("link-removed{i}"), &setup, &args(a));
+        }
+        // Another user's symlink cannot be hard-linked (protected_hardlinks): EPERM.
+        let how = Run {
+            foreign_user: true,
+            ..args(&["-l", "-a", "ls", "d"])
+        };
+        same_as_cp(base, "link-removed-foreign", &setup, &how);
+    }
+}
+
 /// Where cp reads special files as files (without `-r`, or with `--copy-contents`), a socket
 /// cannot be opened (ENXIO): the copy fails and what is at the destination stays, as in cp.
 /// (The message's wording is compared elsewhere.)

@@ -11,6 +11,7 @@ use crate::data::meta::{self, Apply, Dst};
 use crate::options::{Dereference, LinkInstead};
 use crate::place::crash;
 use crate::place::decide::Decision;
+use crate::place::decide::removed_first;
 use crate::place::links::FirstCopy;
 use crate::report::{Cause, EntryKind, Error, Op, Refusal};
 use crate::sys::{self, Errno, IoBuf, Meta, XattrTarget};
@@ -278,20 +279,32 @@ fn link_entry(
         LinkInstead::Symbolic => (Op::Symlink, EntryKind::Symlink),
         LinkInstead::Hard => (Op::Link, EntryKind::HardLink),
     };
+    // cp names what the link would point to.
+    let failed = |e: Errno| Error::sys(op, dst_path(), e).from_source(src_path());
     match make(dst_name) {
         Ok(()) => {}
         Err(Errno::EXIST) => {
-            if decide_at(ctx, here, name, dst_name, &meta)?.0 == Decision::Skip {
+            let (decision, d) = decide_at(ctx, here, name, dst_name, &meta)?;
+            if decision == Decision::Skip {
                 ctx.report.skipped(src_path, dst_path);
                 return Ok(());
             }
-            let ((), t) = crash::with_temp(here.dst_prefix(), &make)
-                .map_err(|e| Error::sys(op, dst_path(), e))?;
+            let t = match crash::with_temp(here.dst_prefix(), &make) {
+                Ok(((), t)) => t,
+                Err(e) => {
+                    // Where cp removes the destination before it links, a failed link
+                    // leaves nothing there.
+                    if removed_first(&ctx.rules(here, &|| true), &meta, &d) {
+                        let _ = sys::unlink(here.dst_dir, dst_name, false);
+                    }
+                    return Err(failed(e));
+                }
+            };
             commit(ctx, here, &t, dst_name, false, ctx.opts.backup.is_some())?;
             // A hard link renamed over another link of its inode leaves the temporary.
             let _ = sys::unlink(here.dst_dir, &t, false);
         }
-        Err(e) => return Err(Error::sys(op, dst_path(), e)),
+        Err(e) => return Err(failed(e)),
     }
     here.made();
     ctx.report.copied(src_path, dst_path, entry, None);
@@ -300,7 +313,8 @@ fn link_entry(
 
 /// `-s` where a relative link cannot be made (`e`): cp looks at an existing destination
 /// first, so a directory there, the same file, `-n`, `-u` or a "no" to `-i` come before it;
-/// a link that would fail on what is there does not.
+/// a link that would fail on what is there does not. Where cp removes the destination
+/// before it makes the link, it is gone before the failure too.
 fn relative_refused(
     ctx: &Ctx<'_>,
     here: &Here<'_>,
@@ -320,6 +334,11 @@ fn relative_refused(
         }
         Err(first) if !matches!(first.cause, Cause::Refused(Refusal::LinkExists { .. })) => {
             Err(first)
+        }
+        Ok((_, d)) if removed_first(&ctx.rules(here, &|| true), meta, &d) => {
+            sys::unlink(here.dst_dir, dst_name, false)
+                .map_err(|u| Error::sys(Op::Remove, here.dst_path(dst_name), u))?;
+            Err(e)
         }
         _ => Err(e),
     }
