@@ -264,11 +264,12 @@ impl Config {
         if a.link && a.symbolic_link {
             return Err(usage("cannot make both hard and symbolic links"));
         }
-        // Without -r, and with -l, cp follows symlinks named as sources.
-        let dereference = dereference.unwrap_or(if recursive && !a.link {
-            Dereference::Never
-        } else {
-            Dereference::CommandLine
+        // Without -r, cp follows symlinks named as sources; with -l it follows them all,
+        // also below a directory it copies (cp's DEREF_ALWAYS, as -L).
+        let dereference = dereference.unwrap_or(match (recursive, a.link) {
+            (true, false) => Dereference::Never,
+            (true, true) => Dereference::Always,
+            (false, _) => Dereference::CommandLine,
         });
         // -n wins over -f whatever their order, as in cp 9.1; of -i and -n the later counts.
         let no_clobber = a.no_clobber && !a.interactive_last;

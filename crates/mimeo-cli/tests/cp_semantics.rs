@@ -789,6 +789,32 @@ fn links_onto_what_cp_removes_first_replace_it_as_cp() {
     }
 }
 
+/// `-l -r` follows every symlink, as `-L` does (cp's default dereference with `-l`): a
+/// symlink to a directory is copied as a directory of links, one to a file is a link to the
+/// file, one to a directory above is "cyclic", a dangling one cannot be looked at.
+#[test]
+fn recursive_links_follow_symlinks_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "t/a", "a\n", 0o644);
+            fs::create_dir(d.join("s")).unwrap();
+            symlink("../t", d.join("s/x")).unwrap();
+            symlink("../t/a", d.join("s/y")).unwrap();
+            symlink(".", d.join("s/z")).unwrap();
+            symlink("nowhere", d.join("s/dn")).unwrap();
+        };
+        for (i, a) in [&["-l", "-r", "s", "d"][..], &["-l", "-r", "-P", "s", "d"]]
+            .iter()
+            .enumerate()
+        {
+            same_as_cp(base, &format!("link-follow{i}"), &setup, &args(a));
+        }
+    }
+}
+
 /// Where cp reads special files as files (without `-r`, or with `--copy-contents`), a socket
 /// cannot be opened (ENXIO): the copy fails and what is at the destination stays, as in cp.
 /// (The message's wording is compared elsewhere.)
