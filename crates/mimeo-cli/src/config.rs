@@ -241,11 +241,19 @@ impl Config {
             return Default::default();
         }
         let ancestors = |p: &CopyPair| {
-            p.src
-                .ancestors()
-                .skip(1)
-                .map(Path::to_path_buf)
-                .collect::<Vec<_>>()
+            let mut dirs: Vec<PathBuf> = p.src.ancestors().skip(1).map(Path::to_path_buf).collect();
+            // A path ending in "." ("a/b/."): cp makes its directory ("a/b") as a parent too.
+            let mut stem = p.src.as_os_str().as_bytes();
+            let trim = |b: &[u8]| b.len() - b.iter().rev().take_while(|&&c| c == b'/').count();
+            while let Some(s) = stem[..trim(stem)].strip_suffix(b"/.") {
+                stem = s;
+            }
+            if stem.len() != p.src.as_os_str().len() {
+                dirs.push(PathBuf::from(std::ffi::OsStr::from_bytes(
+                    &stem[..trim(stem)],
+                )));
+            }
+            dirs
         };
         self.pairs
             .iter()

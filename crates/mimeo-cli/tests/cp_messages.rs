@@ -458,3 +458,28 @@ fn link_failures_are_worded_as_cp_words_them() {
         same_as_cp(&base, &setup, &args, user);
     }
 }
+
+/// `--parents` with a source ending in "." or "..": cp makes the directory that holds it as a
+/// parent too ("s/a" for "s/a/."), and where it has just made that one, fails to make the
+/// copy as new ("cannot create directory 'd/s/a/.': File exists"); where it was there, it
+/// copies into it.
+#[test]
+fn parents_of_a_source_ending_in_a_dot_as_cp() {
+    let dir = scratch();
+    for (i, there) in ["d", "d/s", "d/s/a"].into_iter().enumerate() {
+        let setup = |d: &Path| {
+            fs::create_dir_all(d.join("s/a/b")).unwrap();
+            write(&d.join("s/a/b/f"), "x");
+            fs::create_dir_all(d.join(there)).unwrap();
+        };
+        for (j, src) in ["s/a/.", "s/a/..", "s/.", "s/a/./", "s/a/.//."]
+            .into_iter()
+            .enumerate()
+        {
+            let base = dir.path().join(format!("{i}-{j}"));
+            fs::create_dir(&base).unwrap();
+            let args = [os("--parents"), os("-R"), os("-v"), os(src), os("d")];
+            same_as_cp(&base, &setup, &args, None);
+        }
+    }
+}
