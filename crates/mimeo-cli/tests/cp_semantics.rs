@@ -848,6 +848,47 @@ fn a_socket_read_as_a_file_fails_as_cp() {
     }
 }
 
+/// A socket read as a file onto an existing entry: cp looks at the destination before it
+/// opens the socket, so `-n`, `-u` (of a newer entry) and a "no" to `-i` leave it without a
+/// word, and under `-P` (`-r`, `-a`) it removes the entry first, also where the open then
+/// fails; with `--attributes-only` the open fails, as a file's would.
+#[test]
+fn a_socket_read_as_a_file_onto_an_entry_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            fs::create_dir_all(d.join("s")).unwrap();
+            drop(std::os::unix::net::UnixListener::bind(d.join("s/k")).unwrap());
+            write(d, "s/f", "f\n", 0o644);
+            // Written after the socket: not older.
+            write(d, "d/s/k", "old\n", 0o644);
+        };
+        for (i, a) in [
+            &["--copy-contents", "-R", "s", "d"][..],
+            &["--copy-contents", "-a", "s", "d"],
+            &["--copy-contents", "-R", "-f", "s", "d"],
+            &["--copy-contents", "-R", "-n", "s", "d"],
+            &["--copy-contents", "-R", "-u", "s", "d"],
+            &["--copy-contents", "-R", "-i", "s", "d"],
+            &["--copy-contents", "-R", "--attributes-only", "s", "d"],
+            &["--copy-contents", "-R", "-b", "s", "d"],
+            &["-n", "s/k", "d/s/k"],
+            &["-P", "s/k", "d/s/k"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            let how = Run {
+                stdin: Some("n\n"),
+                ..args(a)
+            };
+            same_as_cp(base, &format!("socket-onto{i}"), &setup, &how);
+        }
+    }
+}
+
 /// A file onto a socket (which cannot be opened, ENXIO) fails, and with `-f` replaces it,
 /// as cp removes what it cannot open; a destination symlink loop is "cannot stat" unless
 /// `-f` or `--remove-destination` replace it.

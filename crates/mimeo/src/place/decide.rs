@@ -210,9 +210,9 @@ pub(crate) fn decide(
         Overwrite::NoClobber => true,
         Overwrite::NoneFail => return Decision::Refuse(Conflict::NotReplacing),
         Overwrite::Replace => false,
-        // A node or a directory is never a copy: cp's rule (not older than the source)
-        // decides.
-        Overwrite::Update if into_node || d.is_dir() => d.mtime >= src.mtime,
+        // A node or a directory is never a copy, nor a node's contents: cp's rule (not
+        // older than the source) decides.
+        Overwrite::Update if into_node || is_node(src) || d.is_dir() => d.mtime >= src.mtime,
         Overwrite::Update => is_complete_copy(rules, d, src),
     };
     if up_to_date {

@@ -5,7 +5,7 @@
 
 use super::context::{Ctx, Here, relative_symlink_elsewhere};
 use super::file::{copy_contents, copy_regular};
-use super::placing::{LinkStep, commit, decide_at, first_done, link_or_claim};
+use super::placing::{LinkStep, commit, decide_at, decide_existing, first_done, link_or_claim};
 use super::roots::stat_error;
 use crate::data::meta::{self, Apply, Dst};
 use crate::options::{Dereference, LinkInstead};
@@ -219,7 +219,15 @@ pub(crate) fn copy_entry(
     // --copy-contents; a socket, which cannot be opened, then fails (ENXIO).
     let as_regular = !ctx.opts.recursive || ctx.opts.copy_contents;
     let result = match meta.map(|m| m.file_type()) {
-        Some(sys::S_IFIFO | sys::S_IFCHR | sys::S_IFBLK | sys::S_IFSOCK) if as_regular => {
+        Some(sys::S_IFSOCK) if as_regular => socket_contents(
+            ctx,
+            here,
+            buf,
+            (name, dst_name),
+            &meta.expect("stat"),
+            follow,
+        ),
+        Some(sys::S_IFIFO | sys::S_IFCHR | sys::S_IFBLK) if as_regular => {
             copy_contents(ctx, here, buf, (name, dst_name), follow).map(|_| ())
         }
         None | Some(sys::S_IFREG) => {
@@ -242,6 +250,38 @@ pub(crate) fn copy_entry(
         ctx.report.fail(e);
     }
     Ok(())
+}
+
+/// A socket read as a file, which cannot be opened (ENXIO). cp looks at an existing
+/// destination before it opens the source: `-n`, `-u` or a "no" to `-i` leave it without a
+/// word, and where cp removes it before it copies (under `-P`), it is gone before the failure.
+fn socket_contents(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    buf: &mut IoBuf,
+    names: (&CStr, &CStr),
+    meta: &Meta,
+    follow: bool,
+) -> Result<(), Error> {
+    let (name, dst_name) = names;
+    if let Ok(d) = sys::stat_at(here.dst_dir, dst_name, false) {
+        match decide_existing(ctx, here, name, dst_name, meta, &d) {
+            Ok(Decision::Skip) => {
+                ctx.report
+                    .skipped(|| here.src_path(name), || here.dst_path(dst_name));
+                return Ok(());
+            }
+            Ok(_) if removed_first(&ctx.rules(here, &|| true), meta, &d) => {
+                sys::unlink(here.dst_dir, dst_name, false)
+                    .map_err(|e| Error::sys(Op::Remove, here.dst_path(dst_name), e))?;
+            }
+            Ok(_) => {}
+            // With --attributes-only cp would open it as a file all the same.
+            Err(e) if ctx.opts.attributes_only && e.op == Op::MakeNode => {}
+            Err(e) => return Err(e),
+        }
+    }
+    copy_contents(ctx, here, buf, names, follow).map(|_| ())
 }
 
 /// `-l`/`-s`: makes a link to the source entry `name` at `dst_name` instead of a copy.
