@@ -134,7 +134,8 @@ pub const ALLOWLIST: &[Allowed] = &[
         name: "copy-reached-through-a-symlink",
         reason: "under -L, a directory the run made that comes up again as a source (through a \
                  symlink leading above the destination) is refused; cp copies the copy into \
-                 itself until the names outgrow PATH_MAX",
+                 itself until the names outgrow PATH_MAX (and says what it meets on the way, \
+                 and its directory gets the current time)",
         docs: "docs/cp.md, Differences from cp, \"A copy into itself makes nothing\"",
         apply: copy_reached_again,
         last: false,
@@ -162,15 +163,37 @@ fn copy_reached_again(o: &mut Outcome) -> bool {
             .collect()
     };
     o.cp.stderr = keep(&o.cp.stderr, &|l| too_long(&l));
+    // What cp said on its way through the source it copied into itself (a file it may not
+    // read, say), which mimeo refused as a whole.
+    let sources: Vec<String> = ours
+        .iter()
+        .filter_map(|l| l.split("cannot copy a directory, ").nth(1))
+        .filter_map(|r| r.split_once(", into itself, "))
+        .map(|(src, _)| src[..src.len().saturating_sub(1)].to_string())
+        .collect();
+    let said = o.ours.stderr.clone();
+    let on_the_way = |l: &str| !said.contains(l) && sources.iter().any(|s| l.contains(s.as_str()));
+    o.cp.stderr = keep(&o.cp.stderr, &on_the_way);
     o.ours.stderr = keep(&o.ours.stderr, &|l| ours.iter().any(|r| r == l));
     // Which path first meets a symlink loop depends on how far each went into the copy.
     let cyclic = |l: &str| l.contains("cannot copy cyclic symbolic link");
     o.cp.stderr = keep(&o.cp.stderr, &cyclic);
     o.ours.stderr = keep(&o.ours.stderr, &cyclic);
+    // What cp made, and the times of the directories it made it in.
+    let made: Vec<std::path::PathBuf> = o
+        .tree
+        .iter()
+        .filter(|d| d.field == Field::Presence && d.right == "absent")
+        .map(|d| d.path.clone())
+        .collect();
     o.tree
         .retain(|d| !(d.field == Field::Presence && d.right == "absent"));
     o.tree
         .retain(|d| !(d.field == Field::Presence && d.left == "absent" && d.right == "directory"));
+    o.tree.retain(|d| {
+        let times = matches!(d.field, Field::Mtime | Field::Atime);
+        !(times && made.iter().any(|m| m.starts_with(&d.path) && m != &d.path))
+    });
     true
 }
 
