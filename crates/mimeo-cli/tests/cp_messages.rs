@@ -462,7 +462,7 @@ fn link_failures_are_worded_as_cp_words_them() {
 /// `--parents` with a source ending in "." or "..": cp makes the directory that holds it as a
 /// parent too ("s/a" for "s/a/."), and where it has just made that one, fails to make the
 /// copy as new ("cannot create directory 'd/s/a/.': File exists"); where it was there, it
-/// copies into it.
+/// copies into it. Without `-r` the directory is omitted first.
 #[test]
 fn parents_of_a_source_ending_in_a_dot_as_cp() {
     let dir = scratch();
@@ -481,5 +481,14 @@ fn parents_of_a_source_ending_in_a_dot_as_cp() {
             let args = [os("--parents"), os("-R"), os("-v"), os(src), os("d")];
             same_as_cp(&base, &setup, &args, None);
         }
+        // Without -r, cp omits the directory before it looks at the destination.
+        let base = dir.path().join(format!("{i}-not-recursive"));
+        fs::create_dir(&base).unwrap();
+        same_as_cp(
+            &base,
+            &setup,
+            &[os("--parents"), os("s/a/."), os("d")],
+            None,
+        );
     }
 }

@@ -475,7 +475,8 @@ fn resolve_root(opts: &Options, pair: &CopyPair, report: &Reporter<'_>) -> Resul
     } else {
         Vec::new()
     };
-    if super::roots::dot_after_new_parent(&pair.src, &parents) {
+    // Without -r, cp omits a directory before it looks at the destination.
+    if opts.recursive && super::roots::dot_after_new_parent(&pair.src, &parents) {
         super::roots::finish_parents(&parents, opts, report);
         let dst = super::roots::trimmed(&pair.dst);
         return Err(Error::sys(Op::CreateDir, dst, sys::Errno::EXIST));
