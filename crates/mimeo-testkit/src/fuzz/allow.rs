@@ -546,7 +546,11 @@ fn into_itself(o: &mut Outcome) -> bool {
     }
     let before = (o.cp.clone(), o.tree.len());
     let ours = (o.ours.stdout.clone(), o.ours.stderr.clone());
-    let mentions = |l: &str| starts.iter().any(|s| l.contains(s.as_str()));
+    // Also where cp names them bare (its relative -s refusal: "cp: s/d/x: can make ...").
+    let mentions = |l: &str| {
+        let bare = |s: &String| l.starts_with(&format!("cp: {}", s.trim_start_matches('\'')));
+        starts.iter().any(|s| l.contains(s.as_str()) || bare(s))
+    };
     let only_cp = |text: &str, other: &str| -> String {
         let others: Vec<&str> = other.split_inclusive('\n').collect();
         text.split_inclusive('\n')
