@@ -241,11 +241,19 @@ impl Config {
             return Default::default();
         }
         let ancestors = |p: &CopyPair| {
-            p.src
-                .ancestors()
-                .skip(1)
-                .map(Path::to_path_buf)
-                .collect::<Vec<_>>()
+            let mut dirs: Vec<PathBuf> = p.src.ancestors().skip(1).map(Path::to_path_buf).collect();
+            // A path ending in "." ("a/b/."): cp makes its directory ("a/b") as a parent too.
+            let mut stem = p.src.as_os_str().as_bytes();
+            let trim = |b: &[u8]| b.len() - b.iter().rev().take_while(|&&c| c == b'/').count();
+            while let Some(s) = stem[..trim(stem)].strip_suffix(b"/.") {
+                stem = s;
+            }
+            if stem.len() != p.src.as_os_str().len() {
+                dirs.push(PathBuf::from(std::ffi::OsStr::from_bytes(
+                    &stem[..trim(stem)],
+                )));
+            }
+            dirs
         };
         self.pairs
             .iter()
@@ -264,11 +272,12 @@ impl Config {
         if a.link && a.symbolic_link {
             return Err(usage("cannot make both hard and symbolic links"));
         }
-        // Without -r, and with -l, cp follows symlinks named as sources.
-        let dereference = dereference.unwrap_or(if recursive && !a.link {
-            Dereference::Never
-        } else {
-            Dereference::CommandLine
+        // Without -r, cp follows symlinks named as sources; with -l it follows them all,
+        // also below a directory it copies (cp's DEREF_ALWAYS, as -L).
+        let dereference = dereference.unwrap_or(match (recursive, a.link) {
+            (true, false) => Dereference::Never,
+            (true, true) => Dereference::Always,
+            (false, _) => Dereference::CommandLine,
         });
         // -n wins over -f whatever their order, as in cp 9.1; of -i and -n the later counts.
         let no_clobber = a.no_clobber && !a.interactive_last;

@@ -449,3 +449,71 @@ fn xattrs_of_a_read_only_file_are_copied_as_cp_copies_them() {
     let args = [os("-a"), os("s/f"), os("d")];
     same_as_cp(dir.path(), &setup, &args, Some(NOBODY));
 }
+
+/// `-l` and `-s` failures name what the link would point to, and a relative `-s` outside the
+/// working directory names the link quoted only where it must be (gnulib's `quotef`); `-v`
+/// says "removed" only where cp removes first (not with `--attributes-only`).
+#[test]
+fn link_failures_are_worded_as_cp_words_them() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "new");
+        write(&d.join("d"), "old");
+        fs::hard_link(d.join("d"), d.join("d2")).unwrap();
+        symlink("f", d.join("lf")).unwrap();
+        for sub in ["sub", "x y", "it's", "a:b"] {
+            fs::create_dir(d.join(sub)).unwrap();
+        }
+    };
+    for (i, (args, user)) in [
+        (&["-s", "f", "sub/"][..], None),
+        (&["-s", "f", "x y/"], None),
+        (&["-s", "f", "it's/"], None),
+        (&["-s", "f", "a:b/"], None),
+        (&["-l", "-a", "lf", "d"], Some(NOBODY)),
+        (&["-v", "-a", "--attributes-only", "f", "d2"], None),
+        (&["-v", "-l", "-a", "lf", "d2"], None),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
+        same_as_cp(&base, &setup, &args, user);
+    }
+}
+
+/// `--parents` with a source ending in "." or "..": cp makes the directory that holds it as a
+/// parent too ("s/a" for "s/a/."), and where it has just made that one, fails to make the
+/// copy as new ("cannot create directory 'd/s/a/.': File exists"); where it was there, it
+/// copies into it. Without `-r` the directory is omitted first.
+#[test]
+fn parents_of_a_source_ending_in_a_dot_as_cp() {
+    let dir = scratch();
+    for (i, there) in ["d", "d/s", "d/s/a"].into_iter().enumerate() {
+        let setup = |d: &Path| {
+            fs::create_dir_all(d.join("s/a/b")).unwrap();
+            write(&d.join("s/a/b/f"), "x");
+            fs::create_dir_all(d.join(there)).unwrap();
+        };
+        for (j, src) in ["s/a/.", "s/a/..", "s/.", "s/a/./", "s/a/.//."]
+            .into_iter()
+            .enumerate()
+        {
+            let base = dir.path().join(format!("{i}-{j}"));
+            fs::create_dir(&base).unwrap();
+            let args = [os("--parents"), os("-R"), os("-v"), os(src), os("d")];
+            same_as_cp(&base, &setup, &args, None);
+        }
+        // Without -r, cp omits the directory before it looks at the destination.
+        let base = dir.path().join(format!("{i}-not-recursive"));
+        fs::create_dir(&base).unwrap();
+        same_as_cp(
+            &base,
+            &setup,
+            &[os("--parents"), os("s/a/."), os("d")],
+            None,
+        );
+    }
+}

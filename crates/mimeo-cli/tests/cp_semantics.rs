@@ -735,6 +735,86 @@ fn destination_checks_come_before_the_link_as_cp() {
     }
 }
 
+/// `-l` and `-s` onto an existing entry that cp removes before it copies (a source that is
+/// not a regular file under `-P`, a link group kept with `-a`; not with `--attributes-only`):
+/// the link replaces it, also a FIFO, a dangling symlink or a symlink loop; and where the link
+/// then fails (a relative `-s` outside the working directory, another user's symlink), the
+/// entry is gone all the same. The message names what the link points to.
+#[test]
+fn links_onto_what_cp_removes_first_replace_it_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "f", "f\n", 0o644);
+            write(d, "d", "old\n", 0o666);
+            write(d, "sub/d", "old\n", 0o644);
+            fs::hard_link(d.join("d"), d.join("d2")).unwrap();
+            fs::create_dir(d.join("s")).unwrap();
+            symlink("f", d.join("lf")).unwrap();
+            symlink("s", d.join("ls")).unwrap();
+            symlink("nowhere", d.join("dn")).unwrap();
+            symlink("lp", d.join("lp")).unwrap();
+            run_ok("mkfifo", &[d.join("p").to_str().unwrap()]);
+            run_ok("mkfifo", &[d.join("q").to_str().unwrap()]);
+            fs::set_permissions(d.join("sub"), fs::Permissions::from_mode(0o777)).unwrap();
+        };
+        for (i, a) in [
+            &["-l", "-P", "lf", "d"][..],
+            &["-l", "-a", "-R", "ls", "d"],
+            &["-l", "-a", "q", "p"],
+            &["-l", "-a", "f", "d2"],
+            &["-l", "f", "d"],
+            &["-l", "-d", "--attributes-only", "lf", "d"],
+            &["-s", "-H", "-d", "ls", "p"],
+            &["-s", "-a", "-R", "lf", "lp"],
+            &["-s", "-d", "lf", "dn"],
+            &["-s", "-d", "lf", "sub/d"],
+            &["-s", "-a", "q", "sub/d"],
+            &["-s", "-d", "--attributes-only", "lf", "sub/d"],
+            &["-s", "-d", "--backup", "lf", "sub/d"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("link-removed{i}"), &setup, &args(a));
+        }
+        // Another user's symlink cannot be hard-linked (protected_hardlinks): EPERM.
+        let how = Run {
+            foreign_user: true,
+            ..args(&["-l", "-a", "ls", "d"])
+        };
+        same_as_cp(base, "link-removed-foreign", &setup, &how);
+    }
+}
+
+/// `-l -r` follows every symlink, as `-L` does (cp's default dereference with `-l`): a
+/// symlink to a directory is copied as a directory of links, one to a file is a link to the
+/// file, one to a directory above is "cyclic", a dangling one cannot be looked at.
+#[test]
+fn recursive_links_follow_symlinks_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "t/a", "a\n", 0o644);
+            fs::create_dir(d.join("s")).unwrap();
+            symlink("../t", d.join("s/x")).unwrap();
+            symlink("../t/a", d.join("s/y")).unwrap();
+            symlink(".", d.join("s/z")).unwrap();
+            symlink("nowhere", d.join("s/dn")).unwrap();
+        };
+        for (i, a) in [&["-l", "-r", "s", "d"][..], &["-l", "-r", "-P", "s", "d"]]
+            .iter()
+            .enumerate()
+        {
+            same_as_cp(base, &format!("link-follow{i}"), &setup, &args(a));
+        }
+    }
+}
+
 /// Where cp reads special files as files (without `-r`, or with `--copy-contents`), a socket
 /// cannot be opened (ENXIO): the copy fails and what is at the destination stays, as in cp.
 /// (The message's wording is compared elsewhere.)
@@ -764,6 +844,47 @@ fn a_socket_read_as_a_file_fails_as_cp() {
                 ..Run::default()
             };
             same_as_cp(base, &format!("socket{i}"), &setup, &how);
+        }
+    }
+}
+
+/// A socket read as a file onto an existing entry: cp looks at the destination before it
+/// opens the socket, so `-n`, `-u` (of a newer entry) and a "no" to `-i` leave it without a
+/// word, and under `-P` (`-r`, `-a`) it removes the entry first, also where the open then
+/// fails; with `--attributes-only` the open fails, as a file's would.
+#[test]
+fn a_socket_read_as_a_file_onto_an_entry_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            fs::create_dir_all(d.join("s")).unwrap();
+            drop(std::os::unix::net::UnixListener::bind(d.join("s/k")).unwrap());
+            write(d, "s/f", "f\n", 0o644);
+            // Written after the socket: not older.
+            write(d, "d/s/k", "old\n", 0o644);
+        };
+        for (i, a) in [
+            &["--copy-contents", "-R", "s", "d"][..],
+            &["--copy-contents", "-a", "s", "d"],
+            &["--copy-contents", "-R", "-f", "s", "d"],
+            &["--copy-contents", "-R", "-n", "s", "d"],
+            &["--copy-contents", "-R", "-u", "s", "d"],
+            &["--copy-contents", "-R", "-i", "s", "d"],
+            &["--copy-contents", "-R", "--attributes-only", "s", "d"],
+            &["--copy-contents", "-R", "-b", "s", "d"],
+            &["-n", "s/k", "d/s/k"],
+            &["-P", "s/k", "d/s/k"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            let how = Run {
+                stdin: Some("n\n"),
+                ..args(a)
+            };
+            same_as_cp(base, &format!("socket-onto{i}"), &setup, &how);
         }
     }
 }

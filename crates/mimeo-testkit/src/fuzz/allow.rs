@@ -112,6 +112,16 @@ pub const ALLOWLIST: &[Allowed] = &[
         last: false,
     },
     Allowed {
+        name: "relative-symlink-backup",
+        reason: "-s with --backup where a relative link cannot be made leaves the destination \
+                 alone; cp renames it to its backup name and back, which gives its directory \
+                 the current time",
+        docs: "docs/cp.md, Differences from cp, \"A refused relative `-s` link touches \
+               nothing\"",
+        apply: relative_symlink_backup,
+        last: false,
+    },
+    Allowed {
         name: "into-itself-refused-first",
         reason: "a directory copied into itself is refused before anything is made; cp makes \
                  the copy and fills it in inode order until it meets the copy itself, so what \
@@ -124,7 +134,8 @@ pub const ALLOWLIST: &[Allowed] = &[
         name: "copy-reached-through-a-symlink",
         reason: "under -L, a directory the run made that comes up again as a source (through a \
                  symlink leading above the destination) is refused; cp copies the copy into \
-                 itself until the names outgrow PATH_MAX",
+                 itself until the names outgrow PATH_MAX (and says what it meets on the way, \
+                 and its directory gets the current time)",
         docs: "docs/cp.md, Differences from cp, \"A copy into itself makes nothing\"",
         apply: copy_reached_again,
         last: false,
@@ -152,15 +163,37 @@ fn copy_reached_again(o: &mut Outcome) -> bool {
             .collect()
     };
     o.cp.stderr = keep(&o.cp.stderr, &|l| too_long(&l));
+    // What cp said on its way through the source it copied into itself (a file it may not
+    // read, say), which mimeo refused as a whole.
+    let sources: Vec<String> = ours
+        .iter()
+        .filter_map(|l| l.split("cannot copy a directory, ").nth(1))
+        .filter_map(|r| r.split_once(", into itself, "))
+        .map(|(src, _)| src[..src.len().saturating_sub(1)].to_string())
+        .collect();
+    let said = o.ours.stderr.clone();
+    let on_the_way = |l: &str| !said.contains(l) && sources.iter().any(|s| l.contains(s.as_str()));
+    o.cp.stderr = keep(&o.cp.stderr, &on_the_way);
     o.ours.stderr = keep(&o.ours.stderr, &|l| ours.iter().any(|r| r == l));
     // Which path first meets a symlink loop depends on how far each went into the copy.
     let cyclic = |l: &str| l.contains("cannot copy cyclic symbolic link");
     o.cp.stderr = keep(&o.cp.stderr, &cyclic);
     o.ours.stderr = keep(&o.ours.stderr, &cyclic);
+    // What cp made, and the times of the directories it made it in.
+    let made: Vec<std::path::PathBuf> = o
+        .tree
+        .iter()
+        .filter(|d| d.field == Field::Presence && d.right == "absent")
+        .map(|d| d.path.clone())
+        .collect();
     o.tree
         .retain(|d| !(d.field == Field::Presence && d.right == "absent"));
     o.tree
         .retain(|d| !(d.field == Field::Presence && d.left == "absent" && d.right == "directory"));
+    o.tree.retain(|d| {
+        let times = matches!(d.field, Field::Mtime | Field::Atime);
+        !(times && made.iter().any(|m| m.starts_with(&d.path) && m != &d.path))
+    });
     true
 }
 
@@ -382,6 +415,20 @@ fn dangling_refused(o: &mut Outcome) {
     }
 }
 
+/// The directory times cp's backup and its undoing changed around a refused relative link.
+fn relative_symlink_backup(o: &mut Outcome) -> bool {
+    let backup = o.plan.has("b") || o.plan.has("backup");
+    let refused =
+        o.cp.stderr
+            .contains("can make relative symbolic links only in current directory");
+    if !(o.plan.has("symbolic-link") && backup && refused) {
+        return false;
+    }
+    let n = o.tree.len();
+    o.tree.retain(|d| d.field != Field::Mtime);
+    o.tree.len() != n
+}
+
 fn update_sizes(o: &mut Outcome) -> bool {
     if !o.plan.has("update") {
         return false;
@@ -397,6 +444,22 @@ fn update_sizes(o: &mut Outcome) -> bool {
     if o.plan.has("interactive") && without == o.cp.stderr {
         o.ours.stderr = without;
     }
+    // With -s, what mimeo would replace where cp skipped may be a link it cannot make (a
+    // relative one outside the working directory): the refusal, and the failure, are that.
+    let relative = "can make relative symbolic links only in current directory";
+    let refused = |l: &str| l.contains(relative) && !o.cp.stderr.contains(l);
+    let without: String = o
+        .ours
+        .stderr
+        .split_inclusive('\n')
+        .filter(|l| !refused(l))
+        .collect();
+    let mut changed = false;
+    if o.plan.has("symbolic-link") && without != o.ours.stderr && without == o.cp.stderr {
+        o.ours.stderr = without;
+        o.ours.code = o.cp.code;
+        changed = true;
+    }
     if o.cp.stderr != o.ours.stderr {
         return false;
     }
@@ -405,7 +468,7 @@ fn update_sizes(o: &mut Outcome) -> bool {
     // type, which is not complete); never what it left out.
     o.tree
         .retain(|d| d.field == Field::Presence && d.right == "absent");
-    o.tree.len() != n
+    changed || o.tree.len() != n
 }
 
 /// A time cp kept on a destination entry the case made (the fixed time) where mimeo's
@@ -444,9 +507,25 @@ fn into_itself(o: &mut Outcome) -> bool {
             .map(str::to_string)
             .collect::<Vec<_>>()
     };
+    // Where cp cannot make the copy (a user who may not write into the source), it fails
+    // with that before it could see the copy is in the source; mimeo refuses first.
+    let mut bridged = false;
+    if said(&o.cp.stderr).is_empty() {
+        for l in said(&o.ours.stderr) {
+            let Some(dst) = l.split(", into itself, ").nth(1) else {
+                continue;
+            };
+            let failed = format!("cannot create directory {dst}: ");
+            let cp_line = o.cp.stderr.lines().find(|c| c.contains(&failed));
+            if let Some(cp_line) = cp_line.map(str::to_string) {
+                o.cp.stderr = o.cp.stderr.replacen(&cp_line, &l, 1);
+                bridged = true;
+            }
+        }
+    }
     let lines = said(&o.cp.stderr);
     if lines.is_empty() || lines != said(&o.ours.stderr) {
-        return false;
+        return bridged;
     }
     // The quoted source and copy of each line, without their closing quotes: the start of
     // any name at or below them.
@@ -467,7 +546,11 @@ fn into_itself(o: &mut Outcome) -> bool {
     }
     let before = (o.cp.clone(), o.tree.len());
     let ours = (o.ours.stdout.clone(), o.ours.stderr.clone());
-    let mentions = |l: &str| starts.iter().any(|s| l.contains(s.as_str()));
+    // Also where cp names them bare (its relative -s refusal: "cp: s/d/x: can make ...").
+    let mentions = |l: &str| {
+        let bare = |s: &String| l.starts_with(&format!("cp: {}", s.trim_start_matches('\'')));
+        starts.iter().any(|s| l.contains(s.as_str()) || bare(s))
+    };
     let only_cp = |text: &str, other: &str| -> String {
         let others: Vec<&str> = other.split_inclusive('\n').collect();
         text.split_inclusive('\n')
@@ -488,5 +571,5 @@ fn into_itself(o: &mut Outcome) -> bool {
         // cp may reach the copy through a symlink: any directory's times.
         !(below || above || matches!(d.field, Field::Mtime | Field::Atime))
     });
-    before != (o.cp.clone(), o.tree.len())
+    bridged || before != (o.cp.clone(), o.tree.len())
 }

@@ -34,13 +34,6 @@ pub const KNOWN: &[Known] = &[
         apply: clone_failures,
     },
     Known {
-        item: "new: -l failures",
-        what: "-l onto an existing destination fails with EEXIST, where cp replaces it; as a \
-               user other than root, linking another user's symlink fails (EPERM) where cp \
-               copies it; the message leaves out the link's target",
-        apply: link_exists,
-    },
-    Known {
         item: "new: order of destination checks",
         what: "--parents through a non-directory: cp says \"'d/s' exists but is not a \
                directory\" (or \"cannot overwrite non-directory\"), mimeo \"cannot stat\" or \
@@ -52,12 +45,6 @@ pub const KNOWN: &[Known] = &[
         what: "a destination cp cannot remove (-f onto \"d/\" where d is a symlink loop) is \
                reported as \"cannot stat\", where cp says \"cannot remove\" with the error it got",
         apply: cannot_remove,
-    },
-    Known {
-        item: "new: -s details",
-        what: "-s where a relative link cannot be made onto an existing destination: what is \
-               left there (cp removes it first with --remove-destination)",
-        apply: symlink_details,
     },
     Known {
         item: "new: backup through a destination symlink",
@@ -184,11 +171,6 @@ fn clone_failures(o: &mut Outcome) -> bool {
     failed && differs && whole_case(o)
 }
 
-fn link_exists(o: &mut Outcome) -> bool {
-    let ours = o.ours.stderr.contains("cannot create hard link");
-    ours && o.cp.stderr != o.ours.stderr && whole_case(o)
-}
-
 fn check_order(o: &mut Outcome) -> bool {
     let parents = cp_says(o, "exists but is not a directory") || cp_says(o, "non-directory");
     o.plan.has("parents") && parents && o.cp.stderr != o.ours.stderr && whole_case(o)
@@ -220,13 +202,6 @@ fn verbose_lines(o: &mut Outcome) -> bool {
 
 fn cannot_remove(o: &mut Outcome) -> bool {
     one_says(o, "cannot remove") && whole_case(o)
-}
-
-fn symlink_details(o: &mut Outcome) -> bool {
-    let relative = "can make relative symbolic links";
-    let said = cp_says(o, relative) || ours_says(o, relative);
-    let differs = o.cp.code != o.ours.code || !o.tree.is_empty();
-    o.plan.has("symbolic-link") && said && differs && whole_case(o)
 }
 
 fn backup_through_symlink(o: &mut Outcome) -> bool {

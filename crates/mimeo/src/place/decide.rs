@@ -210,9 +210,9 @@ pub(crate) fn decide(
         Overwrite::NoClobber => true,
         Overwrite::NoneFail => return Decision::Refuse(Conflict::NotReplacing),
         Overwrite::Replace => false,
-        // A node or a directory is never a copy: cp's rule (not older than the source)
-        // decides.
-        Overwrite::Update if into_node || d.is_dir() => d.mtime >= src.mtime,
+        // A node or a directory is never a copy, nor a node's contents: cp's rule (not
+        // older than the source) decides.
+        Overwrite::Update if into_node || is_node(src) || d.is_dir() => d.mtime >= src.mtime,
         Overwrite::Update => is_complete_copy(rules, d, src),
     };
     if up_to_date {
@@ -241,8 +241,8 @@ pub(crate) fn decide(
     }
     // cp opens the file to write into it, which fails where it may not write; with -f it
     // removes the file and makes a new one. Atomic replacement would need no such right, but
-    // a file made read-only stays as cp leaves it.
-    let opened = matches!(replace, Decision::Replace | Decision::InPlace);
+    // a file made read-only stays as cp leaves it. A link is made without opening it.
+    let opened = opts.link.is_none() && matches!(replace, Decision::Replace | Decision::InPlace);
     if opened && rules.process.euid != 0 && d.is_reg() && !(rules.writable)() {
         if !opts.force {
             return Decision::Refuse(Conflict::NotWritable);
@@ -250,8 +250,9 @@ pub(crate) fn decide(
         return Decision::Recreate;
     }
     if let Some(kind) = opts.link {
-        // cp links only where nothing is, unless told to remove what is there.
-        if !(fresh || opts.force) {
+        // cp links only where nothing is, unless told to remove what is there, or it removes
+        // it first anyway.
+        if !(fresh || opts.force || removed_before(opts, src, d)) {
             return Decision::Refuse(Conflict::LinkExists(kind));
         }
         return Decision::Recreate;
@@ -269,9 +270,7 @@ pub(crate) fn removed_first(rules: &Rules<'_>, src: &Meta, d: &Meta) -> bool {
     if d.is_dir() || opts.backup.is_some() {
         return false;
     }
-    let never = opts.dereference == Dereference::Never;
-    let before =
-        opts.remove_destination || opts.preserve.links && d.nlink > 1 || never && !src.is_reg();
+    let before = removed_before(opts, src, d);
     let unopened = opts.force
         && opts.link.is_none()
         && src.is_reg()
@@ -279,6 +278,17 @@ pub(crate) fn removed_first(rules: &Rules<'_>, src: &Meta, d: &Meta) -> bool {
         && rules.process.euid != 0
         && !(rules.writable)();
     before || unopened
+}
+
+/// cp's rule for removing an existing non-directory `d` before it copies `src` there (no
+/// backup taking the name first): `--remove-destination`; and where it copies data (not
+/// `--attributes-only`), a link group it keeps (`--preserve=links`) or a source that is not
+/// a regular file under `-P`.
+fn removed_before(opts: &Options, src: &Meta, d: &Meta) -> bool {
+    let never = opts.dereference == Dereference::Never;
+    let data = !opts.attributes_only;
+    let replaced = opts.preserve.links && d.nlink > 1 || never && !src.is_reg();
+    opts.remove_destination || data && replaced
 }
 
 /// How an existing non-directory `d` is replaced, before the flags that skip or refuse it.

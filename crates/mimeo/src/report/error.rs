@@ -276,8 +276,9 @@ pub struct Error {
     pub op: Op,
     /// Why it failed.
     pub cause: Cause,
-    /// The source a failed [`Op::Clone`] was from, which cp names too ("failed to clone 'd'
-    /// from 's'").
+    /// The source a failed [`Op::Clone`] was from, or what a failed `-l`/`-s` link would
+    /// point to, which cp names too ("failed to clone 'd' from 's'", "cannot create hard
+    /// link 'd' to 's'").
     pub from: Option<PathBuf>,
 }
 
@@ -392,9 +393,10 @@ impl Error {
                 if *symbolic { "symbolic" } else { "hard" },
                 quoted(target)
             ),
+            // cp names the link as `quotef` does, quoted only where it must be.
             Refusal::RelativeSymlink => format!(
                 "{}: can make relative symbolic links only in current directory",
-                &path[1..path.len() - 1]
+                cat_name(&self.path)
             ),
             Refusal::JustCreated {
                 src,
@@ -428,8 +430,8 @@ fn quoted(path: &Path) -> String {
     super::quote::quote(path)
 }
 
-/// A path as `cat` names it in its messages (gnulib's `shell-escape` style): bare when no
-/// character needs quoting, quoted otherwise.
+/// A path as `cat` names it in its messages, and cp its relative `-s` refusal (gnulib's
+/// `quotef`, the `shell-escape` style): bare when no character needs quoting, quoted otherwise.
 fn cat_name(path: &Path) -> String {
     // `:` is quoted too: cat names files with gnulib's `quotef`, which adds it.
     use std::os::unix::ffi::OsStrExt;
@@ -467,7 +469,13 @@ impl fmt::Display for Error {
             Cause::Os(e) => {
                 write!(f, "{} {}", self.op.phrase(), quoted(&self.path))?;
                 if let Some(src) = &self.from {
-                    write!(f, " from {}", quoted(src))?;
+                    // A link names what it would point to ("cannot create hard link 'd' to
+                    // 's'"), a clone its source.
+                    let word = match self.op {
+                        Op::Link | Op::Symlink => "to",
+                        _ => "from",
+                    };
+                    write!(f, " {word} {}", quoted(src))?;
                 }
                 write!(f, "{}: {}", self.op.after_path(), strerror(*e))
             }

@@ -5,12 +5,13 @@
 
 use super::context::{Ctx, Here, relative_symlink_elsewhere};
 use super::file::{copy_contents, copy_regular};
-use super::placing::{LinkStep, commit, decide_at, first_done, link_or_claim};
+use super::placing::{LinkStep, commit, decide_at, decide_existing, first_done, link_or_claim};
 use super::roots::stat_error;
 use crate::data::meta::{self, Apply, Dst};
 use crate::options::{Dereference, LinkInstead};
 use crate::place::crash;
 use crate::place::decide::Decision;
+use crate::place::decide::removed_first;
 use crate::place::links::FirstCopy;
 use crate::report::{Cause, EntryKind, Error, Op, Refusal};
 use crate::sys::{self, Errno, IoBuf, Meta, XattrTarget};
@@ -218,7 +219,15 @@ pub(crate) fn copy_entry(
     // --copy-contents; a socket, which cannot be opened, then fails (ENXIO).
     let as_regular = !ctx.opts.recursive || ctx.opts.copy_contents;
     let result = match meta.map(|m| m.file_type()) {
-        Some(sys::S_IFIFO | sys::S_IFCHR | sys::S_IFBLK | sys::S_IFSOCK) if as_regular => {
+        Some(sys::S_IFSOCK) if as_regular => socket_contents(
+            ctx,
+            here,
+            buf,
+            (name, dst_name),
+            &meta.expect("stat"),
+            follow,
+        ),
+        Some(sys::S_IFIFO | sys::S_IFCHR | sys::S_IFBLK) if as_regular => {
             copy_contents(ctx, here, buf, (name, dst_name), follow).map(|_| ())
         }
         None | Some(sys::S_IFREG) => {
@@ -241,6 +250,38 @@ pub(crate) fn copy_entry(
         ctx.report.fail(e);
     }
     Ok(())
+}
+
+/// A socket read as a file, which cannot be opened (ENXIO). cp looks at an existing
+/// destination before it opens the source: `-n`, `-u` or a "no" to `-i` leave it without a
+/// word, and where cp removes it before it copies (under `-P`), it is gone before the failure.
+fn socket_contents(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    buf: &mut IoBuf,
+    names: (&CStr, &CStr),
+    meta: &Meta,
+    follow: bool,
+) -> Result<(), Error> {
+    let (name, dst_name) = names;
+    if let Ok(d) = sys::stat_at(here.dst_dir, dst_name, false) {
+        match decide_existing(ctx, here, name, dst_name, meta, &d) {
+            Ok(Decision::Skip) => {
+                ctx.report
+                    .skipped(|| here.src_path(name), || here.dst_path(dst_name));
+                return Ok(());
+            }
+            Ok(_) if removed_first(&ctx.rules(here, &|| true), meta, &d) => {
+                sys::unlink(here.dst_dir, dst_name, false)
+                    .map_err(|e| Error::sys(Op::Remove, here.dst_path(dst_name), e))?;
+            }
+            Ok(_) => {}
+            // With --attributes-only cp would open it as a file all the same.
+            Err(e) if ctx.opts.attributes_only && e.op == Op::MakeNode => {}
+            Err(e) => return Err(e),
+        }
+    }
+    copy_contents(ctx, here, buf, names, follow).map(|_| ())
 }
 
 /// `-l`/`-s`: makes a link to the source entry `name` at `dst_name` instead of a copy.
@@ -278,20 +319,32 @@ fn link_entry(
         LinkInstead::Symbolic => (Op::Symlink, EntryKind::Symlink),
         LinkInstead::Hard => (Op::Link, EntryKind::HardLink),
     };
+    // cp names what the link would point to.
+    let failed = |e: Errno| Error::sys(op, dst_path(), e).from_source(src_path());
     match make(dst_name) {
         Ok(()) => {}
         Err(Errno::EXIST) => {
-            if decide_at(ctx, here, name, dst_name, &meta)?.0 == Decision::Skip {
+            let (decision, d) = decide_at(ctx, here, name, dst_name, &meta)?;
+            if decision == Decision::Skip {
                 ctx.report.skipped(src_path, dst_path);
                 return Ok(());
             }
-            let ((), t) = crash::with_temp(here.dst_prefix(), &make)
-                .map_err(|e| Error::sys(op, dst_path(), e))?;
+            let t = match crash::with_temp(here.dst_prefix(), &make) {
+                Ok(((), t)) => t,
+                Err(e) => {
+                    // Where cp removes the destination before it links, a failed link
+                    // leaves nothing there.
+                    if removed_first(&ctx.rules(here, &|| true), &meta, &d) {
+                        let _ = sys::unlink(here.dst_dir, dst_name, false);
+                    }
+                    return Err(failed(e));
+                }
+            };
             commit(ctx, here, &t, dst_name, false, ctx.opts.backup.is_some())?;
             // A hard link renamed over another link of its inode leaves the temporary.
             let _ = sys::unlink(here.dst_dir, &t, false);
         }
-        Err(e) => return Err(Error::sys(op, dst_path(), e)),
+        Err(e) => return Err(failed(e)),
     }
     here.made();
     ctx.report.copied(src_path, dst_path, entry, None);
@@ -300,7 +353,8 @@ fn link_entry(
 
 /// `-s` where a relative link cannot be made (`e`): cp looks at an existing destination
 /// first, so a directory there, the same file, `-n`, `-u` or a "no" to `-i` come before it;
-/// a link that would fail on what is there does not.
+/// a link that would fail on what is there does not. Where cp removes the destination
+/// before it makes the link, it is gone before the failure too.
 fn relative_refused(
     ctx: &Ctx<'_>,
     here: &Here<'_>,
@@ -320,6 +374,11 @@ fn relative_refused(
         }
         Err(first) if !matches!(first.cause, Cause::Refused(Refusal::LinkExists { .. })) => {
             Err(first)
+        }
+        Ok((_, d)) if removed_first(&ctx.rules(here, &|| true), meta, &d) => {
+            sys::unlink(here.dst_dir, dst_name, false)
+                .map_err(|u| Error::sys(Op::Remove, here.dst_path(dst_name), u))?;
+            Err(e)
         }
         _ => Err(e),
     }

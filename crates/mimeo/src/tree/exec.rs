@@ -126,7 +126,7 @@ impl<'a> Executor<'a> {
         // Every directory root so far, copied or refused as a copy into itself.
         let mut named: Vec<Named> = Vec::new();
         for pair in pairs {
-            let mut root = match resolve_root(opts, pair) {
+            let mut root = match resolve_root(opts, pair, &ctx.report) {
                 Ok(root) => root,
                 Err(e) => {
                     ctx.report.fail(e);
@@ -469,12 +469,18 @@ fn named_before(
 
 /// Resolves one command-line pair to its root, making the source's parents at the
 /// destination first with `--parents`.
-fn resolve_root(opts: &Options, pair: &CopyPair) -> Result<Root, Error> {
+fn resolve_root(opts: &Options, pair: &CopyPair, report: &Reporter<'_>) -> Result<Root, Error> {
     let parents = if opts.parents {
         super::roots::make_parents(&pair.src, &pair.dst, opts)?
     } else {
         Vec::new()
     };
+    // Without -r, cp omits a directory before it looks at the destination.
+    if opts.recursive && super::roots::dot_after_new_parent(&pair.src, &parents) {
+        super::roots::finish_parents(&parents, opts, report);
+        let dst = super::roots::trimmed(&pair.dst);
+        return Err(Error::sys(Op::CreateDir, dst, sys::Errno::EXIST));
+    }
     let mut root = Root::resolve_named(opts, pair)?;
     root.parents = parents;
     Ok(root)

@@ -8,7 +8,7 @@ use crate::report::Reporter;
 use crate::report::{EntryKind, Error, Op, Refusal};
 use crate::sys::{self, Errno, Meta, XattrTarget};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::ffi::CString;
+use std::ffi::{CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
@@ -135,38 +135,44 @@ impl Root {
     /// `--parents`: gives the directories made or found on the way to the destination their
     /// sources' attributes, deepest first, once nothing more is created in them.
     pub(crate) fn finish_parents(&self, opts: &Options, report: &Reporter<'_>) {
-        let process = Process::current();
-        for parent in self.parents.iter().rev() {
-            let apply = Apply {
-                opts,
-                process: &process,
-                src: &parent.src,
-                created: parent.created,
-                created_owner: None,
-                current_perm: None,
-                inherit_sgid: false,
-                inherited_acl: false,
-                keep_perm: None,
-                acl_perm: None,
-            };
-            let dst = |e| Error::sys(Op::Open, &parent.dst, e);
-            let done = sys::open_dir(
-                sys::CWD,
-                &sys::cstring(parent.dst.as_os_str().as_bytes()),
-                false,
-            )
-            .map_err(dst)
-            .and_then(|fd| apply.run(Dst::Fd(fd.as_fd()), &Vec::new(), &|| parent.dst.clone()));
-            match done {
-                Err(e) => report.fail(e),
-                Ok(()) if parent.created => report.copied(
-                    || parent.src_path.clone(),
-                    || parent.dst.clone(),
-                    EntryKind::Directory,
-                    None,
-                ),
-                Ok(()) => {}
-            }
+        finish_parents(&self.parents, opts, report);
+    }
+}
+
+/// `--parents`: gives `parents` their sources' attributes, deepest first, and reports those
+/// made (also where the copy then fails before it has a root).
+pub(crate) fn finish_parents(parents: &[Parent], opts: &Options, report: &Reporter<'_>) {
+    let process = Process::current();
+    for parent in parents.iter().rev() {
+        let apply = Apply {
+            opts,
+            process: &process,
+            src: &parent.src,
+            created: parent.created,
+            created_owner: None,
+            current_perm: None,
+            inherit_sgid: false,
+            inherited_acl: false,
+            keep_perm: None,
+            acl_perm: None,
+        };
+        let dst = |e| Error::sys(Op::Open, &parent.dst, e);
+        let done = sys::open_dir(
+            sys::CWD,
+            &sys::cstring(parent.dst.as_os_str().as_bytes()),
+            false,
+        )
+        .map_err(dst)
+        .and_then(|fd| apply.run(Dst::Fd(fd.as_fd()), &Vec::new(), &|| parent.dst.clone()));
+        match done {
+            Err(e) => report.fail(e),
+            Ok(()) if parent.created => report.copied(
+                || parent.src_path.clone(),
+                || parent.dst.clone(),
+                EntryKind::Directory,
+                None,
+            ),
+            Ok(()) => {}
         }
     }
 }
@@ -241,14 +247,20 @@ pub(crate) fn parent_source(s: &Path) -> Result<Meta, Error> {
 /// the end of `dst`, which ends with that path, from the top down ("a/b/c" into "t": a with
 /// t/a, a/b with t/a/b).
 pub(crate) fn parent_dirs<'p>(src: &'p Path, dst: &'p Path) -> Vec<(&'p Path, &'p Path)> {
-    let mut src_dirs: Vec<&Path> = src.ancestors().skip(1).collect();
-    let mut dst_dirs: Vec<&Path> = dst.ancestors().skip(1).collect();
+    // A path ending in "." names its directory's entries: cp makes that directory too ("a/."
+    // into "t": t/a), where Path's components drop the ".".
+    let (src, dst, own) = match (before_dot(src), before_dot(dst)) {
+        (Some(s), Some(d)) => (s, d, 0),
+        _ => (src, dst, 1),
+    };
+    let mut src_dirs: Vec<&Path> = src.ancestors().skip(own).collect();
+    let mut dst_dirs: Vec<&Path> = dst.ancestors().skip(own).collect();
     // Only as many as the source path has below its start ("a/b/c": a and a/b).
     let depth = src
         .components()
         .filter(|c| !matches!(c, Component::RootDir | Component::CurDir))
         .count()
-        .saturating_sub(1);
+        .saturating_sub(own);
     src_dirs.truncate(depth);
     dst_dirs.truncate(depth);
     src_dirs
@@ -256,6 +268,55 @@ pub(crate) fn parent_dirs<'p>(src: &'p Path, dst: &'p Path) -> Vec<(&'p Path, &'
         .rev()
         .zip(dst_dirs.into_iter().rev())
         .collect()
+}
+
+/// A path without its trailing slashes, split before its last component ("a/b/": "a", "b").
+fn split_last(b: &[u8]) -> (&[u8], &[u8]) {
+    let end = b.len() - b.iter().rev().take_while(|&&c| c == b'/').count();
+    let b = &b[..end];
+    match b.iter().rposition(|&c| c == b'/') {
+        Some(i) => (&b[..i], &b[i + 1..]),
+        None => (&[], b),
+    }
+}
+
+fn is_dot(name: &[u8]) -> bool {
+    name == b"." || name == b".."
+}
+
+/// The path before its final "/." components ("a/b/." or "a/b/.//.": "a/b"), where that
+/// names a directory below the start.
+fn before_dot(p: &Path) -> Option<&Path> {
+    let (mut head, last) = split_last(p.as_os_str().as_bytes());
+    if last != b"." {
+        return None;
+    }
+    loop {
+        match split_last(head) {
+            (h, b".") if !h.is_empty() => head = h,
+            _ => break,
+        }
+    }
+    let stem = Path::new(OsStr::from_bytes(head));
+    let below = stem.components().any(|c| matches!(c, Component::Normal(_)));
+    below.then_some(stem)
+}
+
+/// `--parents` with a source whose last component is "." or "..": where cp has just made
+/// the directory that holds it (named plainly, not as "." or ".." itself), it goes on to make
+/// the destination as new, which is there already ("cannot create directory 't/a/.': File
+/// exists").
+pub(crate) fn dot_after_new_parent(src: &Path, parents: &[Parent]) -> bool {
+    let (head, last) = split_last(src.as_os_str().as_bytes());
+    let plain_parent = !is_dot(split_last(head).1);
+    is_dot(last) && plain_parent && parents.last().is_some_and(|p| p.created)
+}
+
+/// `p` without its trailing slashes, as cp names a `--parents` destination.
+pub(crate) fn trimmed(p: &Path) -> &Path {
+    let b = p.as_os_str().as_bytes();
+    let end = b.len() - b.iter().rev().take_while(|&&c| c == b'/').count();
+    Path::new(OsStr::from_bytes(&b[..end.max(1).min(b.len())]))
 }
 
 /// Only --reflink=never needs to know whether the destination is copy-on-write (to keep
