@@ -1435,6 +1435,47 @@ fn a_destination_symlink_that_cannot_be_followed_is_reported_as_by_cp() {
     }
 }
 
+/// A destination symlink is replaced, but where the user may not write its directory no
+/// replacement can be made: the file is written through the symlink, as cp writes it.
+#[test]
+fn a_destination_symlink_in_a_directory_the_user_may_not_write_is_written_through_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "s/f", "new data\n", 0o640);
+            write(d, "t", "the old target\n", 0o644);
+            write(d, "mine", "the old target\n", 0o666);
+            fs::create_dir(d.join("ro")).unwrap();
+            symlink("../t", d.join("ro/f")).unwrap();
+            symlink("../mine", d.join("ro/m")).unwrap();
+            chown_all(d);
+            // The directory and `mine` stay root's.
+            for p in ["ro", "mine"] {
+                chown(d.join(p), Some(0), Some(0)).unwrap();
+            }
+            fs::set_permissions(d.join("ro"), fs::Permissions::from_mode(0o755)).unwrap();
+        };
+        let user = |args| Run {
+            foreign_user: true,
+            ..self::args(args)
+        };
+        for (i, a) in [
+            &["s/f", "ro/f"][..],
+            &["-a", "s/f", "ro/f"],
+            &["-af", "s/f", "s", "ro"],
+            &["s/f", "ro/m"],
+            &["-p", "s/f", "ro/m"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("through{i}"), &setup, &user(a));
+        }
+    }
+}
+
 /// Gives everything below `d` except `secret` to the foreign user.
 fn chown_all(d: &Path) {
     for e in fs::read_dir(d).unwrap() {

@@ -314,16 +314,22 @@ pub(crate) fn open_node_for_writing(dir: BorrowedFd<'_>, name: &CStr) -> Result<
 }
 
 /// Opens an existing regular file to write into it in place (`--inplace`, or where no
-/// temporary can be made), for reading back too when `read`: never following a symlink,
-/// never blocking on a FIFO put there meanwhile, never truncating (the caller does, once the
-/// file is marked incomplete).
+/// temporary can be made), for reading back too when `read`: following a symlink only when
+/// `follow` (the caller checks that it reached a regular file), never blocking on a FIFO put
+/// there meanwhile, never truncating (the caller does, once the file is marked incomplete).
 pub(crate) fn open_existing_for_writing(
     dir: BorrowedFd<'_>,
     name: &CStr,
     read: bool,
+    follow: bool,
 ) -> Result<OwnedFd> {
     let access = if read { OFlags::RDWR } else { OFlags::WRONLY };
-    let flags = access | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    let nofollow = if follow {
+        OFlags::empty()
+    } else {
+        OFlags::NOFOLLOW
+    };
+    let flags = access | nofollow | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
     rfs::openat(dir, name, flags, Mode::empty())
 }
 

@@ -399,6 +399,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         let made = match decision {
             Decision::InPlace => self.open_in_place(&d, owner_only)?,
             Decision::Recreate => self.recreate(owner_only)?,
+            _ if d.is_symlink() => self.replace_symlink(owner_only)?,
             _ if !d.is_reg() => self.recreate(owner_only)?,
             _ => self.overwrite(&d, owner_only)?,
         };
@@ -463,6 +464,24 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         let backup = ctx.opts.backup.is_some();
         let placed = self.new_placed(mode & !ctx.process.umask);
         Ok((fd, Target::Temp { name, backup }, placed))
+    }
+
+    /// A destination symlink is replaced by a new file. Where none can be made in its
+    /// directory (one the user may not write), cp's way is taken: the regular file the
+    /// symlink leads to is written into, as the fallback for a regular file does.
+    fn replace_symlink(&self, owner_only: u32) -> Result<(OwnedFd, Target, Placed), Error> {
+        let err = match self.recreate(owner_only) {
+            Err(e) if e.errno() == Some(libc::EACCES) => e,
+            made => return made,
+        };
+        let (ctx, here) = (self.ctx, self.here);
+        let opened =
+            sys::open_existing_for_writing(here.dst_dir, self.dst_name, ctx.opts.verify, true);
+        let Ok(fd) = opened else { return Err(err) };
+        match sys::fstat(fd.as_fd()) {
+            Ok(target) if target.is_reg() => self.write_in_place(fd, &target, owner_only),
+            _ => Err(err),
+        }
     }
 
     /// The temporary that replaces the existing regular file `d`, made to keep what cp
@@ -561,13 +580,25 @@ impl<'a, 'c> RegularFile<'a, 'c> {
     /// Where mimeo may change its mode, it carries the sticky bit until its final chmod, so
     /// that a copy killed meanwhile is recognisably incomplete.
     fn open_in_place(&self, d: &Meta, owner_only: u32) -> Result<(OwnedFd, Target, Placed), Error> {
+        let (ctx, here) = (self.ctx, self.here);
+        let fd =
+            sys::open_existing_for_writing(here.dst_dir, self.dst_name, ctx.opts.verify, false)
+                .map_err(|e| Error::sys(Op::Create, self.dst_path(), e))?;
+        self.write_in_place(fd, d, owner_only)
+    }
+
+    /// [`Self::open_in_place`] once `fd`, the regular file `d`, is open.
+    fn write_in_place(
+        &self,
+        fd: OwnedFd,
+        d: &Meta,
+        owner_only: u32,
+    ) -> Result<(OwnedFd, Target, Placed), Error> {
         let (ctx, here, src) = (self.ctx, self.here, &self.meta);
         let dst_path = || self.dst_path();
         let process = &ctx.process;
         let p = ctx.opts.preserve;
         let data = !ctx.opts.attributes_only;
-        let fd = sys::open_existing_for_writing(here.dst_dir, self.dst_name, ctx.opts.verify)
-            .map_err(|e| Error::sys(Op::Create, dst_path(), e))?;
         let kept = self.kept_perm(d);
         let mut perm = if data { kept } else { d.perm() };
         if data && (process.euid == 0 || process.euid == d.uid) {
