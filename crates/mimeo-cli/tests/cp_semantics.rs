@@ -478,6 +478,37 @@ fn a_source_directory_named_twice_is_copied_once_as_cp() {
     assert_eq!((planned("D/t"), planned("D/t/f")), (1, 1), "{}", run.stdout);
 }
 
+/// A directory whose copy could not be made is not counted as copied: named again, cp tries
+/// it again (and fails again) rather than warn that it was named twice.
+#[test]
+fn a_source_directory_named_twice_that_could_not_be_made_is_tried_again_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "t/f", "f\n", 0o644);
+            fs::create_dir(d.join("D")).unwrap();
+            chown_all(d);
+            chown(d.join("D"), Some(0), Some(0)).unwrap();
+        };
+        let user = |args| Run {
+            foreign_user: true,
+            ..self::args(args)
+        };
+        for (i, a) in [
+            &["-r", "t", "t", "D"][..],
+            &["-a", "t", "t/", "D"],
+            &["-r", "t", "t", "t", "D"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("unmade-twice{i}"), &setup, &user(a));
+        }
+    }
+}
+
 /// A file named twice is copied once with cp's warning only without backups, and only when
 /// it is named by the same directory entry: with backups (`-b`, `-S`) cp copies it again,
 /// which fails on what the first made ("will not overwrite just-created") unless backups are
