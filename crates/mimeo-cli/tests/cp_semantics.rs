@@ -1507,6 +1507,56 @@ fn a_destination_symlink_in_a_directory_the_user_may_not_write_is_written_throug
     }
 }
 
+/// cp looks at the destination before it opens the source: a source the user may not read
+/// is reported only where the destination would be written; one that is the same file, or
+/// that `-n`, `-u` or `-i` leave alone, or a destination it cannot look at, is reported (or
+/// skipped) as cp does.
+#[test]
+fn the_destination_is_decided_before_an_unreadable_source_is_opened_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "s/f", "secret\n", 0o000);
+            write(d, "d/f", "old\n", 0o644);
+            // Newer than the source, of its size: -u leaves them.
+            for newer in ["newer", "t/s/f"] {
+                write(d, newer, "newer!\n", 0o644);
+                let later = std::time::SystemTime::now() + std::time::Duration::from_secs(99);
+                let file = fs::File::options().write(true).open(d.join(newer)).unwrap();
+                file.set_modified(later).unwrap();
+            }
+            symlink("loop", d.join("loop")).unwrap();
+            chown_all(d);
+        };
+        let user = |args| Run {
+            foreign_user: true,
+            ..self::args(args)
+        };
+        for (i, a) in [
+            &["s/f", "s/f"][..],
+            &["-RT", "s/f", "s/f"],
+            &["-n", "s/f", "d/f"],
+            &["-u", "s/f", "newer"],
+            &["-r", "-u", "s", "t"],
+            &["s/f", "loop"],
+            &["s/f", "d/f"],
+            &["s/f", "new"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("unreadable{i}"), &setup, &user(a));
+        }
+        let no = Run {
+            stdin: Some("n\n"),
+            ..user(&["-i", "s/f", "d/f"])
+        };
+        same_as_cp(base, "unreadable-i", &setup, &no);
+    }
+}
+
 /// Gives everything below `d` except `secret` to the foreign user.
 fn chown_all(d: &Path) {
     for e in fs::read_dir(d).unwrap() {

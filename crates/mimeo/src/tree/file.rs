@@ -43,7 +43,10 @@ pub(crate) fn copy_regular(
     names: (&CStr, &CStr),
     follow: bool,
 ) -> Result<Option<FileOutcome>, Error> {
-    let (src, meta) = open_source(here, names.0, follow)?;
+    let (src, meta) = match open_source(here, names.0, follow) {
+        Ok(opened) => opened,
+        Err(e) => return unopened(ctx, here, names, follow, e, Meta::is_reg, |m| m),
+    };
     if !meta.is_reg() {
         return Err(Error::refused(
             Op::Changed,
@@ -63,17 +66,59 @@ pub(crate) fn copy_contents(
     names: (&CStr, &CStr),
     follow: bool,
 ) -> Result<Option<FileOutcome>, Error> {
-    let (src, node) = open_source(here, names.0, follow)?;
-    // Copied as the regular file it becomes.
-    let meta = Meta {
+    let is_node = |m: &Meta| !(m.is_reg() || m.is_dir() || m.is_symlink());
+    let (src, node) = match open_source(here, names.0, follow) {
+        Ok(opened) => opened,
+        Err(e) => return unopened(ctx, here, names, follow, e, is_node, as_file),
+    };
+    let meta = as_file(node);
+    let mut file = RegularFile::new(ctx, here, names, &src, meta);
+    file.contents = true;
+    file.copy(buf, None)
+}
+
+/// The node `node` as the regular file it is copied as (`--copy-contents`).
+fn as_file(node: Meta) -> Meta {
+    Meta {
         mode: sys::S_IFREG | (node.mode & 0o7777),
         size: 0,
         blocks: 0,
         ..node
+    }
+}
+
+/// The source `names.0` could not be opened (`err`). cp looks at the destination before it
+/// opens the source: a destination it cannot look at, or one the decision refuses or skips
+/// (the same file, `-n`, `-u`, `-i`), is reported as such, and only otherwise `err`. `kind`
+/// says whether the source is still what the caller expected; `seen` gives its metadata as
+/// copied.
+fn unopened(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    names: (&CStr, &CStr),
+    follow: bool,
+    err: Error,
+    kind: impl Fn(&Meta) -> bool,
+    seen: impl Fn(Meta) -> Meta,
+) -> Result<Option<FileOutcome>, Error> {
+    let (name, dst_name) = names;
+    let meta = match sys::stat_at(here.src_dir, name, follow) {
+        Ok(m) if kind(&m) => seen(m),
+        _ => return Err(err),
     };
-    let mut file = RegularFile::new(ctx, here, names, &src, meta);
-    file.contents = true;
-    file.copy(buf, None)
+    let d = match sys::stat_at(here.dst_dir, dst_name, false) {
+        Ok(d) => d,
+        Err(Errno::NOENT) => return Err(err),
+        Err(e) => return Err(Error::sys(Op::Stat, here.dst_path(dst_name), e)),
+    };
+    match decide_existing(ctx, here, name, dst_name, &meta, &d)? {
+        Decision::Skip => {
+            ctx.report
+                .skipped(|| here.src_path(name), || here.dst_path(dst_name));
+            Ok(None)
+        }
+        _ => Err(err),
+    }
 }
 
 /// Opens the source `name` for reading and looks at what was opened.
