@@ -1528,6 +1528,8 @@ fn the_destination_is_decided_before_an_unreadable_source_is_opened_as_cp() {
                 file.set_modified(later).unwrap();
             }
             symlink("loop", d.join("loop")).unwrap();
+            symlink("nowhere", d.join("dangling")).unwrap();
+            write(d, "ro", "read-only\n", 0o444);
             chown_all(d);
         };
         let user = |args| Run {
@@ -1543,6 +1545,9 @@ fn the_destination_is_decided_before_an_unreadable_source_is_opened_as_cp() {
             &["s/f", "loop"],
             &["s/f", "d/f"],
             &["s/f", "new"],
+            // These cp finds only when it opens the destination, after the source.
+            &["s/f", "dangling"],
+            &["s/f", "ro"],
         ]
         .iter()
         .enumerate()

@@ -99,13 +99,6 @@ pub const KNOWN: &[Known] = &[
         apply: verbose_lines,
     },
     Known {
-        item: "new: destination looked at after the source",
-        what: "a destination that cannot be looked at (a symlink loop, as a user other than \
-               root) is reported by cp (\"cannot stat\") before it opens the source; mimeo \
-               opens the source first and reports that failure instead",
-        apply: destination_after_source,
-    },
-    Known {
         item: "new: sources looked at before any is copied",
         what: "a missing source is reported before an earlier source's -i question, where cp \
                asks first (the same lines in another order)",
@@ -285,12 +278,6 @@ fn parents_dirs(o: &mut Outcome) -> bool {
     o.tree
         .retain(|d| !matches!(d.field, Field::Mode | Field::Mtime | Field::Atime));
     o.tree.len() != n
-}
-
-fn destination_after_source(o: &mut Outcome) -> bool {
-    let stat = cp_says(o, "cannot stat") && !ours_says(o, "cannot stat");
-    let open = ours_says(o, "cannot open") && !cp_says(o, "cannot open");
-    stat && open && whole_case(o)
 }
 
 fn sources_first(o: &mut Outcome) -> bool {

@@ -111,14 +111,24 @@ fn unopened(
         Err(Errno::NOENT) => return Err(err),
         Err(e) => return Err(Error::sys(Op::Stat, here.dst_path(dst_name), e)),
     };
-    match decide_existing(ctx, here, name, dst_name, &meta, &d)? {
-        Decision::Skip => {
+    match decide_existing(ctx, here, name, dst_name, &meta, &d) {
+        Ok(Decision::Skip) => {
             ctx.report
                 .skipped(|| here.src_path(name), || here.dst_path(dst_name));
             Ok(None)
         }
+        // cp refuses a dangling symlink or a file it may not write only when it opens the
+        // destination, after the source.
+        Err(e) if !matches!(e.refusal(), Some(Refusal::DanglingSymlink)) && !unwritable(&e) => {
+            Err(e)
+        }
         _ => Err(err),
     }
+}
+
+/// The decision's refusal of a regular file the process may not write.
+fn unwritable(e: &Error) -> bool {
+    e.op == Op::Create && e.errno() == Some(libc::EACCES)
 }
 
 /// Opens the source `name` for reading and looks at what was opened.
