@@ -832,6 +832,46 @@ fn sockets_and_symlink_loops_at_the_destination_as_cp() {
     }
 }
 
+/// A node the user may not write (root's FIFO) cannot be opened to write into: cp fails,
+/// and with `-f` removes it and makes a new file, as for a regular file.
+#[test]
+fn a_node_the_user_may_not_write_is_replaced_only_when_forced_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "s/f", "f\n", 0o644);
+            run_ok("mkfifo", &["-m", "644", d.join("p").to_str().unwrap()]);
+            run_ok("mkfifo", &["-m", "644", d.join("s2/f").to_str().unwrap()]);
+            chown_all(d);
+            chown(d.join("p"), Some(0), Some(0)).unwrap();
+            chown(d.join("s2/f"), Some(0), Some(0)).unwrap();
+        };
+        let setup = |d: &Path| {
+            fs::create_dir(d.join("s2")).unwrap();
+            setup(d);
+        };
+        let user = |args| Run {
+            foreign_user: true,
+            ..self::args(args)
+        };
+        for (i, a) in [
+            &["s/f", "p"][..],
+            &["-f", "s/f", "p"],
+            &["-Rf", "s/f", "p"],
+            &["-af", "s/f", "p"],
+            &["-rf", "s/.", "s2"],
+            &["-r", "s/.", "s2"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("node-unwritable{i}"), &setup, &user(a));
+        }
+    }
+}
+
 /// Under `-L`, a symlink to a directory above it is reported with cp's words ("cannot copy
 /// cyclic symbolic link 's/a/b/up'"), and the rest is copied.
 #[test]
