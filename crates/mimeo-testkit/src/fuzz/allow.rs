@@ -282,10 +282,7 @@ fn parents_quoted(o: &mut Outcome) -> bool {
 /// The destination's link group, split by mimeo's replacement: the split and what the other
 /// links kept (their size, content and times).
 fn linked_destination(o: &mut Outcome) -> bool {
-    let Some(dest) = o.plan.args.last() else {
-        return false;
-    };
-    let dest = Path::new(dest).components().as_path().to_path_buf();
+    let dest = o.plan.target_path();
     let named = |group: &str, p: &Path| group.contains(&format!("{p:?}"));
     let Some(split) = o
         .tree
@@ -414,11 +411,7 @@ fn replaced_times(o: &mut Outcome) -> bool {
     let fixed = format!("{FIXED_TIME}.000000000");
     // The destination named on the command line may have any time of its own before (and
     // so may the directory it is in).
-    let dest = o
-        .plan
-        .args
-        .last()
-        .map(|d| Path::new(d).components().as_path().to_path_buf());
+    let dest = Some(o.plan.target_path());
     let parent = dest
         .as_ref()
         .and_then(|d| d.parent())

@@ -243,13 +243,7 @@ fn backup_through_symlink(o: &mut Outcome) -> bool {
 }
 
 fn merged_dir_times(o: &mut Outcome) -> bool {
-    let Some(dest) = o.plan.args.last() else {
-        return false;
-    };
-    let dest = std::path::Path::new(dest)
-        .components()
-        .as_path()
-        .to_path_buf();
+    let dest = o.plan.target_dir();
     let n = o.tree.len();
     if o.plan.sources.len() > 1 {
         o.tree
