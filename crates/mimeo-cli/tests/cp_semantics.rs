@@ -1602,6 +1602,37 @@ fn the_destination_is_decided_before_an_unreadable_source_is_opened_as_cp() {
     }
 }
 
+/// A backup in a directory the user may not write cannot be made: cp says so ("cannot
+/// backup") and copies nothing.
+#[test]
+fn a_backup_the_user_may_not_make_is_reported_as_by_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "s", "new\n", 0o644);
+        write(d, "ro/f", "old\n", 0o666);
+        chown_all(d);
+        chown(d.join("ro"), Some(0), Some(0)).unwrap();
+    };
+    let user = |args| Run {
+        foreign_user: true,
+        ..self::args(args)
+    };
+    for (i, a) in [
+        &["-b", "s", "ro/f"][..],
+        &["--backup=numbered", "s", "ro/f"],
+        &["-b", "-f", "s", "ro/f"],
+        &["-rb", "s", "ro"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        same_as_cp(base, &format!("backup-refused{i}"), &setup, &user(a));
+    }
+}
+
 /// Gives everything below `d` except `secret` to the foreign user.
 fn chown_all(d: &Path) {
     for e in fs::read_dir(d).unwrap() {

@@ -117,12 +117,6 @@ pub const KNOWN: &[Known] = &[
         apply: socket_as_non_root,
     },
     Known {
-        item: "new: a backup that cannot be made",
-        what: "as a user other than root, a backup that fails (EACCES) is reported as \
-               \"cannot create regular file\", where cp says \"cannot backup\"",
-        apply: backup_refused,
-    },
-    Known {
         item: "issue 23 item 2",
         what: "--attributes-only onto an existing destination still differs from cp in a few \
                cases beyond the issue's (which are fixed): a symlink source with -f (cp \
@@ -169,11 +163,6 @@ fn socket_as_non_root(o: &mut Outcome) -> bool {
         .any(|d| d.left == "socket" || d.right == "socket");
     let denied = ours_says(o, "cannot create regular file") && ours_says(o, "Permission denied");
     socket && denied && !cp_says(o, "cannot create regular file") && whole_case(o)
-}
-
-fn backup_refused(o: &mut Outcome) -> bool {
-    let ours = ours_says(o, "cannot create regular file") && !ours_says(o, "cannot backup");
-    cp_says(o, "cannot backup") && ours && whole_case(o)
 }
 
 fn dir_named_twice(o: &mut Outcome) -> bool {

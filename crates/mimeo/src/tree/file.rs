@@ -512,11 +512,20 @@ impl<'a, 'c> RegularFile<'a, 'c> {
     fn recreate(&self, owner_only: u32) -> Result<(OwnedFd, Target, Placed), Error> {
         let (ctx, here) = (self.ctx, self.here);
         let mode = creation_mode(ctx.opts, &ctx.process, here.dst.setgid, &self.meta) & owner_only;
+        let backup = ctx.opts.backup.is_some();
         let (fd, name) = crash::with_temp(here.dst_prefix(), |t| {
             sys::create_excl(here.dst_dir, t, mode)
         })
-        .map_err(|e| Error::sys(Op::Create, self.dst_path(), e))?;
-        let backup = ctx.opts.backup.is_some();
+        .map_err(|e| {
+            // A directory the user may not write: cp, which renames the old entry to its
+            // backup name first, fails there.
+            let op = if backup && e == Errno::ACCESS {
+                Op::Backup
+            } else {
+                Op::Create
+            };
+            Error::sys(op, self.dst_path(), e)
+        })?;
         let placed = self.new_placed(mode & !ctx.process.umask);
         Ok((fd, Target::Temp { name, backup }, placed))
     }
