@@ -1633,6 +1633,53 @@ fn a_backup_the_user_may_not_make_is_reported_as_by_cp() {
     }
 }
 
+/// A directory whose times one source sets (`s/.`, merged into `d`) and that a later source
+/// then writes into ends with the time of that write, as cp's: cp sets a directory's times
+/// when its copy ends, and copies the sources in order.
+#[test]
+fn a_directory_a_later_source_writes_into_gets_the_time_of_that_write_as_cp() {
+    use std::time::{Duration, SystemTime};
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let old = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+        let setup = |d: &Path| {
+            // Enough entries that the directory's own copy ends after the other file's.
+            for i in 0..200 {
+                write(d, &format!("s/e{i}"), "e\n", 0o644);
+            }
+            write(d, "f", "f\n", 0o644);
+            fs::create_dir(d.join("d")).unwrap();
+            let times = fs::FileTimes::new().set_accessed(old).set_modified(old);
+            fs::File::open(d.join("s"))
+                .unwrap()
+                .set_times(times)
+                .unwrap();
+        };
+        // The later write gives the directory a new time; an earlier one is undone by the
+        // directory's own times.
+        for (i, (a, kept)) in [
+            (&["-a", "s/.", "f", "d"][..], false),
+            (&["-rp", "s/.", "f", "d"], false),
+            (&["-a", "f", "s/.", "d"], true),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let case = format!("later-write{i}");
+            let ours = same_as_cp(base, &case, &setup, &args(a));
+            let theirs = base.join(format!("{case}-cp"));
+            for dir in [theirs, ours] {
+                let m = fs::metadata(dir.join("d")).unwrap();
+                let (atime, mtime) = (m.accessed().unwrap(), m.modified().unwrap());
+                assert_eq!(atime, old, "{a:?} in {}: atime", dir.display());
+                assert_eq!(mtime == old, kept, "{a:?} in {}: mtime", dir.display());
+            }
+        }
+    }
+}
+
 /// Gives everything below `d` except `secret` to the foreign user.
 fn chown_all(d: &Path) {
     for e in fs::read_dir(d).unwrap() {

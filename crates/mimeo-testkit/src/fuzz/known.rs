@@ -66,13 +66,6 @@ pub const KNOWN: &[Known] = &[
         apply: backup_through_symlink,
     },
     Known {
-        item: "new: directory times with several sources",
-        what: "a directory's times are set once all sources are copied, so a destination \
-               directory that one source (s/.) fills and a later one writes into keeps the \
-               first one's time; cp's ends up with the current time",
-        apply: merged_dir_times,
-    },
-    Known {
         item: "issue 23 item 1",
         what: "mimeo-cat refuses an output that is also a part even where cat goes on: a \
                part that is empty when cat comes to it (the shell's > emptied it)",
@@ -229,16 +222,6 @@ fn backup_through_symlink(o: &mut Outcome) -> bool {
         .iter()
         .all(|d| matches!(d.field, Field::Presence | Field::Mtime));
     o.plan.dest == DestState::SymlinkToDir && backup && only && whole_case(o)
-}
-
-fn merged_dir_times(o: &mut Outcome) -> bool {
-    let dest = o.plan.target_dir();
-    let n = o.tree.len();
-    if o.plan.sources.len() > 1 {
-        o.tree
-            .retain(|d| !(d.field == Field::Mtime && d.path == dest));
-    }
-    o.tree.len() != n
 }
 
 fn cat_empty_part(o: &mut Outcome) -> bool {

@@ -10,7 +10,7 @@ use crate::options::{Dereference, Options};
 use crate::place::links::LinkGroups;
 use crate::report::{Control, Error, Observer, Op, Refusal, Reporter, Summary, Warning};
 use crate::sys;
-use rustix::fd::AsFd;
+use rustix::fd::{AsFd, BorrowedFd};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -356,7 +356,50 @@ impl<'a> Executor<'a> {
 
     /// Ends the run: the summary of what this executor did.
     pub fn finish(self) -> Summary {
+        touch_written_into(&self.ctx);
         self.ctx.report.finish(self.start.elapsed())
+    }
+}
+
+/// cp copies the sources in order and sets a directory's times when its copy ends. Roots
+/// run in parallel here, so where another root writes into the destination directory of a
+/// directory root (`s/.` merged into `d`), that directory's times are set again once all are
+/// done, as cp's order leaves them: a later root's write gives it the time of that write (the
+/// clock; its access time stays as set), and after earlier ones only, it has its source's.
+fn touch_written_into(ctx: &Ctx<'_>) {
+    if !ctx.opts.preserve.timestamps || ctx.report.control.is_stopped() {
+        return;
+    }
+    let id = |fd: BorrowedFd<'_>| sys::fstat(fd).ok().map(|m| m.id());
+    let written: Vec<(usize, (u64, u64))> = ctx
+        .roots
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.made.load(std::sync::atomic::Ordering::Relaxed))
+        .filter_map(|(i, r)| Some((i, id(r.dst_parent.as_fd())?)))
+        .collect();
+    if written.is_empty() {
+        return;
+    }
+    for (i, root) in ctx.roots.iter().enumerate() {
+        let Some((_, dst)) = &root.dirs else {
+            continue;
+        };
+        let Some(dir) = id(dst.as_fd()) else {
+            continue;
+        };
+        let into: Vec<usize> = written
+            .iter()
+            .filter(|&&(j, w)| j != i && w == dir)
+            .map(|&(j, _)| j)
+            .collect();
+        let _ = if into.iter().any(|&j| j > i) {
+            sys::touch_mtime(dst.as_fd())
+        } else if !into.is_empty() {
+            sys::futimens(dst.as_fd(), root.meta.atime, root.meta.mtime)
+        } else {
+            Ok(())
+        };
     }
 }
 
