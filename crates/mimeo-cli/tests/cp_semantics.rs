@@ -1680,6 +1680,30 @@ fn a_directory_a_later_source_writes_into_gets_the_time_of_that_write_as_cp() {
     }
 }
 
+/// `-l` onto the very directory being linked has nothing to do: cp leaves it without a word.
+#[test]
+fn links_onto_the_source_directory_itself_do_nothing_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "s/f", "f\n", 0o644);
+        write(d, "s/sub/g", "g\n", 0o644);
+    };
+    for (i, a) in [
+        &["-R", "-d", "-T", "--link", "s", "s"][..],
+        &["-rl", "s", "."],
+        &["-rl", "s/.", "s"],
+        &["-al", "s", "s", "."],
+    ]
+    .iter()
+    .enumerate()
+    {
+        same_as_cp(base, &format!("link-itself{i}"), &setup, &args(a));
+    }
+}
+
 /// Gives everything below `d` except `secret` to the foreign user.
 fn chown_all(d: &Path) {
     for e in fs::read_dir(d).unwrap() {
