@@ -117,6 +117,24 @@ fn names_are_quoted_byte_for_byte_as_cp_quotes_them() {
     }
 }
 
+/// cp names the destination of a relative symlink it cannot make with gnulib's `quotef`
+/// (shell-escape): bare where nothing needs quoting, quoted in full otherwise.
+#[test]
+fn a_relative_symlink_outside_the_working_directory_is_named_as_cp_names_it() {
+    let dir = scratch();
+    let names: [&[u8]; 5] = [b"plain", b"x\ty\x01", b"it's", b"a:b", b"with space"];
+    for (i, name) in names.into_iter().enumerate() {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        let name = OsStr::from_bytes(name);
+        let setup = |d: &Path| {
+            write(&d.join(name), "x");
+            fs::create_dir(d.join("d")).unwrap();
+        };
+        same_as_cp(&base, &setup, &[os("-s"), name, os("d")], None);
+    }
+}
+
 #[test]
 fn an_unreadable_source_is_reported_as_cp_reports_it() {
     let dir = scratch();

@@ -392,9 +392,10 @@ impl Error {
                 if *symbolic { "symbolic" } else { "hard" },
                 quoted(target)
             ),
+            // cp names it with `quotef`, as cat names files.
             Refusal::RelativeSymlink => format!(
                 "{}: can make relative symbolic links only in current directory",
-                &path[1..path.len() - 1]
+                cat_name(&self.path)
             ),
             Refusal::JustCreated {
                 src,
@@ -429,7 +430,7 @@ fn quoted(path: &Path) -> String {
 }
 
 /// A path as `cat` names it in its messages (gnulib's `shell-escape` style): bare when no
-/// character needs quoting, quoted otherwise.
+/// character needs quoting, quoted otherwise. cp names a few paths so too.
 fn cat_name(path: &Path) -> String {
     // `:` is quoted too: cat names files with gnulib's `quotef`, which adds it.
     use std::os::unix::ffi::OsStrExt;
