@@ -478,6 +478,37 @@ fn a_source_directory_named_twice_is_copied_once_as_cp() {
     assert_eq!((planned("D/t"), planned("D/t/f")), (1, 1), "{}", run.stdout);
 }
 
+/// A directory whose copy could not be made is not counted as copied: named again, cp tries
+/// it again (and fails again) rather than warn that it was named twice.
+#[test]
+fn a_source_directory_named_twice_that_could_not_be_made_is_tried_again_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "t/f", "f\n", 0o644);
+            fs::create_dir(d.join("D")).unwrap();
+            chown_all(d);
+            chown(d.join("D"), Some(0), Some(0)).unwrap();
+        };
+        let user = |args| Run {
+            foreign_user: true,
+            ..self::args(args)
+        };
+        for (i, a) in [
+            &["-r", "t", "t", "D"][..],
+            &["-a", "t", "t/", "D"],
+            &["-r", "t", "t", "t", "D"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("unmade-twice{i}"), &setup, &user(a));
+        }
+    }
+}
+
 /// A file named twice is copied once with cp's warning only without backups, and only when
 /// it is named by the same directory entry: with backups (`-b`, `-S`) cp copies it again,
 /// which fails on what the first made ("will not overwrite just-created") unless backups are
@@ -918,6 +949,46 @@ fn sockets_and_symlink_loops_at_the_destination_as_cp() {
         .enumerate()
         {
             same_as_cp(base, &format!("node-loop{i}"), &setup, &args(a));
+        }
+    }
+}
+
+/// A node the user may not write (root's FIFO) cannot be opened to write into: cp fails,
+/// and with `-f` removes it and makes a new file, as for a regular file.
+#[test]
+fn a_node_the_user_may_not_write_is_replaced_only_when_forced_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "s/f", "f\n", 0o644);
+            run_ok("mkfifo", &["-m", "644", d.join("p").to_str().unwrap()]);
+            run_ok("mkfifo", &["-m", "644", d.join("s2/f").to_str().unwrap()]);
+            chown_all(d);
+            chown(d.join("p"), Some(0), Some(0)).unwrap();
+            chown(d.join("s2/f"), Some(0), Some(0)).unwrap();
+        };
+        let setup = |d: &Path| {
+            fs::create_dir(d.join("s2")).unwrap();
+            setup(d);
+        };
+        let user = |args| Run {
+            foreign_user: true,
+            ..self::args(args)
+        };
+        for (i, a) in [
+            &["s/f", "p"][..],
+            &["-f", "s/f", "p"],
+            &["-Rf", "s/f", "p"],
+            &["-af", "s/f", "p"],
+            &["-rf", "s/.", "s2"],
+            &["-r", "s/.", "s2"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("node-unwritable{i}"), &setup, &user(a));
         }
     }
 }
@@ -1622,6 +1693,204 @@ fn a_destination_symlink_that_cannot_be_followed_is_reported_as_by_cp() {
     .enumerate()
     {
         same_as_cp(base, &format!("eacces{i}"), &setup, &user(a));
+    }
+}
+
+/// A destination symlink is replaced, but where the user may not write its directory no
+/// replacement can be made: the file is written through the symlink, as cp writes it.
+#[test]
+fn a_destination_symlink_in_a_directory_the_user_may_not_write_is_written_through_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "s/f", "new data\n", 0o640);
+            write(d, "t", "the old target\n", 0o644);
+            write(d, "mine", "the old target\n", 0o666);
+            fs::create_dir(d.join("ro")).unwrap();
+            symlink("../t", d.join("ro/f")).unwrap();
+            symlink("../mine", d.join("ro/m")).unwrap();
+            chown_all(d);
+            // The directory and `mine` stay root's.
+            for p in ["ro", "mine"] {
+                chown(d.join(p), Some(0), Some(0)).unwrap();
+            }
+            fs::set_permissions(d.join("ro"), fs::Permissions::from_mode(0o755)).unwrap();
+        };
+        let user = |args| Run {
+            foreign_user: true,
+            ..self::args(args)
+        };
+        for (i, a) in [
+            &["s/f", "ro/f"][..],
+            &["-a", "s/f", "ro/f"],
+            &["-af", "s/f", "s", "ro"],
+            &["s/f", "ro/m"],
+            &["-p", "s/f", "ro/m"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("through{i}"), &setup, &user(a));
+        }
+    }
+}
+
+/// cp looks at the destination before it opens the source: a source the user may not read
+/// is reported only where the destination would be written; one that is the same file, or
+/// that `-n`, `-u` or `-i` leave alone, or a destination it cannot look at, is reported (or
+/// skipped) as cp does.
+#[test]
+fn the_destination_is_decided_before_an_unreadable_source_is_opened_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "s/f", "secret\n", 0o000);
+            write(d, "d/f", "old\n", 0o644);
+            // Newer than the source, of its size: -u leaves them.
+            for newer in ["newer", "t/s/f"] {
+                write(d, newer, "newer!\n", 0o644);
+                let later = std::time::SystemTime::now() + std::time::Duration::from_secs(99);
+                let file = fs::File::options().write(true).open(d.join(newer)).unwrap();
+                file.set_modified(later).unwrap();
+            }
+            symlink("loop", d.join("loop")).unwrap();
+            symlink("nowhere", d.join("dangling")).unwrap();
+            write(d, "ro", "read-only\n", 0o444);
+            chown_all(d);
+        };
+        let user = |args| Run {
+            foreign_user: true,
+            ..self::args(args)
+        };
+        for (i, a) in [
+            &["s/f", "s/f"][..],
+            &["-RT", "s/f", "s/f"],
+            &["-n", "s/f", "d/f"],
+            &["-u", "s/f", "newer"],
+            &["-r", "-u", "s", "t"],
+            &["s/f", "loop"],
+            &["s/f", "d/f"],
+            &["s/f", "new"],
+            // These cp finds only when it opens the destination, after the source.
+            &["s/f", "dangling"],
+            &["s/f", "ro"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("unreadable{i}"), &setup, &user(a));
+        }
+        let no = Run {
+            stdin: Some("n\n"),
+            ..user(&["-i", "s/f", "d/f"])
+        };
+        same_as_cp(base, "unreadable-i", &setup, &no);
+    }
+}
+
+/// A backup in a directory the user may not write cannot be made: cp says so ("cannot
+/// backup") and copies nothing.
+#[test]
+fn a_backup_the_user_may_not_make_is_reported_as_by_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "s", "new\n", 0o644);
+        write(d, "ro/f", "old\n", 0o666);
+        chown_all(d);
+        chown(d.join("ro"), Some(0), Some(0)).unwrap();
+    };
+    let user = |args| Run {
+        foreign_user: true,
+        ..self::args(args)
+    };
+    for (i, a) in [
+        &["-b", "s", "ro/f"][..],
+        &["--backup=numbered", "s", "ro/f"],
+        &["-b", "-f", "s", "ro/f"],
+        &["-rb", "s", "ro"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        same_as_cp(base, &format!("backup-refused{i}"), &setup, &user(a));
+    }
+}
+
+/// A directory whose times one source sets (`s/.`, merged into `d`) and that a later source
+/// then writes into ends with the time of that write, as cp's: cp sets a directory's times
+/// when its copy ends, and copies the sources in order.
+#[test]
+fn a_directory_a_later_source_writes_into_gets_the_time_of_that_write_as_cp() {
+    use std::time::{Duration, SystemTime};
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let old = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+        let setup = |d: &Path| {
+            // Enough entries that the directory's own copy ends after the other file's.
+            for i in 0..200 {
+                write(d, &format!("s/e{i}"), "e\n", 0o644);
+            }
+            write(d, "f", "f\n", 0o644);
+            fs::create_dir(d.join("d")).unwrap();
+            let times = fs::FileTimes::new().set_accessed(old).set_modified(old);
+            fs::File::open(d.join("s"))
+                .unwrap()
+                .set_times(times)
+                .unwrap();
+        };
+        // The later write gives the directory a new time; an earlier one is undone by the
+        // directory's own times.
+        for (i, (a, kept)) in [
+            (&["-a", "s/.", "f", "d"][..], false),
+            (&["-rp", "s/.", "f", "d"], false),
+            (&["-a", "f", "s/.", "d"], true),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let case = format!("later-write{i}");
+            let ours = same_as_cp(base, &case, &setup, &args(a));
+            let theirs = base.join(format!("{case}-cp"));
+            for dir in [theirs, ours] {
+                let m = fs::metadata(dir.join("d")).unwrap();
+                let (atime, mtime) = (m.accessed().unwrap(), m.modified().unwrap());
+                assert_eq!(atime, old, "{a:?} in {}: atime", dir.display());
+                assert_eq!(mtime == old, kept, "{a:?} in {}: mtime", dir.display());
+            }
+        }
+    }
+}
+
+/// `-l` onto the very directory being linked has nothing to do: cp leaves it without a word.
+#[test]
+fn links_onto_the_source_directory_itself_do_nothing_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "s/f", "f\n", 0o644);
+        write(d, "s/sub/g", "g\n", 0o644);
+    };
+    for (i, a) in [
+        &["-R", "-d", "-T", "--link", "s", "s"][..],
+        &["-rl", "s", "."],
+        &["-rl", "s/.", "s"],
+        &["-al", "s", "s", "."],
+    ]
+    .iter()
+    .enumerate()
+    {
+        same_as_cp(base, &format!("link-itself{i}"), &setup, &args(a));
     }
 }
 

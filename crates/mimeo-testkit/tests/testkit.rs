@@ -266,3 +266,107 @@ fn trees_deeper_than_path_max_are_compared() {
         c.differences.len()
     );
 }
+
+/// The fuzzer's judges find the destination where options follow it on the command line
+/// (GNU getopt permutes), not in the last argument.
+#[test]
+fn the_destination_is_found_where_options_follow_it() {
+    use mimeo_testkit::compare::{Difference, Field};
+    use mimeo_testkit::fuzz::case::{DestState, Plan};
+    use mimeo_testkit::fuzz::{Outcome, allow, exec::Ran};
+    let args = ["-R", "f", "s/x", "--reflink=never"];
+    let plan = Plan {
+        tool: "cp",
+        seed: 0,
+        args: args.iter().map(Into::into).collect(),
+        env: Vec::new(),
+        opts: vec!["recursive", "reflink"],
+        dest: DestState::InsideSource,
+        target: "s/x".into(),
+        sources: vec!["f".into()],
+        feed: None,
+        drains: Vec::new(),
+        odd_dirs: false,
+    };
+    let (old, now) = ("1709407231.595617531", "1795736438.181929316");
+    let diff = |path: &str, field| Difference {
+        path: path.into(),
+        field,
+        left: old.into(),
+        right: now.into(),
+    };
+    let ran = Ran {
+        code: Some(0),
+        ..Ran::default()
+    };
+    let mut o = Outcome {
+        plan,
+        cp: ran.clone(),
+        ours: ran,
+        tree: vec![diff("s", Field::Mtime), diff("s/x", Field::Atime)],
+    };
+    let entry = allow::ALLOWLIST
+        .iter()
+        .find(|a| a.name == "replaced-file-times")
+        .unwrap();
+    assert!((entry.apply)(&mut o));
+    assert_eq!(o.tree, Vec::new());
+}
+
+/// cp 9.1's simple backup in the working directory, against mimeo's beside the file: the
+/// allowlist takes out the pair and the working directory's time, and nothing else.
+#[test]
+fn a_simple_backup_in_the_working_directory_is_allowed() {
+    use mimeo_testkit::compare::{Difference, Field};
+    use mimeo_testkit::fuzz::case::{DestState, Plan};
+    use mimeo_testkit::fuzz::{Outcome, allow, exec::Ran};
+    let plan = Plan {
+        tool: "cp",
+        seed: 0,
+        args: ["--backup=never", "s/x", "d"]
+            .iter()
+            .map(Into::into)
+            .collect(),
+        env: Vec::new(),
+        opts: vec!["backup"],
+        dest: DestState::Dir,
+        target: "d".into(),
+        sources: vec!["s/x".into()],
+        feed: None,
+        drains: Vec::new(),
+        odd_dirs: false,
+    };
+    let diff = |path: &str, field, left: &str, right: &str| Difference {
+        path: path.into(),
+        field,
+        left: left.into(),
+        right: right.into(),
+    };
+    let ran = Ran {
+        code: Some(0),
+        ..Ran::default()
+    };
+    let other = diff("d/x", Field::Content, "a", "b");
+    let mut o = Outcome {
+        plan,
+        cp: ran.clone(),
+        ours: ran,
+        tree: vec![
+            diff(
+                "",
+                Field::Mtime,
+                "1795738240.278606006",
+                "1500000000.000000000",
+            ),
+            diff("d/x~", Field::Presence, "absent", "file"),
+            diff("x~", Field::Presence, "file", "absent"),
+            other.clone(),
+        ],
+    };
+    let entry = allow::ALLOWLIST
+        .iter()
+        .find(|a| a.name == "simple-backup-in-place")
+        .unwrap();
+    assert!((entry.apply)(&mut o));
+    assert_eq!(o.tree, vec![other]);
+}

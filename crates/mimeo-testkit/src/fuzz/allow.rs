@@ -140,7 +140,55 @@ pub const ALLOWLIST: &[Allowed] = &[
         apply: copy_reached_again,
         last: false,
     },
+    Allowed {
+        name: "simple-backup-in-place",
+        reason: "cp 9.1 puts a simple backup (NAME~) of a file it copies into another \
+                 directory in the working directory instead (a bug of 9.1, which numbered \
+                 backups do not have); mimeo puts it beside the file it keeps",
+        docs: "docs/cp.md, cp 9.1 where later releases differ",
+        apply: simple_backup_in_place,
+        last: false,
+    },
 ];
+
+/// cp's backup in the working directory (present there on cp's side only) where mimeo's is
+/// beside the file, in a directory below (present there on mimeo's side only), and the
+/// working directory's time, which cp's rename into it changed.
+fn simple_backup_in_place(o: &mut Outcome) -> bool {
+    if !["b", "backup", "suffix"].iter().any(|id| o.plan.has(id)) {
+        return false;
+    }
+    let presence = |d: &crate::compare::Difference, cp: bool| {
+        let (here, gone) = if cp {
+            (&d.left, &d.right)
+        } else {
+            (&d.right, &d.left)
+        };
+        d.field == Field::Presence && gone == "absent" && here != "absent"
+    };
+    let pairs: Vec<(std::path::PathBuf, std::path::PathBuf)> = o
+        .tree
+        .iter()
+        .filter(|d| presence(d, true) && d.path.components().count() == 1)
+        .filter_map(|cwd| {
+            let beside = o.tree.iter().find(|d| {
+                let below = d.path.components().count() > 1;
+                presence(d, false) && below && d.path.file_name() == cwd.path.file_name()
+            })?;
+            Some((cwd.path.clone(), beside.path.clone()))
+        })
+        .collect();
+    if pairs.is_empty() {
+        return false;
+    }
+    let fixed = format!("{FIXED_TIME}.000000000");
+    o.tree.retain(|d| {
+        let pair = pairs.iter().any(|(a, b)| d.path == *a || d.path == *b);
+        let cwd_time = d.path.as_os_str().is_empty() && d.field == Field::Mtime && d.right == fixed;
+        !(pair || cwd_time)
+    });
+    true
+}
 
 /// cp's deeper tree and its "File name too long" where mimeo refused a directory it made:
 /// what cp made beyond mimeo's tree, and the lines each side says about it, go.
@@ -315,10 +363,7 @@ fn parents_quoted(o: &mut Outcome) -> bool {
 /// The destination's link group, split by mimeo's replacement: the split and what the other
 /// links kept (their size, content and times).
 fn linked_destination(o: &mut Outcome) -> bool {
-    let Some(dest) = o.plan.args.last() else {
-        return false;
-    };
-    let dest = Path::new(dest).components().as_path().to_path_buf();
+    let dest = o.plan.target_path();
     let named = |group: &str, p: &Path| group.contains(&format!("{p:?}"));
     let Some(split) = o
         .tree
@@ -477,11 +522,7 @@ fn replaced_times(o: &mut Outcome) -> bool {
     let fixed = format!("{FIXED_TIME}.000000000");
     // The destination named on the command line may have any time of its own before (and
     // so may the directory it is in).
-    let dest = o
-        .plan
-        .args
-        .last()
-        .map(|d| Path::new(d).components().as_path().to_path_buf());
+    let dest = Some(o.plan.target_path());
     let parent = dest
         .as_ref()
         .and_then(|d| d.parent())

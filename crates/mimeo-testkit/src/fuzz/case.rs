@@ -65,6 +65,8 @@ pub struct Plan {
     pub env: Vec<(String, String)>,
     pub opts: Vec<&'static str>,
     pub dest: DestState,
+    /// The destination as given: the last operand, or `-t`'s directory.
+    pub target: OsString,
     /// The operands naming sources, as given.
     pub sources: Vec<OsString>,
     /// A FIFO (relative to the place) that a writer feeds once, for runs that read it.
@@ -76,6 +78,19 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// The destination's path, relative to the place, without a trailing slash or `./`.
+    pub fn target_path(&self) -> PathBuf {
+        Path::new(&self.target).components().as_path().to_path_buf()
+    }
+
+    /// The directory the destination is, or leads to (through the symlink `td`).
+    pub fn target_dir(&self) -> PathBuf {
+        match self.dest {
+            DestState::SymlinkToDir => PathBuf::from("td"),
+            _ => self.target_path(),
+        }
+    }
+
     pub fn has(&self, id: &str) -> bool {
         self.opts.contains(&id)
     }
@@ -171,6 +186,7 @@ pub fn build(place: &Path, seed: u64, user: Option<u32>) -> io::Result<Plan> {
         env,
         opts: drawn.ids,
         dest: state,
+        target: dest,
         sources,
         feed: fifo.then(|| PathBuf::from("p")),
         drains,

@@ -303,6 +303,7 @@ fn as_cp_plan(plan: &CatPlan) -> super::case::Plan {
         env: Vec::new(),
         opts: Vec::new(),
         dest: super::case::DestState::Absent,
+        target: plan.out.clone().into_os_string(),
         sources: plan.parts.clone(),
         feed: None,
         drains: Vec::new(),

@@ -53,13 +53,6 @@ pub const KNOWN: &[Known] = &[
         apply: backup_through_symlink,
     },
     Known {
-        item: "new: directory times with several sources",
-        what: "a directory's times are set once all sources are copied, so a destination \
-               directory that one source (s/.) fills and a later one writes into keeps the \
-               first one's time; cp's ends up with the current time",
-        apply: merged_dir_times,
-    },
-    Known {
         item: "issue 23 item 1",
         what: "mimeo-cat refuses an output that is also a part even where cat goes on: a \
                part that is empty when cat comes to it (the shell's > emptied it)",
@@ -84,13 +77,6 @@ pub const KNOWN: &[Known] = &[
                exists already, and no line for a copy that then fails; cp prints the line \
                before it copies",
         apply: verbose_lines,
-    },
-    Known {
-        item: "new: destination looked at after the source",
-        what: "a destination that cannot be looked at (a symlink loop, as a user other than \
-               root) is reported by cp (\"cannot stat\") before it opens the source; mimeo \
-               opens the source first and reports that failure instead",
-        apply: destination_after_source,
     },
     Known {
         item: "new: sources looked at before any is copied",
@@ -213,22 +199,6 @@ fn backup_through_symlink(o: &mut Outcome) -> bool {
     o.plan.dest == DestState::SymlinkToDir && backup && only && whole_case(o)
 }
 
-fn merged_dir_times(o: &mut Outcome) -> bool {
-    let Some(dest) = o.plan.args.last() else {
-        return false;
-    };
-    let dest = std::path::Path::new(dest)
-        .components()
-        .as_path()
-        .to_path_buf();
-    let n = o.tree.len();
-    if o.plan.sources.len() > 1 {
-        o.tree
-            .retain(|d| !(d.field == Field::Mtime && d.path == dest));
-    }
-    o.tree.len() != n
-}
-
 fn cat_empty_part(o: &mut Outcome) -> bool {
     let same = "input file is output file";
     let more = o.ours.stderr.matches(same).count() > o.cp.stderr.matches(same).count();
@@ -249,12 +219,6 @@ fn parents_dirs(o: &mut Outcome) -> bool {
     o.tree
         .retain(|d| !matches!(d.field, Field::Mode | Field::Mtime | Field::Atime));
     o.tree.len() != n
-}
-
-fn destination_after_source(o: &mut Outcome) -> bool {
-    let stat = cp_says(o, "cannot stat") && !ours_says(o, "cannot stat");
-    let open = ours_says(o, "cannot open") && !cp_says(o, "cannot open");
-    stat && open && whole_case(o)
 }
 
 fn sources_first(o: &mut Outcome) -> bool {

@@ -239,11 +239,16 @@ pub(crate) fn decide(
     if let Decision::Refuse(_) = replace {
         return replace;
     }
-    // cp opens the file to write into it, which fails where it may not write; with -f it
-    // removes the file and makes a new one. Atomic replacement would need no such right, but
+    // cp opens the file (or node) to write into it, which fails where it may not write; with
+    // -f it removes it and makes a new file. Atomic replacement would need no such right, but
     // a file made read-only stays as cp leaves it. A link is made without opening it.
-    let opened = opts.link.is_none() && matches!(replace, Decision::Replace | Decision::InPlace);
-    if opened && rules.process.euid != 0 && d.is_reg() && !(rules.writable)() {
+    let opened = opts.link.is_none()
+        && matches!(
+            replace,
+            Decision::Replace | Decision::InPlace | Decision::WriteInto
+        );
+    let written = d.is_reg() || into_node;
+    if opened && rules.process.euid != 0 && written && !(rules.writable)() {
         if !opts.force {
             return Decision::Refuse(Conflict::NotWritable);
         }
@@ -274,7 +279,7 @@ pub(crate) fn removed_first(rules: &Rules<'_>, src: &Meta, d: &Meta) -> bool {
     let unopened = opts.force
         && opts.link.is_none()
         && src.is_reg()
-        && d.is_reg()
+        && (d.is_reg() || is_node(d))
         && rules.process.euid != 0
         && !(rules.writable)();
     before || unopened

@@ -314,16 +314,22 @@ pub(crate) fn open_node_for_writing(dir: BorrowedFd<'_>, name: &CStr) -> Result<
 }
 
 /// Opens an existing regular file to write into it in place (`--inplace`, or where no
-/// temporary can be made), for reading back too when `read`: never following a symlink,
-/// never blocking on a FIFO put there meanwhile, never truncating (the caller does, once the
-/// file is marked incomplete).
+/// temporary can be made), for reading back too when `read`: following a symlink only when
+/// `follow` (the caller checks that it reached a regular file), never blocking on a FIFO put
+/// there meanwhile, never truncating (the caller does, once the file is marked incomplete).
 pub(crate) fn open_existing_for_writing(
     dir: BorrowedFd<'_>,
     name: &CStr,
     read: bool,
+    follow: bool,
 ) -> Result<OwnedFd> {
     let access = if read { OFlags::RDWR } else { OFlags::WRONLY };
-    let flags = access | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    let nofollow = if follow {
+        OFlags::empty()
+    } else {
+        OFlags::NOFOLLOW
+    };
+    let flags = access | nofollow | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
     rfs::openat(dir, name, flags, Mode::empty())
 }
 
@@ -767,6 +773,22 @@ fn timestamps(atime: (i64, u32), mtime: (i64, u32)) -> rfs::Timestamps {
 pub(crate) fn futimens(fd: BorrowedFd<'_>, atime: (i64, u32), mtime: (i64, u32)) -> Result<()> {
     failpoint!("utimensat");
     rfs::futimens(fd, &timestamps(atime, mtime))
+}
+
+/// Sets the modification time of `fd` from the clock, leaving its access time.
+pub(crate) fn touch_mtime(fd: BorrowedFd<'_>) -> Result<()> {
+    failpoint!("utimensat");
+    let times = rfs::Timestamps {
+        last_access: rfs::Timespec {
+            tv_sec: 0,
+            tv_nsec: rfs::UTIME_OMIT,
+        },
+        last_modification: rfs::Timespec {
+            tv_sec: 0,
+            tv_nsec: rfs::UTIME_NOW,
+        },
+    };
+    rfs::futimens(fd, &times)
 }
 
 /// Sets the times of `dir/name` itself, never a symlink's target.

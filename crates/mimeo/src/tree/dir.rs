@@ -28,7 +28,8 @@ use std::os::unix::ffi::OsStrExt;
 
 /// Creates the destination directory `dst_dir/dst_name` for the source directory `name` of
 /// `src_dir`, or merges into an existing one. Returns whether it was created and whether it
-/// has the set-gid bit, or None after reporting why not.
+/// has the set-gid bit, or None after reporting why not (or, silently, where cp has nothing to
+/// do: `-l` onto the very directory).
 pub(crate) fn make_dst_dir(
     ctx: &Ctx<'_>,
     here: &Here<'_>,
@@ -67,6 +68,9 @@ pub(crate) fn make_dst_dir(
             let decision = decide(&ctx.rules(here, &|| true), &src, Some(&d), &look);
             match decision {
                 Decision::Merge => Some((false, d.mode & sys::S_ISGID != 0)),
+                // -l onto the very directory: cp's same_file_ok has nothing to do there, and
+                // leaves it, what is below it included, without a word.
+                Decision::Skip => None,
                 Decision::Refuse(c) => {
                     ctx.report.fail(c.error(here.src_path(name), dst_path()));
                     None

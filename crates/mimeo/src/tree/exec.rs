@@ -10,7 +10,7 @@ use crate::options::{Dereference, Options};
 use crate::place::links::LinkGroups;
 use crate::report::{Control, Error, Observer, Op, Refusal, Reporter, Summary, Warning};
 use crate::sys;
-use rustix::fd::AsFd;
+use rustix::fd::{AsFd, BorrowedFd};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -356,18 +356,72 @@ impl<'a> Executor<'a> {
 
     /// Ends the run: the summary of what this executor did.
     pub fn finish(self) -> Summary {
+        touch_written_into(&self.ctx);
         self.ctx.report.finish(self.start.elapsed())
+    }
+}
+
+/// cp copies the sources in order and sets a directory's times when its copy ends. Roots
+/// run in parallel here, so where another root writes into the destination directory of a
+/// directory root (`s/.` merged into `d`), that directory's times are set again once all are
+/// done, as cp's order leaves them: a later root's write gives it the time of that write (the
+/// clock; its access time stays as set), and after earlier ones only, it has its source's.
+fn touch_written_into(ctx: &Ctx<'_>) {
+    if !ctx.opts.preserve.timestamps || ctx.report.control.is_stopped() {
+        return;
+    }
+    let id = |fd: BorrowedFd<'_>| sys::fstat(fd).ok().map(|m| m.id());
+    let written: Vec<(usize, (u64, u64))> = ctx
+        .roots
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.made.load(std::sync::atomic::Ordering::Relaxed))
+        .filter_map(|(i, r)| Some((i, id(r.dst_parent.as_fd())?)))
+        .collect();
+    if written.is_empty() {
+        return;
+    }
+    for (i, root) in ctx.roots.iter().enumerate() {
+        let Some((_, dst)) = &root.dirs else {
+            continue;
+        };
+        let Some(dir) = id(dst.as_fd()) else {
+            continue;
+        };
+        let into: Vec<usize> = written
+            .iter()
+            .filter(|&&(j, w)| j != i && w == dir)
+            .map(|&(j, _)| j)
+            .collect();
+        let _ = if into.iter().any(|&j| j > i) {
+            sys::touch_mtime(dst.as_fd())
+        } else if !into.is_empty() {
+            sys::futimens(dst.as_fd(), root.meta.atime, root.meta.mtime)
+        } else {
+            Ok(())
+        };
     }
 }
 
 /// Where a root goes: its destination parent's (dev, ino), and the name in it.
 type Dest = ((u64, u64), Vec<u8>);
 
+/// Why a directory root has no pass (each is reported already).
+enum NoPass {
+    /// Its destination directory could not be made (cp then forgets the root was named).
+    Unmade,
+    Failed,
+}
+
 /// A directory root: opens its source first (so a root that is not there leaves nothing
 /// behind), then creates or merges into its destination and opens that. Returns the info of
 /// its pass. A root we may not read is copied as cp copies it: its pass reports that it
 /// cannot be listed, and its copy still gets its mode and times.
-fn open_root_dirs(ctx: &Ctx<'_>, index: u32, root: &mut super::context::Root) -> Option<DirInfo> {
+fn open_root_dirs(
+    ctx: &Ctx<'_>,
+    index: u32,
+    root: &mut super::context::Root,
+) -> Result<DirInfo, NoPass> {
     let (parent, name, follow) = (root.src_parent.as_fd(), &root.src_name, root.follow);
     let opened = match sys::open_dir(parent, name, follow) {
         Err(sys::Errno::ACCESS) => sys::open_dir_path(parent, name, follow),
@@ -377,7 +431,7 @@ fn open_root_dirs(ctx: &Ctx<'_>, index: u32, root: &mut super::context::Root) ->
         Ok(fd) => fd,
         Err(e) => {
             ctx.report.fail(open_error(root.src_path.clone(), e));
-            return None;
+            return Err(NoPass::Failed);
         }
     };
     let here = Here::at_root(index, root);
@@ -388,7 +442,8 @@ fn open_root_dirs(ctx: &Ctx<'_>, index: u32, root: &mut super::context::Root) ->
         &root.dst_name,
         Some(root.meta),
         root.follow,
-    )?;
+    )
+    .ok_or(NoPass::Unmade)?;
     let dst = match sys::open_dir(root.dst_parent.as_fd(), &root.dst_name, false) {
         Ok(fd) => fd,
         Err(e) => {
@@ -397,7 +452,7 @@ fn open_root_dirs(ctx: &Ctx<'_>, index: u32, root: &mut super::context::Root) ->
                 root.dst_path.clone(),
                 e,
             ));
-            return None;
+            return Err(NoPass::Failed);
         }
     };
     let lineage = Lineage {
@@ -405,7 +460,7 @@ fn open_root_dirs(ctx: &Ctx<'_>, index: u32, root: &mut super::context::Root) ->
         ancestors: Vec::new(),
     };
     root.dirs = Some((src, dst));
-    Some(DirInfo {
+    Ok(DirInfo {
         created,
         dst_setgid,
         suspect: false,
@@ -500,6 +555,7 @@ fn dir_root(
 ) -> Option<(Root, WorkKind)> {
     // The same directory named again into the same place: cp copies it once, and says so (a
     // backup would otherwise keep the first copy's files).
+    let named_before_this = named.len();
     if let Some(e) = named_before(ctx.opts, named, dest, &root) {
         match e {
             Ok(warning) => ctx.report.warn(warning),
@@ -524,5 +580,13 @@ fn dir_root(
     let info = open_root_dirs(ctx, index, &mut root);
     // Nothing more is made in its parents.
     root.finish_parents(ctx.opts, &ctx.report);
-    Some((root, WorkKind::Dir(info?)))
+    match info {
+        Ok(info) => Some((root, WorkKind::Dir(info))),
+        Err(NoPass::Unmade) => {
+            // cp forgets a directory it could not make: named again, it is tried again.
+            named.truncate(named_before_this);
+            None
+        }
+        Err(NoPass::Failed) => None,
+    }
 }

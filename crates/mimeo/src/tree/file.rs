@@ -43,7 +43,10 @@ pub(crate) fn copy_regular(
     names: (&CStr, &CStr),
     follow: bool,
 ) -> Result<Option<FileOutcome>, Error> {
-    let (src, meta) = open_source(here, names.0, follow)?;
+    let (src, meta) = match open_source(here, names.0, follow) {
+        Ok(opened) => opened,
+        Err(e) => return unopened(ctx, here, names, follow, e, Meta::is_reg, |m| m),
+    };
     if !meta.is_reg() {
         return Err(Error::refused(
             Op::Changed,
@@ -63,17 +66,69 @@ pub(crate) fn copy_contents(
     names: (&CStr, &CStr),
     follow: bool,
 ) -> Result<Option<FileOutcome>, Error> {
-    let (src, node) = open_source(here, names.0, follow)?;
-    // Copied as the regular file it becomes.
-    let meta = Meta {
+    let is_node = |m: &Meta| !(m.is_reg() || m.is_dir() || m.is_symlink());
+    let (src, node) = match open_source(here, names.0, follow) {
+        Ok(opened) => opened,
+        Err(e) => return unopened(ctx, here, names, follow, e, is_node, as_file),
+    };
+    let meta = as_file(node);
+    let mut file = RegularFile::new(ctx, here, names, &src, meta);
+    file.contents = true;
+    file.copy(buf, None)
+}
+
+/// The node `node` as the regular file it is copied as (`--copy-contents`).
+fn as_file(node: Meta) -> Meta {
+    Meta {
         mode: sys::S_IFREG | (node.mode & 0o7777),
         size: 0,
         blocks: 0,
         ..node
+    }
+}
+
+/// The source `names.0` could not be opened (`err`). cp looks at the destination before it
+/// opens the source: a destination it cannot look at, or one the decision refuses or skips
+/// (the same file, `-n`, `-u`, `-i`), is reported as such, and only otherwise `err`. `kind`
+/// says whether the source is still what the caller expected; `seen` gives its metadata as
+/// copied.
+fn unopened(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    names: (&CStr, &CStr),
+    follow: bool,
+    err: Error,
+    kind: impl Fn(&Meta) -> bool,
+    seen: impl Fn(Meta) -> Meta,
+) -> Result<Option<FileOutcome>, Error> {
+    let (name, dst_name) = names;
+    let meta = match sys::stat_at(here.src_dir, name, follow) {
+        Ok(m) if kind(&m) => seen(m),
+        _ => return Err(err),
     };
-    let mut file = RegularFile::new(ctx, here, names, &src, meta);
-    file.contents = true;
-    file.copy(buf, None)
+    let d = match sys::stat_at(here.dst_dir, dst_name, false) {
+        Ok(d) => d,
+        Err(Errno::NOENT) => return Err(err),
+        Err(e) => return Err(Error::sys(Op::Stat, here.dst_path(dst_name), e)),
+    };
+    match decide_existing(ctx, here, name, dst_name, &meta, &d) {
+        Ok(Decision::Skip) => {
+            ctx.report
+                .skipped(|| here.src_path(name), || here.dst_path(dst_name));
+            Ok(None)
+        }
+        // cp refuses a dangling symlink or a file it may not write only when it opens the
+        // destination, after the source.
+        Err(e) if !matches!(e.refusal(), Some(Refusal::DanglingSymlink)) && !unwritable(&e) => {
+            Err(e)
+        }
+        _ => Err(err),
+    }
+}
+
+/// The decision's refusal of a regular file the process may not write.
+fn unwritable(e: &Error) -> bool {
+    e.op == Op::Create && e.errno() == Some(libc::EACCES)
 }
 
 /// Opens the source `name` for reading and looks at what was opened.
@@ -399,6 +454,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         let made = match decision {
             Decision::InPlace => self.open_in_place(&d, owner_only)?,
             Decision::Recreate => self.recreate(owner_only)?,
+            _ if d.is_symlink() => self.replace_symlink(owner_only)?,
             _ if !d.is_reg() => self.recreate(owner_only)?,
             _ => self.overwrite(&d, owner_only)?,
         };
@@ -473,6 +529,24 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         })?;
         let placed = self.new_placed(mode & !ctx.process.umask);
         Ok((fd, Target::Temp { name, backup }, placed))
+    }
+
+    /// A destination symlink is replaced by a new file. Where none can be made in its
+    /// directory (one the user may not write), cp's way is taken: the regular file the
+    /// symlink leads to is written into, as the fallback for a regular file does.
+    fn replace_symlink(&self, owner_only: u32) -> Result<(OwnedFd, Target, Placed), Error> {
+        let err = match self.recreate(owner_only) {
+            Err(e) if e.errno() == Some(libc::EACCES) => e,
+            made => return made,
+        };
+        let (ctx, here) = (self.ctx, self.here);
+        let opened =
+            sys::open_existing_for_writing(here.dst_dir, self.dst_name, ctx.opts.verify, true);
+        let Ok(fd) = opened else { return Err(err) };
+        match sys::fstat(fd.as_fd()) {
+            Ok(target) if target.is_reg() => self.write_in_place(fd, &target, owner_only),
+            _ => Err(err),
+        }
     }
 
     /// The temporary that replaces the existing regular file `d`, made to keep what cp
@@ -571,13 +645,25 @@ impl<'a, 'c> RegularFile<'a, 'c> {
     /// Where mimeo may change its mode, it carries the sticky bit until its final chmod, so
     /// that a copy killed meanwhile is recognisably incomplete.
     fn open_in_place(&self, d: &Meta, owner_only: u32) -> Result<(OwnedFd, Target, Placed), Error> {
+        let (ctx, here) = (self.ctx, self.here);
+        let fd =
+            sys::open_existing_for_writing(here.dst_dir, self.dst_name, ctx.opts.verify, false)
+                .map_err(|e| Error::sys(Op::Create, self.dst_path(), e))?;
+        self.write_in_place(fd, d, owner_only)
+    }
+
+    /// [`Self::open_in_place`] once `fd`, the regular file `d`, is open.
+    fn write_in_place(
+        &self,
+        fd: OwnedFd,
+        d: &Meta,
+        owner_only: u32,
+    ) -> Result<(OwnedFd, Target, Placed), Error> {
         let (ctx, here, src) = (self.ctx, self.here, &self.meta);
         let dst_path = || self.dst_path();
         let process = &ctx.process;
         let p = ctx.opts.preserve;
         let data = !ctx.opts.attributes_only;
-        let fd = sys::open_existing_for_writing(here.dst_dir, self.dst_name, ctx.opts.verify)
-            .map_err(|e| Error::sys(Op::Create, dst_path(), e))?;
         let kept = self.kept_perm(d);
         let mut perm = if data { kept } else { d.perm() };
         if data && (process.euid == 0 || process.euid == d.uid) {
