@@ -18,6 +18,13 @@ pub enum When {
     Never,
 }
 
+/// `--sparse`'s values in cp's order, which its message for a bad one lists.
+fn sparse_when() -> impl clap::builder::TypedValueParser<Value = When> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(["never", "auto", "always"])
+        .map(|v: String| When::from_str(&v, false).expect("each value is a When"))
+}
+
 /// `--update=UPDATE`: which existing destinations are replaced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Update {
@@ -137,7 +144,7 @@ pub struct Args {
 
     /// How to handle holes: auto (keep them, default), always (also make holes of zero
     /// runs when streaming), never (write every byte); --reflink=always needs auto
-    #[arg(long, value_name = "WHEN", allow_hyphen_values = true)]
+    #[arg(long, value_name = "WHEN", allow_hyphen_values = true, value_parser = sparse_when())]
     pub sparse: Option<When>,
 
     /// Remove any trailing slashes from each SOURCE that is copied into a directory
@@ -338,7 +345,14 @@ pub fn command(prog: &'static str) -> Command {
 pub fn parse(prog: &'static str, argv: Vec<OsString>) -> Result<Args, Stop> {
     let mut cmd = command(prog);
     cmd.build();
-    let argv = cmdline::normalize(&cmd, argv).map_err(Stop::Usage)?;
+    let argv = cmdline::normalize(&cmd, argv).map_err(|refused| {
+        // cp warns about each --context=CTX as it reads it: those before the option it
+        // stops at are said first.
+        for warning in crate::config::context_warnings(&refused.read) {
+            crate::output::error(&warning);
+        }
+        Stop::Usage(refused.message)
+    })?;
     let matches = cmd
         .try_get_matches_from_mut(argv.clone())
         .map_err(|e| match e.kind() {

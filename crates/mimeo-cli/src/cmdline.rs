@@ -104,10 +104,20 @@ impl Opt {
     }
 }
 
+/// The first usage error of a command line, and what was read before it.
+#[derive(Debug)]
+pub struct Refused {
+    /// cp's message.
+    pub message: String,
+    /// The arguments before the one refused, spelled out: cp has acted on these options (its
+    /// warnings) by the time it stops.
+    pub read: Vec<OsString>,
+}
+
 /// Returns `argv` with every long option, abbreviated or not, spelled out in full, and every
 /// value of an option with a fixed set of values spelled out too; or cp's message for the
 /// first usage error. `cmd` must be built (`Command::build`).
-pub fn normalize(cmd: &Command, argv: Vec<OsString>) -> Result<Vec<OsString>, String> {
+pub fn normalize(cmd: &Command, argv: Vec<OsString>) -> Result<Vec<OsString>, Refused> {
     normalize_with(cmd, argv, CP_LONG_OPTIONS)
 }
 
@@ -118,7 +128,7 @@ pub fn normalize_with(
     cmd: &Command,
     argv: Vec<OsString>,
     first: &[&str],
-) -> Result<Vec<OsString>, String> {
+) -> Result<Vec<OsString>, Refused> {
     let opts: Vec<Opt> = cmd
         .get_arguments()
         .filter(|a| !a.is_positional())
@@ -133,13 +143,21 @@ pub fn normalize_with(
             out.push(token);
             break;
         }
+        let read = out.len();
         let opt = if let Some(body) = bytes.strip_prefix(b"--") {
-            long_option(&opts, first, &token, body, &mut rest, &mut out)?
+            long_option(&opts, first, &token, body, &mut rest, &mut out)
         } else if bytes.len() > 1 && bytes[0] == b'-' {
-            short_options(&opts, &token, &mut rest, &mut out)?
+            short_options(&opts, &token, &mut rest, &mut out)
         } else {
             out.push(token);
-            None
+            Ok(None)
+        };
+        let opt = match opt {
+            Ok(opt) => opt,
+            Err(message) => {
+                out.truncate(read);
+                return Err(Refused { message, read: out });
+            }
         };
         if opt.is_some_and(|o| o.ends) {
             break;
@@ -365,12 +383,14 @@ mod tests {
         let mut cmd = crate::args::command("mimeo");
         cmd.build();
         let argv = std::iter::once("mimeo").chain(args.iter().copied());
-        normalize(&cmd, argv.map(OsString::from).collect()).map(|v| {
-            v.into_iter()
-                .skip(1)
-                .map(|a| a.into_string().unwrap())
-                .collect()
-        })
+        normalize(&cmd, argv.map(OsString::from).collect())
+            .map_err(|r| r.message)
+            .map(|v| {
+                v.into_iter()
+                    .skip(1)
+                    .map(|a| a.into_string().unwrap())
+                    .collect()
+            })
     }
 
     #[test]
@@ -437,7 +457,7 @@ mod tests {
         );
         assert_eq!(
             normalized(&["--sparse=a"]).unwrap_err(),
-            "ambiguous argument 'a' for '--sparse'\nValid arguments are:\n  - 'auto'\n  - 'always'\n  - 'never'"
+            "ambiguous argument 'a' for '--sparse'\nValid arguments are:\n  - 'never'\n  - 'auto'\n  - 'always'"
         );
     }
 

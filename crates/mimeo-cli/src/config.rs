@@ -221,6 +221,9 @@ fn selinux_enabled() -> bool {
     Path::new("/sys/fs/selinux/enforce").exists()
 }
 
+/// cp's warning for each --context=CTX where the kernel has no SELinux.
+const CONTEXT_IGNORED: &str = "warning: ignoring --context; it requires an SELinux-enabled kernel";
+
 /// Warnings about the options, which cp prints as it reads them, before any other message.
 pub fn warnings(a: &Args) -> Vec<String> {
     // cp without SELinux ignores -Z silently, and each --context=CTX with a warning. mimeo
@@ -228,9 +231,19 @@ pub fn warnings(a: &Args) -> Vec<String> {
     if a.context_given && selinux_enabled() {
         return vec!["warning: ignoring --context; mimeo cannot set SELinux contexts".into()];
     }
-    a.context
-        .iter()
-        .map(|_| "warning: ignoring --context; it requires an SELinux-enabled kernel".into())
+    a.context.iter().map(|_| CONTEXT_IGNORED.into()).collect()
+}
+
+/// The warnings cp has printed for the options `read` (spelled out) when a later one stops
+/// it.
+pub fn context_warnings(read: &[std::ffi::OsString]) -> Vec<String> {
+    if selinux_enabled() {
+        return Vec::new();
+    }
+    let options = read.iter().skip(1).take_while(|a| *a != "--");
+    options
+        .filter(|a| a.as_encoded_bytes().starts_with(b"--context="))
+        .map(|_| CONTEXT_IGNORED.into())
         .collect()
 }
 

@@ -112,7 +112,7 @@ pub fn parse_json<P: FromArgMatches + CommandFactory>(
     cmd.build();
     let argv = match cmdline::normalize_with(&cmd, argv, &[]) {
         Ok(argv) => argv,
-        Err(message) => return Err(refuse(&message)),
+        Err(refused) => return Err(refuse(&refused.message)),
     };
     let matches = match cmd.try_get_matches_from_mut(argv) {
         Ok(m) => m,

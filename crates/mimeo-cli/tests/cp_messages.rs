@@ -203,6 +203,12 @@ fn option_errors_come_in_cps_order_and_words() {
         // ... and -n with a backup is refused before the value is read.
         &["--backup=bogus", "-n", "f", "g"],
         &["--preserve=context", "--backup=bogus", "f", "g"],
+        // cp warns about --context=CTX as it reads it, so before an option it stops at, and
+        // lists a bad --sparse value's choices in its own order.
+        &["--context=x", "--sparse=bogus", "f", "g"],
+        &["--cont=x", "--context=y", "--reflink=a", "f", "g"],
+        &["--context=x", "--bogus", "f", "g"],
+        &["--sparse=a", "--context=x", "f", "g"],
     ]
     .into_iter()
     .enumerate()

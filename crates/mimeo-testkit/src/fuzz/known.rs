@@ -86,8 +86,9 @@ pub const KNOWN: &[Known] = &[
     },
     Known {
         item: "new: --context warning after an invalid option",
-        what: "the warning for --context=CTX is printed even where an earlier option is \
-               invalid and cp stops before it reads --context",
+        what: "the warning for --context=CTX is printed where an earlier --preserve or \
+               --no-preserve value is invalid and cp stops before it reads --context (mimeo \
+               reads those values once every option is read)",
         apply: context_warning,
     },
     Known {
