@@ -236,6 +236,20 @@ pub(crate) fn decide(
     if opts.backup.is_some() && rules.backup_is_source.is_some_and(|is_source| is_source()) {
         return Decision::Refuse(Conflict::BackupIsSource);
     }
+    write_or_link(rules, src, d, fresh, replace)
+}
+
+/// cp's last checks before it replaces `d`: what it opens to write into must be writable,
+/// and it links only where it removes what is there.
+fn write_or_link(
+    rules: &Rules<'_>,
+    src: &Meta,
+    d: &Meta,
+    fresh: bool,
+    replace: Decision,
+) -> Decision {
+    let opts = rules.opts;
+    let into_node = src.is_reg() && is_node(d);
     if let Decision::Refuse(_) = replace {
         return replace;
     }
