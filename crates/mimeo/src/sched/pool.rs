@@ -9,7 +9,7 @@
 //! ([`Feed`]) while the caller's driver runs, for a scheduler that shares work with other
 //! processes; it ends when the driver has returned and no task is left.
 
-use super::grow::{Change, Growth, Sample, WINDOW};
+use super::grow::{Growth, Sample, WINDOW};
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
@@ -41,10 +41,6 @@ struct Shared<T> {
     stealers: Vec<Stealer<T>>,
     /// Workers started so far: the first `started` stealers.
     started: AtomicUsize,
-    /// Workers that take tasks: the first `active`. The others end once their own deque is
-    /// empty, after a growth step that made the copy slower (see `grow`); the rest of the
-    /// pool steals what they leave.
-    active: AtomicUsize,
     /// Tasks queued or running.
     pending: AtomicUsize,
     /// An open pool's driver is still running: more tasks may come from outside.
@@ -61,24 +57,6 @@ struct Shared<T> {
 }
 
 impl<T> Shared<T> {
-    /// The shared side of `workers`, with `pending` tasks to come and the first `active`
-    /// workers taking tasks.
-    fn new(workers: &[Worker<T>], pending: usize, open: bool, active: usize) -> Self {
-        Shared {
-            injector: Injector::new(),
-            stealers: workers.iter().map(|w| w.stealer()).collect(),
-            started: AtomicUsize::new(0),
-            active: AtomicUsize::new(active),
-            pending: AtomicUsize::new(pending),
-            open: AtomicBool::new(open),
-            sleeping: AtomicUsize::new(0),
-            lock: Mutex::new(()),
-            wake: Condvar::new(),
-            tick: Condvar::new(),
-            panic: Mutex::new(None),
-        }
-    }
-
     /// No task is queued or running, and none can come any more.
     fn finished(&self) -> bool {
         self.pending.load(Ordering::SeqCst) == 0 && !self.open.load(Ordering::SeqCst)
@@ -142,7 +120,18 @@ fn run_with<T, S>(
     let start = sizing.start.max(1);
     let max = sizing.max.max(start);
     let workers: Vec<Worker<T>> = (0..max).map(|_| Worker::new_lifo()).collect();
-    let shared = Shared::new(&workers, initial.len(), open, max);
+    let shared = Shared {
+        injector: Injector::new(),
+        stealers: workers.iter().map(|w| w.stealer()).collect(),
+        started: AtomicUsize::new(0),
+        pending: AtomicUsize::new(initial.len()),
+        open: AtomicBool::new(open),
+        sleeping: AtomicUsize::new(0),
+        lock: Mutex::new(()),
+        wake: Condvar::new(),
+        tick: Condvar::new(),
+        panic: Mutex::new(None),
+    };
     for t in initial {
         shared.injector.push(t);
     }
@@ -240,10 +229,7 @@ fn grow_while_waiting<T>(shared: &Shared<T>, max: usize, spawn_worker: &(dyn Fn(
         if shared.finished() {
             return;
         }
-        let workers = shared
-            .started
-            .load(Ordering::SeqCst)
-            .min(shared.active.load(Ordering::SeqCst));
+        let workers = shared.started.load(Ordering::SeqCst);
         let sample = Sample {
             wall: begun.elapsed(),
             cpu: crate::sys::process_cpu_time().saturating_sub(cpu0),
@@ -253,14 +239,9 @@ fn grow_while_waiting<T>(shared: &Shared<T>, max: usize, spawn_worker: &(dyn Fn(
             workers,
             pending,
         };
-        match policy.step(sample) {
-            Change::Hold => {}
-            Change::Start(add) => {
-                for index in workers..(workers + add).min(max) {
-                    spawn_worker(index);
-                }
-            }
-            Change::Rest(keep) => shared.active.store(keep.max(1), Ordering::SeqCst),
+        let add = policy.step(sample);
+        for index in workers..(workers + add).min(max) {
+            spawn_worker(index);
         }
     }
 }
@@ -418,10 +399,6 @@ fn next_task<T>(local: &Worker<T>, shared: &Shared<T>, me: usize) -> Option<T> {
         if let Some(t) = local.pop() {
             return Some(t);
         }
-        if me >= shared.active.load(Ordering::SeqCst) {
-            // Rested: its thread ends, and its deque is empty.
-            return None;
-        }
         if let Some(t) = steal(local, shared, me) {
             return Some(t);
         }
@@ -575,27 +552,6 @@ mod tests {
         );
         let counted = counted.into_inner().unwrap();
         assert!(counted < 300, "{counted} context switches while idle");
-    }
-
-    #[test]
-    fn a_rested_worker_finishes_its_own_deque_and_takes_no_other_work() {
-        let workers: Vec<Worker<u32>> = (0..2).map(|_| Worker::new_lifo()).collect();
-        let shared = Shared::new(&workers, 3, false, 2);
-        shared.started.store(2, Ordering::SeqCst);
-        workers[1].push(1);
-        shared.injector.push(2);
-        workers[0].push(3);
-        // The growth policy rests worker 1.
-        shared.active.store(1, Ordering::SeqCst);
-        assert_eq!(next_task(&workers[1], &shared, 1), Some(1));
-        assert_eq!(next_task(&workers[1], &shared, 1), None, "it ends");
-        // What is queued elsewhere goes to the workers that still take tasks.
-        let mut taken = vec![
-            next_task(&workers[0], &shared, 0),
-            next_task(&workers[0], &shared, 0),
-        ];
-        taken.sort();
-        assert_eq!(taken, [Some(2), Some(3)]);
     }
 
     #[test]
