@@ -145,16 +145,8 @@ pub(crate) fn finish_parents(parents: &[Parent], opts: &Options, report: &Report
     let process = Process::current();
     for parent in parents.iter().rev() {
         let apply = Apply {
-            opts,
-            process: &process,
-            src: &parent.src,
             created: parent.created,
-            created_owner: None,
-            current_perm: None,
-            inherit_sgid: false,
-            inherited_acl: false,
-            keep_perm: None,
-            acl_perm: None,
+            ..Apply::for_existing(opts, &process, &parent.src)
         };
         let dst = |e| Error::sys(Op::Open, &parent.dst, e);
         let done = sys::open_dir(
