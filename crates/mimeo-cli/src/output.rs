@@ -174,6 +174,10 @@ impl Observer for Printer {
                     ));
                 }
             }
+            // cp's line for an entry it began to copy, printed before the copy fails.
+            Event::Begun { src, dst } if self.verbose && !self.json => {
+                out(&self.verbose_line(src, dst, mimeo::EntryKind::File));
+            }
             Event::Removed { path } if self.verbose && !self.json => {
                 out(&format!("removed {}\n", quote(path)));
             }

@@ -309,6 +309,48 @@ fn verbose_says_removed_where_cp_removes_a_destination() {
     }
 }
 
+/// cp prints an entry's `-v` line once its destination is decided, before it opens, makes or
+/// writes anything: a copy that then fails (a hard link onto an entry, a source it may not
+/// read, a directory it may not write into, a dangling symlink) has its line, one refused by
+/// the checks (the same file, a directory in the way, `-n`) has none.
+#[test]
+fn verbose_names_a_copy_that_then_fails_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "new");
+        write(&d.join("g"), "old");
+        write(&d.join("secret"), "x");
+        fs::set_permissions(d.join("secret"), fs::Permissions::from_mode(0o600)).unwrap();
+        fs::create_dir(d.join("ro")).unwrap();
+        fs::create_dir(d.join("dir")).unwrap();
+        fs::create_dir(d.join("into")).unwrap();
+        fs::create_dir(d.join("into/f")).unwrap();
+        fs::set_permissions(d.join("into"), fs::Permissions::from_mode(0o777)).unwrap();
+        symlink("nowhere", d.join("dangling")).unwrap();
+        symlink("f", d.join("lf")).unwrap();
+    };
+    for (i, (args, user)) in [
+        (&["-v", "-l", "f", "g"][..], None),
+        (&["-v", "-s", "f", "g"], None),
+        (&["-v", "secret", "copy"], Some(NOBODY)),
+        (&["-v", "f", "ro/f"], Some(NOBODY)),
+        (&["-v", "-P", "lf", "ro/lf"], Some(NOBODY)),
+        (&["-v", "f", "dangling"], None),
+        (&["-v", "f", "f"], None),
+        (&["-v", "f", "into"], None),
+        (&["-v", "-n", "f", "g"], None),
+        (&["-v", "-r", "dir", "g"], None),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
+        same_as_cp(&base, &setup, &args, user);
+    }
+}
+
 /// As a user other than root, whose group the source's is not: cp drops the set-id bits of a
 /// file it cannot give the source's group, but keeps those of a FIFO.
 #[test]

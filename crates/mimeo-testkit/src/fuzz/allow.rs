@@ -513,7 +513,24 @@ fn update_sizes(o: &mut Outcome) -> bool {
     // type, which is not complete); never what it left out.
     o.tree
         .retain(|d| d.field == Field::Presence && d.right == "absent");
+    // And its -v lines for them ("'s' -> 'd'", "removed 'd'"), where cp's are all there.
+    changed |= drop_extra_lines(&mut o.ours.stdout, &o.cp.stdout);
     changed || o.tree.len() != n
+}
+
+/// Takes out of `ours` the lines that `theirs` lacks, where every line of `theirs` is in
+/// `ours`; says whether it did.
+fn drop_extra_lines(ours: &mut String, theirs: &str) -> bool {
+    let mut rest: Vec<&str> = ours.split_inclusive('\n').collect();
+    let contained = theirs.split_inclusive('\n').all(|l| {
+        let at = rest.iter().position(|r| *r == l);
+        at.map(|i| rest.remove(i)).is_some()
+    });
+    if !contained || rest.is_empty() {
+        return false;
+    }
+    *ours = theirs.to_string();
+    true
 }
 
 /// A time cp kept on a destination entry the case made (the fixed time) where mimeo's

@@ -335,6 +335,38 @@ impl Error {
         }
     }
 
+    /// Whether the failure came after the destination of a non-directory was decided (and
+    /// backed up): cp's checks of the destination come first and are reported alone; what
+    /// fails from the copy's first step on (opening the source, making, linking, writing,
+    /// the metadata) follows cp's `-v` line for it.
+    pub(crate) fn begun(&self) -> bool {
+        match &self.cause {
+            Cause::Refused(r) => matches!(
+                r,
+                Refusal::DanglingSymlink
+                    | Refusal::LinkExists { .. }
+                    | Refusal::RelativeSymlink
+                    | Refusal::NoLongerRegular
+                    | Refusal::ChangedWhileCopied
+                    | Refusal::SizeDiffers { .. }
+                    | Refusal::ContentDiffers
+            ),
+            Cause::Os(_) => !matches!(
+                self.op,
+                Op::Stat
+                    | Op::Backup
+                    | Op::Remove
+                    | Op::Vanished
+                    | Op::Interrupted
+                    | Op::Refuse
+                    | Op::StatParent
+                    | Op::CreateParent
+                    | Op::CreateDir
+                    | Op::ReadDir
+            ),
+        }
+    }
+
     /// The cause alone: strerror's words ("No such file or directory"), or the refusal's.
     pub fn message(&self) -> String {
         match &self.cause {

@@ -119,6 +119,15 @@ pub enum Event {
         /// The data path and byte counts, for regular files.
         outcome: Option<FileOutcome>,
     },
+    /// A non-directory entry whose copy was begun and then failed: the destination was
+    /// decided (and backed up), so cp's `-v` has named it before its failure. Sent just
+    /// before the [`Event::Failed`] of that failure, when entries are wanted.
+    Begun {
+        /// The source path.
+        src: PathBuf,
+        /// The destination path.
+        dst: PathBuf,
+    },
     /// An entry was left alone because of `-n` or `-u`.
     Skipped {
         /// The source path.

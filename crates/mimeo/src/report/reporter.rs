@@ -39,6 +39,24 @@ impl<'a> Reporter<'a> {
         self.observer.event(Event::Failed(err));
     }
 
+    /// A failed non-directory entry (`src` to `dst`). cp names an entry on its `-v` line once
+    /// the destination is decided, before it opens, makes or writes anything, so a failure
+    /// from then on follows that line.
+    pub fn entry_failed(
+        &self,
+        src: impl FnOnce() -> PathBuf,
+        dst: impl FnOnce() -> PathBuf,
+        err: Error,
+    ) {
+        if self.wants_entries && err.begun() {
+            self.observer.event(Event::Begun {
+                src: src(),
+                dst: dst(),
+            });
+        }
+        self.fail(err);
+    }
+
     /// A warning: reported, not counted as a failure.
     pub fn warn(&self, warning: Warning) {
         self.observer.event(Event::Warning(warning));

@@ -211,7 +211,8 @@ pub(crate) fn copy_entry(
 ) -> Result<(), Changed> {
     if let Some(kind) = ctx.opts.link {
         if let Err(e) = link_entry(ctx, here, name, dst_name, meta, follow, kind) {
-            ctx.report.fail(e);
+            ctx.report
+                .entry_failed(|| here.src_path(name), || here.dst_path(dst_name), e);
         }
         return Ok(());
     }
@@ -247,7 +248,8 @@ pub(crate) fn copy_entry(
         Some(_) => copy_special(ctx, here, name, dst_name, &meta.expect("stat")),
     };
     if let Err(e) = result {
-        ctx.report.fail(e);
+        ctx.report
+            .entry_failed(|| here.src_path(name), || here.dst_path(dst_name), e);
     }
     Ok(())
 }
