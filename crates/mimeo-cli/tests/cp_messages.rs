@@ -379,21 +379,27 @@ fn set_id_bits_as_cp_keeps_them_without_the_group() {
     same_as_cp(dir.path(), &setup, &args, Some(NOBODY));
 }
 
-/// On ext4, which cannot clone: cp names both files of the failed clone. (cp leaves an empty
-/// file behind, where a failed copy of mimeo's leaves none: docs/cp.md, "An existing file is
-/// replaced atomically".)
+/// On ext4, which cannot clone: cp names both files of the failed clone, and fails on an
+/// empty file too, which it tries to clone all the same. (cp leaves an empty file behind,
+/// where a failed copy of mimeo's leaves none: docs/cp.md, "An existing file is replaced
+/// atomically".)
 #[test]
 fn a_failed_clone_names_its_source() {
     let Some(fs) = mimeo_testkit::LoopFs::try_new(mimeo_testkit::FsKind::Ext4, 64) else {
         return;
     };
-    let base = fs.path().join("clone");
-    open_up(&base).unwrap();
-    let setup = |d: &Path| write(&d.join("f"), "data");
-    let args = [os("--reflink=always"), os("f"), os("g")];
-    let (cp, ours, what) = run_both(&base, &setup, &args, None);
-    same_output(&cp, &ours, &what);
-    assert!(ours.stderr.contains("from 'f'"), "{what}");
+    let setup = |d: &Path| {
+        write(&d.join("f"), "data");
+        write(&d.join("empty"), "");
+    };
+    for (i, src) in ["f", "empty"].into_iter().enumerate() {
+        let base = fs.path().join(format!("clone{i}"));
+        open_up(&base).unwrap();
+        let args = [os("--reflink=always"), os(src), os("g")];
+        let (cp, ours, what) = run_both(&base, &setup, &args, None);
+        same_output(&cp, &ours, &what);
+        assert!(ours.stderr.contains(&format!("from '{src}'")), "{what}");
+    }
 }
 
 /// As a user other than root, -a (and --preserve=all) skips the xattrs the kernel will not

@@ -149,7 +149,43 @@ pub const ALLOWLIST: &[Allowed] = &[
         apply: simple_backup_in_place,
         last: false,
     },
+    Allowed {
+        name: "failed-clone-leaves-nothing",
+        reason: "a --reflink=always copy whose clone fails leaves no file (no half file that \
+                 looks whole), where cp leaves an empty one",
+        docs: "docs/cp.md, Differences from cp, \"An existing file is replaced atomically\"",
+        apply: failed_clone_leaves_nothing,
+        last: false,
+    },
 ];
+
+/// cp's empty (or emptied) file where its clone failed, where mimeo's side has nothing or
+/// the entry that was there; the same words and exit status are still required.
+fn failed_clone_leaves_nothing(o: &mut Outcome) -> bool {
+    if !o.cp.stderr.contains("failed to clone") || o.cp.stderr != o.ours.stderr {
+        return false;
+    }
+    // Where cp's side has a file that mimeo's lacks, or an empty one where mimeo kept what
+    // was there.
+    let emptied = |d: &crate::compare::Difference| match d.field {
+        Field::Presence => d.left == "file" && d.right == "absent",
+        Field::Type => d.left == "file",
+        Field::Size => d.left == "0",
+        _ => false,
+    };
+    let left: Vec<std::path::PathBuf> = o
+        .tree
+        .iter()
+        .filter(|d| emptied(d))
+        .map(|d| d.path.clone())
+        .collect();
+    // The directory cp's file was made in has the time of that.
+    let holds = |p: &Path| left.iter().any(|l| l.parent() == Some(p));
+    let n = o.tree.len();
+    o.tree
+        .retain(|d| !(left.contains(&d.path) || d.field == Field::Mtime && holds(&d.path)));
+    o.tree.len() != n
+}
 
 /// cp's backup in the working directory (present there on cp's side only) where mimeo's is
 /// beside the file, in a directory below (present there on mimeo's side only), and the

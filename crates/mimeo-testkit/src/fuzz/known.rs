@@ -27,13 +27,6 @@ pub const KNOWN: &[Known] = &[
         apply: dir_named_twice,
     },
     Known {
-        item: "new: failed to clone from",
-        what: "with --reflink=always, a failed clone leaves no file where cp leaves an empty \
-               one (and its backup), and an empty source is not cloned at all, so the copy \
-               succeeds where cp fails (the message is cp's since the source is named)",
-        apply: clone_failures,
-    },
-    Known {
         item: "new: order of destination checks",
         what: "--parents through a non-directory: cp says \"'d/s' exists but is not a \
                directory\" (or \"cannot overwrite non-directory\"), mimeo \"cannot stat\" or \
@@ -149,12 +142,6 @@ fn dir_named_twice(o: &mut Outcome) -> bool {
     let twice = one_says(o, "directory") && one_says(o, "specified more than once")
         || one_says(o, "will not create hard link");
     twice && whole_case(o)
-}
-
-fn clone_failures(o: &mut Outcome) -> bool {
-    let failed = cp_says(o, "failed to clone") || ours_says(o, "failed to clone");
-    let differs = o.cp.code != o.ours.code || !o.tree.is_empty() || o.cp.stderr != o.ours.stderr;
-    failed && differs && whole_case(o)
 }
 
 fn check_order(o: &mut Outcome) -> bool {

@@ -204,7 +204,10 @@ fn clone_whole(
     control: &Control,
 ) -> Result<Option<FileOutcome>, DataError> {
     let size = meta.size;
-    if plan.sparse != Sparse::Never && plan.reflink != Reflink::Never && size > 0 {
+    // An empty file has nothing to share, but cp's --reflink=always clones it all the same,
+    // and fails where it cannot.
+    let worth = size > 0 || plan.reflink == Reflink::Always;
+    if plan.sparse != Sparse::Never && plan.reflink != Reflink::Never && worth {
         if plan.same_fs && !plan.no_clone.contains(meta.dev) {
             match sys::clone_file(dst, src) {
                 Ok(()) => {
