@@ -1354,6 +1354,10 @@ fn attributes_only_never_replaces_data_as_cp() {
                 "sym1",
                 "file2",
             ],
+            // -f makes a symlink over what is there (cp's force_symlinkat), not a FIFO.
+            &["-a", "-f", "--attributes-only", "sym1", "file2"],
+            &["-a", "-f", "--attributes-only", "sym1", "fifo"],
+            &["-a", "-f", "--attributes-only", "fifo", "file2"],
         ]
         .iter()
         .enumerate()
@@ -1365,7 +1369,9 @@ fn attributes_only_never_replaces_data_as_cp() {
             };
             let dir = same_as_cp(base, &format!("ao{i}"), &setup, &how);
             assert_eq!(fs::read(dir.join("file1")).unwrap(), b"1", "{a:?}");
-            if !a.contains(&"--remove-destination") {
+            let removed = a.contains(&"--remove-destination")
+                || a.starts_with(&["-a", "-f", "--attributes-only", "sym1"]);
+            if !removed {
                 assert_eq!(fs::read(dir.join("file2")).unwrap(), b"2", "{a:?}");
                 assert_eq!(fs::read(dir.join("link2")).unwrap(), b"2", "{a:?}");
             }

@@ -320,7 +320,7 @@ fn replacement(opts: &Options, src: &Meta, d: &Meta, fresh: bool) -> Decision {
     } else if opts.attributes_only && opts.link.is_none() && !into_node && !through_symlink {
         // With -l or -s, cp makes a link whatever --attributes-only says (and words its
         // failure as a link's).
-        attributes_only(src, d)
+        attributes_only(opts, src, d)
     } else if opts.preserve.links && d.nlink > 1 {
         // cp removes a destination with other links first when it keeps link groups,
         // rather than write into a file that other names share.
@@ -339,10 +339,13 @@ fn replacement(opts: &Options, src: &Meta, d: &Meta, fresh: bool) -> Decision {
 
 /// `--attributes-only` onto an existing entry, which keeps its data whatever its links: a
 /// regular file is opened and only its attributes set; a new entry of any other kind cannot be
-/// made where one is, as in cp.
-fn attributes_only(src: &Meta, d: &Meta) -> Decision {
+/// made where one is, as in cp, but for a symlink under `-f`, which replaces the entry (cp's
+/// `force_symlinkat`).
+fn attributes_only(opts: &Options, src: &Meta, d: &Meta) -> Decision {
     if src.is_reg() && d.is_reg() {
         Decision::InPlace
+    } else if src.is_symlink() && opts.force {
+        Decision::Replace
     } else {
         Decision::Refuse(Conflict::Exists {
             symlink: src.is_symlink(),
