@@ -267,6 +267,50 @@ fn a_replaced_file_keeps_the_old_files_mode_owner_and_acl_as_in_cp() {
 }
 
 #[test]
+fn preserved_modes_keep_the_special_bits_of_what_is_written_into_as_cp() {
+    // cp gives an existing destination the source's mode by setting the source's ACL, which
+    // leaves the destination's set-id and sticky bits alone unless the source has its own.
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        for (n, (src, dst)) in [(0o644, 0o4755), (0o640, 0o2755), (0o4700, 0o2755)]
+            .into_iter()
+            .enumerate()
+        {
+            let files = move |d: &Path| {
+                write(d, "s", "new\n", src);
+                write(d, "d", "old\n", dst);
+            };
+            same_as_cp(base, &format!("p{n}"), &files, &args(&["-p", "s", "d"]));
+            same_as_cp(base, &format!("a{n}"), &files, &args(&["-a", "s", "d"]));
+            // As the owner of both, whose write clears the set-uid bit.
+            let own = move |d: &Path| {
+                files(d);
+                for f in ["s", "d"] {
+                    chown(d.join(f), Some(FOREIGN_UID), Some(FOREIGN_GID)).unwrap();
+                    fs::set_permissions(d.join(f), fs::Permissions::from_mode(0o600)).unwrap();
+                }
+                fs::set_permissions(d.join("s"), fs::Permissions::from_mode(src)).unwrap();
+                fs::set_permissions(d.join("d"), fs::Permissions::from_mode(dst)).unwrap();
+            };
+            let user = Run {
+                foreign_user: true,
+                ..args(&["-p", "s", "d"])
+            };
+            same_as_cp(base, &format!("u{n}"), &own, &user);
+        }
+        // A set-gid directory merged into.
+        let dirs = |d: &Path| {
+            write(d, "src/f", "new\n", 0o644);
+            fs::create_dir(d.join("dst")).unwrap();
+            fs::set_permissions(d.join("dst"), fs::Permissions::from_mode(0o2775)).unwrap();
+        };
+        same_as_cp(base, "dir", &dirs, &args(&["-a", "src/.", "dst"]));
+    }
+}
+
+#[test]
 fn a_user_copying_onto_what_it_may_write_but_not_replace_writes_in_place_as_cp() {
     let Some(fs) = loop_fs(FsKind::Ext4) else {
         return;

@@ -216,6 +216,11 @@ pub(crate) struct Apply<'a> {
     /// Without --preserve=mode: the mode the entry must end with because it takes the place
     /// of an existing file whose mode cp would have kept (cp writes into that file).
     pub keep_perm: Option<u32>,
+    /// With --preserve=mode, for an existing file written into: its set-id and sticky bits
+    /// as the write left them. cp gives it the source's mode by setting the source's ACL
+    /// (a minimal one where the source has none), which leaves these bits alone; only a
+    /// source with special bits of its own gets its whole mode set first.
+    pub kept_special: u32,
     /// A new directory made where a default ACL stands in for the umask: the permission bits
     /// the ACL lets it keep (see `final_perm`).
     pub acl_perm: Option<u32>,
@@ -243,6 +248,7 @@ impl<'a> Apply<'a> {
             inherit_sgid: false,
             inherited_acl: default_acl,
             keep_perm: None,
+            kept_special: 0,
             acl_perm: None,
         }
     }
@@ -259,6 +265,7 @@ impl<'a> Apply<'a> {
             inherit_sgid: false,
             inherited_acl: false,
             keep_perm: None,
+            kept_special: 0,
             acl_perm: None,
         }
     }
@@ -446,6 +453,9 @@ impl<'a> Apply<'a> {
         let special = !matches!(self.src.file_type(), sys::S_IFREG | sys::S_IFDIR);
         if !owner_kept && self.opts.preserve.mode && !special {
             perm &= !(sys::S_ISUID | sys::S_ISGID);
+        }
+        if self.opts.preserve.mode && perm & (sys::S_ISUID | sys::S_ISGID | sys::S_ISVTX) == 0 {
+            perm |= self.kept_special;
         }
         Some(perm)
     }
