@@ -473,6 +473,34 @@ fn sources_with_one_destination_name_keep_the_first_as_cp() {
 /// directory 't' specified more than once", named as given the second time), so that `-b`
 /// does not back up the first copy's files.
 #[test]
+fn hard_links_met_through_overlapping_sources_are_one_group_as_cp() {
+    // cp remembers every multiply-linked file it copies: `s/a` named besides `s` (which holds
+    // `a` and its second link `b`) links all three copies.
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "s/a", "linked\n", 0o644);
+            fs::hard_link(d.join("s/a"), d.join("s/b")).unwrap();
+            write(d, "s/sub/c", "c\n", 0o644);
+            fs::hard_link(d.join("s/sub/c"), d.join("s/c2")).unwrap();
+            fs::create_dir(d.join("d")).unwrap();
+        };
+        for (i, a) in [
+            &["-a", "s", "s/a", "d"][..],
+            &["-a", "s/a", "s", "d"],
+            &["-rd", "s", "s/sub", "d"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("overlap{i}"), &setup, &args(a));
+        }
+    }
+}
+
+#[test]
 fn a_source_directory_named_twice_is_copied_once_as_cp() {
     for kind in FsKind::ALL {
         let Some(fs) = loop_fs(kind) else { continue };

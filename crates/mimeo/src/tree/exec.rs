@@ -181,6 +181,7 @@ impl<'a> Executor<'a> {
                 stat,
             });
         }
+        ctx.overlapping_roots = super::context::roots_overlap(&ctx.roots);
         (Executor { ctx, start }, items)
     }
 
@@ -218,6 +219,7 @@ impl<'a> Executor<'a> {
             }
             ctx.roots.push(root);
         }
+        ctx.overlapping_roots = super::context::roots_overlap(&ctx.roots);
         Ok(Executor { ctx, start })
     }
 
