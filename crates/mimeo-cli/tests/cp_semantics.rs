@@ -501,6 +501,30 @@ fn hard_links_met_through_overlapping_sources_are_one_group_as_cp() {
 }
 
 #[test]
+fn parents_of_an_absolute_source_fail_on_their_acl_as_cp() {
+    // cp 9.1 reads the ACL of an absolute source's directories under their names less the
+    // leading slash, relative to the working directory: there is nothing there, so it stops
+    // at the deepest, which keeps the mode it was made with, as do those above it.
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    write(base, "abs/src/f", "f\n", 0o644);
+    let src = base.join("abs/src/f");
+    let src = src.to_str().unwrap();
+    let dest = |d: &Path| fs::create_dir(d.join("d")).unwrap();
+    for (i, a) in [
+        &["--parents", "-a", "-v", src, "d"][..],
+        &["--parents", "--preserve=mode", src, "d"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        same_as_cp(base, &format!("abs{i}"), &dest, &args(a));
+    }
+}
+
+#[test]
 fn a_source_directory_named_twice_is_copied_once_as_cp() {
     for kind in FsKind::ALL {
         let Some(fs) = loop_fs(kind) else { continue };
