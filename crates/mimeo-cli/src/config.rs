@@ -69,19 +69,24 @@ struct Attributes {
     context_required: bool,
 }
 
-/// Applies one `--preserve=LIST` (`on`) or `--no-preserve=LIST`. Names may be abbreviated, as
-/// in cp; an empty one is ambiguous, as in cp.
+/// The attribute `item` of a `--preserve` or `--no-preserve` list (`option`) names, or cp's
+/// message. Names may be abbreviated, as in cp; an empty one is ambiguous, as in cp.
+pub(crate) fn preserve_item(item: &str, option: &str) -> Result<&'static str, String> {
+    match choose(item, PRESERVE_ITEMS) {
+        Ok(i) => Ok(PRESERVE_ITEMS[i]),
+        Err(bad) => match choose(item, MIMEO_ITEMS) {
+            Ok(i) if !item.is_empty() => Ok(MIMEO_ITEMS[i]),
+            _ => Err(bad.message(item, option, PRESERVE_ITEMS)),
+        },
+    }
+}
+
+/// Applies one `--preserve=LIST` (`on`) or `--no-preserve=LIST`.
 fn apply_list(a: &mut Attributes, list: &str, on: bool) -> Result<(), ConfigError> {
     let p = &mut a.preserve;
     let option = if on { "--preserve" } else { "--no-preserve" };
     for item in list.split(',') {
-        let name = match choose(item, PRESERVE_ITEMS) {
-            Ok(i) => PRESERVE_ITEMS[i],
-            Err(bad) => match choose(item, MIMEO_ITEMS) {
-                Ok(i) if !item.is_empty() => MIMEO_ITEMS[i],
-                _ => return Err(usage(bad.message(item, option, PRESERVE_ITEMS))),
-            },
-        };
+        let name = preserve_item(item, option).map_err(usage)?;
         match name {
             "mode" => {
                 p.mode = on;

@@ -209,6 +209,12 @@ fn option_errors_come_in_cps_order_and_words() {
         &["--cont=x", "--context=y", "--reflink=a", "f", "g"],
         &["--context=x", "--bogus", "f", "g"],
         &["--sparse=a", "--context=x", "f", "g"],
+        // A bad --preserve or --no-preserve value is refused where it is read: before a
+        // later --help, and before a later --context is warned about.
+        &["--preserve=links,bogus", "--help", "f", "g"],
+        &["--no-preserve=", "--version", "f", "g"],
+        &["--preserve=bogus", "--context=x", "f", "g"],
+        &["-p", "--no-preserve=mode,x", "--context=x", "f", "g"],
     ]
     .into_iter()
     .enumerate()
