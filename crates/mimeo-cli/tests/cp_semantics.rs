@@ -784,6 +784,40 @@ fn a_directory_refused_into_itself_still_counts_as_named_as_cp() {
     }
 }
 
+/// A directory copied into itself where the user may not make the copy: cp fails to make it
+/// (mimeo refuses it as into itself, a deliberate difference), forgets it, and tries it again
+/// when it is named again, without a warning about a source named twice.
+#[test]
+fn a_directory_into_itself_that_could_not_be_made_is_tried_again_as_cp() {
+    let base = tempfile::tempdir().unwrap();
+    fs::set_permissions(base.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let a = ["-r", "s", "s", "s"];
+    let how = Run {
+        foreign_user: true,
+        ..args(&a)
+    };
+    let [cp, ours] = ["cp", "mimeo"].map(|side| {
+        let d = base.path().join(side);
+        fs::create_dir(&d).unwrap();
+        fs::set_permissions(&d, fs::Permissions::from_mode(0o777)).unwrap();
+        write(&d, "s/y", "y\n", 0o644);
+        let program = if side == "cp" {
+            PathBuf::from("cp")
+        } else {
+            let link = d.join("cp");
+            symlink(util::mimeo().get_program(), &link).unwrap();
+            link
+        };
+        run_tool(&program, &d, &how, &a)
+    });
+    let into_itself = "cp: cannot copy a directory, 's', into itself, 's/s'\n";
+    assert_eq!(
+        cp.1,
+        "cp: cannot create directory 's/s': Permission denied\n".repeat(2)
+    );
+    assert_eq!((ours.0, ours.1), (cp.0, into_itself.repeat(2)));
+}
+
 /// A destination that cannot be looked at is reported as cp reports it: "cannot stat" with
 /// the error (below a file, a trailing slash on a file or a symlink loop); only a missing one
 /// goes on to "cannot create".

@@ -565,10 +565,18 @@ fn dir_root(
         }
         return None;
     }
+    // cp finds a copy into itself only once it has made the copy: where it cannot make it,
+    // it forgets the directory, which named again is tried again.
+    let unmakeable = root.into_itself
+        && sys::stat_at(root.dst_parent.as_fd(), &root.dst_name, false).is_err()
+        && !sys::may_write(root.dst_parent.as_fd(), c".");
     let mut root = match root.refuse_into_itself() {
         Ok(root) => root,
         Err(e) => {
             ctx.report.fail(e);
+            if unmakeable {
+                named.truncate(named_before_this);
+            }
             return None;
         }
     };
