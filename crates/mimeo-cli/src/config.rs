@@ -383,7 +383,12 @@ impl Config {
         options.keep_directory_symlink = a.keep_directory_symlink;
         let target_dir = a.target_directory.first().map(PathBuf::as_path);
         let pairs = if a.parents {
-            under_parents(&a.operands, target_dir, a.no_target_directory)?
+            under_parents(
+                &a.operands,
+                target_dir,
+                a.no_target_directory,
+                a.strip_trailing_slashes,
+            )?
         } else {
             resolve_targets(
                 &a.operands,
@@ -559,6 +564,7 @@ fn under_parents(
     operands: &[PathBuf],
     target_dir: Option<&Path>,
     no_target_dir: bool,
+    strip: bool,
 ) -> Result<Vec<CopyPair>, ConfigError> {
     both_target_options(target_dir, no_target_dir)?;
     let (dir, sources) = match (target_dir, operands.split_last()) {
@@ -591,6 +597,12 @@ fn under_parents(
     Ok(sources
         .iter()
         .map(|src| {
+            // --strip-trailing-slashes applies to every source, as in cp.
+            let src = &if strip {
+                strip_trailing_slashes(src)
+            } else {
+                src.clone()
+            };
             let bytes = src.as_os_str().as_bytes();
             let start = bytes.iter().position(|&b| b != b'/').unwrap_or(bytes.len());
             let rel = Path::new(std::ffi::OsStr::from_bytes(&bytes[start..]));

@@ -522,3 +522,31 @@ fn parents_of_a_source_ending_in_a_dot_as_cp() {
         );
     }
 }
+
+#[test]
+fn parents_sources_lose_their_trailing_slashes_as_cp_strips_them() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("a/b")).unwrap();
+        fs::create_dir(d.join("d")).unwrap();
+    };
+    for (i, args) in [
+        &["--strip-trailing-slashes", "--parents", "a/b/", "d"][..],
+        &[
+            "--strip-trailing-slashes",
+            "--parents",
+            "-v",
+            "-r",
+            "a//",
+            "d",
+        ],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
+        same_as_cp(&base, &setup, &args, None);
+    }
+}
