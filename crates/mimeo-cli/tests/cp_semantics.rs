@@ -1381,6 +1381,39 @@ fn backups_of_long_names_are_named_as_by_cp() {
 }
 
 #[test]
+fn interactive_asks_before_it_finds_nothing_to_do_as_cp() {
+    // A hard link onto the same file, or two links of one symlink: cp has nothing to do, but
+    // asks first under -i.
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "f", "f\n", 0o644);
+        fs::hard_link(d.join("f"), d.join("g")).unwrap();
+        symlink("f", d.join("l")).unwrap();
+        fs::hard_link(d.join("l"), d.join("m")).unwrap();
+    };
+    for (i, a) in [
+        &["-il", "f", "f"][..],
+        &["-il", "f", "g"],
+        &["-ilu", "f", "g"],
+        &["-iP", "l", "m"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        for answer in ["n\n", "y\n"] {
+            let how = Run {
+                stdin: Some(answer),
+                ..args(a)
+            };
+            same_as_cp(base, &format!("ask{i}{}", &answer[..1]), &setup, &how);
+        }
+    }
+}
+
+#[test]
 fn interactive_asks_on_stderr_and_reads_stdin_as_cp() {
     let Some(fs) = loop_fs(FsKind::Ext4) else {
         return;
