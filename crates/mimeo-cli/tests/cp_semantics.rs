@@ -501,6 +501,34 @@ fn hard_links_met_through_overlapping_sources_are_one_group_as_cp() {
 }
 
 #[test]
+fn parents_take_their_sources_acls_with_the_mode_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "a/b/f", "f\n", 0o644);
+        let a = d.join("a");
+        run_ok("setfacl", &["-m", "u:1:rx", a.to_str().unwrap()]);
+        run_ok("setfacl", &["-d", "-m", "u:2:rwx", a.to_str().unwrap()]);
+        fs::create_dir(d.join("d")).unwrap();
+    };
+    for (i, a) in [
+        &["--parents", "-p", "a/b/f", "d"][..],
+        &["--parents", "--preserve=mode", "a/b/f", "d"],
+        &["--parents", "--preserve=timestamps", "a/b/f", "d"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        let ours = same_as_cp(base, &format!("acl{i}"), &setup, &args(a));
+        let theirs = base.join(format!("acl{i}-cp"));
+        let default = |d: &Path| xattr(&d.join("d/a"), "system.posix_acl_default");
+        assert_eq!(default(&theirs), default(&ours), "{a:?}");
+    }
+}
+
+#[test]
 fn parents_of_an_absolute_source_fail_on_their_acl_as_cp() {
     // cp 9.1 reads the ACL of an absolute source's directories under their names less the
     // leading slash, relative to the working directory: there is nothing there, so it stops

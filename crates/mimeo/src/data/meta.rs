@@ -165,6 +165,15 @@ pub(crate) fn source_xattrs(
     })
 }
 
+/// The POSIX ACLs of a source entry (access and default), as cp copies them where it keeps
+/// the mode of a `--parents` directory.
+pub(crate) fn source_acls(
+    src: XattrTarget<'_>,
+    path: &dyn Fn() -> PathBuf,
+) -> Result<Xattrs, Error> {
+    read_xattrs(src, path, |n| n.starts_with(b"system.posix_acl_"))
+}
+
 fn read_xattrs(
     src: XattrTarget<'_>,
     path: &dyn Fn() -> PathBuf,

@@ -166,7 +166,8 @@ pub(crate) fn finish_parents(parents: &[Parent], opts: &Options, report: &Report
     }
 }
 
-/// Gives one `--parents` directory its source's attributes.
+/// Gives one `--parents` directory its source's attributes: with the mode, the source's ACLs
+/// too, as cp copies them.
 fn finish_parent(parent: &Parent, opts: &Options, process: &Process) -> Result<(), Error> {
     let fd = sys::open_dir(
         sys::CWD,
@@ -180,18 +181,21 @@ fn finish_parent(parent: &Parent, opts: &Options, process: &Process) -> Result<(
     };
     let dst = Dst::Fd(fd.as_fd());
     let path = || parent.dst.clone();
-    let Some(relative) = misnamed_acl_source(parent, opts) else {
+    if !opts.preserve.mode {
         return apply.run(dst, &Vec::new(), &path);
-    };
-    // cp 9.1 reads the ACL of an absolute source's directory under its name less the leading
-    // slash, relative to the working directory, after setting times and owner: where that
-    // name leads nowhere, it fails there.
-    match sys::stat_at(
-        sys::CWD,
-        &sys::cstring(relative.as_os_str().as_bytes()),
-        true,
-    ) {
-        Ok(_) => apply.run(dst, &Vec::new(), &path),
+    }
+    // cp 9.1 reads the ACLs of an absolute source's directory under its name less the
+    // leading slash, relative to the working directory, after setting times and owner:
+    // where that name leads nowhere, it fails there.
+    let source = misnamed_acl_source(parent).unwrap_or_else(|| parent.src_path.clone());
+    let acls = sys::open_dir_path(sys::CWD, &sys::cstring(source.as_os_str().as_bytes()), true)
+        .map_err(|e| Error::sys(Op::GetParentAcl, &source, e))
+        .and_then(|fd| {
+            let at = sys::proc_fd_path(fd.as_fd(), Some(c"."));
+            meta::source_acls(XattrTarget::NoFollow(&at), &|| source.clone())
+        });
+    match acls {
+        Ok(acls) => apply.run(dst, &acls, &path),
         Err(e) => {
             let mut kept = opts.clone();
             kept.preserve.mode = false;
@@ -201,7 +205,7 @@ fn finish_parent(parent: &Parent, opts: &Options, process: &Process) -> Result<(
                 ..apply
             };
             times_and_owner.run(dst, &Vec::new(), &path)?;
-            Err(Error::sys(Op::GetParentAcl, relative, e))
+            Err(e)
         }
     }
 }
@@ -221,11 +225,11 @@ fn made_perm(parent: &Parent, opts: &Options, process: &Process) -> u32 {
     (parent.src.perm() & 0o1777 & !omitted & !process.umask) | 0o700
 }
 
-/// With modes kept, the name cp 9.1 reads a `--parents` directory's ACL under when its
-/// source path is absolute: the path without its leading slashes.
-fn misnamed_acl_source(parent: &Parent, opts: &Options) -> Option<PathBuf> {
+/// The name cp 9.1 reads a `--parents` directory's ACLs under when its source path is
+/// absolute: the path without its leading slashes.
+fn misnamed_acl_source(parent: &Parent) -> Option<PathBuf> {
     let bytes = parent.src_path.as_os_str().as_bytes();
-    if !opts.preserve.mode || !bytes.starts_with(b"/") {
+    if !bytes.starts_with(b"/") {
         return None;
     }
     let start = bytes.iter().position(|&b| b != b'/')?;
