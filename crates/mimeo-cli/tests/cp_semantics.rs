@@ -553,6 +553,23 @@ fn parents_of_an_absolute_source_fail_on_their_acl_as_cp() {
 }
 
 #[test]
+fn a_node_written_into_is_its_link_groups_copy_as_cp() {
+    // cp writes a file into the device node in its place, and links the other members of
+    // the file's link group to that node.
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "s/a", "linked\n", 0o644);
+        fs::hard_link(d.join("s/a"), d.join("s/b")).unwrap();
+        fs::create_dir(d.join("d")).unwrap();
+        run_ok("mknod", &[d.join("d/a").to_str().unwrap(), "c", "1", "3"]);
+    };
+    same_as_cp(base, "node", &setup, &args(&["-a", "s/a", "s", "d"]));
+}
+
+#[test]
 fn a_source_directory_named_twice_is_copied_once_as_cp() {
     for kind in FsKind::ALL {
         let Some(fs) = loop_fs(kind) else { continue };

@@ -440,9 +440,11 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         };
         match decision {
             Decision::WriteInto => {
-                // No group member can link to a node: the next one becomes the copy.
-                drop(first);
-                return self.write_into_node(buf).map(|o| Placing::Done(Some(o)));
+                // The node written into is the group's copy, as in cp: the members still to
+                // come are linked to it.
+                let outcome = self.write_into_node(buf)?;
+                first_done(first, here, self.dst_name);
+                return Ok(Placing::Done(Some(outcome)));
             }
             Decision::Skip if !self.stale_content()? && !self.left_alone_incomplete(&d) => {
                 self.skip(first);
