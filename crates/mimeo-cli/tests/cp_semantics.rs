@@ -485,12 +485,16 @@ fn hard_links_met_through_overlapping_sources_are_one_group_as_cp() {
             fs::hard_link(d.join("s/a"), d.join("s/b")).unwrap();
             write(d, "s/sub/c", "c\n", 0o644);
             fs::hard_link(d.join("s/sub/c"), d.join("s/c2")).unwrap();
+            write(d, "s/sub/one", "one link\n", 0o644);
             fs::create_dir(d.join("d")).unwrap();
         };
         for (i, a) in [
             &["-a", "s", "s/a", "d"][..],
             &["-a", "s/a", "s", "d"],
             &["-rd", "s", "s/sub", "d"],
+            // Under -L cp remembers every file, linked or not.
+            &["-aL", "s/.", "s", "d"],
+            &["-rL", "--preserve=links", "s/sub", "s", "d"],
         ]
         .iter()
         .enumerate()
@@ -595,6 +599,10 @@ fn a_source_directory_named_twice_is_copied_once_as_cp() {
             &["-rb", "t", "u/t", "t", "E"],
             &["-rH", "t", "s/t", "D"],
             &["-r", "t", "s/t", "D"],
+            // Under -L, cp remembers where a directory was copied first only: copied again
+            // elsewhere, it is copied there each time it is named, without a warning.
+            &["-rL", "t/.", "t", "t", "D"],
+            &["-rH", "t", "t/.", "t", "D"],
         ]
         .iter()
         .enumerate()

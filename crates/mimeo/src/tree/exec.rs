@@ -503,7 +503,9 @@ fn named_before(
         return None;
     }
     let same = named.iter().filter(|n| n.id == id);
-    if dest.is_some() && same.clone().any(|n| n.dest == dest) {
+    // cp remembers the first destination of a directory only: under -H and -L, one copied
+    // again elsewhere is not counted there.
+    if dest.is_some() && same.clone().next().is_some_and(|n| n.dest == dest) {
         let src = root.src_path.clone();
         return Some(Ok(Warning::SourceTwice {
             src,
