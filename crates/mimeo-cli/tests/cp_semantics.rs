@@ -311,6 +311,27 @@ fn preserved_modes_keep_the_special_bits_of_what_is_written_into_as_cp() {
 }
 
 #[test]
+fn a_file_whose_owner_cannot_be_kept_loses_its_sticky_bit_as_cp() {
+    // Another user's sticky file and directory copied with -a: cp drops the file's sticky
+    // bit with its set-id bits where it cannot give it its owner; the directory keeps it.
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let setup = |d: &Path| {
+        write(d, "sf", "x\n", 0o1644);
+        fs::create_dir(d.join("sd")).unwrap();
+        fs::set_permissions(d.join("sd"), fs::Permissions::from_mode(0o1755)).unwrap();
+        fs::create_dir(d.join("o")).unwrap();
+        chown(d.join("o"), Some(FOREIGN_UID), Some(FOREIGN_GID)).unwrap();
+    };
+    let how = Run {
+        foreign_user: true,
+        ..args(&["-a", "sf", "sd", "o"])
+    };
+    same_as_cp(fs.path(), "sticky", &setup, &how);
+}
+
+#[test]
 fn a_user_copying_onto_what_it_may_write_but_not_replace_writes_in_place_as_cp() {
     let Some(fs) = loop_fs(FsKind::Ext4) else {
         return;

@@ -457,11 +457,14 @@ impl<'a> Apply<'a> {
         } else {
             return None;
         };
-        // Where the owner could not be kept, cp drops the set-id bits of a file or directory,
-        // but keeps those of a FIFO, socket or device node.
+        // Where the owner could not be kept, cp drops the set-id bits of a file or directory
+        // (and a file's sticky bit), but keeps those of a FIFO, socket or device node.
         let special = !matches!(self.src.file_type(), sys::S_IFREG | sys::S_IFDIR);
         if !owner_kept && self.opts.preserve.mode && !special {
             perm &= !(sys::S_ISUID | sys::S_ISGID);
+            if self.src.is_reg() {
+                perm &= !sys::S_ISVTX;
+            }
         }
         if self.opts.preserve.mode && perm & (sys::S_ISUID | sys::S_ISGID | sys::S_ISVTX) == 0 {
             perm |= self.kept_special;
