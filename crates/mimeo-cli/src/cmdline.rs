@@ -301,6 +301,14 @@ fn short_options<'o>(
 /// `value` spelled out in full when `opt` (named `option` in messages) has a fixed set of
 /// values.
 fn choice(opt: &Opt, option: &str, value: &[u8]) -> Result<OsString, String> {
+    // cp checks an attribute list where it reads it, before any later option (--help).
+    if matches!(option, "--preserve" | "--no-preserve") {
+        let text = String::from_utf8_lossy(value);
+        for item in text.split(',') {
+            crate::config::preserve_item(item, option)?;
+        }
+        return Ok(OsString::from_vec(value.to_vec()));
+    }
     if opt.choices.is_empty() {
         return Ok(OsString::from_vec(value.to_vec()));
     }

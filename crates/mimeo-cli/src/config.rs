@@ -69,19 +69,24 @@ struct Attributes {
     context_required: bool,
 }
 
-/// Applies one `--preserve=LIST` (`on`) or `--no-preserve=LIST`. Names may be abbreviated, as
-/// in cp; an empty one is ambiguous, as in cp.
+/// The attribute `item` of a `--preserve` or `--no-preserve` list (`option`) names, or cp's
+/// message. Names may be abbreviated, as in cp; an empty one is ambiguous, as in cp.
+pub(crate) fn preserve_item(item: &str, option: &str) -> Result<&'static str, String> {
+    match choose(item, PRESERVE_ITEMS) {
+        Ok(i) => Ok(PRESERVE_ITEMS[i]),
+        Err(bad) => match choose(item, MIMEO_ITEMS) {
+            Ok(i) if !item.is_empty() => Ok(MIMEO_ITEMS[i]),
+            _ => Err(bad.message(item, option, PRESERVE_ITEMS)),
+        },
+    }
+}
+
+/// Applies one `--preserve=LIST` (`on`) or `--no-preserve=LIST`.
 fn apply_list(a: &mut Attributes, list: &str, on: bool) -> Result<(), ConfigError> {
     let p = &mut a.preserve;
     let option = if on { "--preserve" } else { "--no-preserve" };
     for item in list.split(',') {
-        let name = match choose(item, PRESERVE_ITEMS) {
-            Ok(i) => PRESERVE_ITEMS[i],
-            Err(bad) => match choose(item, MIMEO_ITEMS) {
-                Ok(i) if !item.is_empty() => MIMEO_ITEMS[i],
-                _ => return Err(usage(bad.message(item, option, PRESERVE_ITEMS))),
-            },
-        };
+        let name = preserve_item(item, option).map_err(usage)?;
         match name {
             "mode" => {
                 p.mode = on;
@@ -378,7 +383,12 @@ impl Config {
         options.keep_directory_symlink = a.keep_directory_symlink;
         let target_dir = a.target_directory.first().map(PathBuf::as_path);
         let pairs = if a.parents {
-            under_parents(&a.operands, target_dir, a.no_target_directory)?
+            under_parents(
+                &a.operands,
+                target_dir,
+                a.no_target_directory,
+                a.strip_trailing_slashes,
+            )?
         } else {
             resolve_targets(
                 &a.operands,
@@ -554,6 +564,7 @@ fn under_parents(
     operands: &[PathBuf],
     target_dir: Option<&Path>,
     no_target_dir: bool,
+    strip: bool,
 ) -> Result<Vec<CopyPair>, ConfigError> {
     both_target_options(target_dir, no_target_dir)?;
     let (dir, sources) = match (target_dir, operands.split_last()) {
@@ -586,6 +597,12 @@ fn under_parents(
     Ok(sources
         .iter()
         .map(|src| {
+            // --strip-trailing-slashes applies to every source, as in cp.
+            let src = &if strip {
+                strip_trailing_slashes(src)
+            } else {
+                src.clone()
+            };
             let bytes = src.as_os_str().as_bytes();
             let start = bytes.iter().position(|&b| b != b'/').unwrap_or(bytes.len());
             let rel = Path::new(std::ffi::OsStr::from_bytes(&bytes[start..]));

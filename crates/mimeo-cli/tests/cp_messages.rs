@@ -209,6 +209,12 @@ fn option_errors_come_in_cps_order_and_words() {
         &["--cont=x", "--context=y", "--reflink=a", "f", "g"],
         &["--context=x", "--bogus", "f", "g"],
         &["--sparse=a", "--context=x", "f", "g"],
+        // A bad --preserve or --no-preserve value is refused where it is read: before a
+        // later --help, and before a later --context is warned about.
+        &["--preserve=links,bogus", "--help", "f", "g"],
+        &["--no-preserve=", "--version", "f", "g"],
+        &["--preserve=bogus", "--context=x", "f", "g"],
+        &["-p", "--no-preserve=mode,x", "--context=x", "f", "g"],
     ]
     .into_iter()
     .enumerate()
@@ -562,5 +568,33 @@ fn parents_of_a_source_ending_in_a_dot_as_cp() {
             &[os("--parents"), os("s/a/."), os("d")],
             None,
         );
+    }
+}
+
+#[test]
+fn parents_sources_lose_their_trailing_slashes_as_cp_strips_them() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("a/b")).unwrap();
+        fs::create_dir(d.join("d")).unwrap();
+    };
+    for (i, args) in [
+        &["--strip-trailing-slashes", "--parents", "a/b/", "d"][..],
+        &[
+            "--strip-trailing-slashes",
+            "--parents",
+            "-v",
+            "-r",
+            "a//",
+            "d",
+        ],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
+        same_as_cp(&base, &setup, &args, None);
     }
 }

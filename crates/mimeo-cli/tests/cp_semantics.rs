@@ -267,6 +267,71 @@ fn a_replaced_file_keeps_the_old_files_mode_owner_and_acl_as_in_cp() {
 }
 
 #[test]
+fn preserved_modes_keep_the_special_bits_of_what_is_written_into_as_cp() {
+    // cp gives an existing destination the source's mode by setting the source's ACL, which
+    // leaves the destination's set-id and sticky bits alone unless the source has its own.
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        for (n, (src, dst)) in [(0o644, 0o4755), (0o640, 0o2755), (0o4700, 0o2755)]
+            .into_iter()
+            .enumerate()
+        {
+            let files = move |d: &Path| {
+                write(d, "s", "new\n", src);
+                write(d, "d", "old\n", dst);
+            };
+            same_as_cp(base, &format!("p{n}"), &files, &args(&["-p", "s", "d"]));
+            same_as_cp(base, &format!("a{n}"), &files, &args(&["-a", "s", "d"]));
+            // As the owner of both, whose write clears the set-uid bit.
+            let own = move |d: &Path| {
+                files(d);
+                for f in ["s", "d"] {
+                    chown(d.join(f), Some(FOREIGN_UID), Some(FOREIGN_GID)).unwrap();
+                    fs::set_permissions(d.join(f), fs::Permissions::from_mode(0o600)).unwrap();
+                }
+                fs::set_permissions(d.join("s"), fs::Permissions::from_mode(src)).unwrap();
+                fs::set_permissions(d.join("d"), fs::Permissions::from_mode(dst)).unwrap();
+            };
+            let user = Run {
+                foreign_user: true,
+                ..args(&["-p", "s", "d"])
+            };
+            same_as_cp(base, &format!("u{n}"), &own, &user);
+        }
+        // A set-gid directory merged into.
+        let dirs = |d: &Path| {
+            write(d, "src/f", "new\n", 0o644);
+            fs::create_dir(d.join("dst")).unwrap();
+            fs::set_permissions(d.join("dst"), fs::Permissions::from_mode(0o2775)).unwrap();
+        };
+        same_as_cp(base, "dir", &dirs, &args(&["-a", "src/.", "dst"]));
+    }
+}
+
+#[test]
+fn a_file_whose_owner_cannot_be_kept_loses_its_sticky_bit_as_cp() {
+    // Another user's sticky file and directory copied with -a: cp drops the file's sticky
+    // bit with its set-id bits where it cannot give it its owner; the directory keeps it.
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let setup = |d: &Path| {
+        write(d, "sf", "x\n", 0o1644);
+        fs::create_dir(d.join("sd")).unwrap();
+        fs::set_permissions(d.join("sd"), fs::Permissions::from_mode(0o1755)).unwrap();
+        fs::create_dir(d.join("o")).unwrap();
+        chown(d.join("o"), Some(FOREIGN_UID), Some(FOREIGN_GID)).unwrap();
+    };
+    let how = Run {
+        foreign_user: true,
+        ..args(&["-a", "sf", "sd", "o"])
+    };
+    same_as_cp(fs.path(), "sticky", &setup, &how);
+}
+
+#[test]
 fn a_user_copying_onto_what_it_may_write_but_not_replace_writes_in_place_as_cp() {
     let Some(fs) = loop_fs(FsKind::Ext4) else {
         return;
@@ -429,6 +494,107 @@ fn sources_with_one_destination_name_keep_the_first_as_cp() {
 /// directory 't' specified more than once", named as given the second time), so that `-b`
 /// does not back up the first copy's files.
 #[test]
+fn hard_links_met_through_overlapping_sources_are_one_group_as_cp() {
+    // cp remembers every multiply-linked file it copies: `s/a` named besides `s` (which holds
+    // `a` and its second link `b`) links all three copies.
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "s/a", "linked\n", 0o644);
+            fs::hard_link(d.join("s/a"), d.join("s/b")).unwrap();
+            write(d, "s/sub/c", "c\n", 0o644);
+            fs::hard_link(d.join("s/sub/c"), d.join("s/c2")).unwrap();
+            write(d, "s/sub/one", "one link\n", 0o644);
+            fs::create_dir(d.join("d")).unwrap();
+        };
+        for (i, a) in [
+            &["-a", "s", "s/a", "d"][..],
+            &["-a", "s/a", "s", "d"],
+            &["-rd", "s", "s/sub", "d"],
+            // Under -L cp remembers every file, linked or not.
+            &["-aL", "s/.", "s", "d"],
+            &["-rL", "--preserve=links", "s/sub", "s", "d"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("overlap{i}"), &setup, &args(a));
+        }
+    }
+}
+
+#[test]
+fn parents_take_their_sources_acls_with_the_mode_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "a/b/f", "f\n", 0o644);
+        let a = d.join("a");
+        run_ok("setfacl", &["-m", "u:1:rx", a.to_str().unwrap()]);
+        run_ok("setfacl", &["-d", "-m", "u:2:rwx", a.to_str().unwrap()]);
+        fs::create_dir(d.join("d")).unwrap();
+    };
+    for (i, a) in [
+        &["--parents", "-p", "a/b/f", "d"][..],
+        &["--parents", "--preserve=mode", "a/b/f", "d"],
+        &["--parents", "--preserve=timestamps", "a/b/f", "d"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        let ours = same_as_cp(base, &format!("acl{i}"), &setup, &args(a));
+        let theirs = base.join(format!("acl{i}-cp"));
+        let default = |d: &Path| xattr(&d.join("d/a"), "system.posix_acl_default");
+        assert_eq!(default(&theirs), default(&ours), "{a:?}");
+    }
+}
+
+#[test]
+fn parents_of_an_absolute_source_fail_on_their_acl_as_cp() {
+    // cp 9.1 reads the ACL of an absolute source's directories under their names less the
+    // leading slash, relative to the working directory: there is nothing there, so it stops
+    // at the deepest, which keeps the mode it was made with, as do those above it.
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    write(base, "abs/src/f", "f\n", 0o644);
+    let src = base.join("abs/src/f");
+    let src = src.to_str().unwrap();
+    let dest = |d: &Path| fs::create_dir(d.join("d")).unwrap();
+    for (i, a) in [
+        &["--parents", "-a", "-v", src, "d"][..],
+        &["--parents", "--preserve=mode", src, "d"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        same_as_cp(base, &format!("abs{i}"), &dest, &args(a));
+    }
+}
+
+#[test]
+fn a_node_written_into_is_its_link_groups_copy_as_cp() {
+    // cp writes a file into the device node in its place, and links the other members of
+    // the file's link group to that node.
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "s/a", "linked\n", 0o644);
+        fs::hard_link(d.join("s/a"), d.join("s/b")).unwrap();
+        fs::create_dir(d.join("d")).unwrap();
+        run_ok("mknod", &[d.join("d/a").to_str().unwrap(), "c", "1", "3"]);
+    };
+    same_as_cp(base, "node", &setup, &args(&["-a", "s/a", "s", "d"]));
+}
+
+#[test]
 fn a_source_directory_named_twice_is_copied_once_as_cp() {
     for kind in FsKind::ALL {
         let Some(fs) = loop_fs(kind) else { continue };
@@ -454,6 +620,10 @@ fn a_source_directory_named_twice_is_copied_once_as_cp() {
             &["-rb", "t", "u/t", "t", "E"],
             &["-rH", "t", "s/t", "D"],
             &["-r", "t", "s/t", "D"],
+            // Under -L, cp remembers where a directory was copied first only: copied again
+            // elsewhere, it is copied there each time it is named, without a warning.
+            &["-rL", "t/.", "t", "t", "D"],
+            &["-rH", "t", "t/.", "t", "D"],
         ]
         .iter()
         .enumerate()
@@ -686,6 +856,40 @@ fn a_directory_refused_into_itself_still_counts_as_named_as_cp() {
         });
         assert_eq!(cp, ours, "`cp {}`", a.join(" "));
     }
+}
+
+/// A directory copied into itself where the user may not make the copy: cp fails to make it
+/// (mimeo refuses it as into itself, a deliberate difference), forgets it, and tries it again
+/// when it is named again, without a warning about a source named twice.
+#[test]
+fn a_directory_into_itself_that_could_not_be_made_is_tried_again_as_cp() {
+    let base = tempfile::tempdir().unwrap();
+    fs::set_permissions(base.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let a = ["-r", "s", "s", "s"];
+    let how = Run {
+        foreign_user: true,
+        ..args(&a)
+    };
+    let [cp, ours] = ["cp", "mimeo"].map(|side| {
+        let d = base.path().join(side);
+        fs::create_dir(&d).unwrap();
+        fs::set_permissions(&d, fs::Permissions::from_mode(0o777)).unwrap();
+        write(&d, "s/y", "y\n", 0o644);
+        let program = if side == "cp" {
+            PathBuf::from("cp")
+        } else {
+            let link = d.join("cp");
+            symlink(util::mimeo().get_program(), &link).unwrap();
+            link
+        };
+        run_tool(&program, &d, &how, &a)
+    });
+    let into_itself = "cp: cannot copy a directory, 's', into itself, 's/s'\n";
+    assert_eq!(
+        cp.1,
+        "cp: cannot create directory 's/s': Permission denied\n".repeat(2)
+    );
+    assert_eq!((ours.0, ours.1), (cp.0, into_itself.repeat(2)));
 }
 
 /// A destination that cannot be looked at is reported as cp reports it: "cannot stat" with
@@ -1246,6 +1450,39 @@ fn backups_of_long_names_are_named_as_by_cp() {
                 same_as_cp(base, &format!("long-backup{i}"), &setup, &args(&a));
                 i += 1;
             }
+        }
+    }
+}
+
+#[test]
+fn interactive_asks_before_it_finds_nothing_to_do_as_cp() {
+    // A hard link onto the same file, or two links of one symlink: cp has nothing to do, but
+    // asks first under -i.
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "f", "f\n", 0o644);
+        fs::hard_link(d.join("f"), d.join("g")).unwrap();
+        symlink("f", d.join("l")).unwrap();
+        fs::hard_link(d.join("l"), d.join("m")).unwrap();
+    };
+    for (i, a) in [
+        &["-il", "f", "f"][..],
+        &["-il", "f", "g"],
+        &["-ilu", "f", "g"],
+        &["-iP", "l", "m"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        for answer in ["n\n", "y\n"] {
+            let how = Run {
+                stdin: Some(answer),
+                ..args(a)
+            };
+            same_as_cp(base, &format!("ask{i}{}", &answer[..1]), &setup, &how);
         }
     }
 }

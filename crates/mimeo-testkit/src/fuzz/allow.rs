@@ -464,12 +464,37 @@ fn symlink_replaced(o: &mut Outcome) -> bool {
             o.cp.code = o.ours.code;
         }
     }
+    let copies = if replaced {
+        target_copies(o)
+    } else {
+        Vec::new()
+    };
     o.tree.retain(|d| {
         let target = d.path == Path::new("t") || d.path == Path::new("f");
         let link = d.field == Field::Type && d.left == "symlink";
-        !(link || target && d.field != Field::Presence)
+        // A later copy of a target that cp wrote through the symlink has what cp wrote.
+        let copy = copies.contains(&d.path);
+        !(link || (target || copy) && d.field != Field::Presence)
     });
     true
+}
+
+/// Where the sources that name a symlink's target (`f`, or `lf` followed) are copied into
+/// the target directory.
+fn target_copies(o: &Outcome) -> Vec<std::path::PathBuf> {
+    let dir = o.plan.target_dir();
+    o.plan
+        .sources
+        .iter()
+        .filter_map(|s| {
+            let s = Path::new(s);
+            let name = s.file_name()?;
+            let top = s
+                .parent()
+                .is_none_or(|p| p.as_os_str().is_empty() || p.is_absolute());
+            (top && (name == "f" || name == "lf")).then(|| dir.join(name))
+        })
+        .collect()
 }
 
 /// cp refuses a dangling destination symlink; mimeo replaces it, or with -i asks first.
@@ -666,4 +691,61 @@ fn into_itself(o: &mut Outcome) -> bool {
         !(below || above || matches!(d.field, Field::Mtime | Field::Atime))
     });
     bridged || before != (o.cp.clone(), o.tree.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::Difference;
+    use crate::fuzz::case::{DestState, Plan};
+    use crate::fuzz::exec::Ran;
+
+    fn ran() -> Ran {
+        Ran {
+            code: Some(0),
+            timed_out: false,
+            stdout: String::new(),
+            stderr: String::new(),
+        }
+    }
+
+    fn diff(path: &str, field: Field, left: &str, right: &str) -> Difference {
+        Difference {
+            path: path.into(),
+            field,
+            left: left.into(),
+            right: right.into(),
+        }
+    }
+
+    #[test]
+    fn a_copy_of_a_target_written_through_a_symlink_is_allowed_to_differ() {
+        let plan = Plan {
+            tool: "cp",
+            seed: 0,
+            args: Vec::new(),
+            env: Vec::new(),
+            opts: Vec::new(),
+            dest: DestState::Dir,
+            target: "d".into(),
+            sources: vec!["s/x".into(), "f".into()],
+            feed: None,
+            drains: Vec::new(),
+            odd_dirs: false,
+        };
+        let mut o = Outcome {
+            plan,
+            cp: ran(),
+            ours: ran(),
+            tree: vec![
+                diff("d/x", Field::Type, "symlink", "file"),
+                diff("f", Field::Size, "0", "1"),
+                diff("d/f", Field::Size, "0", "1"),
+                diff("d/g", Field::Size, "0", "1"),
+            ],
+        };
+        assert!(symlink_replaced(&mut o));
+        let left: Vec<_> = o.tree.iter().map(|d| d.path.clone()).collect();
+        assert_eq!(left, [Path::new("d/g")]);
+    }
 }

@@ -77,13 +77,6 @@ pub const KNOWN: &[Known] = &[
         apply: sources_first,
     },
     Known {
-        item: "new: --context warning after an invalid option",
-        what: "the warning for --context=CTX is printed where an earlier --preserve or \
-               --no-preserve value is invalid and cp stops before it reads --context (mimeo \
-               reads those values once every option is read)",
-        apply: context_warning,
-    },
-    Known {
         item: "new: socket in the destination's place as non-root",
         what: "as a user other than root, a file copied onto a socket fails with \"cannot \
                create regular file ... Permission denied\", where cp replaces the socket",
@@ -204,12 +197,6 @@ fn sources_first(o: &mut Outcome) -> bool {
         o.ours.stderr = o.cp.stderr.clone();
     }
     reordered && asked
-}
-
-fn context_warning(o: &mut Outcome) -> bool {
-    let warning = "warning: ignoring --context";
-    let stopped = cp_says(o, "invalid argument") || cp_says(o, "ambiguous argument");
-    stopped && !cp_says(o, warning) && drop_lines(&mut o.ours.stderr, warning)
 }
 
 fn attributes_only(o: &mut Outcome) -> bool {

@@ -165,6 +165,15 @@ pub(crate) fn source_xattrs(
     })
 }
 
+/// The POSIX ACLs of a source entry (access and default), as cp copies them where it keeps
+/// the mode of a `--parents` directory.
+pub(crate) fn source_acls(
+    src: XattrTarget<'_>,
+    path: &dyn Fn() -> PathBuf,
+) -> Result<Xattrs, Error> {
+    read_xattrs(src, path, |n| n.starts_with(b"system.posix_acl_"))
+}
+
 fn read_xattrs(
     src: XattrTarget<'_>,
     path: &dyn Fn() -> PathBuf,
@@ -216,6 +225,11 @@ pub(crate) struct Apply<'a> {
     /// Without --preserve=mode: the mode the entry must end with because it takes the place
     /// of an existing file whose mode cp would have kept (cp writes into that file).
     pub keep_perm: Option<u32>,
+    /// With --preserve=mode, for an existing file written into: its set-id and sticky bits
+    /// as the write left them. cp gives it the source's mode by setting the source's ACL
+    /// (a minimal one where the source has none), which leaves these bits alone; only a
+    /// source with special bits of its own gets its whole mode set first.
+    pub kept_special: u32,
     /// A new directory made where a default ACL stands in for the umask: the permission bits
     /// the ACL lets it keep (see `final_perm`).
     pub acl_perm: Option<u32>,
@@ -243,6 +257,7 @@ impl<'a> Apply<'a> {
             inherit_sgid: false,
             inherited_acl: default_acl,
             keep_perm: None,
+            kept_special: 0,
             acl_perm: None,
         }
     }
@@ -259,6 +274,7 @@ impl<'a> Apply<'a> {
             inherit_sgid: false,
             inherited_acl: false,
             keep_perm: None,
+            kept_special: 0,
             acl_perm: None,
         }
     }
@@ -441,11 +457,17 @@ impl<'a> Apply<'a> {
         } else {
             return None;
         };
-        // Where the owner could not be kept, cp drops the set-id bits of a file or directory,
-        // but keeps those of a FIFO, socket or device node.
+        // Where the owner could not be kept, cp drops the set-id bits of a file or directory
+        // (and a file's sticky bit), but keeps those of a FIFO, socket or device node.
         let special = !matches!(self.src.file_type(), sys::S_IFREG | sys::S_IFDIR);
         if !owner_kept && self.opts.preserve.mode && !special {
             perm &= !(sys::S_ISUID | sys::S_ISGID);
+            if self.src.is_reg() {
+                perm &= !sys::S_ISVTX;
+            }
+        }
+        if self.opts.preserve.mode && perm & (sys::S_ISUID | sys::S_ISGID | sys::S_ISVTX) == 0 {
+            perm |= self.kept_special;
         }
         Some(perm)
     }

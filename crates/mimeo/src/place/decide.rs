@@ -192,11 +192,12 @@ pub(crate) fn decide(
     } else {
         same_file(rules, src, &seen, d, look)
     };
-    match same {
-        Same::Fine => {}
-        Same::Done => return Decision::Skip,
+    // Where there is nothing to do, cp still applies -u and asks under -i first.
+    let done = match same {
+        Same::Fine => false,
+        Same::Done => true,
         Same::Refused => return Decision::Refuse(Conflict::SameFile),
-    }
+    };
     if src.is_dir() {
         return if d.is_dir() {
             Decision::Merge
@@ -219,12 +220,12 @@ pub(crate) fn decide(
         return Decision::Skip;
     }
     // cp's rule for two sources with one destination name; numbered backups keep both.
-    if rules.just_created == Some(d.id()) && opts.backup != Some(Backup::Numbered) {
+    if !done && rules.just_created == Some(d.id()) && opts.backup != Some(Backup::Numbered) {
         return Decision::Refuse(Conflict::JustCreated {
             symlink: d.is_symlink(),
         });
     }
-    if opts.interactive && rules.ask.is_some_and(|ask| !ask()) {
+    if opts.interactive && rules.ask.is_some_and(|ask| !ask()) || done {
         return Decision::Skip;
     }
     // After -n, -u and -i, as in cp: a directory is left alone without a word where they

@@ -76,6 +76,8 @@ pub enum Op {
     StatParent,
     /// Creating a directory of a source's path (`--parents`).
     CreateParent,
+    /// Reading the ACL of a directory of a source's path (`--parents` with modes kept).
+    GetParentAcl,
 }
 
 impl Op {
@@ -115,6 +117,7 @@ impl Op {
             Op::Dedupe => "dedupe",
             Op::StatParent => "stat_parent",
             Op::CreateParent => "create_parent",
+            Op::GetParentAcl => "get_parent_acl",
         }
     }
 
@@ -154,6 +157,8 @@ impl Op {
             Op::Dedupe => "cannot dedupe",
             Op::StatParent => "failed to get attributes of",
             Op::CreateParent => "cannot make directory",
+            // cp names only the path it could not read the ACL of.
+            Op::GetParentAcl => "",
         }
     }
 
@@ -499,7 +504,10 @@ impl fmt::Display for Error {
         match &self.cause {
             Cause::Refused(r) => f.write_str(&self.refusal_sentence(r)),
             Cause::Os(e) => {
-                write!(f, "{} {}", self.op.phrase(), quoted(&self.path))?;
+                match self.op.phrase() {
+                    "" => write!(f, "{}", quoted(&self.path))?,
+                    phrase => write!(f, "{phrase} {}", quoted(&self.path))?,
+                }
                 if let Some(src) = &self.from {
                     // A link names what it would point to ("cannot create hard link 'd' to
                     // 's'"), a clone its source.

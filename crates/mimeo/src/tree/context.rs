@@ -63,6 +63,10 @@ pub(crate) struct Ctx<'a> {
     pub canon: CanonMap,
     pub sweep: Sweep,
     pub roots: Vec<Root>,
+    /// A root's source is another directory root or lies below one, so a file may be met
+    /// twice by the same path: link groups are then kept for the whole run (see
+    /// [`roots_overlap`]).
+    pub overlapping_roots: bool,
     pub hooks: HookSet<'a>,
     /// Under `-L`, the directories this run made: a symlink that leads back into the copy
     /// must not make it copy itself into itself without end.
@@ -88,6 +92,7 @@ impl<'a> Ctx<'a> {
             sweep: Sweep::of(opts),
             made_dirs: Default::default(),
             roots: Vec::new(),
+            overlapping_roots: false,
             hooks,
         }
     }
@@ -208,6 +213,40 @@ pub(crate) struct Parent {
     pub dst: PathBuf,
     /// Made by this run (an existing one keeps its mode unless modes are preserved).
     pub created: bool,
+}
+
+/// Whether the source of one of `roots` is a directory root or lies below one (cp copies
+/// `s` and `s/f` both; a file with two links is then met three times, and cp, which
+/// remembers every multiply-linked file, links all three copies). Found by walking each
+/// root's source parent up to `/`; only runs with a directory root and another root look.
+pub(crate) fn roots_overlap(roots: &[Root]) -> bool {
+    let dirs: std::collections::HashSet<(u64, u64)> = roots
+        .iter()
+        .filter(|r| r.meta.is_dir())
+        .map(|r| r.meta.id())
+        .collect();
+    if roots.len() < 2 || dirs.is_empty() {
+        return false;
+    }
+    for (i, r) in roots.iter().enumerate() {
+        // A directory named twice.
+        if r.meta.is_dir() && roots[..i].iter().any(|o| o.meta.id() == r.meta.id()) {
+            return true;
+        }
+        let Ok(mut at) = sys::open_dir(r.src_parent.as_fd(), c".", false) else {
+            continue;
+        };
+        while let Ok(m) = sys::fstat(at.as_fd()) {
+            if dirs.contains(&m.id()) {
+                return true;
+            }
+            match sys::open_dir(at.as_fd(), c"..", false) {
+                Ok(up) if sys::fstat(up.as_fd()).is_ok_and(|u| u.id() != m.id()) => at = up,
+                _ => break,
+            }
+        }
+    }
+    false
 }
 
 /// What a destination directory is like, as far as copying into it goes.

@@ -702,6 +702,13 @@ pub(crate) fn complete(ctx: &Ctx<'_>, w: &mut Buffers, done: DirDone) {
             .then_some((ctx.process.euid, ctx.process.egid)),
         inherit_sgid: info.created && info.lineage.sgid,
         keep_perm: None,
+        // A directory merged into keeps its set-gid bit under cp's setting of the source's
+        // ACL, as a file written into does.
+        kept_special: if info.created || !info.dst_setgid {
+            0
+        } else {
+            sys::S_ISGID
+        },
         current_perm: info
             .created
             .then_some(0o700 | if info.dst_setgid { sys::S_ISGID } else { 0 }),

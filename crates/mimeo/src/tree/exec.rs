@@ -181,6 +181,7 @@ impl<'a> Executor<'a> {
                 stat,
             });
         }
+        ctx.overlapping_roots = super::context::roots_overlap(&ctx.roots);
         (Executor { ctx, start }, items)
     }
 
@@ -218,6 +219,7 @@ impl<'a> Executor<'a> {
             }
             ctx.roots.push(root);
         }
+        ctx.overlapping_roots = super::context::roots_overlap(&ctx.roots);
         Ok(Executor { ctx, start })
     }
 
@@ -501,7 +503,9 @@ fn named_before(
         return None;
     }
     let same = named.iter().filter(|n| n.id == id);
-    if dest.is_some() && same.clone().any(|n| n.dest == dest) {
+    // cp remembers the first destination of a directory only: under -H and -L, one copied
+    // again elsewhere is not counted there.
+    if dest.is_some() && same.clone().next().is_some_and(|n| n.dest == dest) {
         let src = root.src_path.clone();
         return Some(Ok(Warning::SourceTwice {
             src,
@@ -563,10 +567,18 @@ fn dir_root(
         }
         return None;
     }
+    // cp finds a copy into itself only once it has made the copy: where it cannot make it,
+    // it forgets the directory, which named again is tried again.
+    let unmakeable = root.into_itself
+        && sys::stat_at(root.dst_parent.as_fd(), &root.dst_name, false).is_err()
+        && !sys::may_write(root.dst_parent.as_fd(), c".");
     let mut root = match root.refuse_into_itself() {
         Ok(root) => root,
         Err(e) => {
             ctx.report.fail(e);
+            if unmakeable {
+                named.truncate(named_before_this);
+            }
             return None;
         }
     };

@@ -164,6 +164,9 @@ struct Placed {
     owner: Option<(u32, u32)>,
     /// The mode it must keep from the file it replaces (without --preserve=mode).
     keep_perm: Option<u32>,
+    /// With --preserve=mode: the set-id and sticky bits of the file it replaces (see
+    /// `Apply::kept_special`).
+    kept_special: u32,
     /// Xattrs of the file it replaces, to carry over.
     kept_xattrs: meta::Xattrs,
     /// It carries the xattr mark of a file copied on its own, which its last metadata step
@@ -384,6 +387,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             perm,
             owner: (!self.here.dst.setgid).then_some((ctx.process.euid, ctx.process.egid)),
             keep_perm: None,
+            kept_special: 0,
             kept_xattrs: Vec::new(),
             marked: false,
         }
@@ -436,9 +440,11 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         };
         match decision {
             Decision::WriteInto => {
-                // No group member can link to a node: the next one becomes the copy.
-                drop(first);
-                return self.write_into_node(buf).map(|o| Placing::Done(Some(o)));
+                // The node written into is the group's copy, as in cp: the members still to
+                // come are linked to it.
+                let outcome = self.write_into_node(buf)?;
+                first_done(first, here, self.dst_name);
+                return Ok(Placing::Done(Some(outcome)));
             }
             Decision::Skip if !self.stale_content()? && !self.left_alone_incomplete(&d) => {
                 self.skip(first);
@@ -488,6 +494,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
                 perm: r.prior.was.perm(),
                 owner: Some((r.prior.was.uid, r.prior.was.gid)),
                 keep_perm: None,
+                kept_special: 0,
                 kept_xattrs: Vec::new(),
                 // A file alone goes on under the mark it was left with.
                 marked: here.marker.is_none(),
@@ -565,6 +572,11 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         let dst_path = || self.dst_path();
         let keep_owner = (!p.ownership).then_some((d.uid, d.gid));
         let keep_perm = (!p.mode).then(|| self.kept_perm(d));
+        let kept_special = if p.mode {
+            special(self.kept_perm(d))
+        } else {
+            0
+        };
         let kept_xattrs = {
             let at = here.dst_entry_path(self.dst_name);
             let mut kept = meta::kept_xattrs(ctx.opts, XattrTarget::NoFollow(&at), &dst_path)?;
@@ -622,6 +634,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             perm,
             owner,
             keep_perm,
+            kept_special,
             kept_xattrs,
             marked: false,
         };
@@ -689,6 +702,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             perm,
             owner: Some((d.uid, d.gid)),
             keep_perm: (!ctx.opts.preserve.mode).then_some(kept),
+            kept_special: if p.mode { special(kept) } else { 0 },
             kept_xattrs: Vec::new(),
             // A file alone may carry the mark an earlier run left on it.
             marked: here.marker.is_none() && data,
@@ -973,6 +987,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             // A file made here (not one written into) inherits the directory's default ACL.
             inherited_acl: !in_place && (here.dst.default_acl || replaced_under_acl),
             keep_perm: p.placed.keep_perm,
+            kept_special: p.placed.kept_special,
             acl_perm: None,
         };
         apply.run(Dst::Fd(p.dst.as_fd()), &xattrs, &|| self.dst_path())
@@ -983,6 +998,11 @@ impl<'a, 'c> RegularFile<'a, 'c> {
 enum DataFailure {
     Data(DataError),
     Other(Error),
+}
+
+/// The set-id and sticky bits of `perm`.
+fn special(perm: u32) -> u32 {
+    perm & (sys::S_ISUID | sys::S_ISGID | sys::S_ISVTX)
 }
 
 /// Whether `xattrs` hold a POSIX access ACL.

@@ -90,7 +90,10 @@ fn sighting(ctx: &Ctx<'_>, here: &Here<'_>, src_name: &CStr, meta: &Meta) -> Opt
                     && sys::stat_at(here.src_dir, src_name, false).is_ok_and(|m| m.is_symlink())
             }
         };
-    if pinned {
+    // A path met twice (roots that overlap) would count as two of a file's links; under -L,
+    // cp remembers every file, so a file met again that way is linked too.
+    let again = ctx.overlapping_roots && (meta.nlink >= 2 || deref == Dereference::Always);
+    if pinned || again {
         Some(Sighting::Pinned)
     } else if meta.nlink >= 2 {
         Some(Sighting::Link(meta.nlink as u64))

@@ -143,30 +143,97 @@ impl Root {
 /// made (also where the copy then fails before it has a root).
 pub(crate) fn finish_parents(parents: &[Parent], opts: &Options, report: &Reporter<'_>) {
     let process = Process::current();
+    // A failure stops cp's work on the parents (those made keep the mode cp made them
+    // with); those made were reported as made.
+    let mut failed = false;
     for parent in parents.iter().rev() {
-        let apply = Apply {
-            created: parent.created,
-            ..Apply::for_existing(opts, &process, &parent.src)
-        };
-        let dst = |e| Error::sys(Op::Open, &parent.dst, e);
-        let done = sys::open_dir(
-            sys::CWD,
-            &sys::cstring(parent.dst.as_os_str().as_bytes()),
-            false,
-        )
-        .map_err(dst)
-        .and_then(|fd| apply.run(Dst::Fd(fd.as_fd()), &Vec::new(), &|| parent.dst.clone()));
-        match done {
-            Err(e) => report.fail(e),
-            Ok(()) if parent.created => report.copied(
+        if failed && parent.created {
+            let name = sys::cstring(parent.dst.as_os_str().as_bytes());
+            let _ = sys::chmod_at_nofollow(sys::CWD, &name, made_perm(parent, opts, &process));
+        }
+        if !failed && let Err(e) = finish_parent(parent, opts, &process) {
+            report.fail(e);
+            failed = true;
+        }
+        if parent.created {
+            report.copied(
                 || parent.src_path.clone(),
                 || parent.dst.clone(),
                 EntryKind::Directory,
                 None,
-            ),
-            Ok(()) => {}
+            );
         }
     }
+}
+
+/// Gives one `--parents` directory its source's attributes: with the mode, the source's ACLs
+/// too, as cp copies them.
+fn finish_parent(parent: &Parent, opts: &Options, process: &Process) -> Result<(), Error> {
+    let fd = sys::open_dir(
+        sys::CWD,
+        &sys::cstring(parent.dst.as_os_str().as_bytes()),
+        false,
+    )
+    .map_err(|e| Error::sys(Op::Open, &parent.dst, e))?;
+    let apply = Apply {
+        created: parent.created,
+        ..Apply::for_existing(opts, process, &parent.src)
+    };
+    let dst = Dst::Fd(fd.as_fd());
+    let path = || parent.dst.clone();
+    if !opts.preserve.mode {
+        return apply.run(dst, &Vec::new(), &path);
+    }
+    // cp 9.1 reads the ACLs of an absolute source's directory under its name less the
+    // leading slash, relative to the working directory, after setting times and owner:
+    // where that name leads nowhere, it fails there.
+    let source = misnamed_acl_source(parent).unwrap_or_else(|| parent.src_path.clone());
+    let acls = sys::open_dir_path(sys::CWD, &sys::cstring(source.as_os_str().as_bytes()), true)
+        .map_err(|e| Error::sys(Op::GetParentAcl, &source, e))
+        .and_then(|fd| {
+            let at = sys::proc_fd_path(fd.as_fd(), Some(c"."));
+            meta::source_acls(XattrTarget::NoFollow(&at), &|| source.clone())
+        });
+    match acls {
+        Ok(acls) => apply.run(dst, &acls, &path),
+        Err(e) => {
+            let mut kept = opts.clone();
+            kept.preserve.mode = false;
+            let times_and_owner = Apply {
+                opts: &kept,
+                keep_perm: Some(made_perm(parent, opts, process)),
+                ..apply
+            };
+            times_and_owner.run(dst, &Vec::new(), &path)?;
+            Err(e)
+        }
+    }
+}
+
+/// The mode cp 9.1 makes a `--parents` directory with: its source's, less the group and
+/// other bits with --preserve=ownership (the group and other write bits with
+/// --preserve=mode), less the umask, with the owner's bits added.
+fn made_perm(parent: &Parent, opts: &Options, process: &Process) -> u32 {
+    let p = opts.preserve;
+    let omitted = if p.ownership {
+        0o077
+    } else if p.mode {
+        0o022
+    } else {
+        0
+    };
+    (parent.src.perm() & 0o1777 & !omitted & !process.umask) | 0o700
+}
+
+/// The name cp 9.1 reads a `--parents` directory's ACLs under when its source path is
+/// absolute: the path without its leading slashes.
+fn misnamed_acl_source(parent: &Parent) -> Option<PathBuf> {
+    let bytes = parent.src_path.as_os_str().as_bytes();
+    if !bytes.starts_with(b"/") {
+        return None;
+    }
+    let start = bytes.iter().position(|&b| b != b'/')?;
+    Some(PathBuf::from(std::ffi::OsStr::from_bytes(&bytes[start..])))
 }
 
 /// `--parents`: makes the directories of `src`'s path that are missing at `dst`, which ends
