@@ -309,6 +309,49 @@ fn verbose_says_removed_where_cp_removes_a_destination() {
     }
 }
 
+/// As a user other than root: where cp removes the destination before it copies (a symlink
+/// or FIFO copied as one), it never opens it, so a file of another user's that it may not
+/// write is replaced all the same (also one with other links).
+#[test]
+fn a_file_removed_first_need_not_be_writable() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "new");
+        symlink("f", d.join("l")).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            d.join("p"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap();
+        fs::create_dir(d.join("d")).unwrap();
+        fs::set_permissions(d.join("d"), fs::Permissions::from_mode(0o777)).unwrap();
+        // Root's files, which nobody may not write.
+        write(&d.join("d/g"), "old");
+        fs::set_permissions(d.join("d/g"), fs::Permissions::from_mode(0o644)).unwrap();
+        fs::hard_link(d.join("d/g"), d.join("d/h")).unwrap();
+    };
+    for (i, args) in [
+        &["-v", "-P", "l", "d/g"][..],
+        &["-v", "-R", "l", "d/g"],
+        &["-v", "-R", "--copy-contents", "l", "d/g"],
+        &["-v", "-a", "l", "d/g"],
+        &["-v", "-R", "p", "d/g"],
+        &["-v", "-a", "l", "d/h"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
+        let ours = same_as_cp(&base, &setup, &args, Some(NOBODY));
+        assert_eq!(ours.code, Some(0), "{args:?}: {ours:?}");
+    }
+}
+
 /// As a user other than root, whose group the source's is not: cp drops the set-id bits of a
 /// file it cannot give the source's group, but keeps those of a FIFO.
 #[test]

@@ -255,8 +255,10 @@ fn write_or_link(
     }
     // cp opens the file (or node) to write into it, which fails where it may not write; with
     // -f it removes it and makes a new file. Atomic replacement would need no such right, but
-    // a file made read-only stays as cp leaves it. A link is made without opening it.
+    // a file made read-only stays as cp leaves it. A link is made without opening it, and
+    // what cp removes first (a symlink or FIFO copied as one, say) is never opened.
     let opened = opts.link.is_none()
+        && !removed_before(opts, src, d)
         && matches!(
             replace,
             Decision::Replace | Decision::InPlace | Decision::WriteInto
