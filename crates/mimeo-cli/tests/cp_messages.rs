@@ -352,6 +352,59 @@ fn a_file_removed_first_need_not_be_writable() {
     }
 }
 
+/// As a user other than root, in a directory it may not write: cp renames the old entry to
+/// its backup name before it makes a symlink, FIFO or link there, and fails at that.
+#[test]
+fn a_backup_that_cannot_be_made_fails_first() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "new");
+        symlink("f", d.join("l")).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            d.join("p"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap();
+        // The user's own sources (a hard link to another user's file is refused first).
+        for p in ["f", "l", "p"] {
+            rustix::fs::chownat(
+                rustix::fs::CWD,
+                d.join(p),
+                Some(rustix::fs::Uid::from_raw(NOBODY)),
+                None,
+                rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+            )
+            .unwrap();
+        }
+        // Root's directory, which nobody may not write, with what is in the way.
+        fs::create_dir(d.join("d")).unwrap();
+        for name in ["f", "l", "p"] {
+            write(&d.join("d").join(name), "old");
+        }
+    };
+    for (i, args) in [
+        &["-d", "-b", "l", "d"][..],
+        &["-a", "--backup=numbered", "l", "d"],
+        &["-R", "-b", "p", "d"],
+        &["-l", "-b", "f", "d"],
+        &["-s", "-b", "/dev/null", "d/f"],
+        // A relative link is refused after the backup.
+        &["-s", "-b", "f", "d/f"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
+        let ours = same_as_cp(&base, &setup, &args, Some(NOBODY));
+        assert!(ours.stderr.contains("cannot backup"), "{args:?}: {ours:?}");
+    }
+}
+
 /// As a user other than root, whose group the source's is not: cp drops the set-id bits of a
 /// file it cannot give the source's group, but keeps those of a FIFO.
 #[test]

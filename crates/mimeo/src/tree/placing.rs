@@ -223,6 +223,13 @@ pub(super) fn commit(
         .map_err(|e| Error::sys(Op::Rename, dst_path(), e))
 }
 
+/// Whether a temporary that failed with `e` in a directory where the old entry is to be
+/// backed up fails as cp's backup does: cp renames the old entry to its backup name before it
+/// makes the new one, and fails there where the directory may not be written.
+pub(super) fn backup_fails_first(ctx: &Ctx<'_>, backup: bool, e: Errno) -> bool {
+    backup && ctx.opts.backup.is_some() && matches!(e, Errno::ACCESS | Errno::ROFS)
+}
+
 /// A data-path failure as an error on the side it happened on.
 pub(super) fn data_error(
     e: DataError,
