@@ -352,6 +352,44 @@ fn a_file_removed_first_need_not_be_writable() {
     }
 }
 
+/// As a user other than root, `-u` skips a file of another size that is not older and that
+/// this user may not write, as cp skips it, rather than fail to replace it (docs/cp.md, "`-u`
+/// also compares sizes").
+#[test]
+fn update_skips_a_file_it_may_not_write_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "new data");
+        symlink("f", d.join("l")).unwrap();
+        fs::create_dir(d.join("d")).unwrap();
+        fs::set_permissions(d.join("d"), fs::Permissions::from_mode(0o777)).unwrap();
+        // Root's file, newer than the source, which nobody may not write.
+        write(&d.join("d/g"), "old");
+        let later = fs::FileTimes::new()
+            .set_modified(std::time::SystemTime::now() + Duration::from_secs(60));
+        fs::File::options()
+            .write(true)
+            .open(d.join("d/g"))
+            .unwrap()
+            .set_times(later)
+            .unwrap();
+    };
+    for (i, args) in [
+        &["-u", "-v", "f", "d/g"][..],
+        &["-u", "l", "d/g"],
+        &["-R", "-u", "--preserve", "f", "d/g"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
+        let ours = same_as_cp(&base, &setup, &args, Some(NOBODY));
+        assert_eq!(ours.code, Some(0), "{args:?}: {ours:?}");
+    }
+}
+
 /// As a user other than root, in a directory it may not write: cp renames the old entry to
 /// its backup name before it makes a symlink, FIFO or link there, and fails at that.
 #[test]

@@ -213,7 +213,14 @@ pub(crate) fn decide(
         // A node or a directory is never a copy, nor a node's contents: cp's rule (not
         // older than the source) decides.
         Overwrite::Update if into_node || is_node(src) || d.is_dir() => d.mtime >= src.mtime,
-        Overwrite::Update => is_complete_copy(rules, d, src),
+        // Where the stricter rule would replace a file this process may not write (which
+        // fails without -f), cp's rule alone decides, so that what cp skips is skipped.
+        Overwrite::Update => {
+            is_complete_copy(rules, d, src)
+                || d.mtime >= src.mtime
+                    && write_or_link(rules, src, d, fresh, replace)
+                        == Decision::Refuse(Conflict::NotWritable)
+        }
     };
     if up_to_date {
         return Decision::Skip;

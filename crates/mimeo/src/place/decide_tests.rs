@@ -216,6 +216,27 @@ fn a_file_this_user_may_not_write_is_refused_unless_forced() {
     assert_eq!(rules(&o), Decision::Refuse(Conflict::NotWritable));
     o.force = true;
     assert_eq!(rules(&o), Decision::Recreate);
+    // -u: one not older (of another size) is skipped by cp's rule rather than refused; an
+    // older one is refused as without -u.
+    o.force = false;
+    o.overwrite = Overwrite::Update;
+    let newer = Meta {
+        size: 9,
+        ..meta(REG, 2, 200)
+    };
+    let r = Rules {
+        opts: &o,
+        process: &USER,
+        follows: false,
+        suspect: false,
+        just_created: None,
+        ask: None,
+        writable: &read_only,
+        backup_is_source: None,
+    };
+    let run = |d: &Meta| decided(&r, &src, Some(d), Err(Errno::NOENT));
+    assert_eq!(run(&newer), Decision::Skip);
+    assert_eq!(run(&dst), Decision::Refuse(Conflict::NotWritable));
 }
 
 #[test]
