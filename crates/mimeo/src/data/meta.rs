@@ -219,6 +219,9 @@ pub(crate) struct Apply<'a> {
     /// A new directory made where a default ACL stands in for the umask: the permission bits
     /// the ACL lets it keep (see `final_perm`).
     pub acl_perm: Option<u32>,
+    /// The set-id and sticky bits the entry has before its mode is set, which a preserved
+    /// mode without any leaves (see `final_perm`).
+    pub special_now: u32,
 }
 
 impl<'a> Apply<'a> {
@@ -244,6 +247,7 @@ impl<'a> Apply<'a> {
             inherited_acl: default_acl,
             keep_perm: None,
             acl_perm: None,
+            special_now: 0,
         }
     }
 
@@ -260,6 +264,7 @@ impl<'a> Apply<'a> {
             inherited_acl: false,
             keep_perm: None,
             acl_perm: None,
+            special_now: 0,
         }
     }
 
@@ -442,10 +447,18 @@ impl<'a> Apply<'a> {
             return None;
         };
         // Where the owner could not be kept, cp drops the set-id bits of a file or directory,
-        // but keeps those of a FIFO, socket or device node.
+        // but keeps those of a FIFO, socket or device node; those of a directory only where
+        // it was asked to keep the owner (a directory's set-id bits run nothing).
         let special = !matches!(self.src.file_type(), sys::S_IFREG | sys::S_IFDIR);
-        if !owner_kept && self.opts.preserve.mode && !special {
+        let unasked = self.src.is_dir() && !self.opts.preserve.ownership;
+        if !owner_kept && self.opts.preserve.mode && !special && !unasked {
             perm &= !(sys::S_ISUID | sys::S_ISGID);
+        }
+        // cp sets a preserved mode that has no set-id or sticky bit through the ACL, which
+        // leaves those the entry has (a new directory's set-gid bit from its parent); the
+        // kernel takes set-gid away from a caller outside the group, as from our chmod.
+        if self.opts.preserve.mode && perm & 0o7000 == 0 {
+            perm |= self.special_now;
         }
         Some(perm)
     }

@@ -709,6 +709,7 @@ pub(crate) fn complete(ctx: &Ctx<'_>, w: &mut Buffers, done: DirDone) {
         inherited_acl: info.default_acl && (info.created || ctx.opts.preserve.mode),
         // What the default ACL it was made under lets it keep, as mkdir would have.
         acl_perm: info.created.then_some(info.acl_perm).flatten(),
+        special_now: special_now(ctx, info, fd.as_fd()),
     };
     let flushed = || {
         if ctx.opts.sync {
@@ -728,5 +729,18 @@ pub(crate) fn complete(ctx: &Ctx<'_>, w: &mut Buffers, done: DirDone) {
         // only the directories it creates.
         Ok(()) => ctx.report.merged(),
         Err(e) => ctx.report.fail(e),
+    }
+}
+
+/// The set-id and sticky bits the destination directory has before its mode is set, which a
+/// preserved mode may leave: a new one's set-gid bit inherited from its parent (it is made
+/// 0700 otherwise), an existing one's own (one fstat, under --preserve=mode only).
+fn special_now(ctx: &Ctx<'_>, info: &DirInfo, fd: BorrowedFd<'_>) -> u32 {
+    if !ctx.opts.preserve.mode {
+        0
+    } else if info.created {
+        if info.dst_setgid { sys::S_ISGID } else { 0 }
+    } else {
+        sys::fstat(fd).map_or(0, |d| d.perm() & 0o7000)
     }
 }

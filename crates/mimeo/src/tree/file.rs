@@ -974,6 +974,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             inherited_acl: !in_place && (here.dst.default_acl || replaced_under_acl),
             keep_perm: p.placed.keep_perm,
             acl_perm: None,
+            special_now: 0,
         };
         apply.run(Dst::Fd(p.dst.as_fd()), &xattrs, &|| self.dst_path())
     }
