@@ -390,6 +390,51 @@ fn update_skips_a_file_it_may_not_write_as_cp() {
     }
 }
 
+/// As a user other than root, a source it may not read: cp looks at the destination first, so
+/// `-u` skips one that is not older (of another size too), and a backup it cannot make fails
+/// first.
+#[test]
+fn an_unreadable_source_after_update_and_backup_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        // Root's, which nobody may not read.
+        write(&d.join("f"), "secret data");
+        fs::set_permissions(d.join("f"), fs::Permissions::from_mode(0o600)).unwrap();
+        fs::create_dir(d.join("d")).unwrap();
+        fs::set_permissions(d.join("d"), fs::Permissions::from_mode(0o777)).unwrap();
+        // Root's directory, which nobody may not write.
+        fs::create_dir(d.join("ro")).unwrap();
+        // Files the user may write, newer than the source.
+        for g in ["d/g", "ro/g"] {
+            write(&d.join(g), "old");
+            fs::set_permissions(d.join(g), fs::Permissions::from_mode(0o666)).unwrap();
+            let later = fs::FileTimes::new()
+                .set_modified(std::time::SystemTime::now() + Duration::from_secs(60));
+            fs::File::options()
+                .write(true)
+                .open(d.join(g))
+                .unwrap()
+                .set_times(later)
+                .unwrap();
+        }
+    };
+    for (i, (args, code)) in [
+        (&["-u", "f", "d/g"][..], 0),
+        (&["-u", "-v", "-p", "f", "ro/g"], 0),
+        (&["-b", "f", "ro/g"], 1),
+        (&["-a", "--backup=numbered", "f", "ro/g"], 1),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
+        let ours = same_as_cp(&base, &setup, &args, Some(NOBODY));
+        assert_eq!(ours.code, Some(code), "{args:?}: {ours:?}");
+    }
+}
+
 /// As a user other than root, in a directory it may not write: cp renames the old entry to
 /// its backup name before it makes a symlink, FIFO or link there, and fails at that.
 #[test]
