@@ -390,6 +390,63 @@ fn update_skips_a_file_it_may_not_write_as_cp() {
     }
 }
 
+/// As a user other than root, `-u` keeps what is not older in a directory the user may not
+/// change, as cp keeps it, rather than fail to replace it (or write into it) where its sizes
+/// or types differ.
+#[test]
+fn update_keeps_what_it_may_not_replace_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "new data");
+        symlink("f", d.join("l")).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            d.join("p"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap();
+        for p in ["f", "l", "p"] {
+            rustix::fs::chownat(
+                rustix::fs::CWD,
+                d.join(p),
+                Some(rustix::fs::Uid::from_raw(NOBODY)),
+                None,
+                rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+            )
+            .unwrap();
+        }
+        // Root's directory, with a file the user may write, newer than the sources.
+        fs::create_dir(d.join("ro")).unwrap();
+        write(&d.join("ro/g"), "old");
+        fs::set_permissions(d.join("ro/g"), fs::Permissions::from_mode(0o666)).unwrap();
+        let later = fs::FileTimes::new()
+            .set_modified(std::time::SystemTime::now() + Duration::from_secs(60));
+        fs::File::options()
+            .write(true)
+            .open(d.join("ro/g"))
+            .unwrap()
+            .set_times(later)
+            .unwrap();
+    };
+    for (i, args) in [
+        &["-u", "-v", "f", "ro/g"][..],
+        &["-u", "-l", "-f", "f", "ro/g"],
+        &["-u", "-d", "l", "ro/g"],
+        &["-u", "-R", "p", "ro/g"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
+        let ours = same_as_cp(&base, &setup, &args, Some(NOBODY));
+        assert_eq!(ours.code, Some(0), "{args:?}: {ours:?}");
+    }
+}
+
 /// As a user other than root, a source it may not read: cp looks at the destination first, so
 /// `-u` skips one that is not older (of another size too), and a backup it cannot make fails
 /// first.

@@ -113,6 +113,7 @@ impl<'a> Ctx<'a> {
             ask: None,
             writable,
             backup_is_source: None,
+            changeable: None,
         }
     }
 

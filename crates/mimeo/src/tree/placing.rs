@@ -34,9 +34,11 @@ pub(super) fn decide_existing(
         };
         backup::is_source(name.to_bytes(), src, here.dst_dir, dst_name, backup)
     };
+    let changeable = || sys::may_change_dir(here.dst_dir).is_ok();
     let mut rules = ctx.rules(here, &writable);
     rules.ask = Some(&ask);
     rules.backup_is_source = Some(&backup_is_source);
+    rules.changeable = Some(&changeable);
     let look = Lookups {
         src: &|follow| sys::stat_at(here.src_dir, name, follow).ok(),
         dst_target: &|| sys::stat_at(here.dst_dir, dst_name, true),
