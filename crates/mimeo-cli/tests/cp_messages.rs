@@ -357,6 +357,242 @@ fn verbose_names_a_copy_that_then_fails_as_cp() {
     }
 }
 
+/// As a user other than root: where cp removes the destination before it copies (a symlink
+/// or FIFO copied as one), it never opens it, so a file of another user's that it may not
+/// write is replaced all the same (also one with other links).
+#[test]
+fn a_file_removed_first_need_not_be_writable() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "new");
+        symlink("f", d.join("l")).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            d.join("p"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap();
+        fs::create_dir(d.join("d")).unwrap();
+        fs::set_permissions(d.join("d"), fs::Permissions::from_mode(0o777)).unwrap();
+        // Root's files, which nobody may not write.
+        write(&d.join("d/g"), "old");
+        fs::set_permissions(d.join("d/g"), fs::Permissions::from_mode(0o644)).unwrap();
+        fs::hard_link(d.join("d/g"), d.join("d/h")).unwrap();
+    };
+    for (i, args) in [
+        &["-v", "-P", "l", "d/g"][..],
+        &["-v", "-R", "l", "d/g"],
+        &["-v", "-R", "--copy-contents", "l", "d/g"],
+        &["-v", "-a", "l", "d/g"],
+        &["-v", "-R", "p", "d/g"],
+        &["-v", "-a", "l", "d/h"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
+        let ours = same_as_cp(&base, &setup, &args, Some(NOBODY));
+        assert_eq!(ours.code, Some(0), "{args:?}: {ours:?}");
+    }
+}
+
+/// As a user other than root, `-u` skips a file of another size that is not older and that
+/// this user may not write, as cp skips it, rather than fail to replace it (docs/cp.md, "`-u`
+/// also compares sizes").
+#[test]
+fn update_skips_a_file_it_may_not_write_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "new data");
+        symlink("f", d.join("l")).unwrap();
+        fs::create_dir(d.join("d")).unwrap();
+        fs::set_permissions(d.join("d"), fs::Permissions::from_mode(0o777)).unwrap();
+        // Root's file, newer than the source, which nobody may not write.
+        write(&d.join("d/g"), "old");
+        let later = fs::FileTimes::new()
+            .set_modified(std::time::SystemTime::now() + Duration::from_secs(60));
+        fs::File::options()
+            .write(true)
+            .open(d.join("d/g"))
+            .unwrap()
+            .set_times(later)
+            .unwrap();
+    };
+    for (i, args) in [
+        &["-u", "-v", "f", "d/g"][..],
+        &["-u", "l", "d/g"],
+        &["-R", "-u", "--preserve", "f", "d/g"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
+        let ours = same_as_cp(&base, &setup, &args, Some(NOBODY));
+        assert_eq!(ours.code, Some(0), "{args:?}: {ours:?}");
+    }
+}
+
+/// As a user other than root, `-u` keeps what is not older in a directory the user may not
+/// change, as cp keeps it, rather than fail to replace it (or write into it) where its sizes
+/// or types differ.
+#[test]
+fn update_keeps_what_it_may_not_replace_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "new data");
+        symlink("f", d.join("l")).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            d.join("p"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap();
+        for p in ["f", "l", "p"] {
+            rustix::fs::chownat(
+                rustix::fs::CWD,
+                d.join(p),
+                Some(rustix::fs::Uid::from_raw(NOBODY)),
+                None,
+                rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+            )
+            .unwrap();
+        }
+        // Root's directory, with a file the user may write, newer than the sources.
+        fs::create_dir(d.join("ro")).unwrap();
+        write(&d.join("ro/g"), "old");
+        fs::set_permissions(d.join("ro/g"), fs::Permissions::from_mode(0o666)).unwrap();
+        let later = fs::FileTimes::new()
+            .set_modified(std::time::SystemTime::now() + Duration::from_secs(60));
+        fs::File::options()
+            .write(true)
+            .open(d.join("ro/g"))
+            .unwrap()
+            .set_times(later)
+            .unwrap();
+    };
+    for (i, args) in [
+        &["-u", "-v", "f", "ro/g"][..],
+        &["-u", "-l", "-f", "f", "ro/g"],
+        &["-u", "-d", "l", "ro/g"],
+        &["-u", "-R", "p", "ro/g"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
+        let ours = same_as_cp(&base, &setup, &args, Some(NOBODY));
+        assert_eq!(ours.code, Some(0), "{args:?}: {ours:?}");
+    }
+}
+
+/// As a user other than root, a source it may not read: cp looks at the destination first, so
+/// `-u` skips one that is not older (of another size too), and a backup it cannot make fails
+/// first.
+#[test]
+fn an_unreadable_source_after_update_and_backup_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        // Root's, which nobody may not read.
+        write(&d.join("f"), "secret data");
+        fs::set_permissions(d.join("f"), fs::Permissions::from_mode(0o600)).unwrap();
+        fs::create_dir(d.join("d")).unwrap();
+        fs::set_permissions(d.join("d"), fs::Permissions::from_mode(0o777)).unwrap();
+        // Root's directory, which nobody may not write.
+        fs::create_dir(d.join("ro")).unwrap();
+        // Files the user may write, newer than the source.
+        for g in ["d/g", "ro/g"] {
+            write(&d.join(g), "old");
+            fs::set_permissions(d.join(g), fs::Permissions::from_mode(0o666)).unwrap();
+            let later = fs::FileTimes::new()
+                .set_modified(std::time::SystemTime::now() + Duration::from_secs(60));
+            fs::File::options()
+                .write(true)
+                .open(d.join(g))
+                .unwrap()
+                .set_times(later)
+                .unwrap();
+        }
+    };
+    for (i, (args, code)) in [
+        (&["-u", "f", "d/g"][..], 0),
+        (&["-u", "-v", "-p", "f", "ro/g"], 0),
+        (&["-b", "f", "ro/g"], 1),
+        (&["-a", "--backup=numbered", "f", "ro/g"], 1),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
+        let ours = same_as_cp(&base, &setup, &args, Some(NOBODY));
+        assert_eq!(ours.code, Some(code), "{args:?}: {ours:?}");
+    }
+}
+
+/// As a user other than root, in a directory it may not write: cp renames the old entry to
+/// its backup name before it makes a symlink, FIFO or link there, and fails at that.
+#[test]
+fn a_backup_that_cannot_be_made_fails_first() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "new");
+        symlink("f", d.join("l")).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            d.join("p"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap();
+        // The user's own sources (a hard link to another user's file is refused first).
+        for p in ["f", "l", "p"] {
+            rustix::fs::chownat(
+                rustix::fs::CWD,
+                d.join(p),
+                Some(rustix::fs::Uid::from_raw(NOBODY)),
+                None,
+                rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+            )
+            .unwrap();
+        }
+        // Root's directory, which nobody may not write, with what is in the way.
+        fs::create_dir(d.join("d")).unwrap();
+        for name in ["f", "l", "p"] {
+            write(&d.join("d").join(name), "old");
+        }
+    };
+    for (i, args) in [
+        &["-d", "-b", "l", "d"][..],
+        &["-a", "--backup=numbered", "l", "d"],
+        &["-R", "-b", "p", "d"],
+        &["-l", "-b", "f", "d"],
+        &["-s", "-b", "/dev/null", "d/f"],
+        // A relative link is refused after the backup.
+        &["-s", "-b", "f", "d/f"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
+        let ours = same_as_cp(&base, &setup, &args, Some(NOBODY));
+        assert!(ours.stderr.contains("cannot backup"), "{args:?}: {ours:?}");
+    }
+}
+
 /// As a user other than root, whose group the source's is not: cp drops the set-id bits of a
 /// file it cannot give the source's group, but keeps those of a FIFO.
 #[test]

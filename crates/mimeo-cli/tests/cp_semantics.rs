@@ -2621,3 +2621,55 @@ fn a_symlink_into_the_copy_under_dereference_does_not_copy_it_into_itself() {
         assert!(!w.join("d/x/up/d").exists(), "{kind}");
     }
 }
+
+/// cp sets a preserved directory mode that has no set-id or sticky bit through the ACL,
+/// which leaves the bits the directory has: the set-gid bit a new one inherits from its
+/// parent, an existing one's own. A directory's set-id bits are dropped only where cp was
+/// asked to keep the owner and could not. As root and as a user, on every filesystem.
+#[test]
+fn directory_set_id_bits_as_cp_leaves_them() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            for (name, mode) in [
+                ("s", 0o755),
+                ("s/a", 0o755),
+                ("s/b", 0o1755),
+                ("s/c", 0o2750),
+                ("s/e", 0o6750),
+                ("into", 0o2777),
+                ("into/s", 0o3700),
+                ("merge", 0o777),
+                ("merge/s", 0o4700),
+                ("merge/s/a", 0o2700),
+            ] {
+                fs::create_dir(d.join(name)).unwrap();
+                fs::set_permissions(d.join(name), fs::Permissions::from_mode(mode)).unwrap();
+            }
+            chown_all(d);
+            // Root's, which the user's copy of it cannot keep.
+            chown(d.join("s/e"), Some(0), Some(0)).unwrap();
+        };
+        for (i, a) in [
+            &["-a", "s", "into/n"][..],
+            &["-rp", "s", "into/n"],
+            &["-r", "--preserve=mode", "s", "into/n"],
+            &["-r", "s", "into/n"],
+            &["-a", "s", "into"],
+            &["-a", "s", "merge"],
+            &["-r", "--preserve=mode", "s", "merge"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("setid{i}"), &setup, &args(a));
+            let user = Run {
+                foreign_user: true,
+                ..args(a)
+            };
+            same_as_cp(base, &format!("setid{i}-user"), &setup, &user);
+        }
+    }
+}

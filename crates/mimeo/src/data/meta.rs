@@ -225,10 +225,11 @@ pub(crate) struct Apply<'a> {
     /// Without --preserve=mode: the mode the entry must end with because it takes the place
     /// of an existing file whose mode cp would have kept (cp writes into that file).
     pub keep_perm: Option<u32>,
-    /// With --preserve=mode, for an existing file written into: its set-id and sticky bits
-    /// as the write left them. cp gives it the source's mode by setting the source's ACL
-    /// (a minimal one where the source has none), which leaves these bits alone; only a
-    /// source with special bits of its own gets its whole mode set first.
+    /// With --preserve=mode, the set-id and sticky bits the entry has before its mode is set:
+    /// an existing file's as the write into it left them, a new directory's set-gid bit
+    /// from its parent, an existing directory's own. cp gives it the source's mode by setting
+    /// the source's ACL (a minimal one where the source has none), which leaves these bits
+    /// alone; only a source with special bits of its own gets its whole mode set first.
     pub kept_special: u32,
     /// A new directory made where a default ACL stands in for the umask: the permission bits
     /// the ACL lets it keep (see `final_perm`).
@@ -458,14 +459,20 @@ impl<'a> Apply<'a> {
             return None;
         };
         // Where the owner could not be kept, cp drops the set-id bits of a file or directory
-        // (and a file's sticky bit), but keeps those of a FIFO, socket or device node.
+        // (and a file's sticky bit), but keeps those of a FIFO, socket or device node; those
+        // of a directory only where it was asked to keep the owner (a directory's set-id bits
+        // run nothing).
         let special = !matches!(self.src.file_type(), sys::S_IFREG | sys::S_IFDIR);
-        if !owner_kept && self.opts.preserve.mode && !special {
+        let unasked = self.src.is_dir() && !self.opts.preserve.ownership;
+        if !owner_kept && self.opts.preserve.mode && !special && !unasked {
             perm &= !(sys::S_ISUID | sys::S_ISGID);
             if self.src.is_reg() {
                 perm &= !sys::S_ISVTX;
             }
         }
+        // cp sets a preserved mode that has no set-id or sticky bit through the ACL, which
+        // leaves those the entry has (a new directory's set-gid bit from its parent); the
+        // kernel takes set-gid away from a caller outside the group, as from our chmod.
         if self.opts.preserve.mode && perm & (sys::S_ISUID | sys::S_ISGID | sys::S_ISVTX) == 0 {
             perm |= self.kept_special;
         }

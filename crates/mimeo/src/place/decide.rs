@@ -139,6 +139,10 @@ pub(crate) struct Rules<'a> {
     /// `--backup`: whether the destination's backup would replace the source (see
     /// `backup::is_source`); None where no backup is made.
     pub backup_is_source: Option<&'a dyn Fn() -> bool>,
+    /// Whether this process may make and remove entries in the destination's directory
+    /// (asked only under `-u`, of an entry cp's rule keeps and the stricter one would
+    /// replace); None: it may.
+    pub changeable: Option<&'a dyn Fn() -> bool>,
 }
 
 /// What [`decide`] may look up besides the two entries; each is asked only where cp's
@@ -214,7 +218,16 @@ pub(crate) fn decide(
         // A node or a directory is never a copy, nor a node's contents: cp's rule (not
         // older than the source) decides.
         Overwrite::Update if into_node || is_node(src) || d.is_dir() => d.mtime >= src.mtime,
-        Overwrite::Update => is_complete_copy(rules, d, src),
+        // Where the stricter rule would replace what this process may not replace (a file it
+        // may not write, without -f, or anything in a directory it may not change), cp's rule
+        // alone decides, so that what cp skips is skipped rather than failed.
+        Overwrite::Update => {
+            is_complete_copy(rules, d, src)
+                || d.mtime >= src.mtime
+                    && (write_or_link(rules, src, d, fresh, replace)
+                        == Decision::Refuse(Conflict::NotWritable)
+                        || rules.changeable.is_some_and(|may| !may()))
+        }
     };
     if up_to_date {
         return Decision::Skip;
@@ -256,8 +269,10 @@ fn write_or_link(
     }
     // cp opens the file (or node) to write into it, which fails where it may not write; with
     // -f it removes it and makes a new file. Atomic replacement would need no such right, but
-    // a file made read-only stays as cp leaves it. A link is made without opening it.
+    // a file made read-only stays as cp leaves it. A link is made without opening it, and
+    // what cp removes first (a symlink or FIFO copied as one, say) is never opened.
     let opened = opts.link.is_none()
+        && !removed_before(opts, src, d)
         && matches!(
             replace,
             Decision::Replace | Decision::InPlace | Decision::WriteInto

@@ -44,6 +44,7 @@ fn decide_as(opts: &Options, process: &Process, src: &Meta, dst: Option<&Meta>) 
         ask: None,
         writable: &writable,
         backup_is_source: None,
+        changeable: None,
     };
     decided(&rules, src, dst, Err(Errno::NOENT))
 }
@@ -183,6 +184,7 @@ fn in_a_suspect_directory_update_keeps_only_a_provably_finished_copy() {
         ask: None,
         writable: &writable,
         backup_is_source: None,
+        changeable: None,
     };
     let run = |d: &Meta| decided(&rules, &src, Some(d), Err(Errno::NOENT));
     // Newer is not enough: the times must be the source's.
@@ -210,12 +212,51 @@ fn a_file_this_user_may_not_write_is_refused_unless_forced() {
             ask: None,
             writable: &read_only,
             backup_is_source: None,
+            changeable: None,
         };
         decided(&r, &src, Some(&dst), Err(Errno::NOENT))
     };
     assert_eq!(rules(&o), Decision::Refuse(Conflict::NotWritable));
     o.force = true;
     assert_eq!(rules(&o), Decision::Recreate);
+    // -u: one not older (of another size) is skipped by cp's rule rather than refused; an
+    // older one is refused as without -u.
+    o.force = false;
+    o.overwrite = Overwrite::Update;
+    let newer = Meta {
+        size: 9,
+        ..meta(REG, 2, 200)
+    };
+    let r = Rules {
+        opts: &o,
+        process: &USER,
+        follows: false,
+        suspect: false,
+        just_created: None,
+        ask: None,
+        writable: &read_only,
+        backup_is_source: None,
+        changeable: None,
+    };
+    let run = |d: &Meta| decided(&r, &src, Some(d), Err(Errno::NOENT));
+    assert_eq!(run(&newer), Decision::Skip);
+    assert_eq!(run(&dst), Decision::Refuse(Conflict::NotWritable));
+    // So is one it may write in a directory it may not change.
+    let writable = || true;
+    let fixed = || false;
+    let r = Rules {
+        writable: &writable,
+        changeable: Some(&fixed),
+        ..r
+    };
+    assert_eq!(
+        decided(&r, &src, Some(&newer), Err(Errno::NOENT)),
+        Decision::Skip
+    );
+    assert_eq!(
+        decided(&r, &src, Some(&dst), Err(Errno::NOENT)),
+        Decision::Replace
+    );
 }
 
 #[test]
@@ -254,6 +295,7 @@ fn a_second_source_onto_what_the_first_made_is_refused_and_asking_can_skip() {
         ask: None,
         writable: &writable,
         backup_is_source: None,
+        changeable: None,
     };
     let d = decided(&rules, &src, Some(&dst), Err(Errno::NOENT));
     assert_eq!(
@@ -285,6 +327,7 @@ fn a_destination_symlink_that_cannot_be_looked_through_is_refused_a_dangling_one
         ask: None,
         writable: &writable,
         backup_is_source: None,
+        changeable: None,
     };
     let denied = decided(&rules, &src, Some(&link), Err(Errno::ACCESS));
     assert_eq!(denied, Decision::Refuse(Conflict::CannotStat(libc::EACCES)));
@@ -309,6 +352,7 @@ fn same_file_follows_one_symlink_never_two() {
         ask: None,
         writable: &writable,
         backup_is_source: None,
+        changeable: None,
     };
     // `src` symlink (pointing to `src_to`) or file onto `dst` (pointing to `dst_to`).
     let same = |src: &Meta, src_to: Option<Meta>, dst: &Meta, dst_to: Option<Meta>| {

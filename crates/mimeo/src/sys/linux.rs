@@ -339,6 +339,13 @@ pub(crate) fn may_write(dir: BorrowedFd<'_>, name: &CStr) -> bool {
     rfs::accessat(dir, name, rfs::Access::WRITE_OK, AtFlags::EACCESS).is_ok()
 }
 
+/// Whether this process may make and remove entries in the directory `dir` (write and
+/// search), as the kernel would answer a rename there.
+pub(crate) fn may_change_dir(dir: BorrowedFd<'_>) -> Result<()> {
+    let how = rfs::Access::WRITE_OK | rfs::Access::EXEC_OK;
+    rfs::accessat(dir, c".", how, AtFlags::EACCESS)
+}
+
 /// Waits until `fd` can be read from or its writers have gone, for at most `timeout_ms`.
 /// Returns whether it can.
 pub(crate) fn wait_readable(fd: BorrowedFd<'_>, timeout_ms: i32) -> bool {

@@ -118,6 +118,7 @@ impl<'a> Ctx<'a> {
             ask: None,
             writable,
             backup_is_source: None,
+            changeable: None,
         }
     }
 

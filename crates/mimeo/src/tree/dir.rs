@@ -702,13 +702,9 @@ pub(crate) fn complete(ctx: &Ctx<'_>, w: &mut Buffers, done: DirDone) {
             .then_some((ctx.process.euid, ctx.process.egid)),
         inherit_sgid: info.created && info.lineage.sgid,
         keep_perm: None,
-        // A directory merged into keeps its set-gid bit under cp's setting of the source's
+        // A directory keeps its set-id and sticky bits under cp's setting of the source's
         // ACL, as a file written into does.
-        kept_special: if info.created || !info.dst_setgid {
-            0
-        } else {
-            sys::S_ISGID
-        },
+        kept_special: kept_special(ctx, info, fd.as_fd()),
         current_perm: info
             .created
             .then_some(0o700 | if info.dst_setgid { sys::S_ISGID } else { 0 }),
@@ -735,5 +731,18 @@ pub(crate) fn complete(ctx: &Ctx<'_>, w: &mut Buffers, done: DirDone) {
         // only the directories it creates.
         Ok(()) => ctx.report.merged(),
         Err(e) => ctx.report.fail(e),
+    }
+}
+
+/// The set-id and sticky bits the destination directory has before its mode is set, which a
+/// preserved mode may leave: a new one's set-gid bit inherited from its parent (it is made
+/// 0700 otherwise), an existing one's own (one fstat, under --preserve=mode only).
+fn kept_special(ctx: &Ctx<'_>, info: &DirInfo, fd: BorrowedFd<'_>) -> u32 {
+    if !ctx.opts.preserve.mode {
+        0
+    } else if info.created {
+        if info.dst_setgid { sys::S_ISGID } else { 0 }
+    } else {
+        sys::fstat(fd).map_or(0, |d| d.perm() & 0o7000)
     }
 }

@@ -5,7 +5,9 @@
 
 use super::context::{Ctx, Here, relative_symlink_elsewhere};
 use super::file::{copy_contents, copy_regular};
-use super::placing::{LinkStep, commit, decide_at, decide_existing, first_done, link_or_claim};
+use super::placing::{
+    LinkStep, backup_fails_first, commit, decide_at, decide_existing, first_done, link_or_claim,
+};
 use super::roots::stat_error;
 use crate::data::meta::{self, Apply, Dst};
 use crate::options::{Dereference, LinkInstead};
@@ -141,9 +143,16 @@ impl<'a> Made<'a, '_> {
                     // Only a regular source is written into a node, or merged: anything else
                     // replaces.
                     decision => {
-                        let ((), t) = crash::with_temp(here.dst_prefix(), make)
-                            .map_err(|e| Error::sys(self.op, dst_path(), e))?;
-                        Ok(Some(Some((t, decision == Decision::Recreate))))
+                        let backup = decision == Decision::Recreate;
+                        let ((), t) = crash::with_temp(here.dst_prefix(), make).map_err(|e| {
+                            let op = if backup_fails_first(ctx, backup, e) {
+                                Op::Backup
+                            } else {
+                                self.op
+                            };
+                            Error::sys(op, dst_path(), e)
+                        })?;
+                        Ok(Some(Some((t, backup))))
                     }
                 }
             }
@@ -331,8 +340,12 @@ fn link_entry(
                 ctx.report.skipped(src_path, dst_path);
                 return Ok(());
             }
+            let backup = ctx.opts.backup.is_some();
             let t = match crash::with_temp(here.dst_prefix(), &make) {
                 Ok(((), t)) => t,
+                Err(e) if backup_fails_first(ctx, backup, e) => {
+                    return Err(Error::sys(Op::Backup, dst_path(), e));
+                }
                 Err(e) => {
                     // Where cp removes the destination before it links, a failed link
                     // leaves nothing there.
@@ -342,7 +355,7 @@ fn link_entry(
                     return Err(failed(e));
                 }
             };
-            commit(ctx, here, &t, dst_name, false, ctx.opts.backup.is_some())?;
+            commit(ctx, here, &t, dst_name, false, backup)?;
             // A hard link renamed over another link of its inode leaves the temporary.
             let _ = sys::unlink(here.dst_dir, &t, false);
         }
@@ -355,8 +368,9 @@ fn link_entry(
 
 /// `-s` where a relative link cannot be made (`e`): cp looks at an existing destination
 /// first, so a directory there, the same file, `-n`, `-u` or a "no" to `-i` come before it;
-/// a link that would fail on what is there does not. Where cp removes the destination
-/// before it makes the link, it is gone before the failure too.
+/// a link that would fail on what is there does not, but a backup that cannot be made does.
+/// Where cp removes the destination before it makes the link, it is gone before the failure
+/// too.
 fn relative_refused(
     ctx: &Ctx<'_>,
     here: &Here<'_>,
@@ -376,6 +390,13 @@ fn relative_refused(
         }
         Err(first) if !matches!(first.cause, Cause::Refused(Refusal::LinkExists { .. })) => {
             Err(first)
+        }
+        // cp renames the old entry to its backup name before it looks at the link.
+        Ok((Decision::Recreate, _)) if ctx.opts.backup.is_some() => {
+            match sys::may_change_dir(here.dst_dir) {
+                Err(b) => Err(Error::sys(Op::Backup, here.dst_path(dst_name), b)),
+                Ok(()) => Err(e),
+            }
         }
         Ok((_, d)) if removed_first(&ctx.rules(here, &|| true), meta, &d) => {
             sys::unlink(here.dst_dir, dst_name, false)

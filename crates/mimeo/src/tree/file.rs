@@ -89,7 +89,8 @@ fn as_file(node: Meta) -> Meta {
 
 /// The source `names.0` could not be opened (`err`). cp looks at the destination before it
 /// opens the source: a destination it cannot look at, or one the decision refuses or skips
-/// (the same file, `-n`, `-u`, `-i`), is reported as such, and only otherwise `err`. `kind`
+/// (the same file, `-n`, `-u`, `-i`), or a backup it cannot make, is reported as such, and
+/// only otherwise `err`. `kind`
 /// says whether the source is still what the caller expected; `seen` gives its metadata as
 /// copied.
 fn unopened(
@@ -111,11 +112,22 @@ fn unopened(
         Err(Errno::NOENT) => return Err(err),
         Err(e) => return Err(Error::sys(Op::Stat, here.dst_path(dst_name), e)),
     };
+    let skipped = || {
+        ctx.report
+            .skipped(|| here.src_path(name), || here.dst_path(dst_name));
+        Ok(None)
+    };
     match decide_existing(ctx, here, name, dst_name, &meta, &d) {
-        Ok(Decision::Skip) => {
-            ctx.report
-                .skipped(|| here.src_path(name), || here.dst_path(dst_name));
-            Ok(None)
+        Ok(Decision::Skip) => skipped(),
+        // -u also compares sizes; cp, which does not, skips what is not older before it
+        // opens the source, so a source that cannot be read is no failure there.
+        Ok(_) if ctx.opts.overwrite == Overwrite::Update && d.mtime >= meta.mtime => skipped(),
+        // cp renames the old entry to its backup name before it opens the source.
+        Ok(Decision::Recreate) if ctx.opts.backup.is_some() => {
+            match sys::may_change_dir(here.dst_dir) {
+                Err(e) => Err(Error::sys(Op::Backup, here.dst_path(dst_name), e)),
+                Ok(()) => Err(err),
+            }
         }
         // cp refuses a dangling symlink or a file it may not write only when it opens the
         // destination, after the source.

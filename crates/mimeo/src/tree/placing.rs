@@ -34,9 +34,11 @@ pub(super) fn decide_existing(
         };
         backup::is_source(name.to_bytes(), src, here.dst_dir, dst_name, backup)
     };
+    let changeable = || sys::may_change_dir(here.dst_dir).is_ok();
     let mut rules = ctx.rules(here, &writable);
     rules.ask = Some(&ask);
     rules.backup_is_source = Some(&backup_is_source);
+    rules.changeable = Some(&changeable);
     let look = Lookups {
         src: &|follow| sys::stat_at(here.src_dir, name, follow).ok(),
         dst_target: &|| sys::stat_at(here.dst_dir, dst_name, true),
@@ -224,6 +226,13 @@ pub(super) fn commit(
     }
     crash::commit_temp(here.dst_dir, temp, dst_name, dirty)
         .map_err(|e| Error::sys(Op::Rename, dst_path(), e))
+}
+
+/// Whether a temporary that failed with `e` in a directory where the old entry is to be
+/// backed up fails as cp's backup does: cp renames the old entry to its backup name before it
+/// makes the new one, and fails there where the directory may not be written.
+pub(super) fn backup_fails_first(ctx: &Ctx<'_>, backup: bool, e: Errno) -> bool {
+    backup && ctx.opts.backup.is_some() && matches!(e, Errno::ACCESS | Errno::ROFS)
 }
 
 /// A data-path failure as an error on the side it happened on.

@@ -323,6 +323,7 @@ impl<'a> DryRun<'a> {
             ask: None,
             writable: &|| true,
             backup_is_source: None,
+            changeable: None,
         };
         let look = Lookups {
             src: &|_| None,
@@ -345,6 +346,7 @@ impl<'a> DryRun<'a> {
             _ => false,
         };
         let writable = || at.is_none_or(|a| sys::may_write(a.dir, a.name));
+        let changeable = || at.is_none_or(|a| sys::may_change_dir(a.dir).is_ok());
         let backup_is_source = || {
             let (Some(a), Some(backup)) = (at, &opts.backup) else {
                 return false;
@@ -360,6 +362,7 @@ impl<'a> DryRun<'a> {
             ask: None,
             writable: &writable,
             backup_is_source: Some(&backup_is_source),
+            changeable: Some(&changeable),
         };
         let existing = at.and_then(|a| sys::stat_at(a.dir, a.name, false).ok());
         let look = Lookups {
