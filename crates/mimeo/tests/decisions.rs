@@ -61,6 +61,8 @@ impl Observer for Record {
             // The copy says what it removed before replacing it (cp's -v "removed" line);
             // the outcome that follows is what is compared.
             Event::Removed { .. } => return,
+            // A copy begun before it failed (cp's -v line): its failure follows.
+            Event::Begun { .. } => return,
             other => panic!("unexpected event {other:?}"),
         };
         self.0.lock().unwrap().push(entry);
