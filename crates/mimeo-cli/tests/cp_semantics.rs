@@ -1993,6 +1993,76 @@ fn links_instead_of_copies_as_cp_makes_them() {
     }
 }
 
+/// The times of the entry at `p` itself (not what a symlink points to), in nanoseconds.
+fn own_times(p: &Path) -> (i128, i128) {
+    let m = fs::symlink_metadata(p).unwrap();
+    let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+    (ns(m.atime(), m.atime_nsec()), ns(m.mtime(), m.mtime_nsec()))
+}
+
+/// Gives `p` itself (never what it points to) the atime `a` and the mtime `m`.
+fn set_own_times(p: &Path, a: rustix::fs::Timespec, m: rustix::fs::Timespec) {
+    let times = rustix::fs::Timestamps {
+        last_access: a,
+        last_modification: m,
+    };
+    rustix::fs::utimensat(
+        rustix::fs::CWD,
+        p,
+        &times,
+        rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+    )
+    .unwrap();
+}
+
+/// `-s` with `-p`: cp gives the symlink it makes the source's atime and mtime (of the link
+/// or of what it points to, as the source is followed), and keeps nothing else of it.
+#[test]
+fn symlinks_made_for_s_get_the_sources_times_under_p_as_cp() {
+    let at = |sec: i64, nsec: i64| rustix::fs::Timespec {
+        tv_sec: sec,
+        tv_nsec: nsec,
+    };
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "a", "a\n", 0o640);
+            set_own_times(&d.join("a"), at(1_000_000_000, 123), at(900_000_000, 456));
+            symlink("a", d.join("la")).unwrap();
+            set_own_times(&d.join("la"), at(800_000_000, 7), at(700_000_000, 8));
+            write(d, "old", "old\n", 0o600);
+            fs::create_dir(d.join("t")).unwrap();
+        };
+        let abs = base.join("abs-src");
+        fs::create_dir(&abs).unwrap();
+        setup(&abs);
+        let (a, la) = (abs.join("a"), abs.join("la"));
+        let (a, la) = (a.to_str().unwrap(), la.to_str().unwrap());
+        for (i, (a, made)) in [
+            (&["-p", "-s", "a", "sa"][..], "sa"),
+            (&["-s", "--preserve=timestamps", "a", "sa"], "sa"),
+            (&["-ps", "-f", "a", "old"], "old"),
+            (&["-ps", "la", "sb"], "sb"),
+            (&["-ps", "-P", "la", "sb"], "sb"),
+            (&["-a", "-s", a, "t/sa"], "t/sa"),
+            (&["-a", "-s", la, "t/sb"], "t/sb"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let case = format!("s-times{i}");
+            let ours = same_as_cp(base, &case, &setup, &args(a));
+            let theirs = base.join(format!("{case}-cp"));
+            assert_eq!(
+                own_times(&theirs.join(made)),
+                own_times(&ours.join(made)),
+                "{kind}: {a:?}: times of {made}"
+            );
+        }
+    }
+}
+
 #[test]
 fn fifos_and_devices_are_read_as_files_without_r_and_with_copy_contents() {
     let Some(fs) = loop_fs(FsKind::Ext4) else {

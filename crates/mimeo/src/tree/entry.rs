@@ -347,6 +347,12 @@ fn link_entry(
         Err(e) => return Err(failed(e)),
     }
     here.made();
+    // cp gives a symlink it made for -s the source's times under -p (and nothing else of
+    // it): the link itself, never what it points to.
+    if kind == LinkInstead::Symbolic && ctx.opts.preserve.timestamps {
+        sys::lutimens_at(here.dst_dir, dst_name, meta.atime, meta.mtime)
+            .map_err(|e| Error::sys(Op::SetTimes, dst_path(), e))?;
+    }
     ctx.report.copied(src_path, dst_path, entry, None);
     Ok(())
 }
