@@ -922,7 +922,7 @@ fn a_socket_read_as_a_file_onto_an_entry_as_cp() {
 
 /// A file onto a socket (which cannot be opened, ENXIO) fails, and with `-f` replaces it,
 /// as cp removes what it cannot open; a destination symlink loop is "cannot stat" unless
-/// `-f` or `--remove-destination` replace it.
+/// `-f` (whatever `-n`, `-u` or `-i` say) or `--remove-destination` replace it.
 #[test]
 fn sockets_and_symlink_loops_at_the_destination_as_cp() {
     for kind in FsKind::ALL {
@@ -944,11 +944,23 @@ fn sockets_and_symlink_loops_at_the_destination_as_cp() {
             &["-a", "f", "loop"],
             &["--remove-destination", "f", "loop"],
             &["-n", "f", "loop"],
+            // cp cannot look at a loop, so none of its checks of what is there apply:
+            // -f replaces it whatever -n, -u or -i say.
+            &["-nf", "f", "loop"],
+            &["-fn", "f", "loop"],
+            &["-uf", "f", "loop"],
+            &["-fi", "f", "loop"],
+            &["-fv", "f", "loop"],
+            &["-fnv", "-T", "f", "loop"],
         ]
         .iter()
         .enumerate()
         {
-            same_as_cp(base, &format!("node-loop{i}"), &setup, &args(a));
+            let how = Run {
+                stdin: Some("n\n"),
+                ..args(a)
+            };
+            same_as_cp(base, &format!("node-loop{i}"), &setup, &how);
         }
     }
 }
