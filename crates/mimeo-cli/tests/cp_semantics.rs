@@ -1804,6 +1804,56 @@ fn the_destination_is_decided_before_an_unreadable_source_is_opened_as_cp() {
     }
 }
 
+/// What cp does to the destination before it opens the source stays done when the source
+/// cannot be opened: `--remove-destination` has removed it; `--backup` renamed it to its
+/// backup name and back, which replaces an older simple backup and gives the directory a new
+/// time.
+#[test]
+fn an_unreadable_source_leaves_the_destination_as_cp_leaves_it_before_the_open() {
+    use std::time::{Duration, SystemTime};
+    let old = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "s/f", "secret\n", 0o000);
+            write(d, "d/f", "old\n", 0o644);
+            write(d, "d/f~", "older\n", 0o644);
+            write(d, "d/g", "old\n", 0o644);
+            symlink("nowhere", d.join("d/dangling")).unwrap();
+            chown_all(d);
+            fs::File::open(d.join("d"))
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        };
+        let user = |args| Run {
+            foreign_user: true,
+            ..self::args(args)
+        };
+        for (i, (a, touched)) in [
+            (&["--remove-destination", "s/f", "d/f"][..], true),
+            (&["--remove-destination", "-L", "s/f", "d/dangling"], true),
+            (&["--backup=simple", "s/f", "d/f"], true),
+            (&["--backup=numbered", "s/f", "d/g"], true),
+            (&["-b", "-r", "s/f", "d/g"], true),
+            (&["-f", "s/f", "d/f"], false),
+            (&["-b", "s/f", "d/new"], false),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let case = format!("unopened{i}");
+            let ours = same_as_cp(base, &case, &setup, &user(a));
+            for dir in [base.join(format!("{case}-cp")), ours] {
+                let m = fs::metadata(dir.join("d")).unwrap().modified().unwrap();
+                assert_eq!(m != old, touched, "{a:?} in {}: mtime", dir.display());
+            }
+        }
+    }
+}
+
 /// A backup in a directory the user may not write cannot be made: cp says so ("cannot
 /// backup") and copies nothing.
 #[test]

@@ -14,7 +14,8 @@
 
 use super::context::{Ctx, Here};
 use super::placing::{
-    LinkStep, commit, data_error, decide_at, decide_existing, first_done, link_or_claim,
+    LinkStep, before_unopened_source, commit, data_error, decide_at, decide_existing, first_done,
+    link_or_claim,
 };
 use super::roots::open_error;
 use super::sharing::SharedCopy;
@@ -89,7 +90,8 @@ fn as_file(node: Meta) -> Meta {
 
 /// The source `names.0` could not be opened (`err`). cp looks at the destination before it
 /// opens the source: a destination it cannot look at, or one the decision refuses or skips
-/// (the same file, `-n`, `-u`, `-i`), is reported as such, and only otherwise `err`. `kind`
+/// (the same file, `-n`, `-u`, `-i`), is reported as such, and only otherwise `err`, after
+/// what cp does to the destination before it opens the source (a backup, a removal). `kind`
 /// says whether the source is still what the caller expected; `seen` gives its metadata as
 /// copied.
 fn unopened(
@@ -122,7 +124,8 @@ fn unopened(
         Err(e) if !matches!(e.refusal(), Some(Refusal::DanglingSymlink)) && !unwritable(&e) => {
             Err(e)
         }
-        _ => Err(err),
+        Err(_) => Err(err),
+        Ok(_) => before_unopened_source(ctx, here, dst_name, &meta, &d).and(Err(err)),
     }
 }
 

@@ -224,6 +224,39 @@ pub(super) fn commit(
         .map_err(|e| Error::sys(Op::Rename, dst_path(), e))
 }
 
+/// What cp does to the existing non-directory `d` at `dst_name` before it opens the source
+/// `src`, for a source that then cannot be opened: `--backup` renames it to its backup name
+/// and, the open failing, back (which replaces an older simple backup, and gives the
+/// directory a new time); where cp removes the destination first (`--remove-destination`),
+/// it is gone.
+pub(super) fn before_unopened_source(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    dst_name: &CStr,
+    src: &Meta,
+    d: &Meta,
+) -> Result<(), Error> {
+    let dst_path = || here.dst_path(dst_name);
+    if d.is_dir() {
+        return Ok(());
+    }
+    if let Some(how) = &ctx.opts.backup {
+        let backup = backup::make(here.dst_dir, dst_name, here.dst_prefix(), how)
+            .map_err(|e| Error::sys(Op::Backup, dst_path(), e))?;
+        // The backup is a link where it could be one, else the entry renamed.
+        let undone = match sys::stat_at(here.dst_dir, dst_name, false) {
+            Ok(_) => sys::unlink(here.dst_dir, &backup, false),
+            Err(_) => sys::rename(here.dst_dir, &backup, here.dst_dir, dst_name),
+        };
+        return undone.map_err(|e| Error::sys(Op::Rename, dst_path(), e));
+    }
+    if removed_first(&ctx.rules(here, &|| true), src, d) {
+        sys::unlink(here.dst_dir, dst_name, false)
+            .map_err(|e| Error::sys(Op::Remove, dst_path(), e))?;
+    }
+    Ok(())
+}
+
 /// A data-path failure as an error on the side it happened on.
 pub(super) fn data_error(
     e: DataError,
