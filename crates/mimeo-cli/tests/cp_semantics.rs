@@ -1854,6 +1854,46 @@ fn an_unreadable_source_leaves_the_destination_as_cp_leaves_it_before_the_open()
     }
 }
 
+/// `-f` with a symlink (to a directory) onto "d/" where d is a dangling symlink: cp makes
+/// the link under a temporary name beside it and fails to rename it there, which gives the
+/// directory a new time; without `-f`, or for a file, it fails before it makes anything.
+#[test]
+fn a_forced_symlink_onto_a_name_with_a_slash_touches_its_directory_as_cp() {
+    use std::time::{Duration, SystemTime};
+    let old = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "f", "f\n", 0o644);
+            fs::create_dir(d.join("s")).unwrap();
+            symlink("s", d.join("ls")).unwrap();
+            fs::create_dir(d.join("t")).unwrap();
+            symlink("nowhere", d.join("t/d")).unwrap();
+            fs::File::open(d.join("t"))
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        };
+        for (i, (a, touched)) in [
+            (&["-df", "ls", "t/d/"][..], true),
+            (&["-af", "ls", "t/d/"], true),
+            (&["-d", "ls", "t/d/"], false),
+            (&["-f", "f", "t/d/"], false),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let case = format!("slash{i}");
+            let ours = same_as_cp(base, &case, &setup, &args(a));
+            for dir in [base.join(format!("{case}-cp")), ours] {
+                let m = fs::metadata(dir.join("t")).unwrap().modified().unwrap();
+                assert_eq!(m != old, touched, "{kind}: {a:?} in {}", dir.display());
+            }
+        }
+    }
+}
+
 /// A backup in a directory the user may not write cannot be made: cp says so ("cannot
 /// backup") and copies nothing.
 #[test]
