@@ -2165,6 +2165,35 @@ fn symlinks_made_for_s_get_the_sources_times_under_p_as_cp() {
     }
 }
 
+/// `-s` with `--preserve=links`: cp links a later member of a hard-link group to the
+/// symlink it made for the first (which points to the first member), as it links copies.
+#[test]
+fn symlinks_made_for_s_keep_hard_link_groups_under_preserve_links_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        let base = fs.path();
+        let abs = base.join("abs-src");
+        let setup = |d: &Path| {
+            write(d, "x", "x\n", 0o644);
+            write(d, "sub/other", "o\n", 0o644);
+            fs::hard_link(d.join("x"), d.join("sub/y")).unwrap();
+        };
+        fs::create_dir(&abs).unwrap();
+        setup(&abs);
+        let src = abs.to_str().unwrap();
+        for (i, a) in [
+            &["-as", src, "t"][..],
+            &["-rs", "--preserve=links", src, "t"],
+            &["-rs", src, "t"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("s-links{i}"), &|_| {}, &args(a));
+        }
+    }
+}
+
 #[test]
 fn fifos_and_devices_are_read_as_files_without_r_and_with_copy_contents() {
     let Some(fs) = loop_fs(FsKind::Ext4) else {

@@ -303,6 +303,15 @@ fn link_entry(
         _ => sys::stat_at(here.src_dir, name, follow || through)
             .map_err(|e| stat_error(src_path(), e))?,
     };
+    // With --preserve=links, cp hard-links a later member of a group to the symlink it made
+    // for the first, before anything else.
+    let first = match kind {
+        LinkInstead::Symbolic => match link_or_claim(ctx, here, name, dst_name, &meta)? {
+            LinkStep::Done => return Ok(()),
+            LinkStep::Copy(first) => first,
+        },
+        LinkInstead::Hard => None,
+    };
     let target = match kind {
         LinkInstead::Symbolic => match symlink_target(here, name, dst_name) {
             Ok(target) => Some(target),
@@ -346,6 +355,7 @@ fn link_entry(
         }
         Err(e) => return Err(failed(e)),
     }
+    first_done(first, here, dst_name);
     here.made();
     // cp gives a symlink it made for -s the source's times under -p (and nothing else of
     // it): the link itself, never what it points to.
