@@ -1805,9 +1805,9 @@ fn the_destination_is_decided_before_an_unreadable_source_is_opened_as_cp() {
 }
 
 /// What cp does to the destination before it opens the source stays done when the source
-/// cannot be opened: `--remove-destination` has removed it; `--backup` renamed it to its
-/// backup name and back, which replaces an older simple backup and gives the directory a new
-/// time.
+/// cannot be opened (or a link cannot be made): `--remove-destination` has removed it;
+/// `--backup` renamed it to its backup name and back, which replaces an older simple backup
+/// and gives the directory a new time.
 #[test]
 fn an_unreadable_source_leaves_the_destination_as_cp_leaves_it_before_the_open() {
     use std::time::{Duration, SystemTime};
@@ -1822,6 +1822,8 @@ fn an_unreadable_source_leaves_the_destination_as_cp_leaves_it_before_the_open()
             write(d, "d/f~", "older\n", 0o644);
             write(d, "d/g", "old\n", 0o644);
             symlink("nowhere", d.join("d/dangling")).unwrap();
+            // root's, which the user may not link to (fs.protected_hardlinks).
+            write(d, "secret", "secret\n", 0o600);
             chown_all(d);
             fs::File::open(d.join("d"))
                 .unwrap()
@@ -1840,6 +1842,10 @@ fn an_unreadable_source_leaves_the_destination_as_cp_leaves_it_before_the_open()
             (&["-b", "-r", "s/f", "d/g"], true),
             (&["-f", "s/f", "d/f"], false),
             (&["-b", "s/f", "d/new"], false),
+            // So with a link that cannot be made.
+            (&["-l", "--backup=simple", "secret", "d/f"], true),
+            (&["-l", "--remove-destination", "secret", "d/g"], true),
+            (&["-lf", "secret", "d/g"], false),
         ]
         .into_iter()
         .enumerate()

@@ -5,7 +5,9 @@
 
 use super::context::{Ctx, Here, relative_symlink_elsewhere};
 use super::file::{copy_contents, copy_regular};
-use super::placing::{LinkStep, commit, decide_at, decide_existing, first_done, link_or_claim};
+use super::placing::{
+    LinkStep, before_failed_copy, commit, decide_at, decide_existing, first_done, link_or_claim,
+};
 use super::roots::stat_error;
 use crate::data::meta::{self, Apply, Dst};
 use crate::options::{Dereference, LinkInstead};
@@ -341,11 +343,9 @@ fn link_entry(
             let t = match crash::with_temp(here.dst_prefix(), &make) {
                 Ok(((), t)) => t,
                 Err(e) => {
-                    // Where cp removes the destination before it links, a failed link
-                    // leaves nothing there.
-                    if removed_first(&ctx.rules(here, &|| true), &meta, &d) {
-                        let _ = sys::unlink(here.dst_dir, dst_name, false);
-                    }
+                    // Where cp removes the destination (or renames it to its backup name)
+                    // before it links, a failed link leaves that done.
+                    before_failed_copy(ctx, here, dst_name, &meta, &d)?;
                     return Err(failed(e));
                 }
             };

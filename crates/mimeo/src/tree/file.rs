@@ -14,7 +14,7 @@
 
 use super::context::{Ctx, Here};
 use super::placing::{
-    LinkStep, before_unopened_source, commit, data_error, decide_at, decide_existing, first_done,
+    LinkStep, before_failed_copy, commit, data_error, decide_at, decide_existing, first_done,
     link_or_claim,
 };
 use super::roots::open_error;
@@ -125,7 +125,7 @@ fn unopened(
             Err(e)
         }
         Err(_) => Err(err),
-        Ok(_) => before_unopened_source(ctx, here, dst_name, &meta, &d).and(Err(err)),
+        Ok(_) => before_failed_copy(ctx, here, dst_name, &meta, &d).and(Err(err)),
     }
 }
 

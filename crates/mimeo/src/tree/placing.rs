@@ -224,12 +224,12 @@ pub(super) fn commit(
         .map_err(|e| Error::sys(Op::Rename, dst_path(), e))
 }
 
-/// What cp does to the existing non-directory `d` at `dst_name` before it opens the source
-/// `src`, for a source that then cannot be opened: `--backup` renames it to its backup name
-/// and, the open failing, back (which replaces an older simple backup, and gives the
-/// directory a new time); where cp removes the destination first (`--remove-destination`),
-/// it is gone.
-pub(super) fn before_unopened_source(
+/// What cp does to the existing non-directory `d` at `dst_name` before it makes the copy of
+/// `src`, for a copy that then fails from the start (a source that cannot be opened, a link
+/// that cannot be made): `--backup` renames it to its backup name and, the copy failing,
+/// back (which replaces an older simple backup, and gives the directory a new time); where
+/// cp removes the destination first (`--remove-destination`), it is gone.
+pub(super) fn before_failed_copy(
     ctx: &Ctx<'_>,
     here: &Here<'_>,
     dst_name: &CStr,
