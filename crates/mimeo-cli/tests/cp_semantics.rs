@@ -1805,7 +1805,7 @@ fn the_destination_is_decided_before_an_unreadable_source_is_opened_as_cp() {
 }
 
 /// What cp does to the destination before it opens the source stays done when the source
-/// cannot be opened (or a link cannot be made): `--remove-destination` has removed it;
+/// cannot be opened (or a link or node cannot be made): `--remove-destination` has removed it;
 /// `--backup` renamed it to its backup name and back, which replaces an older simple backup
 /// and gives the directory a new time.
 #[test]
@@ -1824,6 +1824,8 @@ fn an_unreadable_source_leaves_the_destination_as_cp_leaves_it_before_the_open()
             symlink("nowhere", d.join("d/dangling")).unwrap();
             // root's, which the user may not link to (fs.protected_hardlinks).
             write(d, "secret", "secret\n", 0o600);
+            // A device node, which the user may not make.
+            run_ok("mknod", &[d.join("s/dev").to_str().unwrap(), "c", "1", "3"]);
             chown_all(d);
             fs::File::open(d.join("d"))
                 .unwrap()
@@ -1846,6 +1848,10 @@ fn an_unreadable_source_leaves_the_destination_as_cp_leaves_it_before_the_open()
             (&["-l", "--backup=simple", "secret", "d/f"], true),
             (&["-l", "--remove-destination", "secret", "d/g"], true),
             (&["-lf", "secret", "d/g"], false),
+            // Or a node cannot be made.
+            (&["-a", "--backup=simple", "s/dev", "d/f"], true),
+            (&["-a", "--remove-destination", "s/dev", "d/g"], true),
+            (&["-a", "-f", "s/dev", "d/g"], true),
         ]
         .into_iter()
         .enumerate()

@@ -135,18 +135,21 @@ impl<'a> Made<'a, '_> {
         match make(self.dst_name) {
             Ok(()) => Ok(Some(None)),
             Err(Errno::EXIST) => {
-                match decide_at(ctx, here, self.name, self.dst_name, self.meta)?.0 {
-                    Decision::Skip => {
+                match decide_at(ctx, here, self.name, self.dst_name, self.meta)? {
+                    (Decision::Skip, _) => {
                         ctx.report.skipped(|| here.src_path(self.name), dst_path);
                         Ok(None)
                     }
                     // Only a regular source is written into a node, or merged: anything else
                     // replaces.
-                    decision => {
-                        let ((), t) = crash::with_temp(here.dst_prefix(), make)
-                            .map_err(|e| Error::sys(self.op, dst_path(), e))?;
-                        Ok(Some(Some((t, decision == Decision::Recreate))))
-                    }
+                    (decision, d) => match crash::with_temp(here.dst_prefix(), make) {
+                        Ok(((), t)) => Ok(Some(Some((t, decision == Decision::Recreate)))),
+                        Err(e) => {
+                            // What cp did to the old entry before it failed stays done.
+                            before_failed_copy(ctx, here, self.dst_name, self.meta, &d)?;
+                            Err(Error::sys(self.op, dst_path(), e))
+                        }
+                    },
                 }
             }
             Err(e) => Err(Error::sys(self.op, dst_path(), e)),
