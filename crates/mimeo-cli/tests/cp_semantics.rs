@@ -151,20 +151,9 @@ fn run_tool(program: &Path, dir: &Path, how: &Run<'_>, args: &[&str]) -> (bool, 
 /// says, and asserts the same outcome. Returns mimeo's directory.
 #[track_caller]
 fn same_as_cp(base: &Path, case: &str, setup: &dyn Fn(&Path), how: &Run<'_>) -> PathBuf {
-    let (with_cp, with_mimeo) = (
-        base.join(format!("{case}-cp")),
-        base.join(format!("{case}-mimeo")),
-    );
-    for d in [&with_cp, &with_mimeo] {
-        fs::create_dir(d).unwrap();
-        fs::set_permissions(d, fs::Permissions::from_mode(0o777)).unwrap();
-        setup(d);
-    }
-    // mimeo runs through a link named cp, in a place every user can reach.
-    let link = with_mimeo.join("cp");
-    symlink(util::mimeo().get_program(), &link).unwrap();
-    let cp = run_tool(Path::new("cp"), &with_cp, how, how.args);
-    let ours = run_tool(&link, &with_mimeo, how, how.ours.unwrap_or(how.args));
+    let ((cp_ok, cp_err, with_cp), (ours_ok, ours_err, with_mimeo)) =
+        run_each(base, case, setup, how);
+    let (cp, ours) = ((cp_ok, cp_err), (ours_ok, ours_err));
     let what = format!(
         "{case}: `{}`\ncp: {cp:?}\nmimeo: {ours:?}",
         how.args.join(" ")
@@ -185,6 +174,31 @@ fn same_as_cp(base: &Path, case: &str, setup: &dyn Fn(&Path), how: &Run<'_>) -> 
         "results differ: {what}"
     );
     with_mimeo
+}
+
+/// Runs cp and mimeo as [`same_as_cp`] does, without comparing what they did: for each, its
+/// success, its messages and the directory it ran in.
+fn run_each(
+    base: &Path,
+    case: &str,
+    setup: &dyn Fn(&Path),
+    how: &Run<'_>,
+) -> ((bool, String, PathBuf), (bool, String, PathBuf)) {
+    let (with_cp, with_mimeo) = (
+        base.join(format!("{case}-cp")),
+        base.join(format!("{case}-mimeo")),
+    );
+    for d in [&with_cp, &with_mimeo] {
+        fs::create_dir(d).unwrap();
+        fs::set_permissions(d, fs::Permissions::from_mode(0o777)).unwrap();
+        setup(d);
+    }
+    // mimeo runs through a link named cp, in a place every user can reach.
+    let link = with_mimeo.join("cp");
+    symlink(util::mimeo().get_program(), &link).unwrap();
+    let cp = run_tool(Path::new("cp"), &with_cp, how, how.args);
+    let ours = run_tool(&link, &with_mimeo, how, how.ours.unwrap_or(how.args));
+    ((cp.0, cp.1, with_cp), (ours.0, ours.1, with_mimeo))
 }
 
 fn args<'a>(args: &'a [&'a str]) -> Run<'a> {
@@ -1126,7 +1140,7 @@ fn a_socket_read_as_a_file_onto_an_entry_as_cp() {
 
 /// A file onto a socket (which cannot be opened, ENXIO) fails, and with `-f` replaces it,
 /// as cp removes what it cannot open; a destination symlink loop is "cannot stat" unless
-/// `-f` or `--remove-destination` replace it.
+/// `-f` (whatever `-n`, `-u` or `-i` say) or `--remove-destination` replace it.
 #[test]
 fn sockets_and_symlink_loops_at_the_destination_as_cp() {
     for kind in FsKind::ALL {
@@ -1148,11 +1162,23 @@ fn sockets_and_symlink_loops_at_the_destination_as_cp() {
             &["-a", "f", "loop"],
             &["--remove-destination", "f", "loop"],
             &["-n", "f", "loop"],
+            // cp cannot look at a loop, so none of its checks of what is there apply:
+            // -f replaces it whatever -n, -u or -i say.
+            &["-nf", "f", "loop"],
+            &["-fn", "f", "loop"],
+            &["-uf", "f", "loop"],
+            &["-fi", "f", "loop"],
+            &["-fv", "f", "loop"],
+            &["-fnv", "-T", "f", "loop"],
         ]
         .iter()
         .enumerate()
         {
-            same_as_cp(base, &format!("node-loop{i}"), &setup, &args(a));
+            let how = Run {
+                stdin: Some("n\n"),
+                ..args(a)
+            };
+            same_as_cp(base, &format!("node-loop{i}"), &setup, &how);
         }
     }
 }
@@ -2035,6 +2061,132 @@ fn the_destination_is_decided_before_an_unreadable_source_is_opened_as_cp() {
     }
 }
 
+/// What cp does to the destination before it opens the source stays done when the source
+/// cannot be opened (or a link or node cannot be made): `--remove-destination` has removed it.
+/// Under `--backup` cp renames it to its backup name and back, which gives the directory a new
+/// time and loses an older simple backup of that name; mimeo leaves both alone (docs/cp.md,
+/// "A copy that fails before it is made touches nothing").
+#[test]
+fn an_unreadable_source_leaves_the_destination_as_cp_leaves_it_before_the_open() {
+    use std::time::{Duration, SystemTime};
+    let old = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |older: bool| {
+            move |d: &Path| {
+                write(d, "s/f", "secret\n", 0o000);
+                write(d, "d/f", "old\n", 0o644);
+                if older {
+                    write(d, "d/f~", "older\n", 0o644);
+                }
+                write(d, "d/g", "old\n", 0o644);
+                symlink("nowhere", d.join("d/dangling")).unwrap();
+                // root's, which the user may not link to (fs.protected_hardlinks).
+                write(d, "secret", "secret\n", 0o600);
+                // A device node, which the user may not make.
+                run_ok("mknod", &[d.join("s/dev").to_str().unwrap(), "c", "1", "3"]);
+                chown_all(d);
+                fs::File::open(d.join("d"))
+                    .unwrap()
+                    .set_modified(old)
+                    .unwrap();
+            }
+        };
+        let user = |args| Run {
+            foreign_user: true,
+            ..self::args(args)
+        };
+        // (arguments, whether cp gives d a new time, whether mimeo does)
+        for (i, (a, cp_touched, touched)) in [
+            (&["--remove-destination", "s/f", "d/f"][..], true, true),
+            (
+                &["--remove-destination", "-L", "s/f", "d/dangling"],
+                true,
+                true,
+            ),
+            (&["--backup=simple", "s/f", "d/f"], true, false),
+            (&["--backup=numbered", "s/f", "d/g"], true, false),
+            (&["-b", "-r", "s/f", "d/g"], true, false),
+            (&["-f", "s/f", "d/f"], false, false),
+            (&["-b", "s/f", "d/new"], false, false),
+            // So with a link that cannot be made.
+            (&["-l", "--backup=simple", "secret", "d/f"], true, false),
+            (&["-l", "--remove-destination", "secret", "d/g"], true, true),
+            (&["-lf", "secret", "d/g"], false, false),
+            // Or a node cannot be made.
+            (&["-a", "--backup=simple", "s/dev", "d/f"], true, false),
+            (&["-a", "--remove-destination", "s/dev", "d/g"], true, true),
+            (&["-a", "-f", "s/dev", "d/g"], true, true),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let case = format!("unopened{i}");
+            let ours = same_as_cp(base, &case, &setup(false), &user(a));
+            let with_cp = base.join(format!("{case}-cp"));
+            for (dir, touched) in [(with_cp, cp_touched), (ours, touched)] {
+                let m = fs::metadata(dir.join("d")).unwrap().modified().unwrap();
+                assert_eq!(m != old, touched, "{a:?} in {}: mtime", dir.display());
+            }
+            if a.contains(&"--backup=simple") {
+                // With an older backup there: cp's is gone, mimeo's kept.
+                let case = format!("older{i}");
+                let how = Run {
+                    same_messages: true,
+                    ..user(a)
+                };
+                let (cp, ours) = run_each(base, &case, &setup(true), &how);
+                assert_eq!(cp.0, ours.0, "{a:?}: exit status");
+                assert!(!cp.2.join("d/f~").exists(), "{a:?}: cp's older backup");
+                let kept = fs::read(ours.2.join("d/f~")).unwrap();
+                assert_eq!(kept, b"older\n", "{a:?}: mimeo's older backup");
+            }
+        }
+    }
+}
+
+/// `-f` with a symlink (to a directory) onto "d/" where d is a dangling symlink: cp makes
+/// the link under a temporary name beside it and fails to rename it there, which gives the
+/// directory a new time; without `-f`, or for a file, it fails before it makes anything.
+#[test]
+fn a_forced_symlink_onto_a_name_with_a_slash_touches_its_directory_as_cp() {
+    use std::time::{Duration, SystemTime};
+    let old = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "f", "f\n", 0o644);
+            fs::create_dir(d.join("s")).unwrap();
+            symlink("s", d.join("ls")).unwrap();
+            fs::create_dir(d.join("t")).unwrap();
+            symlink("nowhere", d.join("t/d")).unwrap();
+            fs::File::open(d.join("t"))
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        };
+        for (i, (a, touched)) in [
+            (&["-df", "ls", "t/d/"][..], true),
+            (&["-af", "ls", "t/d/"], true),
+            (&["-d", "ls", "t/d/"], false),
+            (&["-f", "f", "t/d/"], false),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let case = format!("slash{i}");
+            let ours = same_as_cp(base, &case, &setup, &args(a));
+            for dir in [base.join(format!("{case}-cp")), ours] {
+                let m = fs::metadata(dir.join("t")).unwrap().modified().unwrap();
+                assert_eq!(m != old, touched, "{kind}: {a:?} in {}", dir.display());
+            }
+        }
+    }
+}
+
 /// A backup in a directory the user may not write cannot be made: cp says so ("cannot
 /// backup") and copies nothing.
 #[test]
@@ -2232,6 +2384,105 @@ fn links_instead_of_copies_as_cp_makes_them() {
         .enumerate()
         {
             same_as_cp(base, &format!("abs{i}"), &setup, &args(a));
+        }
+    }
+}
+
+/// The times of the entry at `p` itself (not what a symlink points to), in nanoseconds.
+fn own_times(p: &Path) -> (i128, i128) {
+    let m = fs::symlink_metadata(p).unwrap();
+    let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+    (ns(m.atime(), m.atime_nsec()), ns(m.mtime(), m.mtime_nsec()))
+}
+
+/// Gives `p` itself (never what it points to) the atime `a` and the mtime `m`.
+fn set_own_times(p: &Path, a: rustix::fs::Timespec, m: rustix::fs::Timespec) {
+    let times = rustix::fs::Timestamps {
+        last_access: a,
+        last_modification: m,
+    };
+    rustix::fs::utimensat(
+        rustix::fs::CWD,
+        p,
+        &times,
+        rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+    )
+    .unwrap();
+}
+
+/// `-s` with `-p`: cp gives the symlink it makes the source's atime and mtime (of the link
+/// or of what it points to, as the source is followed), and keeps nothing else of it.
+#[test]
+fn symlinks_made_for_s_get_the_sources_times_under_p_as_cp() {
+    let at = |sec: i64, nsec: i64| rustix::fs::Timespec {
+        tv_sec: sec,
+        tv_nsec: nsec,
+    };
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "a", "a\n", 0o640);
+            set_own_times(&d.join("a"), at(1_000_000_000, 123), at(900_000_000, 456));
+            symlink("a", d.join("la")).unwrap();
+            set_own_times(&d.join("la"), at(800_000_000, 7), at(700_000_000, 8));
+            write(d, "old", "old\n", 0o600);
+            fs::create_dir(d.join("t")).unwrap();
+        };
+        let abs = base.join("abs-src");
+        fs::create_dir(&abs).unwrap();
+        setup(&abs);
+        let (a, la) = (abs.join("a"), abs.join("la"));
+        let (a, la) = (a.to_str().unwrap(), la.to_str().unwrap());
+        for (i, (a, made)) in [
+            (&["-p", "-s", "a", "sa"][..], "sa"),
+            (&["-s", "--preserve=timestamps", "a", "sa"], "sa"),
+            (&["-ps", "-f", "a", "old"], "old"),
+            (&["-ps", "la", "sb"], "sb"),
+            (&["-ps", "-P", "la", "sb"], "sb"),
+            (&["-a", "-s", a, "t/sa"], "t/sa"),
+            (&["-a", "-s", la, "t/sb"], "t/sb"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let case = format!("s-times{i}");
+            let ours = same_as_cp(base, &case, &setup, &args(a));
+            let theirs = base.join(format!("{case}-cp"));
+            assert_eq!(
+                own_times(&theirs.join(made)),
+                own_times(&ours.join(made)),
+                "{kind}: {a:?}: times of {made}"
+            );
+        }
+    }
+}
+
+/// `-s` with `--preserve=links`: cp links a later member of a hard-link group to the
+/// symlink it made for the first (which points to the first member), as it links copies.
+#[test]
+fn symlinks_made_for_s_keep_hard_link_groups_under_preserve_links_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        let base = fs.path();
+        let abs = base.join("abs-src");
+        let setup = |d: &Path| {
+            write(d, "x", "x\n", 0o644);
+            write(d, "sub/other", "o\n", 0o644);
+            fs::hard_link(d.join("x"), d.join("sub/y")).unwrap();
+        };
+        fs::create_dir(&abs).unwrap();
+        setup(&abs);
+        let src = abs.to_str().unwrap();
+        for (i, a) in [
+            &["-as", src, "t"][..],
+            &["-rs", "--preserve=links", src, "t"],
+            &["-rs", src, "t"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("s-links{i}"), &|_| {}, &args(a));
         }
     }
 }

@@ -370,3 +370,50 @@ fn a_simple_backup_in_the_working_directory_is_allowed() {
     assert!((entry.apply)(&mut o));
     assert_eq!(o.tree, vec![other]);
 }
+
+/// `-S` makes backups in cp as `-b` does: a refused relative `-s` link under `-S` gives the
+/// directory cp's new time (its backup and back), which the allowlist takes out.
+#[test]
+fn a_refused_relative_link_with_a_suffix_alone_is_allowed() {
+    use mimeo_testkit::compare::{Difference, Field};
+    use mimeo_testkit::fuzz::case::{DestState, Plan};
+    use mimeo_testkit::fuzz::{Outcome, allow, exec::Ran};
+    let plan = Plan {
+        tool: "cp",
+        seed: 0,
+        args: ["-S", ".x", "-s", "-R", "lf", "d"]
+            .iter()
+            .map(Into::into)
+            .collect(),
+        env: Vec::new(),
+        opts: vec!["suffix", "symbolic-link", "R"],
+        dest: DestState::Dir,
+        target: "d".into(),
+        sources: vec!["lf".into()],
+        feed: None,
+        drains: Vec::new(),
+        odd_dirs: false,
+    };
+    let ran = Ran {
+        code: Some(1),
+        stderr: "cp: d/lf: can make relative symbolic links only in current directory\n".into(),
+        ..Ran::default()
+    };
+    let mut o = Outcome {
+        plan,
+        cp: ran.clone(),
+        ours: ran,
+        tree: vec![Difference {
+            path: "d".into(),
+            field: Field::Mtime,
+            left: "1795749932.680892034".into(),
+            right: "1500000000.000000000".into(),
+        }],
+    };
+    let entry = allow::ALLOWLIST
+        .iter()
+        .find(|a| a.name == "relative-symlink-backup")
+        .unwrap();
+    assert!((entry.apply)(&mut o));
+    assert_eq!(o.tree, Vec::new());
+}

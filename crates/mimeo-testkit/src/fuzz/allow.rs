@@ -150,6 +150,17 @@ pub const ALLOWLIST: &[Allowed] = &[
         last: false,
     },
     Allowed {
+        name: "failed-copy-keeps-backups",
+        reason: "under --backup, a copy that fails before it is made (a source that cannot be \
+                 opened, a link or node that cannot be made) leaves the destination, its \
+                 directory's times and an older backup alone; cp renames the destination to \
+                 its backup name and back, losing an older simple backup",
+        docs: "docs/cp.md, Differences from cp, \"A copy that fails before it is made touches \
+               nothing\"",
+        apply: failed_copy_keeps_backups,
+        last: false,
+    },
+    Allowed {
         name: "failed-clone-leaves-nothing",
         reason: "a --reflink=always copy whose clone fails leaves no file (no half file that \
                  looks whole), where cp leaves an empty one",
@@ -158,6 +169,21 @@ pub const ALLOWLIST: &[Allowed] = &[
         last: false,
     },
 ];
+
+/// The directory times cp's rename to the backup name and back gave, and the older backup it
+/// lost (absent on cp's side only), where both failed with the same words.
+fn failed_copy_keeps_backups(o: &mut Outcome) -> bool {
+    let backup = ["b", "backup", "suffix"].iter().any(|id| o.plan.has(id));
+    if !backup || o.cp.code == Some(0) || o.cp.code != o.ours.code || o.cp.stderr != o.ours.stderr {
+        return false;
+    }
+    let n = o.tree.len();
+    o.tree.retain(|d| {
+        let lost = d.field == Field::Presence && d.left == "absent";
+        !(lost || d.field == Field::Mtime)
+    });
+    o.tree.len() != n
+}
 
 /// cp's empty (or emptied) file where its clone failed, where mimeo's side has nothing or
 /// the entry that was there; the same words and exit status are still required.
@@ -523,7 +549,8 @@ fn dangling_refused(o: &mut Outcome) {
 
 /// The directory times cp's backup and its undoing changed around a refused relative link.
 fn relative_symlink_backup(o: &mut Outcome) -> bool {
-    let backup = o.plan.has("b") || o.plan.has("backup");
+    // -S makes backups too.
+    let backup = ["b", "backup", "suffix"].iter().any(|id| o.plan.has(id));
     let refused =
         o.cp.stderr
             .contains("can make relative symbolic links only in current directory");

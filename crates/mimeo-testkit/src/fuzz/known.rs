@@ -89,6 +89,13 @@ pub const KNOWN: &[Known] = &[
                replaces the entry), and with -R or --parents",
         apply: attributes_only,
     },
+    Known {
+        item: "new: -s symlink shared by a hard-link group",
+        what: "with -s and --preserve=links the names of one file are hard links of one \
+               symlink, as in cp, which points to the member met first; cp meets the members \
+               in its own directory order, so its symlink may point to another member",
+        apply: shared_symlink_target,
+    },
 ];
 
 fn cp_says(o: &Outcome, text: &str) -> bool {
@@ -161,6 +168,17 @@ fn backup_through_symlink(o: &mut Outcome) -> bool {
         .iter()
         .all(|d| matches!(d.field, Field::Presence | Field::Mtime));
     o.plan.dest == DestState::SymlinkToDir && backup && only && whole_case(o)
+}
+
+fn shared_symlink_target(o: &mut Outcome) -> bool {
+    let named = |w: &str| o.plan.args.iter().any(|a| a.to_string_lossy().contains(w));
+    let links = o.plan.has("archive") || o.plan.has("preserve") && (named("links") || named("all"));
+    if !(o.plan.has("symbolic-link") && links) {
+        return false;
+    }
+    let n = o.tree.len();
+    o.tree.retain(|d| d.field != Field::Target);
+    o.tree.len() != n
 }
 
 fn cat_empty_part(o: &mut Outcome) -> bool {

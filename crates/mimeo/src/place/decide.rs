@@ -160,7 +160,7 @@ pub(crate) struct Lookups<'a> {
 /// Decides what to do with `src` at a destination name where `dst` is (None: nothing).
 /// cp looks at the destination through a symlink where it would write a regular file
 /// through it: one whose target cannot be looked at (EACCES, ELOOP) is refused with cp's
-/// "cannot stat" (a loop is replaced under `-f`, as in cp), and a dangling one is handled
+/// "cannot stat" (a loop is replaced under `-f` whatever `-n`, `-u` or `-i` say, as in cp), and a dangling one is handled
 /// as [`Options::dangling_symlink`] says.
 pub(crate) fn decide(
     rules: &Rules<'_>,
@@ -173,15 +173,18 @@ pub(crate) fn decide(
     };
     let opts = rules.opts;
     let fresh = opts.remove_destination || opts.backup.is_some();
-    let through = d.is_symlink() && src.is_reg() && !fresh && opts.link.is_none();
-    let seen = match through.then(|| (look.dst_target)()) {
+    let seen = match looked_through(opts, src, d).then(|| (look.dst_target)()) {
         None => *d,
         Some(Ok(target)) => target,
         Some(Err(Errno::NOENT)) if opts.dangling_symlink == DanglingSymlink::Refuse => {
             return Decision::Refuse(Conflict::Dangling);
         }
         Some(Err(Errno::NOENT)) => *d,
-        Some(Err(Errno::LOOP)) if opts.force => *d,
+        // cp knows nothing of a destination it cannot stat: none of -n, -u, -i or its other
+        // checks apply; under -f it opens it (ELOOP), removes it and makes a new file.
+        Some(Err(Errno::LOOP)) if opts.force => {
+            return write_or_link(rules, src, d, fresh, replacement(opts, src, d, fresh));
+        }
         Some(Err(e)) => return Decision::Refuse(Conflict::CannotStat(e.raw_os_error())),
     };
     // cp 9.1 does not ask whether the two are one file under -n: an existing non-directory
@@ -293,6 +296,19 @@ fn write_or_link(
         return Decision::Recreate;
     }
     replace
+}
+
+/// Whether cp looks at the destination symlink `d` through it: where it would write the
+/// regular file `src` into what it points to (nothing removes it first, no link is made).
+fn looked_through(opts: &Options, src: &Meta, d: &Meta) -> bool {
+    let fresh = opts.remove_destination || opts.backup.is_some();
+    d.is_symlink() && src.is_reg() && !fresh && opts.link.is_none()
+}
+
+/// `-f` onto a destination symlink that cp cannot look through (a loop): it opens it, which
+/// fails, then removes it (saying "removed" under -v) and makes a new file.
+pub(crate) fn loop_removed(opts: &Options, src: &Meta, d: &Meta, look: &Lookups<'_>) -> bool {
+    opts.force && looked_through(opts, src, d) && matches!((look.dst_target)(), Err(Errno::LOOP))
 }
 
 /// Whether cp removes the existing destination `d` before it copies `src` there, and says

@@ -6,7 +6,8 @@
 use super::context::{Ctx, Here, relative_symlink_elsewhere};
 use super::file::{copy_contents, copy_regular};
 use super::placing::{
-    LinkStep, backup_fails_first, commit, decide_at, decide_existing, first_done, link_or_claim,
+    LinkStep, backup_fails_first, before_failed_copy, commit, decide_at, decide_existing,
+    first_done, link_or_claim,
 };
 use super::roots::stat_error;
 use crate::data::meta::{self, Apply, Dst};
@@ -135,25 +136,27 @@ impl<'a> Made<'a, '_> {
         match make(self.dst_name) {
             Ok(()) => Ok(Some(None)),
             Err(Errno::EXIST) => {
-                match decide_at(ctx, here, self.name, self.dst_name, self.meta)?.0 {
-                    Decision::Skip => {
+                match decide_at(ctx, here, self.name, self.dst_name, self.meta)? {
+                    (Decision::Skip, _) => {
                         ctx.report.skipped(|| here.src_path(self.name), dst_path);
                         Ok(None)
                     }
                     // Only a regular source is written into a node, or merged: anything else
                     // replaces.
-                    decision => {
-                        let backup = decision == Decision::Recreate;
-                        let ((), t) = crash::with_temp(here.dst_prefix(), make).map_err(|e| {
+                    (decision, d) => match crash::with_temp(here.dst_prefix(), make) {
+                        Ok(((), t)) => Ok(Some(Some((t, decision == Decision::Recreate)))),
+                        Err(e) => {
+                            let backup = decision == Decision::Recreate;
                             let op = if backup_fails_first(ctx, backup, e) {
                                 Op::Backup
                             } else {
                                 self.op
                             };
-                            Error::sys(op, dst_path(), e)
-                        })?;
-                        Ok(Some(Some((t, backup))))
-                    }
+                            // What cp did to the old entry before it failed stays done.
+                            before_failed_copy(ctx, here, self.dst_name, self.meta, &d)?;
+                            Err(Error::sys(op, dst_path(), e))
+                        }
+                    },
                 }
             }
             Err(e) => Err(Error::sys(self.op, dst_path(), e)),
@@ -314,6 +317,15 @@ fn link_entry(
         _ => sys::stat_at(here.src_dir, name, follow || through)
             .map_err(|e| stat_error(src_path(), e))?,
     };
+    // With --preserve=links, cp hard-links a later member of a group to the symlink it made
+    // for the first, before anything else.
+    let first = match kind {
+        LinkInstead::Symbolic => match link_or_claim(ctx, here, name, dst_name, &meta)? {
+            LinkStep::Done => return Ok(()),
+            LinkStep::Copy(first) => first,
+        },
+        LinkInstead::Hard => None,
+    };
     let target = match kind {
         LinkInstead::Symbolic => match symlink_target(here, name, dst_name) {
             Ok(target) => Some(target),
@@ -347,11 +359,9 @@ fn link_entry(
                     return Err(Error::sys(Op::Backup, dst_path(), e));
                 }
                 Err(e) => {
-                    // Where cp removes the destination before it links, a failed link
-                    // leaves nothing there.
-                    if removed_first(&ctx.rules(here, &|| true), &meta, &d) {
-                        let _ = sys::unlink(here.dst_dir, dst_name, false);
-                    }
+                    // Where cp removes the destination (or renames it to its backup name)
+                    // before it links, a failed link leaves that done.
+                    before_failed_copy(ctx, here, dst_name, &meta, &d)?;
                     return Err(failed(e));
                 }
             };
@@ -361,7 +371,14 @@ fn link_entry(
         }
         Err(e) => return Err(failed(e)),
     }
+    first_done(first, here, dst_name);
     here.made();
+    // cp gives a symlink it made for -s the source's times under -p (and nothing else of
+    // it): the link itself, never what it points to.
+    if kind == LinkInstead::Symbolic && ctx.opts.preserve.timestamps {
+        sys::lutimens_at(here.dst_dir, dst_name, meta.atime, meta.mtime)
+            .map_err(|e| Error::sys(Op::SetTimes, dst_path(), e))?;
+    }
     ctx.report.copied(src_path, dst_path, entry, None);
     Ok(())
 }

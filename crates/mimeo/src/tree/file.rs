@@ -14,7 +14,8 @@
 
 use super::context::{Ctx, Here};
 use super::placing::{
-    LinkStep, commit, data_error, decide_at, decide_existing, first_done, link_or_claim,
+    LinkStep, before_failed_copy, commit, data_error, decide_at, decide_existing, first_done,
+    link_or_claim,
 };
 use super::roots::open_error;
 use super::sharing::SharedCopy;
@@ -90,7 +91,8 @@ fn as_file(node: Meta) -> Meta {
 /// The source `names.0` could not be opened (`err`). cp looks at the destination before it
 /// opens the source: a destination it cannot look at, or one the decision refuses or skips
 /// (the same file, `-n`, `-u`, `-i`), or a backup it cannot make, is reported as such, and
-/// only otherwise `err`. `kind`
+/// only otherwise `err`, after what cp does to the destination before it opens the source
+/// (a removal). `kind`
 /// says whether the source is still what the caller expected; `seen` gives its metadata as
 /// copied.
 fn unopened(
@@ -134,7 +136,8 @@ fn unopened(
         Err(e) if !matches!(e.refusal(), Some(Refusal::DanglingSymlink)) && !unwritable(&e) => {
             Err(e)
         }
-        _ => Err(err),
+        Err(_) => Err(err),
+        Ok(_) => before_failed_copy(ctx, here, dst_name, &meta, &d).and(Err(err)),
     }
 }
 

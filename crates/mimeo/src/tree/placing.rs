@@ -5,7 +5,7 @@
 use super::context::{Ctx, Here, Loc};
 use crate::data::copy::DataError;
 use crate::options::{Dereference, Overwrite};
-use crate::place::decide::{Decision, Lookups, decide, removed_first};
+use crate::place::decide::{Decision, Lookups, decide, loop_removed, removed_first};
 use crate::place::links::{FirstCopy, LinkClaim, LinkLoc, Sighting};
 use crate::place::{backup, crash};
 use crate::report::{EntryKind, Error, Op};
@@ -49,7 +49,8 @@ pub(super) fn decide_existing(
         Decision::Refuse(c) => Err(c.error(here.src_path(name), here.dst_path(dst_name))),
         Decision::Skip => Ok(Decision::Skip),
         other => {
-            if ctx.report.wants_entries() && removed_first(&rules, src, d) {
+            let removed = || removed_first(&rules, src, d) || loop_removed(ctx.opts, src, d, &look);
+            if ctx.report.wants_entries() && removed() {
                 ctx.report.removed(|| here.dst_path(dst_name));
             }
             Ok(other)
@@ -233,6 +234,25 @@ pub(super) fn commit(
 /// makes the new one, and fails there where the directory may not be written.
 pub(super) fn backup_fails_first(ctx: &Ctx<'_>, backup: bool, e: Errno) -> bool {
     backup && ctx.opts.backup.is_some() && matches!(e, Errno::ACCESS | Errno::ROFS)
+}
+
+/// What cp does to the existing non-directory `d` at `dst_name` before it makes the copy of
+/// `src`, for a copy that then fails from the start (a source that cannot be opened, a link
+/// that cannot be made): where cp removes the destination first (`--remove-destination`),
+/// it is gone. (Under `--backup` cp renames it to its backup name and, the copy failing,
+/// back, which loses an older simple backup of that name: mimeo leaves both alone.)
+pub(super) fn before_failed_copy(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    dst_name: &CStr,
+    src: &Meta,
+    d: &Meta,
+) -> Result<(), Error> {
+    if !d.is_dir() && removed_first(&ctx.rules(here, &|| true), src, d) {
+        sys::unlink(here.dst_dir, dst_name, false)
+            .map_err(|e| Error::sys(Op::Remove, here.dst_path(dst_name), e))?;
+    }
+    Ok(())
 }
 
 /// A data-path failure as an error on the side it happened on.

@@ -4,6 +4,7 @@
 use super::context::{DstFacts, Parent, Root};
 use crate::data::meta::{self, Apply, Dst, Process};
 use crate::options::{Dereference, Options, Reflink};
+use crate::place::crash;
 use crate::report::Reporter;
 use crate::report::{EntryKind, Error, Op, Refusal};
 use crate::sys::{self, Errno, Meta, XattrTarget};
@@ -506,8 +507,12 @@ fn existing_dst(
         .then(|| sys::stat_at(dst_parent.as_fd(), dst_name, false));
     match there {
         // "d/" naming a dangling symlink: cp's mkdir or symlink finds the symlink there; with
-        // -f cp removes it, and a symlink cannot be made at a name with a slash.
+        // -f cp makes the symlink under a temporary name beside it, which cannot be renamed
+        // to a name with a slash (and is removed: the directory has a new time).
         Some(Err(Errno::NOENT)) if slash && is_symlink_at(dst_parent, dst_name) => {
+            if meta.is_symlink() && opts.force {
+                touch_dir(dst_parent.as_fd());
+            }
             Err(match (meta.is_dir(), opts.force) {
                 (true, _) => Error::sys(create_op, dst_path, Errno::EXIST),
                 (false, false) => Error::sys(Op::Symlink, dst_path, Errno::EXIST),
@@ -517,6 +522,13 @@ fn existing_dst(
         Some(Err(Errno::NOENT)) | None => Ok(None),
         Some(Err(e)) => Err(Error::sys(Op::Stat, dst_path, e)),
         Some(Ok(m)) => Ok(Some(m)),
+    }
+}
+
+/// Makes and removes an entry in `dir`, which gives it the time cp's failed attempt does.
+fn touch_dir(dir: BorrowedFd<'_>) {
+    if let Ok(((), temp)) = crash::with_temp(b"", |t| sys::symlink(c".", dir, t)) {
+        let _ = sys::unlink(dir, &temp, false);
     }
 }
 
