@@ -731,6 +731,68 @@ fn an_unusable_destination_is_reported_as_cp() {
     }
 }
 
+/// A destination named with a trailing slash ("d/") that is no directory is reported by the
+/// call that makes the copy there, as cp reports it: a file's open (ENOTDIR, after its
+/// source is opened), a link's, symlink's or FIFO's own call (ENOENT where d is missing,
+/// EEXIST where it is a dangling symlink, ENOTDIR where -f replaces it), and a directory
+/// there as in the way of a non-directory (-T).
+#[test]
+fn a_destination_with_a_trailing_slash_is_reported_by_what_makes_it_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "f", "f\n", 0o644);
+            write(d, "unreadable", "u\n", 0o600);
+            fs::create_dir(d.join("dd")).unwrap();
+            symlink("f", d.join("lf")).unwrap();
+            symlink("dd", d.join("ldd")).unwrap();
+            symlink("nowhere", d.join("dang")).unwrap();
+            run_ok("mkfifo", &[d.join("p").to_str().unwrap()]);
+        };
+        for (i, a) in [
+            &["-T", "f", "dd/"][..],
+            &["-T", "-f", "--attributes-only", "-p", "f", "dd/"],
+            &["-T", "-n", "f", "dd/"],
+            &["-T", "f", "ldd/"],
+            &["-T", "-R", "p", "dd/"],
+            &["f", "absent/"],
+            &["f", "dang/"],
+            &["-f", "f", "dang/"],
+            &["-l", "f", "absent/"],
+            &["-l", "f", "dang/"],
+            &["-lf", "f", "dang/"],
+            &["-li", "f", "dang/"],
+            &["-s", "f", "absent/"],
+            &["-s", "f", "dang/"],
+            &["-sf", "f", "dang/"],
+            &["-s", "--remove-destination", "f", "dang/"],
+            &["-d", "-R", "lf", "absent/"],
+            &["-d", "-R", "lf", "dang/"],
+            &["-b", "-d", "-R", "lf", "dang/"],
+            &["-R", "p", "absent/"],
+            &["-R", "p", "dang/"],
+            &["-R", "-f", "p", "dang/"],
+            &["-s", "f", "missing/d/"],
+            &["-l", "f", "missing/d"],
+            &["-R", "p", "missing/d"],
+            &["-R", "-P", "lf", "missing/d"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("slash{i}"), &setup, &args(a));
+        }
+        // A source that cannot be opened is reported first.
+        let user = Run {
+            foreign_user: true,
+            ..args(&["-R", "unreadable", "dang/"])
+        };
+        same_as_cp(base, "slash-unreadable", &setup, &user);
+    }
+}
+
 /// What cp looks at first about an existing destination comes first: a directory there (also
 /// through a symlink, which cp would write through), `-n` or a "no" to `-i`, before `-s`
 /// refuses a relative link outside the working directory.
