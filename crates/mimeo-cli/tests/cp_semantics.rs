@@ -422,6 +422,26 @@ fn sources_with_one_destination_name_keep_the_first_as_cp() {
             symlink("../t", d.join("a/1")).unwrap();
         };
         same_as_cp(base, "abuse", &abuse, &args(&["-r", "a/1", "b/1", "c"]));
+        // A symlink made by the first, which cp looks at without following (the second
+        // source is no regular file, or is linked, or the old entry is kept or removed first):
+        // one it will not overwrite, not one it will not copy through.
+        let symlinks = |d: &Path| {
+            abuse(d);
+            symlink("../t", d.join("b/2")).unwrap();
+            symlink("../t", d.join("a/2")).unwrap();
+        };
+        for (i, a) in [
+            &["-r", "a/2", "b/2", "c"][..],
+            &["-d", "a/2", "b/2", "c"],
+            &["-rs", "a/1", "b/1", "c"],
+            &["-r", "--remove-destination", "a/1", "b/1", "c"],
+            &["-L", "a/2", "b/2", "c"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("made-symlink{i}"), &symlinks, &args(a));
+        }
     }
 }
 

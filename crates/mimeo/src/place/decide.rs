@@ -218,11 +218,12 @@ pub(crate) fn decide(
     if up_to_date {
         return Decision::Skip;
     }
-    // cp's rule for two sources with one destination name; numbered backups keep both.
+    // cp's rule for two sources with one destination name; numbered backups keep both. cp
+    // words it by how it looked at the destination: a symlink it looks through (a regular
+    // file would be written through it) is one it will not copy through; otherwise it will
+    // not overwrite what it made.
     if rules.just_created == Some(d.id()) && opts.backup != Some(Backup::Numbered) {
-        return Decision::Refuse(Conflict::JustCreated {
-            symlink: d.is_symlink(),
-        });
+        return Decision::Refuse(Conflict::JustCreated { symlink: through });
     }
     if opts.interactive && rules.ask.is_some_and(|ask| !ask()) {
         return Decision::Skip;
