@@ -513,9 +513,15 @@ fn update_sizes(o: &mut Outcome) -> bool {
         o.ours.stderr = without;
     }
     // With -s, what mimeo would replace where cp skipped may be a link it cannot make (a
-    // relative one outside the working directory): the refusal, and the failure, are that.
+    // relative one outside the working directory), and with -l or -s one that finds the
+    // destination there (no -f): the refusal, and the failure, are that.
     let relative = "can make relative symbolic links only in current directory";
-    let refused = |l: &str| l.contains(relative) && !o.cp.stderr.contains(l);
+    let link_exists = |l: &str| {
+        let link =
+            l.contains("cannot create hard link ") || l.contains("cannot create symbolic link ");
+        link && l.ends_with(": File exists\n")
+    };
+    let refused = |l: &str| (l.contains(relative) || link_exists(l)) && !o.cp.stderr.contains(l);
     let without: String = o
         .ours
         .stderr
@@ -523,7 +529,8 @@ fn update_sizes(o: &mut Outcome) -> bool {
         .filter(|l| !refused(l))
         .collect();
     let mut changed = false;
-    if o.plan.has("symbolic-link") && without != o.ours.stderr && without == o.cp.stderr {
+    let links = o.plan.has("symbolic-link") || o.plan.has("link");
+    if links && without != o.ours.stderr && without == o.cp.stderr {
         o.ours.stderr = without;
         o.ours.code = o.cp.code;
         changed = true;
