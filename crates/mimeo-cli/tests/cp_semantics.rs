@@ -813,6 +813,34 @@ fn a_destination_with_a_trailing_slash_is_reported_by_what_makes_it_as_cp() {
     }
 }
 
+/// `--attributes-only` with a source that is no regular file onto an existing entry: cp makes
+/// a new entry there, which fails, and names it by what it would make (a FIFO apart).
+#[test]
+fn attributes_only_onto_an_entry_names_what_it_would_make_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "f", "f\n", 0o644);
+            symlink("f", d.join("lf")).unwrap();
+            symlink("nowhere", d.join("dang")).unwrap();
+            run_ok("mkfifo", &[d.join("p").to_str().unwrap()]);
+        };
+        for (i, a) in [
+            &["-R", "--attributes-only", "p", "f"][..],
+            &["-R", "--attributes-only", "-f", "p", "dang"],
+            &["-pR", "--attributes-only", "-L", "p", "lf"],
+            &["-R", "--attributes-only", "-d", "lf", "f"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("attrs{i}"), &setup, &args(a));
+        }
+    }
+}
+
 /// What cp looks at first about an existing destination comes first: a directory there (also
 /// through a symlink, which cp would write through), `-n` or a "no" to `-i`, before `-s`
 /// refuses a relative link outside the working directory.

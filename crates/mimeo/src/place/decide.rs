@@ -59,9 +59,9 @@ pub(crate) enum Conflict {
     /// The destination's backup would replace the source (cp's `backup-is-src` rule).
     BackupIsSource,
     /// `--attributes-only` with a source that is not a regular file onto an existing entry:
-    /// cp would create a new entry there, which fails (`symlink`: the source is one).
+    /// cp would create a new entry there, which fails (`op`: the call that makes it).
     Exists {
-        symlink: bool,
+        op: Op,
     },
 }
 
@@ -80,10 +80,7 @@ impl Conflict {
             Conflict::NotWritable => Error::os(Op::Create, dst, libc::EACCES),
             Conflict::Dangling => Error::refused(Op::Create, dst, Refusal::DanglingSymlink),
             Conflict::NotReplacing => Error::refused(Op::Refuse, dst, Refusal::Exists),
-            Conflict::Exists { symlink } => {
-                let op = if symlink { Op::Symlink } else { Op::MakeNode };
-                Error::os(op, dst, libc::EEXIST)
-            }
+            Conflict::Exists { op } => Error::os(op, dst, libc::EEXIST),
             Conflict::LinkExists(kind) => Error::refused(
                 Op::Link,
                 dst,
@@ -345,9 +342,13 @@ fn attributes_only(src: &Meta, d: &Meta) -> Decision {
     if src.is_reg() && d.is_reg() {
         Decision::InPlace
     } else {
-        Decision::Refuse(Conflict::Exists {
-            symlink: src.is_symlink(),
-        })
+        // cp names a FIFO's failure apart ("cannot create fifo").
+        let op = match src.file_type() {
+            sys::S_IFLNK => Op::Symlink,
+            sys::S_IFIFO => Op::MakeFifo,
+            _ => Op::MakeNode,
+        };
+        Decision::Refuse(Conflict::Exists { op })
     }
 }
 
