@@ -841,6 +841,42 @@ fn attributes_only_onto_an_entry_names_what_it_would_make_as_cp() {
     }
 }
 
+/// A FIFO copied where cp follows symlinks for it (-L, a command-line source under -H) is
+/// made by mknod where the old entry still is, which fails (also under -f); cp removes the
+/// old entry first under -P, below the command line under -H, with --remove-destination,
+/// and a backup takes it away.
+#[test]
+fn a_fifo_copied_following_symlinks_finds_the_old_entry_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            fs::create_dir_all(d.join("d/s")).unwrap();
+            fs::create_dir(d.join("s")).unwrap();
+            for fifo in ["p", "d/p", "s/q"] {
+                run_ok("mkfifo", &[d.join(fifo).to_str().unwrap()]);
+            }
+            write(d, "d/s/q", "old\n", 0o644);
+        };
+        for (i, a) in [
+            &["-Hr", "-t", "d/", "p"][..],
+            &["-Hrf", "p", "d"],
+            &["-Lr", "s", "d"],
+            &["-Hr", "s", "d"],
+            &["-Pr", "p", "d"],
+            &["-Hr", "--remove-destination", "p", "d"],
+            &["-Hr", "-b", "p", "d"],
+            &["-Hrn", "p", "d"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("fifo{i}"), &setup, &args(a));
+        }
+    }
+}
+
 /// What cp looks at first about an existing destination comes first: a directory there (also
 /// through a symlink, which cp would write through), `-n` or a "no" to `-i`, before `-s`
 /// refuses a relative link outside the working directory.

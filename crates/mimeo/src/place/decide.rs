@@ -274,6 +274,14 @@ fn write_or_link(
         }
         return Decision::Recreate;
     }
+    // A FIFO, socket or device node is made by one call. cp removes what is there first only
+    // where it does not follow symlinks for the entry (-P, or below the command line under
+    // -H) or keeps a link group; elsewhere (-L, a command-line source under -H) the call
+    // finds the old entry there, also under -f.
+    let node = !(src.is_reg() || src.is_dir() || src.is_symlink());
+    if node && rules.follows && !fresh && !removed_before(opts, src, d) {
+        return Decision::Refuse(Conflict::Exists { op: made_op(src) });
+    }
     replace
 }
 
@@ -342,13 +350,17 @@ fn attributes_only(src: &Meta, d: &Meta) -> Decision {
     if src.is_reg() && d.is_reg() {
         Decision::InPlace
     } else {
-        // cp names a FIFO's failure apart ("cannot create fifo").
-        let op = match src.file_type() {
-            sys::S_IFLNK => Op::Symlink,
-            sys::S_IFIFO => Op::MakeFifo,
-            _ => Op::MakeNode,
-        };
-        Decision::Refuse(Conflict::Exists { op })
+        Decision::Refuse(Conflict::Exists { op: made_op(src) })
+    }
+}
+
+/// The call that makes a new entry for the source `src` that is no regular file (named in
+/// its failure; cp names a FIFO's apart, "cannot create fifo").
+fn made_op(src: &Meta) -> Op {
+    match src.file_type() {
+        sys::S_IFLNK => Op::Symlink,
+        sys::S_IFIFO => Op::MakeFifo,
+        _ => Op::MakeNode,
     }
 }
 
