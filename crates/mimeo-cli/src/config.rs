@@ -467,7 +467,7 @@ pub fn resolve_targets(
         if sources.len() > 1 {
             return Err(usage(format!("extra operand {}", quote(&operands[2]))));
         }
-        return single(&sources[0], dest);
+        return Ok(single(&sources[0], dest));
     }
     if dest.is_dir() {
         return Ok(sources.iter().map(|s| into_dir(s, dest)).collect());
@@ -475,7 +475,7 @@ pub fn resolve_targets(
     if sources.len() > 1 {
         return Err(not_a_directory("target", dest));
     }
-    single(&sources[0], dest)
+    Ok(single(&sources[0], dest))
 }
 
 fn prog_is_cp() -> bool {
@@ -614,29 +614,13 @@ fn under_parents(
         .collect())
 }
 
-/// SOURCE to DEST exactly; "DEST/" must then name a directory to be made. One that cannot
-/// be looked at (a file: "Not a directory") is reported as cp reports it.
-fn single(src: &Path, dest: &Path) -> Result<Vec<CopyPair>, ConfigError> {
-    // A source that cannot be looked at is reported first, by the copy.
-    let src_there = std::fs::metadata(src).is_ok();
-    if dest.as_os_str().as_bytes().ends_with(b"/") && src_there && !src.is_dir() {
-        // A missing name goes on to be made; any other failure is cp's "cannot stat".
-        let missing = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
-        let failed = std::fs::metadata(dest).err().filter(|e| !missing(e));
-        if let Some(e) = failed.and_then(|e| e.raw_os_error()) {
-            return Err(fatal(
-                mimeo::Error::os(mimeo::Op::Stat, dest, e).to_string(),
-            ));
-        }
-        return Err(fatal(format!(
-            "cannot create regular file {}: Not a directory",
-            quote(dest)
-        )));
-    }
-    Ok(vec![CopyPair {
+/// SOURCE to DEST exactly. A "DEST/" that is not a directory is left to the copy, which
+/// reports it as cp does: by the call that makes the entry there.
+fn single(src: &Path, dest: &Path) -> Vec<CopyPair> {
+    vec![CopyPair {
         src: src.to_path_buf(),
         dst: dest.to_path_buf(),
-    }])
+    }]
 }
 
 /// `path` without the slashes that end it, except a lone root ("///" is "/"). "link/" names

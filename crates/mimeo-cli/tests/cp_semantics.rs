@@ -501,6 +501,26 @@ fn sources_with_one_destination_name_keep_the_first_as_cp() {
             symlink("../t", d.join("a/1")).unwrap();
         };
         same_as_cp(base, "abuse", &abuse, &args(&["-r", "a/1", "b/1", "c"]));
+        // A symlink made by the first, which cp looks at without following (the second
+        // source is no regular file, or is linked, or the old entry is kept or removed first):
+        // one it will not overwrite, not one it will not copy through.
+        let symlinks = |d: &Path| {
+            abuse(d);
+            symlink("../t", d.join("b/2")).unwrap();
+            symlink("../t", d.join("a/2")).unwrap();
+        };
+        for (i, a) in [
+            &["-r", "a/2", "b/2", "c"][..],
+            &["-d", "a/2", "b/2", "c"],
+            &["-rs", "a/1", "b/1", "c"],
+            &["-r", "--remove-destination", "a/1", "b/1", "c"],
+            &["-L", "a/2", "b/2", "c"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("made-symlink{i}"), &symlinks, &args(a));
+        }
     }
 }
 
@@ -945,6 +965,132 @@ fn an_unusable_destination_is_reported_as_cp() {
         .enumerate()
         {
             same_as_cp(base, &format!("unusable{i}"), &setup, &args(a));
+        }
+    }
+}
+
+/// A destination named with a trailing slash ("d/") that is no directory is reported by the
+/// call that makes the copy there, as cp reports it: a file's open (ENOTDIR, after its
+/// source is opened), a link's, symlink's or FIFO's own call (ENOENT where d is missing,
+/// EEXIST where it is a dangling symlink, ENOTDIR where -f replaces it), and a directory
+/// there as in the way of a non-directory (-T).
+#[test]
+fn a_destination_with_a_trailing_slash_is_reported_by_what_makes_it_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "f", "f\n", 0o644);
+            write(d, "unreadable", "u\n", 0o600);
+            fs::create_dir(d.join("dd")).unwrap();
+            symlink("f", d.join("lf")).unwrap();
+            symlink("dd", d.join("ldd")).unwrap();
+            symlink("nowhere", d.join("dang")).unwrap();
+            run_ok("mkfifo", &[d.join("p").to_str().unwrap()]);
+        };
+        for (i, a) in [
+            &["-T", "f", "dd/"][..],
+            &["-T", "-f", "--attributes-only", "-p", "f", "dd/"],
+            &["-T", "-n", "f", "dd/"],
+            &["-T", "f", "ldd/"],
+            &["-T", "-R", "p", "dd/"],
+            &["f", "absent/"],
+            &["f", "dang/"],
+            &["-f", "f", "dang/"],
+            &["-l", "f", "absent/"],
+            &["-l", "f", "dang/"],
+            &["-lf", "f", "dang/"],
+            &["-li", "f", "dang/"],
+            &["-s", "f", "absent/"],
+            &["-s", "f", "dang/"],
+            &["-sf", "f", "dang/"],
+            &["-s", "--remove-destination", "f", "dang/"],
+            &["-d", "-R", "lf", "absent/"],
+            &["-d", "-R", "lf", "dang/"],
+            &["-b", "-d", "-R", "lf", "dang/"],
+            &["-R", "p", "absent/"],
+            &["-R", "p", "dang/"],
+            &["-R", "-f", "p", "dang/"],
+            &["-s", "f", "missing/d/"],
+            &["-l", "f", "missing/d"],
+            &["-R", "p", "missing/d"],
+            &["-R", "-P", "lf", "missing/d"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("slash{i}"), &setup, &args(a));
+        }
+        // A source that cannot be opened is reported first.
+        let user = Run {
+            foreign_user: true,
+            ..args(&["-R", "unreadable", "dang/"])
+        };
+        same_as_cp(base, "slash-unreadable", &setup, &user);
+    }
+}
+
+/// `--attributes-only` with a source that is no regular file onto an existing entry: cp makes
+/// a new entry there, which fails, and names it by what it would make (a FIFO apart).
+#[test]
+fn attributes_only_onto_an_entry_names_what_it_would_make_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "f", "f\n", 0o644);
+            symlink("f", d.join("lf")).unwrap();
+            symlink("nowhere", d.join("dang")).unwrap();
+            run_ok("mkfifo", &[d.join("p").to_str().unwrap()]);
+        };
+        for (i, a) in [
+            &["-R", "--attributes-only", "p", "f"][..],
+            &["-R", "--attributes-only", "-f", "p", "dang"],
+            &["-pR", "--attributes-only", "-L", "p", "lf"],
+            &["-R", "--attributes-only", "-d", "lf", "f"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("attrs{i}"), &setup, &args(a));
+        }
+    }
+}
+
+/// A FIFO copied where cp follows symlinks for it (-L, a command-line source under -H) is
+/// made by mknod where the old entry still is, which fails (also under -f); cp removes the
+/// old entry first under -P, below the command line under -H, with --remove-destination,
+/// and a backup takes it away.
+#[test]
+fn a_fifo_copied_following_symlinks_finds_the_old_entry_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            fs::create_dir_all(d.join("d/s")).unwrap();
+            fs::create_dir(d.join("s")).unwrap();
+            for fifo in ["p", "d/p", "s/q"] {
+                run_ok("mkfifo", &[d.join(fifo).to_str().unwrap()]);
+            }
+            write(d, "d/s/q", "old\n", 0o644);
+        };
+        for (i, a) in [
+            &["-Hr", "-t", "d/", "p"][..],
+            &["-Hrf", "p", "d"],
+            &["-Lr", "s", "d"],
+            &["-Hr", "s", "d"],
+            &["-Pr", "p", "d"],
+            &["-Hr", "--remove-destination", "p", "d"],
+            &["-Hr", "-b", "p", "d"],
+            &["-Hrn", "p", "d"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("fifo{i}"), &setup, &args(a));
         }
     }
 }

@@ -34,12 +34,6 @@ pub const KNOWN: &[Known] = &[
         apply: check_order,
     },
     Known {
-        item: "new: how an unusable destination is reported",
-        what: "a destination cp cannot remove (-f onto \"d/\" where d is a symlink loop) is \
-               reported as \"cannot stat\", where cp says \"cannot remove\" with the error it got",
-        apply: cannot_remove,
-    },
-    Known {
         item: "new: backup through a destination symlink",
         what: "a backup of an entry reached through a symlinked destination directory is \
                made in that directory; cp makes it beside the symlink",
@@ -155,10 +149,6 @@ fn verbose_lines(o: &mut Outcome) -> bool {
         return false;
     }
     drop_lines(&mut o.cp.stdout, "removed ")
-}
-
-fn cannot_remove(o: &mut Outcome) -> bool {
-    one_says(o, "cannot remove") && whole_case(o)
 }
 
 fn backup_through_symlink(o: &mut Outcome) -> bool {

@@ -59,9 +59,9 @@ pub(crate) enum Conflict {
     /// The destination's backup would replace the source (cp's `backup-is-src` rule).
     BackupIsSource,
     /// `--attributes-only` with a source that is not a regular file onto an existing entry:
-    /// cp would create a new entry there, which fails (`symlink`: the source is one).
+    /// cp would create a new entry there, which fails (`op`: the call that makes it).
     Exists {
-        symlink: bool,
+        op: Op,
     },
 }
 
@@ -80,10 +80,7 @@ impl Conflict {
             Conflict::NotWritable => Error::os(Op::Create, dst, libc::EACCES),
             Conflict::Dangling => Error::refused(Op::Create, dst, Refusal::DanglingSymlink),
             Conflict::NotReplacing => Error::refused(Op::Refuse, dst, Refusal::Exists),
-            Conflict::Exists { symlink } => {
-                let op = if symlink { Op::Symlink } else { Op::MakeNode };
-                Error::os(op, dst, libc::EEXIST)
-            }
+            Conflict::Exists { op } => Error::os(op, dst, libc::EEXIST),
             Conflict::LinkExists(kind) => Error::refused(
                 Op::Link,
                 dst,
@@ -235,11 +232,13 @@ pub(crate) fn decide(
     if up_to_date {
         return Decision::Skip;
     }
-    // cp's rule for two sources with one destination name; numbered backups keep both.
+    // cp's rule for two sources with one destination name; numbered backups keep both. cp
+    // words it by how it looked at the destination: a symlink it looks through (a regular
+    // file would be written through it) is one it will not copy through; otherwise it will
+    // not overwrite what it made.
     if !done && rules.just_created == Some(d.id()) && opts.backup != Some(Backup::Numbered) {
-        return Decision::Refuse(Conflict::JustCreated {
-            symlink: d.is_symlink(),
-        });
+        let through = looked_through(opts, src, d);
+        return Decision::Refuse(Conflict::JustCreated { symlink: through });
     }
     if opts.interactive && rules.ask.is_some_and(|ask| !ask()) || done {
         return Decision::Skip;
@@ -294,6 +293,14 @@ fn write_or_link(
             return Decision::Refuse(Conflict::LinkExists(kind));
         }
         return Decision::Recreate;
+    }
+    // A FIFO, socket or device node is made by one call. cp removes what is there first only
+    // where it does not follow symlinks for the entry (-P, or below the command line under
+    // -H) or keeps a link group; elsewhere (-L, a command-line source under -H) the call
+    // finds the old entry there, also under -f.
+    let node = !(src.is_reg() || src.is_dir() || src.is_symlink());
+    if node && rules.follows && !fresh && !removed_before(opts, src, d) {
+        return Decision::Refuse(Conflict::Exists { op: made_op(src) });
     }
     replace
 }
@@ -379,9 +386,17 @@ fn attributes_only(opts: &Options, src: &Meta, d: &Meta) -> Decision {
     } else if src.is_symlink() && opts.force {
         Decision::Replace
     } else {
-        Decision::Refuse(Conflict::Exists {
-            symlink: src.is_symlink(),
-        })
+        Decision::Refuse(Conflict::Exists { op: made_op(src) })
+    }
+}
+
+/// The call that makes a new entry for the source `src` that is no regular file (named in
+/// its failure; cp names a FIFO's apart, "cannot create fifo").
+fn made_op(src: &Meta) -> Op {
+    match src.file_type() {
+        sys::S_IFLNK => Op::Symlink,
+        sys::S_IFIFO => Op::MakeFifo,
+        _ => Op::MakeNode,
     }
 }
 

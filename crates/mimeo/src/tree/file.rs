@@ -340,10 +340,28 @@ impl<'a, 'c> RegularFile<'a, 'c> {
                 (fd, Target::New, self.new_placed(perm))
             }
             Err(Errno::EXIST) => return self.existing(buf, found, first, src_xattrs),
+            Err(Errno::ISDIR) if self.dst_name.to_bytes().ends_with(b"/") => {
+                return self.onto_slash(buf, first, src_xattrs);
+            }
             Err(e) => return Err(Error::sys(Op::Create, self.dst_path(), e)),
         };
         let p = self.placement((dst, target, placed), first, src_xattrs);
         Ok(Placing::Write(p))
+    }
+
+    /// A file is not made at a name with a trailing slash ("d/"): O_CREAT fails there with
+    /// EISDIR. A directory there is one in the way, as cp's look at the destination finds
+    /// it; for anything else cp reports ENOTDIR, its word for a missing directory.
+    fn onto_slash(
+        &self,
+        buf: &mut IoBuf,
+        first: Option<FirstCopy<'a>>,
+        src_xattrs: Option<meta::Xattrs>,
+    ) -> Result<Placing<'a>, Error> {
+        match sys::stat_at(self.here.dst_dir, self.dst_name, false) {
+            Ok(d) => self.existing(buf, Some(&d), first, src_xattrs),
+            Err(_) => Err(Error::sys(Op::Create, self.dst_path(), Errno::NOTDIR)),
+        }
     }
 
     fn placement(

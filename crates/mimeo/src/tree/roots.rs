@@ -3,7 +3,7 @@
 
 use super::context::{DstFacts, Parent, Root};
 use crate::data::meta::{self, Apply, Dst, Process};
-use crate::options::{Dereference, Options, Reflink};
+use crate::options::{Dereference, LinkInstead, Options, Reflink};
 use crate::place::crash;
 use crate::report::Reporter;
 use crate::report::{EntryKind, Error, Op, Refusal};
@@ -86,12 +86,18 @@ impl Root {
             return Err(Error::refused(Op::Refuse, src_path, Refusal::NotRecursive));
         }
         let (dst_parent_path, dst_name) = split(dst_path);
-        let create_op = create_op(&meta);
         let dst_parent = match sys::open_dir(sys::CWD, &dst_parent_path, true) {
             Err(Errno::NOENT) if parent_missing => sys::open_dir(src_parent.as_fd(), c".", false)
                 .map_err(|e| stat_error(src_path.clone(), e))?,
             // cp looks at the destination first: only a missing one goes on to be created.
-            Err(Errno::NOENT) => return Err(Error::sys(create_op, dst_path, Errno::NOENT)),
+            Err(Errno::NOENT) => {
+                return Err(create_error(
+                    opts,
+                    &meta,
+                    (src_path, dst_path),
+                    Errno::NOENT,
+                ));
+            }
             other => other.map_err(|e| Error::sys(Op::Stat, dst_path, e))?,
         };
         let parent_meta =
@@ -101,7 +107,7 @@ impl Root {
             &meta,
             &dst_parent,
             &dst_name,
-            dst_path,
+            (src_path, dst_path),
             parent_missing,
         )?;
         let into_itself = meta.is_dir() && into_itself(dst_parent.as_fd(), there, meta.id());
@@ -498,26 +504,22 @@ fn existing_dst(
     meta: &Meta,
     dst_parent: &OwnedFd,
     dst_name: &std::ffi::CString,
-    dst_path: &Path,
+    (src_path, dst_path): (&Path, &Path),
     parent_missing: bool,
 ) -> Result<Option<Meta>, Error> {
-    let create_op = create_op(meta);
     let slash = dst_name.to_bytes().ends_with(b"/");
     let there = (!parent_missing && (meta.is_dir() || slash))
         .then(|| sys::stat_at(dst_parent.as_fd(), dst_name, false));
     match there {
-        // "d/" naming a dangling symlink: cp's mkdir or symlink finds the symlink there; with
-        // -f cp makes the symlink under a temporary name beside it, which cannot be renamed
-        // to a name with a slash (and is removed: the directory has a new time).
+        // "d/" naming a dangling symlink: what cp makes there finds the symlink. Where cp
+        // replaces it, it makes the link under a temporary name beside it first, which cannot
+        // be renamed to a name with a slash and is removed: the directory has a new time.
         Some(Err(Errno::NOENT)) if slash && is_symlink_at(dst_parent, dst_name) => {
-            if meta.is_symlink() && opts.force {
+            let failed = onto_dangling(opts, meta, (src_path, dst_path));
+            if failed.as_ref().and_then(Error::errno) == Some(libc::ENOTDIR) {
                 touch_dir(dst_parent.as_fd());
             }
-            Err(match (meta.is_dir(), opts.force) {
-                (true, _) => Error::sys(create_op, dst_path, Errno::EXIST),
-                (false, false) => Error::sys(Op::Symlink, dst_path, Errno::EXIST),
-                (false, true) => Error::sys(Op::Symlink, dst_path, Errno::NOTDIR),
-            })
+            failed.map_or(Ok(None), Err)
         }
         Some(Err(Errno::NOENT)) | None => Ok(None),
         Some(Err(e)) => Err(Error::sys(Op::Stat, dst_path, e)),
@@ -532,12 +534,49 @@ fn touch_dir(dir: BorrowedFd<'_>) {
     }
 }
 
-/// The operation that makes a copy of `meta` (named in errors).
-fn create_op(meta: &Meta) -> Op {
-    if meta.is_dir() {
-        Op::CreateDir
+/// How making a copy of `meta` at "d/", where d is a dangling symlink, fails in cp: mkdir,
+/// mknod, symlink and link find the symlink there (EEXIST); where cp then replaces it (a
+/// link or symlink under -f, a hard link under -i too), the rename onto "d/" fails with
+/// ENOTDIR. None for a regular file, whose copy opens its source first and then fails to
+/// create "d/" by itself.
+fn onto_dangling(opts: &Options, meta: &Meta, paths: (&Path, &Path)) -> Option<Error> {
+    let replaced = match create_op(opts, meta).0 {
+        Op::Create => return None,
+        Op::Link => opts.force || opts.interactive,
+        Op::Symlink => opts.force,
+        _ => false,
+    };
+    let errno = if replaced {
+        Errno::NOTDIR
     } else {
-        Op::Create
+        Errno::EXIST
+    };
+    Some(create_error(opts, meta, paths, errno))
+}
+
+/// The failure of the call that makes the copy of `meta` at `paths.1`.
+fn create_error(opts: &Options, meta: &Meta, (src, dst): (&Path, &Path), e: Errno) -> Error {
+    match create_op(opts, meta) {
+        (op, true) => Error::sys(op, dst, e).from_source(src),
+        (op, false) => Error::sys(op, dst, e),
+    }
+}
+
+/// The operation that makes the copy of `meta` (named in errors), and whether its errors
+/// name the source too (a link made instead of a copy, as cp words it).
+fn create_op(opts: &Options, meta: &Meta) -> (Op, bool) {
+    if meta.is_dir() {
+        return (Op::CreateDir, false);
+    }
+    match opts.link {
+        Some(LinkInstead::Hard) => (Op::Link, true),
+        Some(LinkInstead::Symbolic) => (Op::Symlink, true),
+        None if meta.is_symlink() => (Op::Symlink, false),
+        // FIFOs and devices are read as files but under -r without --copy-contents (see
+        // `copy_entry`).
+        None if meta.is_reg() || !opts.recursive || opts.copy_contents => (Op::Create, false),
+        None if meta.file_type() == sys::S_IFIFO => (Op::MakeFifo, false),
+        None => (Op::MakeNode, false),
     }
 }
 
