@@ -1271,6 +1271,9 @@ fn a_socket_read_as_a_file_onto_an_entry_as_cp() {
             &["--copy-contents", "-R", "-b", "s", "d"],
             &["-n", "s/k", "d/s/k"],
             &["-P", "s/k", "d/s/k"],
+            // Following symlinks, read as a file all the same: the open fails first.
+            &["-L", "s/k", "d/s/k"],
+            &["-L", "-f", "s/k", "d/s/k"],
         ]
         .iter()
         .enumerate()

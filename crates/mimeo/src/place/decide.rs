@@ -298,8 +298,10 @@ fn write_or_link(
     // where it does not follow symlinks for the entry (-P, or below the command line under
     // -H) or keeps a link group; elsewhere (-L, a command-line source under -H) the call
     // finds the old entry there, also under -f.
+    // (Without -r, or with --copy-contents, a node is read as a file instead.)
     let node = !(src.is_reg() || src.is_dir() || src.is_symlink());
-    if node && rules.follows && !fresh && !removed_before(opts, src, d) {
+    let as_node = node && opts.recursive && !opts.copy_contents;
+    if as_node && rules.follows && !fresh && !removed_before(opts, src, d) {
         return Decision::Refuse(Conflict::Exists { op: made_op(src) });
     }
     replace
