@@ -59,12 +59,6 @@ pub const KNOWN: &[Known] = &[
         apply: parents_dirs,
     },
     Known {
-        item: "new: -v lines",
-        what: "-v prints no \"removed\" line where -f removes a destination cp could not \
-               open (a symlink loop): cp prints it after the entry's line",
-        apply: verbose_lines,
-    },
-    Known {
         item: "new: sources looked at before any is copied",
         what: "a missing source is reported before an earlier source's -i question, where cp \
                asks first (the same lines in another order)",
@@ -75,13 +69,6 @@ pub const KNOWN: &[Known] = &[
         what: "as a user other than root, a file copied onto a socket fails with \"cannot \
                create regular file ... Permission denied\", where cp replaces the socket",
         apply: socket_as_non_root,
-    },
-    Known {
-        item: "issue 23 item 2",
-        what: "--attributes-only onto an existing destination still differs from cp in a few \
-               cases beyond the issue's (which are fixed): a symlink source with -f (cp \
-               replaces the entry), and with -R or --parents",
-        apply: attributes_only,
     },
     Known {
         item: "new: -s symlink shared by a hard-link group",
@@ -107,17 +94,6 @@ fn whole_case(o: &mut Outcome) -> bool {
     true
 }
 
-/// Drops the lines of `text` that contain `needle`.
-fn drop_lines(text: &mut String, needle: &str) -> bool {
-    let kept: String = text
-        .split_inclusive('\n')
-        .filter(|l| !l.contains(needle))
-        .collect();
-    let changed = kept != *text;
-    *text = kept;
-    changed
-}
-
 /// Whether cp says `text` and mimeo does not (or the other way round).
 fn one_says(o: &Outcome, text: &str) -> bool {
     cp_says(o, text) != ours_says(o, text)
@@ -141,14 +117,6 @@ fn dir_named_twice(o: &mut Outcome) -> bool {
 fn check_order(o: &mut Outcome) -> bool {
     let parents = cp_says(o, "exists but is not a directory") || cp_says(o, "non-directory");
     o.plan.has("parents") && parents && o.cp.stderr != o.ours.stderr && whole_case(o)
-}
-
-fn verbose_lines(o: &mut Outcome) -> bool {
-    let removed = |t: &str| t.lines().filter(|l| l.starts_with("removed ")).count();
-    if !o.plan.has("verbose") || removed(&o.cp.stdout) <= removed(&o.ours.stdout) {
-        return false;
-    }
-    drop_lines(&mut o.cp.stdout, "removed ")
 }
 
 fn backup_through_symlink(o: &mut Outcome) -> bool {
@@ -207,7 +175,3 @@ fn sources_first(o: &mut Outcome) -> bool {
     reordered && asked
 }
 
-fn attributes_only(o: &mut Outcome) -> bool {
-    let differs = o.cp.code != o.ours.code || !o.tree.is_empty();
-    o.plan.has("attributes-only") && o.plan.dest != DestState::Absent && differs && whole_case(o)
-}
