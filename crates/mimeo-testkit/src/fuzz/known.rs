@@ -174,4 +174,3 @@ fn sources_first(o: &mut Outcome) -> bool {
     }
     reordered && asked
 }
-
