@@ -32,20 +32,24 @@ def same_outcome(name, *args, **kwargs):
 def foreign_set_id_cleared(src, copy):
     """Applies to `copy` (shutil's copy of `src`) mimeo's documented difference: set-id bits of
     entries whose owner or group is not the copier's are dropped, as the copy belongs to the
-    copier (docs/guarantees.md §4). shutil keeps them."""
+    copier (docs/guarantees.md §4), and a regular file's sticky bit with them. shutil keeps
+    them. A directory's are kept, as cp keeps them where the owner was not to be kept: they
+    run nothing."""
     src, copy = os.fsencode(src), os.fsencode(copy)
     me = (os.geteuid(), os.getegid())
     for dirpath, dirs, files in os.walk(src):
         for name in dirs + files + [b""]:
             s = os.path.join(dirpath, name) if name else dirpath
             st = os.lstat(s)
-            if stat.S_ISLNK(st.st_mode) or not st.st_mode & 0o6000:
+            # A regular file's sticky bit goes with them, as in cp.
+            cleared = 0o7000 if stat.S_ISREG(st.st_mode) else 0o6000
+            if stat.S_ISLNK(st.st_mode) or stat.S_ISDIR(st.st_mode) or not st.st_mode & cleared:
                 continue
             if (st.st_uid, st.st_gid) == me:
                 continue
             c = os.path.join(copy, os.path.relpath(s, src))
             if os.path.lexists(c):
-                os.chmod(c, stat.S_IMODE(os.lstat(c).st_mode) & ~0o6000)
+                os.chmod(c, stat.S_IMODE(os.lstat(c).st_mode) & ~cleared)
 
 
 def rel_triples(triples, src, dst):
