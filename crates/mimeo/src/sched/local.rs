@@ -2,6 +2,7 @@
 //! counting for directories.
 
 use super::Scheduler;
+use super::grow::Grow;
 use super::pool::{self, Sizing, Spawner};
 use crate::options::Options;
 use crate::report::{Control, Observer, Summary};
@@ -157,14 +158,15 @@ struct Task<D> {
 
 impl Scheduler for LocalPool {
     fn run(&self, exec: &Executor<'_>, initial: Vec<WorkItem>) {
-        drive(self.sizing, true, exec, initial);
+        let data_read = || exec.data_read();
+        drive(self.sizing, Grow::OnDataReads(&data_read), exec, initial);
     }
 }
 
 /// Runs `initial` and everything it spawns on `jobs` threads, completing each directory
 /// once its pass and everything spawned under it have run: the one loop behind a copy and
 /// every walk.
-pub(crate) fn drive<P: Passes>(sizing: Sizing, grow: bool, passes: &P, initial: Vec<WorkItem>) {
+pub(crate) fn drive<P: Passes>(sizing: Sizing, grow: Grow<'_>, passes: &P, initial: Vec<WorkItem>) {
     let tasks = initial
         .into_iter()
         .map(|item| Task { item, gate: None })
@@ -244,5 +246,5 @@ pub(crate) fn walk<V: Visitor>(
         start: opts.jobs.max(1),
         max: opts.jobs.max(1),
     };
-    drive(sizing, false, &walk, initial);
+    drive(sizing, Grow::Never, &walk, initial);
 }

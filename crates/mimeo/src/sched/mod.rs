@@ -2,7 +2,7 @@
 //! spreads items over a bounded pool of threads with work-stealing deques; another (the MPI
 //! one) can drive the same [`Executor`] across processes by implementing [`Scheduler`].
 
-mod grow;
+pub(crate) mod grow;
 mod local;
 mod plan;
 pub(crate) mod pool;

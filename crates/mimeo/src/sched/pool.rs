@@ -9,7 +9,7 @@
 //! ([`Feed`]) while the caller's driver runs, for a scheduler that shares work with other
 //! processes; it ends when the driver has returned and no task is left.
 
-use super::grow::{Growth, Sample, WINDOW};
+use super::grow::{Grow, Growth, Sample, WINDOW};
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
@@ -88,14 +88,14 @@ pub(crate) struct Sizing {
 }
 
 /// Runs `handle` on every task, starting from `initial`. Each worker owns a state made by
-/// `make_state` (buffers reused across its tasks). With `grow`, workers are added up to
+/// `make_state` (buffers reused across its tasks). As `grow` says, workers are added up to
 /// `sizing.max` while they wait on the disk (see `grow`).
 pub(crate) fn run<T, S>(
     sizing: Sizing,
     initial: Vec<T>,
     make_state: impl Fn() -> S + Sync,
     handle: impl Fn(&mut S, T, &Spawner<'_, T>) + Sync,
-    grow: bool,
+    grow: Grow<'_>,
 ) where
     T: Send,
 {
@@ -112,7 +112,7 @@ fn run_with<T, S>(
     open: bool,
     make_state: impl Fn() -> S + Sync,
     handle: impl Fn(&mut S, T, &Spawner<'_, T>) + Sync,
-    grow: bool,
+    grow: Grow<'_>,
     drive: impl FnOnce(&Feed<'_, T>),
 ) where
     T: Send,
@@ -141,11 +141,11 @@ fn run_with<T, S>(
         for index in 0..start {
             start_worker(scope, index, deques, shared_ref, make_state, handle);
         }
-        if max > start && grow {
+        if max > start && !matches!(grow, Grow::Never) {
             scope.spawn(move || {
                 let start_one =
                     |index| start_worker(scope, index, deques, shared_ref, make_state, handle);
-                grow_while_waiting(shared_ref, max, &start_one)
+                grow_while_waiting(shared_ref, max, grow, &start_one)
             });
         }
         let feed = Feed { shared: shared_ref };
@@ -205,7 +205,12 @@ fn start_worker<'scope, 'env, T: Send, S>(
 
 /// The controller: samples the pool every window and starts the workers the growth policy
 /// asks for, until the run ends.
-fn grow_while_waiting<T>(shared: &Shared<T>, max: usize, spawn_worker: &(dyn Fn(usize) + Sync)) {
+fn grow_while_waiting<T>(
+    shared: &Shared<T>,
+    max: usize,
+    grow: Grow<'_>,
+    spawn_worker: &(dyn Fn(usize) + Sync),
+) {
     // Without the kernel's count of storage reads, nothing tells a cold copy from a warm one.
     let Some(reads0) = crate::sys::storage_reads() else {
         return;
@@ -238,6 +243,7 @@ fn grow_while_waiting<T>(shared: &Shared<T>, max: usize, spawn_worker: &(dyn Fn(
                 .saturating_sub(reads0),
             workers,
             pending,
+            data_read: grow.data_read(),
         };
         let add = policy.step(sample);
         for index in workers..(workers + add).min(max) {
@@ -313,7 +319,11 @@ impl Pool {
     ) where
         T: Send,
     {
-        let grow = self.sizing.max > self.sizing.start;
+        let grow = if self.sizing.max > self.sizing.start {
+            Grow::OnReads
+        } else {
+            Grow::Never
+        };
         run_with(
             self.sizing,
             Vec::new(),
@@ -471,7 +481,7 @@ mod tests {
                     s.push(depth + 1);
                 }
             },
-            true,
+            Grow::OnReads,
         );
         assert_eq!(count.load(Ordering::Relaxed), (1 << 13) - 1);
     }
@@ -488,7 +498,7 @@ mod tests {
                         panic!("task failed");
                     }
                 },
-                true,
+                Grow::OnReads,
             )
         });
         assert!(result.is_err());
@@ -548,7 +558,7 @@ mod tests {
                     s.push(1);
                 }
             },
-            true,
+            Grow::OnReads,
         );
         let counted = counted.into_inner().unwrap();
         assert!(counted < 300, "{counted} context switches while idle");
@@ -561,7 +571,7 @@ mod tests {
             Vec::<u8>::new(),
             || (),
             |_, _, _| unreachable!(),
-            true,
+            Grow::OnReads,
         );
     }
 }

@@ -27,6 +27,7 @@
 use super::physical::{Class, Physical, class, is_encoded, is_inline, is_unwritten};
 use super::{Failures, Phase, Progress, SkipReason, SpaceEvent, SpaceObserver, walk_roots};
 use crate::report::{Control, Error, Op};
+use crate::sched::grow::Grow;
 use crate::sched::{pool, walk};
 use crate::sys::{self, DedupeStatus, DedupeTarget, Errno, Extent, IoBuf, Meta};
 use crate::tree::{Entry, Roots, Visitor, join_rel};
@@ -208,7 +209,7 @@ pub fn dedupe(
             }
         },
         |w, group, _| run.group(w, group),
-        false,
+        Grow::Never,
     );
     progress.set_phase(Phase::Finished);
     let saved = {

@@ -8,7 +8,7 @@ use super::split;
 use super::work::{DirDone, DirInfo, Lineage, RangeDone, Stat, WorkItem, WorkKind};
 use crate::options::{Dereference, Options};
 use crate::place::links::LinkGroups;
-use crate::report::{Control, Error, Observer, Op, Refusal, Reporter, Summary, Warning};
+use crate::report::{Control, Error, Method, Observer, Op, Refusal, Reporter, Summary, Warning};
 use crate::sys;
 use rustix::fd::{AsFd, BorrowedFd};
 use std::path::PathBuf;
@@ -354,6 +354,13 @@ impl<'a> Executor<'a> {
     /// pass), which may still hold the directory open.
     pub fn complete(&self, worker: &mut Worker, done: DirDone) {
         dir::complete(&self.ctx, &mut worker.0, done);
+    }
+
+    /// Bytes of file data read from the sources so far: copied by offload or stream, not
+    /// cloned (a clone reads no data).
+    pub(crate) fn data_read(&self) -> u64 {
+        let control = self.ctx.report.control;
+        control.bytes_by(Method::Offload) + control.bytes_by(Method::Stream)
     }
 
     /// Ends the run: the summary of what this executor did.
