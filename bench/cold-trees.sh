@@ -13,13 +13,14 @@
 # (as `mount -o loop` does) and with direct I/O (`losetup --direct-io=on`). `--loops plain`
 # (not in the default) runs W14 and W15 within the machine's own disk instead: the corpus and
 # the W15 files copied to a directory of the filesystem that holds bench/.work, the copy made
-# beside them (cases 6 and 7). For every case:
+# beside them (cases 6 and 7). Case 8 (not in the default) is the corpus within btrfs, a clone
+# like case 1. For every case:
 #   - mimeo -a (its default workers), cpz, fcp and xcp -r, `drop_caches` before every run, the
 #     tools taking turns (the order rotates each round), one hyperfine run each;
 #   - the read-only limit: a cold pass that reads every directory, inode and data byte of the
 #     source with 16 readers (`find | xargs -P 16 cat`, beside a `find -ls` that reads every
 #     inode); with --with-tar also single-threaded (`tar -cf - | cat`; 2-7x slower on 2 CPUs),
-#     the faster in each round; for a clone within XFS, which reads no file data, also a
+#     the faster in each round; for a clone within XFS or btrfs, which reads no file data, also a
 #     metadata pass (16 `find -ls`);
 #   - the device's raw sequential (1 MiB) and random (4 KiB, depth 32) read rates (fio, direct);
 #   - the worker curve: the default against -j 2, 8 and 64, cold and warm;
@@ -130,7 +131,7 @@ if [[ ,$LOOPS, == *,plain,* ]]; then
 fi
 sync
 
-# name|source|destination, numbered 1-5 for --cases.
+# name|source|destination, numbered 1-8 for --cases.
 ALL_CASES=(
     "W14 usr within XFS|$X/usr|$X/out"
     "W14 usr btrfs -> ext4|$B/usr|$E/out"
@@ -139,6 +140,7 @@ ALL_CASES=(
     "W15 within ext4|$E/w15|$E/out"
     "W14 usr within the disk|$PLAIN/usr|$PLAIN/out"
     "W15 within the disk|$PLAIN/w15|$PLAIN/out"
+    "W14 usr within btrfs|$B/usr|$B/out"
 )
 # pick LIST : the cases numbered in LIST.
 pick() {
@@ -202,7 +204,7 @@ rounds() {
             for ((i = 0; i < n; i++)); do
                 t=${tools[(i + r) % n]}
                 # A clone copy reads no file data: its limit is a pass over the metadata.
-                [[ $t == read-meta && $case != *within\ XFS* ]] && continue
+                [[ $t == read-meta && $case != *within\ XFS* && $case != *within\ btrfs* ]] && continue
                 one "$kind" "$case" "$t" "$src" "$dst" "$cold"
             done
         done
