@@ -170,8 +170,9 @@ pub struct Options {
     /// Worker threads for tree copies: how many start.
     pub jobs: usize,
     /// The most worker threads a tree copy may grow to while its workers wait on I/O (a cold
-    /// cache) and more of them copy faster. Equal to `jobs` (as `-j N` sets it), the count
-    /// is fixed. See [`default_max_jobs`].
+    /// cache), it reads file data (a copy that clones every file does not grow) and more of
+    /// them copy faster. Equal to `jobs` (as `-j N` sets it), the count is fixed. See
+    /// [`default_max_jobs`].
     pub max_jobs: usize,
     /// Buffer size for the streaming fallback.
     pub buffer_size: usize,
