@@ -43,6 +43,21 @@ fn same_as_cp(base: &Path, setup: &dyn Fn(&Path), args: &[&OsStr], user: Option<
     ours
 }
 
+/// [`same_as_cp`] for case `i` of a test, in a directory of its own below `dir`.
+#[track_caller]
+fn case_as_cp(
+    dir: &Path,
+    i: usize,
+    setup: &dyn Fn(&Path),
+    args: &[&str],
+    user: Option<u32>,
+) -> Ran {
+    let base = dir.join(i.to_string());
+    fs::create_dir(&base).unwrap();
+    let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
+    same_as_cp(&base, setup, &args, user)
+}
+
 /// Runs cp and mimeo as [`same_as_cp`] does; returns what each did, and a description.
 fn run_both(
     base: &Path,
@@ -219,10 +234,7 @@ fn option_errors_come_in_cps_order_and_words() {
     .into_iter()
     .enumerate()
     {
-        let base = dir.path().join(i.to_string());
-        fs::create_dir(&base).unwrap();
-        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
-        same_as_cp(&base, &setup, &args, None);
+        case_as_cp(dir.path(), i, &setup, args, None);
     }
 }
 
@@ -308,10 +320,7 @@ fn verbose_says_removed_where_cp_removes_a_destination() {
     .into_iter()
     .enumerate()
     {
-        let base = dir.path().join(i.to_string());
-        fs::create_dir(&base).unwrap();
-        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
-        same_as_cp(&base, &setup, &args, user);
+        case_as_cp(dir.path(), i, &setup, args, user);
     }
 }
 
@@ -350,10 +359,7 @@ fn verbose_names_a_copy_that_then_fails_as_cp() {
     .into_iter()
     .enumerate()
     {
-        let base = dir.path().join(i.to_string());
-        fs::create_dir(&base).unwrap();
-        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
-        same_as_cp(&base, &setup, &args, user);
+        case_as_cp(dir.path(), i, &setup, args, user);
     }
 }
 
@@ -392,10 +398,7 @@ fn a_file_removed_first_need_not_be_writable() {
     .into_iter()
     .enumerate()
     {
-        let base = dir.path().join(i.to_string());
-        fs::create_dir(&base).unwrap();
-        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
-        let ours = same_as_cp(&base, &setup, &args, Some(NOBODY));
+        let ours = case_as_cp(dir.path(), i, &setup, args, Some(NOBODY));
         assert_eq!(ours.code, Some(0), "{args:?}: {ours:?}");
     }
 }
@@ -430,10 +433,7 @@ fn update_skips_a_file_it_may_not_write_as_cp() {
     .into_iter()
     .enumerate()
     {
-        let base = dir.path().join(i.to_string());
-        fs::create_dir(&base).unwrap();
-        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
-        let ours = same_as_cp(&base, &setup, &args, Some(NOBODY));
+        let ours = case_as_cp(dir.path(), i, &setup, args, Some(NOBODY));
         assert_eq!(ours.code, Some(0), "{args:?}: {ours:?}");
     }
 }
@@ -487,10 +487,7 @@ fn update_keeps_what_it_may_not_replace_as_cp() {
     .into_iter()
     .enumerate()
     {
-        let base = dir.path().join(i.to_string());
-        fs::create_dir(&base).unwrap();
-        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
-        let ours = same_as_cp(&base, &setup, &args, Some(NOBODY));
+        let ours = case_as_cp(dir.path(), i, &setup, args, Some(NOBODY));
         assert_eq!(ours.code, Some(0), "{args:?}: {ours:?}");
     }
 }
@@ -532,10 +529,7 @@ fn an_unreadable_source_after_update_and_backup_as_cp() {
     .into_iter()
     .enumerate()
     {
-        let base = dir.path().join(i.to_string());
-        fs::create_dir(&base).unwrap();
-        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
-        let ours = same_as_cp(&base, &setup, &args, Some(NOBODY));
+        let ours = case_as_cp(dir.path(), i, &setup, args, Some(NOBODY));
         assert_eq!(ours.code, Some(code), "{args:?}: {ours:?}");
     }
 }
@@ -585,10 +579,7 @@ fn a_backup_that_cannot_be_made_fails_first() {
     .into_iter()
     .enumerate()
     {
-        let base = dir.path().join(i.to_string());
-        fs::create_dir(&base).unwrap();
-        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
-        let ours = same_as_cp(&base, &setup, &args, Some(NOBODY));
+        let ours = case_as_cp(dir.path(), i, &setup, args, Some(NOBODY));
         assert!(ours.stderr.contains("cannot backup"), "{args:?}: {ours:?}");
     }
 }
@@ -675,10 +666,7 @@ fn xattrs_that_cannot_be_set_are_skipped_as_cp_skips_them() {
     .into_iter()
     .enumerate()
     {
-        let base = dir.path().join(i.to_string());
-        fs::create_dir(&base).unwrap();
-        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
-        same_as_cp(&base, &setup, &args, Some(NOBODY));
+        case_as_cp(dir.path(), i, &setup, args, Some(NOBODY));
     }
 }
 
@@ -707,10 +695,7 @@ fn unreadable_source_directories_as_cp_copies_them() {
     .into_iter()
     .enumerate()
     {
-        let base = dir.path().join(i.to_string());
-        fs::create_dir(&base).unwrap();
-        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
-        same_as_cp(&base, &setup, &args, Some(NOBODY));
+        case_as_cp(dir.path(), i, &setup, args, Some(NOBODY));
     }
 }
 
@@ -766,10 +751,7 @@ fn link_failures_are_worded_as_cp_words_them() {
     .into_iter()
     .enumerate()
     {
-        let base = dir.path().join(i.to_string());
-        fs::create_dir(&base).unwrap();
-        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
-        same_as_cp(&base, &setup, &args, user);
+        case_as_cp(dir.path(), i, &setup, args, user);
     }
 }
 
@@ -828,9 +810,6 @@ fn parents_sources_lose_their_trailing_slashes_as_cp_strips_them() {
     .into_iter()
     .enumerate()
     {
-        let base = dir.path().join(i.to_string());
-        fs::create_dir(&base).unwrap();
-        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
-        same_as_cp(&base, &setup, &args, None);
+        case_as_cp(dir.path(), i, &setup, args, None);
     }
 }
