@@ -635,6 +635,58 @@ fn a_failed_clone_names_its_source() {
     }
 }
 
+/// `--reflink=always` clones whatever cp copies, also into a device node it writes into and
+/// from one it reads as a file, which the kernel refuses: cp fails with "failed to clone ...:
+/// Invalid argument" before it writes anything, and so does mimeo.
+#[test]
+fn reflink_always_into_or_from_a_node_fails_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "data");
+        for name in ["null", "src-null"] {
+            rustix::fs::mknodat(
+                rustix::fs::CWD,
+                d.join(name),
+                rustix::fs::FileType::CharacterDevice,
+                rustix::fs::Mode::from_raw_mode(0o666),
+                rustix::fs::makedev(1, 3),
+            )
+            .unwrap();
+        }
+    };
+    let ours = case_as_cp(
+        dir.path(),
+        0,
+        &setup,
+        &["--reflink=always", "f", "null"],
+        None,
+    );
+    assert!(ours.stderr.contains("failed to clone"), "{ours:?}");
+    // Read as a file: cp leaves the empty file it made, mimeo none (docs/cp.md, "A failed
+    // clone").
+    for (i, args) in [
+        &[
+            "--reflink=always",
+            "-R",
+            "--copy-contents",
+            "src-null",
+            "out",
+        ][..],
+        &["--reflink=always", "src-null", "out"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let base = dir.path().join(format!("contents{i}"));
+        fs::create_dir(&base).unwrap();
+        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
+        let (cp, ours, what) = run_both(&base, &setup, &args, None);
+        same_output(&cp, &ours, &what);
+        assert!(ours.stderr.contains("failed to clone"), "{what}");
+        assert!(!base.join("ours/out").exists(), "{what}");
+    }
+}
+
 /// As a user other than root, -a (and --preserve=all) skips the xattrs the kernel will not
 /// let it set on an entry of another user's, as cp does: an existing directory, and the
 /// directories --parents makes below one.

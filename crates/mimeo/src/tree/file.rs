@@ -23,7 +23,7 @@ use super::{shared_reads, sharing, split};
 use crate::data::copy::{Checkpoint, DataError, DataJob, Layout, copy_file};
 use crate::data::meta::{self, Apply, Dst, creation_mode};
 use crate::data::{node, origin, verify};
-use crate::options::Overwrite;
+use crate::options::{Overwrite, Reflink};
 use crate::place::crash;
 use crate::place::decide::Decision;
 use crate::place::links::FirstCopy;
@@ -779,6 +779,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         let dst = node::open_node(here.dst_dir, self.dst_name, control)
             .map_err(|e| data_error(e, src_path, dst_path))?;
         let src = self.src.as_fd();
+        self.clone_required(dst.as_fd())?;
         let bytes = node::stream_into(src, &dst, buf, ctx.opts.buffer_size, control)
             .map_err(|e| data_error(e, src_path, dst_path))?;
         let xattrs = meta::source_xattrs(ctx.opts, XattrTarget::Fd(src), &src_path)?;
@@ -789,6 +790,17 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         ctx.report
             .copied(src_path, dst_path, EntryKind::File, Some(outcome));
         Ok(outcome)
+    }
+
+    /// cp's `--reflink=always` clones whatever it copies, into a FIFO or device node and
+    /// from one too, which the kernel refuses (EINVAL): such a copy fails before anything is
+    /// written.
+    fn clone_required(&self, dst: BorrowedFd<'_>) -> Result<(), Error> {
+        if self.ctx.opts.reflink != Reflink::Always {
+            return Ok(());
+        }
+        sys::clone_file(dst, self.src.as_fd())
+            .map_err(|e| Error::sys(Op::Clone, self.dst_path(), e).from_source(self.src_path()))
     }
 
     // ---- write ----
@@ -833,6 +845,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             FileOutcome::new(Method::Stream, 0, 0)
         } else if self.contents {
             let (src, dst) = (self.src.as_fd(), p.dst.as_fd());
+            self.clone_required(dst).map_err(|e| self.discard(p, e))?;
             node::read_contents(src, dst, buf, ctx.opts.buffer_size, ctx.report.control)
                 .map(|n| FileOutcome::new(Method::Stream, n, 0))
                 .map_err(|e| self.discard(p, self.data_error(e)))?
