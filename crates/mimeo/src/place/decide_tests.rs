@@ -31,21 +31,26 @@ const USER: Process = Process {
     umask: 0o022,
 };
 
-/// The decision for `src` onto `dst` under `opts`, run by a user who may write everything;
-/// symlinks point nowhere.
-fn decide_as(opts: &Options, process: &Process, src: &Meta, dst: Option<&Meta>) -> Decision {
-    let writable = || true;
-    let rules = Rules {
+/// Rules with nothing to ask, nothing made before, no backup and no suspect directory.
+fn plain<'a>(opts: &'a Options, process: &'a Process, writable: &'a dyn Fn() -> bool) -> Rules<'a> {
+    Rules {
         opts,
         process,
         follows: false,
         suspect: false,
         just_created: None,
         ask: None,
-        writable: &writable,
+        writable,
         backup_is_source: None,
         changeable: None,
-    };
+    }
+}
+
+/// The decision for `src` onto `dst` under `opts`, run by a user who may write everything;
+/// symlinks point nowhere.
+fn decide_as(opts: &Options, process: &Process, src: &Meta, dst: Option<&Meta>) -> Decision {
+    let writable = || true;
+    let rules = plain(opts, process, &writable);
     decided(&rules, src, dst, Err(Errno::NOENT))
 }
 
@@ -176,15 +181,8 @@ fn in_a_suspect_directory_update_keeps_only_a_provably_finished_copy() {
     let src = meta(REG, 1, 100);
     let writable = || true;
     let rules = Rules {
-        opts: &o,
-        process: &USER,
-        follows: false,
         suspect: true,
-        just_created: None,
-        ask: None,
-        writable: &writable,
-        backup_is_source: None,
-        changeable: None,
+        ..plain(&o, &USER, &writable)
     };
     let run = |d: &Meta| decided(&rules, &src, Some(d), Err(Errno::NOENT));
     // Newer is not enough: the times must be the source's.
@@ -203,17 +201,7 @@ fn a_file_this_user_may_not_write_is_refused_unless_forced() {
     let mut o = Options::default();
     let read_only = || false;
     let rules = |o: &Options| -> Decision {
-        let r = Rules {
-            opts: o,
-            process: &USER,
-            follows: false,
-            suspect: false,
-            just_created: None,
-            ask: None,
-            writable: &read_only,
-            backup_is_source: None,
-            changeable: None,
-        };
+        let r = plain(o, &USER, &read_only);
         decided(&r, &src, Some(&dst), Err(Errno::NOENT))
     };
     assert_eq!(rules(&o), Decision::Refuse(Conflict::NotWritable));
@@ -227,17 +215,7 @@ fn a_file_this_user_may_not_write_is_refused_unless_forced() {
         size: 9,
         ..meta(REG, 2, 200)
     };
-    let r = Rules {
-        opts: &o,
-        process: &USER,
-        follows: false,
-        suspect: false,
-        just_created: None,
-        ask: None,
-        writable: &read_only,
-        backup_is_source: None,
-        changeable: None,
-    };
+    let r = plain(&o, &USER, &read_only);
     let run = |d: &Meta| decided(&r, &src, Some(d), Err(Errno::NOENT));
     assert_eq!(run(&newer), Decision::Skip);
     assert_eq!(run(&dst), Decision::Refuse(Conflict::NotWritable));
@@ -287,15 +265,8 @@ fn a_second_source_onto_what_the_first_made_is_refused_and_asking_can_skip() {
     let writable = || true;
     let no = || false;
     let mut rules = Rules {
-        opts: &o,
-        process: &USER,
-        follows: false,
-        suspect: false,
         just_created: Some(dst.id()),
-        ask: None,
-        writable: &writable,
-        backup_is_source: None,
-        changeable: None,
+        ..plain(&o, &USER, &writable)
     };
     let d = decided(&rules, &src, Some(&dst), Err(Errno::NOENT));
     assert_eq!(
@@ -318,17 +289,7 @@ fn a_destination_symlink_that_cannot_be_looked_through_is_refused_a_dangling_one
     let (src, link) = (meta(REG, 1, 100), meta(LNK, 2, 50));
     let o = Options::default();
     let writable = || true;
-    let rules = Rules {
-        opts: &o,
-        process: &USER,
-        follows: false,
-        suspect: false,
-        just_created: None,
-        ask: None,
-        writable: &writable,
-        backup_is_source: None,
-        changeable: None,
-    };
+    let rules = plain(&o, &USER, &writable);
     let denied = decided(&rules, &src, Some(&link), Err(Errno::ACCESS));
     assert_eq!(denied, Decision::Refuse(Conflict::CannotStat(libc::EACCES)));
     let dangling = decided(&rules, &src, Some(&link), Err(Errno::NOENT));
@@ -343,17 +304,7 @@ fn same_file_follows_one_symlink_never_two() {
     let (file, a, b) = (meta(REG, 1, 0), meta(LNK, 2, 0), meta(LNK, 3, 0));
     let o = Options::default();
     let writable = || true;
-    let rules = Rules {
-        opts: &o,
-        process: &USER,
-        follows: false,
-        suspect: false,
-        just_created: None,
-        ask: None,
-        writable: &writable,
-        backup_is_source: None,
-        changeable: None,
-    };
+    let rules = plain(&o, &USER, &writable);
     // `src` symlink (pointing to `src_to`) or file onto `dst` (pointing to `dst_to`).
     let same = |src: &Meta, src_to: Option<Meta>, dst: &Meta, dst_to: Option<Meta>| {
         let look = Lookups {
