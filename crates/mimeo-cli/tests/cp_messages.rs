@@ -111,6 +111,21 @@ fn write(p: &Path, data: &str) {
     fs::write(p, data).unwrap();
 }
 
+/// A FIFO at `p`, mode 0644.
+fn mkfifo(p: &Path) {
+    let mode = rustix::fs::Mode::from_raw_mode(0o644);
+    rustix::fs::mknodat(rustix::fs::CWD, p, rustix::fs::FileType::Fifo, mode, 0).unwrap();
+}
+
+/// Gives the entries `names` of `d` (symlinks themselves) to `nobody`.
+fn nobodys(d: &Path, names: &[&str]) {
+    for name in names {
+        let owner = Some(rustix::fs::Uid::from_raw(NOBODY));
+        let flags = rustix::fs::AtFlags::SYMLINK_NOFOLLOW;
+        rustix::fs::chownat(rustix::fs::CWD, d.join(name), owner, None, flags).unwrap();
+    }
+}
+
 #[test]
 fn names_are_quoted_byte_for_byte_as_cp_quotes_them() {
     let dir = scratch();
@@ -174,14 +189,7 @@ fn fifo_and_parent_failures_are_worded_as_cp_words_them() {
     fs::create_dir(&base).unwrap();
     let setup = |d: &Path| {
         fs::create_dir_all(d.join("s")).unwrap();
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            d.join("s/p"),
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o644),
-            0,
-        )
-        .unwrap();
+        mkfifo(&d.join("s/p"));
         fs::create_dir_all(d.join("d/s")).unwrap();
         fs::set_permissions(d.join("d/s"), fs::Permissions::from_mode(0o555)).unwrap();
         fs::set_permissions(d.join("d"), fs::Permissions::from_mode(0o777)).unwrap();
@@ -372,14 +380,7 @@ fn a_file_removed_first_need_not_be_writable() {
     let setup = |d: &Path| {
         write(&d.join("f"), "new");
         symlink("f", d.join("l")).unwrap();
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            d.join("p"),
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o644),
-            0,
-        )
-        .unwrap();
+        mkfifo(&d.join("p"));
         fs::create_dir(d.join("d")).unwrap();
         fs::set_permissions(d.join("d"), fs::Permissions::from_mode(0o777)).unwrap();
         // Root's files, which nobody may not write.
@@ -447,24 +448,8 @@ fn update_keeps_what_it_may_not_replace_as_cp() {
     let setup = |d: &Path| {
         write(&d.join("f"), "new data");
         symlink("f", d.join("l")).unwrap();
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            d.join("p"),
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o644),
-            0,
-        )
-        .unwrap();
-        for p in ["f", "l", "p"] {
-            rustix::fs::chownat(
-                rustix::fs::CWD,
-                d.join(p),
-                Some(rustix::fs::Uid::from_raw(NOBODY)),
-                None,
-                rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
-            )
-            .unwrap();
-        }
+        mkfifo(&d.join("p"));
+        nobodys(d, &["f", "l", "p"]);
         // Root's directory, with a file the user may write, newer than the sources.
         fs::create_dir(d.join("ro")).unwrap();
         write(&d.join("ro/g"), "old");
@@ -542,25 +527,9 @@ fn a_backup_that_cannot_be_made_fails_first() {
     let setup = |d: &Path| {
         write(&d.join("f"), "new");
         symlink("f", d.join("l")).unwrap();
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            d.join("p"),
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o644),
-            0,
-        )
-        .unwrap();
+        mkfifo(&d.join("p"));
         // The user's own sources (a hard link to another user's file is refused first).
-        for p in ["f", "l", "p"] {
-            rustix::fs::chownat(
-                rustix::fs::CWD,
-                d.join(p),
-                Some(rustix::fs::Uid::from_raw(NOBODY)),
-                None,
-                rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
-            )
-            .unwrap();
-        }
+        nobodys(d, &["f", "l", "p"]);
         // Root's directory, which nobody may not write, with what is in the way.
         fs::create_dir(d.join("d")).unwrap();
         for name in ["f", "l", "p"] {
