@@ -14,7 +14,6 @@ use crate::data::meta::{self, Apply, Dst};
 use crate::options::{Dereference, LinkInstead};
 use crate::place::crash;
 use crate::place::decide::Decision;
-use crate::place::decide::removed_first;
 use crate::place::links::FirstCopy;
 use crate::report::{Cause, EntryKind, Error, Op, Refusal};
 use crate::sys::{self, Errno, IoBuf, Meta, XattrTarget};
@@ -285,11 +284,8 @@ fn socket_contents(
                     .skipped(|| here.src_path(name), || here.dst_path(dst_name));
                 return Ok(());
             }
-            Ok(_) if removed_first(&ctx.rules(here, &|| true), meta, &d) => {
-                sys::unlink(here.dst_dir, dst_name, false)
-                    .map_err(|e| Error::sys(Op::Remove, here.dst_path(dst_name), e))?;
-            }
-            Ok(_) => {}
+            // The open fails next: what cp does to the destination first stays done.
+            Ok(_) => before_failed_copy(ctx, here, dst_name, meta, &d)?,
             // With --attributes-only cp would open it as a file all the same.
             Err(e) if ctx.opts.attributes_only && e.op == Op::MakeNode => {}
             Err(e) => return Err(e),
@@ -359,8 +355,8 @@ fn link_entry(
                     return Err(Error::sys(Op::Backup, dst_path(), e));
                 }
                 Err(e) => {
-                    // Where cp removes the destination (or renames it to its backup name)
-                    // before it links, a failed link leaves that done.
+                    // Where cp removes the destination before it links, a failed link
+                    // leaves it removed.
                     before_failed_copy(ctx, here, dst_name, &meta, &d)?;
                     return Err(failed(e));
                 }
@@ -415,12 +411,11 @@ fn relative_refused(
                 Ok(()) => Err(e),
             }
         }
-        Ok((_, d)) if removed_first(&ctx.rules(here, &|| true), meta, &d) => {
-            sys::unlink(here.dst_dir, dst_name, false)
-                .map_err(|u| Error::sys(Op::Remove, here.dst_path(dst_name), u))?;
+        Ok((_, d)) => {
+            before_failed_copy(ctx, here, dst_name, meta, &d)?;
             Err(e)
         }
-        _ => Err(e),
+        Err(_) => Err(e),
     }
 }
 
