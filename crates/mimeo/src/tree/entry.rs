@@ -6,8 +6,8 @@
 use super::context::{Ctx, Here, relative_symlink_elsewhere};
 use super::file::{copy_contents, copy_regular};
 use super::placing::{
-    LinkStep, backup_fails_first, before_failed_copy, commit, decide_at, decide_existing,
-    first_done, link_or_claim,
+    LinkStep, backup_fails_first, backup_refused, before_failed_copy, commit, decide_at,
+    decide_existing, first_done, link_or_claim,
 };
 use super::roots::stat_error;
 use crate::data::meta::{self, Apply, Dst};
@@ -406,10 +406,7 @@ fn relative_refused(
         }
         // cp renames the old entry to its backup name before it looks at the link.
         Ok((Decision::Recreate, _)) if ctx.opts.backup.is_some() => {
-            match sys::may_change_dir(here.dst_dir) {
-                Err(b) => Err(Error::sys(Op::Backup, here.dst_path(dst_name), b)),
-                Ok(()) => Err(e),
-            }
+            Err(backup_refused(here, dst_name).unwrap_or(e))
         }
         Ok((_, d)) => {
             before_failed_copy(ctx, here, dst_name, meta, &d)?;

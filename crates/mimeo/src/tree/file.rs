@@ -14,8 +14,8 @@
 
 use super::context::{Ctx, Here};
 use super::placing::{
-    LinkStep, before_failed_copy, commit, data_error, decide_at, decide_existing, first_done,
-    link_or_claim,
+    LinkStep, backup_refused, before_failed_copy, commit, data_error, decide_at, decide_existing,
+    first_done, link_or_claim,
 };
 use super::roots::open_error;
 use super::sharing::SharedCopy;
@@ -126,10 +126,7 @@ fn unopened(
         Ok(_) if ctx.opts.overwrite == Overwrite::Update && d.mtime >= meta.mtime => skipped(),
         // cp renames the old entry to its backup name before it opens the source.
         Ok(Decision::Recreate) if ctx.opts.backup.is_some() => {
-            match sys::may_change_dir(here.dst_dir) {
-                Err(e) => Err(Error::sys(Op::Backup, here.dst_path(dst_name), e)),
-                Ok(()) => Err(err),
-            }
+            Err(backup_refused(here, dst_name).unwrap_or(err))
         }
         // cp refuses a dangling symlink or a file it may not write only when it opens the
         // destination, after the source.

@@ -236,6 +236,14 @@ pub(super) fn backup_fails_first(ctx: &Ctx<'_>, backup: bool, e: Errno) -> bool 
     backup && ctx.opts.backup.is_some() && matches!(e, Errno::ACCESS | Errno::ROFS)
 }
 
+/// cp renames the old entry to its backup name before it opens the source or makes a link:
+/// in a directory the user may not change, that is what fails first.
+pub(super) fn backup_refused(here: &Here<'_>, dst_name: &CStr) -> Option<Error> {
+    sys::may_change_dir(here.dst_dir)
+        .err()
+        .map(|e| Error::sys(Op::Backup, here.dst_path(dst_name), e))
+}
+
 /// What cp does to the existing non-directory `d` at `dst_name` before it makes the copy of
 /// `src`, for a copy that then fails from the start (a source that cannot be opened, a link
 /// that cannot be made): where cp removes the destination first (`--remove-destination`),
