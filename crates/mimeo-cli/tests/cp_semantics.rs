@@ -746,6 +746,82 @@ fn a_file_named_twice_with_backups_is_copied_again_as_cp() {
     }
 }
 
+/// A file named twice with backups (where cp does not take it for the same source twice):
+/// under -i cp asks before it refuses to overwrite what it made itself, so "no" (or no answer)
+/// skips it without a failure, and "yes" is refused. A user who may not write the copy is
+/// asked cp's "unwritable ...; try anyway?".
+#[test]
+fn a_file_named_twice_is_asked_about_before_it_is_refused_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "f", "f\n", 0o644);
+            write(d, "ro", "ro\n", 0o444);
+            fs::create_dir(d.join("D")).unwrap();
+            fs::set_permissions(d.join("D"), fs::Permissions::from_mode(0o777)).unwrap();
+        };
+        for (i, (a, answer, foreign_user)) in [
+            (&["-i", "-b", "f", "f", "D"][..], "n\n", false),
+            (&["-i", "-b", "f", "f", "D"], "y\n", false),
+            (&["-i", "-H", "--backup=never", "f", "f", "D"], "", false),
+            (&["-i", "-p", "-b", "ro", "ro", "D"], "", true),
+        ]
+        .iter()
+        .enumerate()
+        {
+            let how = Run {
+                stdin: Some(answer),
+                foreign_user: *foreign_user,
+                ..args(a)
+            };
+            same_as_cp(base, &format!("asked-twice{i}"), &setup, &how);
+        }
+    }
+}
+
+/// Under -u, a destination that --attributes-only made (which never has the source's data)
+/// or could not replace (a symlink where a file is) is judged by cp's rule alone: it is kept
+/// where it is not older than the source, without a failure.
+#[test]
+fn update_with_attributes_only_keeps_what_is_not_older_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "s/f", &"data".repeat(100), 0o644);
+            symlink("s", d.join("ls")).unwrap();
+            write(d, "D/ls", "newer\n", 0o644);
+            fs::create_dir(d.join("E")).unwrap();
+            let at = |t: &str, p: &str| {
+                run_ok("touch", &["-h", "-d", t, d.join(p).to_str().unwrap()]);
+            };
+            at("2001-02-03 04:05:06", "s/f");
+            at("2001-02-03 04:05:06", "ls");
+            at("2011-02-03 04:05:06", "D/ls");
+        };
+        for (i, a) in [
+            &["--attributes-only", "-u", "-a", "ls", "D"][..],
+            &[
+                "--attributes-only",
+                "-u",
+                "-a",
+                "--parents",
+                "s/f",
+                "s/f",
+                "E",
+            ],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("update-attrs{i}"), &setup, &args(a));
+        }
+    }
+}
+
 /// A source directory named again, to another destination than the first time (`s/.` and
 /// `s` into one directory): cp refuses it ("will not create hard link 'D/s' to directory
 /// 'D/.'") and exits 1, unless it follows command-line symlinks (`-H`, `-L`), where it

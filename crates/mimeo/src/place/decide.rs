@@ -218,30 +218,33 @@ pub(crate) fn decide(
         // A node or a directory is never a copy, nor a node's contents: cp's rule (not
         // older than the source) decides.
         Overwrite::Update if into_node || is_node(src) || d.is_dir() => d.mtime >= src.mtime,
-        // Where the stricter rule would replace what this process may not replace (a file it
-        // may not write, without -f, or anything in a directory it may not change), cp's rule
-        // alone decides, so that what cp skips is skipped rather than failed.
+        // Where the stricter rule would replace what cannot be replaced (a file this process
+        // may not write, without -f, an entry --attributes-only cannot make where one is, or
+        // anything in a directory it may not change), cp's rule alone decides, so that what
+        // cp skips is skipped rather than failed.
         Overwrite::Update => {
             is_complete_copy(rules, d, src)
                 || d.mtime >= src.mtime
-                    && (write_or_link(rules, src, d, fresh, replace)
-                        == Decision::Refuse(Conflict::NotWritable)
-                        || rules.changeable.is_some_and(|may| !may()))
+                    && (matches!(
+                        write_or_link(rules, src, d, fresh, replace),
+                        Decision::Refuse(Conflict::NotWritable | Conflict::Exists { .. })
+                    ) || rules.changeable.is_some_and(|may| !may()))
         }
     };
     if up_to_date {
+        return Decision::Skip;
+    }
+    // cp asks under -i before it checks what it made itself: "no" skips without a failure.
+    if opts.interactive && rules.ask.is_some_and(|ask| !ask()) || done {
         return Decision::Skip;
     }
     // cp's rule for two sources with one destination name; numbered backups keep both. cp
     // words it by how it looked at the destination: a symlink it looks through (a regular
     // file would be written through it) is one it will not copy through; otherwise it will
     // not overwrite what it made.
-    if !done && rules.just_created == Some(d.id()) && opts.backup != Some(Backup::Numbered) {
+    if rules.just_created == Some(d.id()) && opts.backup != Some(Backup::Numbered) {
         let through = looked_through(opts, src, d);
         return Decision::Refuse(Conflict::JustCreated { symlink: through });
-    }
-    if opts.interactive && rules.ask.is_some_and(|ask| !ask()) || done {
-        return Decision::Skip;
     }
     // After -n, -u and -i, as in cp: a directory is left alone without a word where they
     // say so. A symlink to one, which cp would write through, is refused alike.
@@ -531,7 +534,8 @@ fn is_complete_copy(rules: &Rules<'_>, d: &Meta, src: &Meta) -> bool {
     if rules.suspect && !provably_finished(rules, d, src) {
         return false;
     }
-    let same_size = !d.is_reg() || d.size == src.size;
+    // An --attributes-only copy never has the source's data.
+    let same_size = !d.is_reg() || rules.opts.attributes_only || d.size == src.size;
     same_size && d.mtime >= src.mtime
 }
 
