@@ -606,6 +606,12 @@ fn under_parents(
             let bytes = src.as_os_str().as_bytes();
             let start = bytes.iter().position(|&b| b != b'/').unwrap_or(bytes.len());
             let rel = Path::new(std::ffi::OsStr::from_bytes(&bytes[start..]));
+            // cp names the destination after the source less its trailing slashes.
+            let rel = if rel.as_os_str().is_empty() {
+                rel.to_path_buf()
+            } else {
+                strip_trailing_slashes(rel)
+            };
             CopyPair {
                 src: src.clone(),
                 dst: dir.join(rel),

@@ -834,3 +834,23 @@ fn parents_sources_lose_their_trailing_slashes_as_cp_strips_them() {
         case_as_cp(dir.path(), i, &setup, args, None);
     }
 }
+
+/// Without --strip-trailing-slashes too, cp names the destination of a `--parents` source
+/// after the source less its trailing slashes (`'a/b/' -> 'd/a/b'`).
+#[test]
+fn parents_destinations_are_named_without_the_sources_trailing_slashes_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("a/b/c")).unwrap();
+        fs::create_dir(d.join("d")).unwrap();
+    };
+    for (i, args) in [
+        &["--parents", "-v", "-r", "a/b/", "d"][..],
+        &["--parents", "-v", "-r", "a/", "d"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        case_as_cp(dir.path(), i, &setup, args, None);
+    }
+}
