@@ -822,6 +822,34 @@ fn update_with_attributes_only_keeps_what_is_not_older_as_cp() {
     }
 }
 
+/// A symlink below the source that leads back to it (a cycle under -L, or -R with -l) where a
+/// non-directory is at its destination: cp reports the non-directory, which it looks at
+/// first, and the cycle only where a directory (or nothing) is there.
+#[test]
+fn a_cycle_onto_a_non_directory_is_reported_as_that_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "s/f", "f\n", 0o644);
+            symlink(".", d.join("s/up")).unwrap();
+            write(d, "d/up", "in the way\n", 0o644);
+            fs::create_dir_all(d.join("e/up")).unwrap();
+        };
+        for (i, a) in [
+            &["-rL", "-T", "s", "d"][..],
+            &["-R", "--link", "-T", "s", "d"],
+            &["-rL", "-T", "s", "e"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("cycle-onto{i}"), &setup, &args(a));
+        }
+    }
+}
+
 /// A source directory named again, to another destination than the first time (`s/.` and
 /// `s` into one directory): cp refuses it ("will not create hard link 'D/s' to directory
 /// 'D/.'") and exits 1, unless it follows command-line symlinks (`-H`, `-L`), where it

@@ -42,30 +42,7 @@ pub(crate) fn make_dst_dir(
     match sys::mkdir(here.dst_dir, dst_name, 0o700) {
         Ok(()) => Some((true, here.dst.setgid)),
         Err(Errno::EXIST) => {
-            let d = match sys::stat_at(here.dst_dir, dst_name, false) {
-                Ok(d) => keep_directory_symlink(ctx, here, dst_name, d),
-                Err(e) => {
-                    ctx.report.fail(Error::sys(Op::Stat, dst_path(), e));
-                    return None;
-                }
-            };
-            // Only merges look at the source here; a new directory needs no stat.
-            let src = match src {
-                Some(m) => m,
-                None => match sys::stat_at(here.src_dir, name, follow) {
-                    Ok(m) => m,
-                    Err(e) => {
-                        ctx.report.fail(stat_error(here.src_path(name), e));
-                        return None;
-                    }
-                },
-            };
-            let look = Lookups {
-                src: &|follow| sys::stat_at(here.src_dir, name, follow).ok(),
-                dst_target: &|| sys::stat_at(here.dst_dir, dst_name, true),
-                same_entry: &|| here.same_entry(name, dst_name),
-            };
-            let decision = decide(&ctx.rules(here, &|| true), &src, Some(&d), &look);
+            let (decision, d) = decide_existing(ctx, here, name, dst_name, src, follow)?;
             match decision {
                 Decision::Merge => Some((false, d.mode & sys::S_ISGID != 0)),
                 // -l onto the very directory: cp's same_file_ok has nothing to do there, and
@@ -83,6 +60,44 @@ pub(crate) fn make_dst_dir(
             None
         }
     }
+}
+
+/// What to do with the source directory `name` where an entry is at `dst_name` already (the
+/// decision and that entry), or None after reporting why it cannot be looked at.
+fn decide_existing(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    name: &CStr,
+    dst_name: &CStr,
+    src: Option<Meta>,
+    follow: bool,
+) -> Option<(Decision, Meta)> {
+    let dst_path = || here.dst_path(dst_name);
+    let d = match sys::stat_at(here.dst_dir, dst_name, false) {
+        Ok(d) => keep_directory_symlink(ctx, here, dst_name, d),
+        Err(e) => {
+            ctx.report.fail(Error::sys(Op::Stat, dst_path(), e));
+            return None;
+        }
+    };
+    // Only merges look at the source here; a new directory needs no stat.
+    let src = match src {
+        Some(m) => m,
+        None => match sys::stat_at(here.src_dir, name, follow) {
+            Ok(m) => m,
+            Err(e) => {
+                ctx.report.fail(stat_error(here.src_path(name), e));
+                return None;
+            }
+        },
+    };
+    let look = Lookups {
+        src: &|follow| sys::stat_at(here.src_dir, name, follow).ok(),
+        dst_target: &|| sys::stat_at(here.dst_dir, dst_name, true),
+        same_entry: &|| here.same_entry(name, dst_name),
+    };
+    let decision = decide(&ctx.rules(here, &|| true), &src, Some(&d), &look);
+    Some((decision, d))
 }
 
 /// `--keep-directory-symlink`: an existing destination `d` that is a symlink to a
@@ -112,13 +127,25 @@ fn subdir(
     let super::context::Loc::Below(root, rel) = here.loc else {
         unreachable!("listed entries are below a root");
     };
+    let follow = look(ctx).follow;
     if descent == Descent::Cycle {
-        let path = here.src_path(name);
-        ctx.report
-            .fail(Error::refused(Op::Refuse, path, Refusal::Cycle));
+        // cp looks at the destination first: what it may not merge into (a non-directory,
+        // the source itself) is reported instead of the cycle.
+        let there = sys::stat_at(here.dst_dir, name, false).is_ok();
+        match there.then(|| decide_existing(ctx, here, name, name, meta, follow)) {
+            Some(None) => {}
+            Some(Some((Decision::Refuse(c), _))) => {
+                let dst_path = here.dst_path(name);
+                ctx.report.fail(c.error(here.src_path(name), dst_path));
+            }
+            _ => {
+                let path = here.src_path(name);
+                ctx.report
+                    .fail(Error::refused(Op::Refuse, path, Refusal::Cycle));
+            }
+        }
         return None;
     }
-    let follow = look(ctx).follow;
     let (created, dst_setgid) = make_dst_dir(ctx, here, name, name, meta, follow)?;
     let info = DirInfo {
         created,
