@@ -850,6 +850,33 @@ fn a_cycle_onto_a_non_directory_is_reported_as_that_as_cp() {
     }
 }
 
+/// With backups, cp refuses a directory copied onto itself only where the two paths name one
+/// entry, which it tells by the paths as given (less trailing slashes): `s/.` and `s/./`,
+/// `s/` and `s`, and `s/` and `up/s` where `up` leads to the working directory.
+#[test]
+fn a_directory_onto_itself_by_another_path_is_the_same_file_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "s/f", "f\n", 0o644);
+            symlink("..", d.join("s/up")).unwrap();
+        };
+        for (i, a) in [
+            &["-rT", "-b", "s/.", "s/./"][..],
+            &["-rTH", "-b", "s/.", "s/./"],
+            &["-rT", "-b", "s/", "s"],
+            &["-r", "-b", "-t", "s/up", "s", "s/"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("onto-itself{i}"), &setup, &args(a));
+        }
+    }
+}
+
 /// A source directory named again, to another destination than the first time (`s/.` and
 /// `s` into one directory): cp refuses it ("will not create hard link 'D/s' to directory
 /// 'D/.'") and exits 1, unless it follows command-line symlinks (`-H`, `-L`), where it

@@ -345,6 +345,35 @@ pub(crate) fn same_entry(
         )
 }
 
+/// cp's `same_nameat` for two paths from the working directory: the same last name (less
+/// trailing slashes) in the same directory.
+pub(crate) fn same_name_paths(a: &[u8], b: &[u8]) -> bool {
+    /// The directory part and the last name of `p`, as gnulib's `dir_name` and
+    /// `last_component` (less trailing slashes) tell them.
+    fn parts(p: &[u8]) -> (&[u8], &[u8]) {
+        let end = p
+            .iter()
+            .rposition(|&b| b != b'/')
+            .map_or(p.len().min(1), |i| i + 1);
+        let start = p[..end]
+            .iter()
+            .rposition(|&b| b == b'/')
+            .map_or(0, |i| i + 1);
+        let base = &p[start..end];
+        if start == 0 {
+            return (b".", base);
+        }
+        let dir_end = p[..start]
+            .iter()
+            .rposition(|&b| b != b'/')
+            .map_or(1, |i| i + 1);
+        (&p[..dir_end], base)
+    }
+    let ((a_dir, a_base), (b_dir, b_base)) = (parts(a), parts(b));
+    let id = |d: &[u8]| sys::stat_at(sys::CWD, &sys::cstring(d), true).map(|m| m.id());
+    a_base == b_base && matches!((id(a_dir), id(b_dir)), (Ok(x), Ok(y)) if x == y)
+}
+
 /// Where an entry is being copied: its source and destination directories, and what is known
 /// of them.
 pub(crate) struct Here<'a> {
@@ -385,9 +414,17 @@ impl<'a> Here<'a> {
     }
 
     /// Whether the source `name` and the destination `dst_name` are one directory entry
-    /// (see [`same_entry`]).
+    /// (see [`same_entry`]). A root is told by its paths as given, as cp tells it: `s/.` and
+    /// `s/./` are one entry, and so are `s/` and `l/s` where `l` leads to the working
+    /// directory.
     pub fn same_entry(&self, name: &CStr, dst_name: &CStr) -> bool {
-        same_entry(self.src_dir, name, self.dst_dir, dst_name)
+        match (self.loc, self.root) {
+            (Loc::Root(_), Some(root)) => same_name_paths(
+                root.src_path.as_os_str().as_bytes(),
+                root.dst_path.as_os_str().as_bytes(),
+            ),
+            _ => same_entry(self.src_dir, name, self.dst_dir, dst_name),
+        }
     }
 
     /// The same place, with a scheduler to hand work to.
