@@ -877,6 +877,23 @@ fn a_directory_onto_itself_by_another_path_is_the_same_file_as_cp() {
     }
 }
 
+/// Under -L, a directory reached through a symlink is a cycle where it is one of its own
+/// ancestors, a plain directory below the symlink too (`a/s/up/s`, `up` leading to `a`).
+#[test]
+fn a_plain_directory_below_a_symlink_is_a_cycle_under_dereference_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let cycle = |d: &Path| {
+            write(d, "a/s/f", "f\n", 0o644);
+            symlink("..", d.join("a/s/up")).unwrap();
+            fs::create_dir(d.join("d")).unwrap();
+        };
+        same_as_cp(base, "met-cycle", &cycle, &args(&["-rL", "a/s", "d"]));
+    }
+}
+
 /// A source directory named again, to another destination than the first time (`s/.` and
 /// `s` into one directory): cp refuses it ("will not create hard link 'D/s' to directory
 /// 'D/.'") and exits 1, unless it follows command-line symlinks (`-H`, `-L`), where it

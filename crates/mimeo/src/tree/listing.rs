@@ -25,8 +25,9 @@ pub(crate) enum Want {
 
 /// How a walk looks at what it lists: the one rule for when an entry is looked at (`statx`).
 /// `d_type` is trusted; an entry is looked at when its type is unknown, when `-x` needs a
-/// directory's device, when `-L` must see through it (anything but a listed directory, which
-/// is no symlink), or when the walk wants its metadata.
+/// directory's device, under `-L` (which must see through a symlink, and tell a directory
+/// that is one of its own ancestors, reached through a symlink above it, as cp does), or when
+/// the walk wants its metadata.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Look {
     /// Follow every symlink below the roots (`-L`).
@@ -58,10 +59,7 @@ impl Look {
             Want::Specials => !matches!(t, DType::Reg | DType::Dir),
             Want::All => true,
         };
-        wanted
-            || t == DType::Unknown
-            || (t == DType::Dir && self.one_file_system)
-            || (t != DType::Dir && self.follow)
+        wanted || t == DType::Unknown || (t == DType::Dir && self.one_file_system) || self.follow
     }
 
     /// Looks at the entry `name` of `dir`, listed as `t`, if [`Look::needs`] says so.
@@ -162,9 +160,10 @@ mod tests {
         assert!(copy.needs(DType::Symlink));
         assert!(copy.needs(DType::Other));
         assert!(copy.needs(DType::Unknown));
-        // -L sees through everything but a listed directory; -x needs a directory's device.
+        // -L sees through everything, and tells a listed directory that is an ancestor
+        // (reached through a symlink above it); -x needs a directory's device.
         assert!(look(true, false, Want::Specials).needs(DType::Reg));
-        assert!(!look(true, false, Want::Specials).needs(DType::Dir));
+        assert!(look(true, false, Want::Specials).needs(DType::Dir));
         assert!(look(false, true, Want::Specials).needs(DType::Dir));
     }
 
@@ -221,6 +220,10 @@ mod tests {
         let l = look(true, false, Want::All);
         assert_eq!(
             l.descent(DType::Symlink, Some(&dir(1, 2)), 1, &lineage),
+            Descent::Cycle
+        );
+        assert_eq!(
+            l.descent(DType::Dir, Some(&dir(1, 2)), 1, &lineage),
             Descent::Cycle
         );
         assert_eq!(
