@@ -125,7 +125,8 @@ pub const ALLOWLIST: &[Allowed] = &[
         name: "into-itself-refused-first",
         reason: "a directory copied into itself is refused before anything is made; cp makes \
                  the copy and fills it in inode order until it meets the copy itself, so what \
-                 it leaves (and reports on the way) depends on inode numbers",
+                 it leaves (and reports on the way) depends on inode numbers; under -L both \
+                 stop a source where they meet the copy, each after what its own order reached",
         docs: "docs/cp.md, Differences from cp, \"A copy into itself makes nothing\"",
         apply: into_itself,
         last: false,
@@ -718,9 +719,13 @@ fn into_itself(o: &mut Outcome) -> bool {
         if let Some((src, dst)) = rest.split_once(", into itself, ") {
             starts.push(src[..src.len().saturating_sub(1)].to_string());
             starts.push(dst[..dst.len().saturating_sub(1)].to_string());
-            let plain = dst.len() > 2 && !dst[1..dst.len() - 1].contains(['\'', '\\', '$']);
-            if plain {
-                copies.push(std::path::PathBuf::from(&dst[1..dst.len() - 1]));
+            if let Some(copy) = unquote(dst) {
+                // A copy made through the destination symlink is where it leads.
+                let (target, real) = (o.plan.target_path(), o.plan.target_dir());
+                if let Ok(rest) = copy.strip_prefix(&target) {
+                    copies.push(real.join(rest));
+                }
+                copies.push(copy);
             }
         }
     }
@@ -739,6 +744,10 @@ fn into_itself(o: &mut Outcome) -> bool {
     };
     o.cp.stdout = only_cp(&o.cp.stdout, &ours.0);
     o.cp.stderr = only_cp(&o.cp.stderr, &ours.1);
+    // Under -L, both stop a source once they meet the copy in it (mimeo once its parallel
+    // walk does), so each may have said more of it than the other.
+    o.ours.stdout = only_cp(&o.ours.stdout, &before.0.stdout);
+    o.ours.stderr = only_cp(&o.ours.stderr, &before.0.stderr);
     copies.extend(o.tree.iter().filter_map(|d| {
         let made = d.field == Field::Presence && d.left == "directory" && d.right == "absent";
         made.then(|| d.path.clone())
@@ -751,7 +760,65 @@ fn into_itself(o: &mut Outcome) -> bool {
         // cp may reach the copy through a symlink: any directory's times.
         !(below || above || matches!(d.field, Field::Mtime | Field::Atime))
     });
-    bridged || before != (o.cp.clone(), o.tree.len())
+    bridged
+        || before != (o.cp.clone(), o.tree.len())
+        || ours != (o.ours.stdout.clone(), o.ours.stderr.clone())
+}
+
+/// The name cp quotes as `quoted` (its shell quoting: `'a b'`, `'d'$'\n''x'`, `'it'\''s'`),
+/// or None where it is not one.
+fn unquote(quoted: &str) -> Option<std::path::PathBuf> {
+    use std::os::unix::ffi::OsStringExt;
+    let mut out = Vec::new();
+    let mut chars = quoted.bytes().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            b'\'' => loop {
+                match chars.next()? {
+                    b'\'' => break,
+                    b => out.push(b),
+                }
+            },
+            b'$' if chars.peek() == Some(&b'\'') => {
+                chars.next();
+                loop {
+                    match chars.next()? {
+                        b'\'' => break,
+                        b'\\' => {
+                            let e = chars.next()?;
+                            out.push(match e {
+                                b'n' => b'\n',
+                                b't' => b'\t',
+                                b'r' => b'\r',
+                                b'a' => 7,
+                                b'b' => 8,
+                                b'f' => 12,
+                                b'v' => 11,
+                                b'0'..=b'7' => {
+                                    let mut v = u32::from(e - b'0');
+                                    for _ in 0..2 {
+                                        match chars.peek() {
+                                            Some(&d @ b'0'..=b'7') => {
+                                                v = v * 8 + u32::from(d - b'0');
+                                                chars.next();
+                                            }
+                                            _ => break,
+                                        }
+                                    }
+                                    u8::try_from(v).ok()?
+                                }
+                                other => other,
+                            });
+                        }
+                        b => out.push(b),
+                    }
+                }
+            }
+            b'\\' => out.push(chars.next()?),
+            b => out.push(b),
+        }
+    }
+    (!out.is_empty()).then(|| std::ffi::OsString::from_vec(out).into())
 }
 
 #[cfg(test)]
@@ -829,6 +896,38 @@ mod tests {
         assert!(symlink_replaced(&mut o));
         let left: Vec<_> = o.tree.iter().map(|d| d.path.clone()).collect();
         assert_eq!(left, [Path::new("d/g")]);
+    }
+
+    #[test]
+    fn names_are_unquoted_as_cp_quotes_them() {
+        let un = |q: &str| unquote(q).map(|p| p.into_os_string().into_encoded_bytes());
+        assert_eq!(un("'d/s'"), Some(b"d/s".to_vec()));
+        assert_eq!(un("d/s"), Some(b"d/s".to_vec()));
+        assert_eq!(un("'d'$'\\n''x/.'"), Some(b"d\nx/.".to_vec()));
+        assert_eq!(un("'it'\\''s'"), Some(b"it's".to_vec()));
+        assert_eq!(un("'d'$'\\377\\033'']0'"), Some(b"d\xff\x1b]0".to_vec()));
+        assert_eq!(un("'open"), None);
+    }
+
+    /// Both stop a source under -L once they meet the copy in it: what each said of it
+    /// before then (in its own order) is taken out, on both sides.
+    #[test]
+    fn a_copy_met_under_dereference_takes_out_what_either_said_of_it() {
+        let line = "cp: cannot copy a directory, 's', into itself, 'd'$'\\n''x/s'\n";
+        let cp = format!("{line}cp: cannot copy cyclic symbolic link 's/a/ls'\n");
+        let ours = format!("{line}cp: cannot copy cyclic symbolic link 's/b/ls'\nelse\n");
+        let mut o = outcome(&cp, &ours);
+        o.tree = vec![
+            diff("d\nx/s/b", Field::Presence, "absent", "directory"),
+            diff("other", Field::Presence, "absent", "file"),
+        ];
+        assert!(into_itself(&mut o));
+        assert_eq!(
+            (o.cp.stderr.as_str(), o.ours.stderr.as_str()),
+            (line, &*format!("{line}else\n"))
+        );
+        let left: Vec<_> = o.tree.iter().map(|d| d.path.clone()).collect();
+        assert_eq!(left, [Path::new("other")]);
     }
 
     /// `cp -aL ls s ls` (ls a symlink to s): cp copies ls into itself until the names are too

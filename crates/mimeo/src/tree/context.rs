@@ -197,6 +197,9 @@ pub(crate) struct Root {
     /// A directory copied into itself: refused once a source named twice is told apart
     /// (see [`Root::resolve_named`]).
     pub into_itself: bool,
+    /// A directory this root made came up again as a source below it (under `-L`): cp says
+    /// so once, for the root.
+    pub reached_copy: std::sync::atomic::AtomicBool,
 }
 
 impl Root {

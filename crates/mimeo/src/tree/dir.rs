@@ -25,6 +25,7 @@ use crate::sys::{self, DType, Errno, Meta, XattrTarget};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::{CStr, CString};
 use std::os::unix::ffi::OsStrExt;
+use std::sync::atomic::Ordering;
 
 /// Creates the destination directory `dst_dir/dst_name` for the source directory `name` of
 /// `src_dir`, or merges into an existing one. Returns whether it was created and whether it
@@ -380,10 +381,13 @@ fn reached_the_copy(ctx: &Ctx<'_>, done: &mut DirDone, dst: BorrowedFd<'_>) -> b
     }
     drop(made);
     let root = ctx.root(done.root);
-    let src = rel_path(&root.src_path, &done.path);
-    let dst = rel_path(&root.dst_path, &done.path);
-    ctx.report
-        .fail(Error::refused(Op::Refuse, src, Refusal::IntoItself { dst }));
+    // cp names the command-line source and destination, and stops at the first (see
+    // `child`).
+    if !root.reached_copy.swap(true, Ordering::Relaxed) {
+        let (src, dst) = (root.src_path.clone(), root.dst_path.clone());
+        ctx.report
+            .fail(Error::refused(Op::Refuse, src, Refusal::IntoItself { dst }));
+    }
     // The directory made for it stays empty: it goes, and nothing is completed.
     let split = done.path.iter().rposition(|&b| b == b'/');
     let (parent, name) = match split {
@@ -557,7 +561,11 @@ fn child(
     t: DType,
     spawn: &Spawn<'_>,
 ) {
-    if ctx.report.control.is_stopped() {
+    // cp stops copying a source once it has met the copy in it (under -L).
+    let met_copy = here
+        .root
+        .is_some_and(|r| r.reached_copy.load(Ordering::Relaxed));
+    if ctx.report.control.is_stopped() || met_copy {
         return;
     }
     let look = look(ctx);

@@ -136,6 +136,7 @@ impl Root {
             parents: Vec::new(),
             made: std::sync::atomic::AtomicBool::new(false),
             into_itself,
+            reached_copy: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
