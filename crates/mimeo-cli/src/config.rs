@@ -614,7 +614,7 @@ fn under_parents(
             };
             CopyPair {
                 src: src.clone(),
-                dst: dir.join(rel),
+                dst: concat(dir, rel.as_os_str()),
             }
         })
         .collect())
@@ -637,11 +637,21 @@ fn strip_trailing_slashes(path: &Path) -> PathBuf {
     PathBuf::from(std::ffi::OsStr::from_bytes(&bytes[..kept.min(bytes.len())]))
 }
 
+/// `dir/name` as cp joins them (gnulib's `file_name_concat`): one slash between, whatever
+/// slashes end `dir` ("d//" and "f" make "d/f"); a `dir` of slashes alone is kept.
+fn concat(dir: &Path, name: &std::ffi::OsStr) -> PathBuf {
+    let bytes = dir.as_os_str().as_bytes();
+    match bytes.iter().rposition(|&b| b != b'/') {
+        Some(i) => Path::new(std::ffi::OsStr::from_bytes(&bytes[..=i])).join(name),
+        None => dir.join(name),
+    }
+}
+
 /// DIR/basename(SOURCE); a source ending in "." or ".." goes into DIR itself.
 fn into_dir(src: &Path, dir: &Path) -> CopyPair {
     let dst = match src.file_name() {
-        Some(name) if !src.as_os_str().as_bytes().ends_with(b"/.") => dir.join(name),
-        _ => dir.join("."),
+        Some(name) if !src.as_os_str().as_bytes().ends_with(b"/.") => concat(dir, name),
+        _ => concat(dir, ".".as_ref()),
     };
     CopyPair {
         src: src.to_path_buf(),

@@ -854,3 +854,26 @@ fn parents_destinations_are_named_without_the_sources_trailing_slashes_as_cp() {
         case_as_cp(dir.path(), i, &setup, args, None);
     }
 }
+
+/// cp joins a target directory and a name with one slash, whatever slashes end the
+/// directory (`d//` and `f` make `d/f`), in `-v` lines and messages alike.
+#[test]
+fn a_target_directory_with_trailing_slashes_is_joined_as_cp_joins_it() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "f\n");
+        fs::create_dir_all(d.join("a/b")).unwrap();
+        fs::create_dir(d.join("d")).unwrap();
+    };
+    for (i, args) in [
+        &["-v", "f", "d//"][..],
+        &["-rv", "a", "d//"],
+        &["-v", "-t", "d///", "f"],
+        &["--parents", "-rv", "a/b", "d//"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        case_as_cp(dir.path(), i, &setup, args, None);
+    }
+}
