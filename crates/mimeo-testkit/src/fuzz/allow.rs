@@ -688,8 +688,9 @@ fn into_itself(o: &mut Outcome) -> bool {
             .map(str::to_string)
             .collect::<Vec<_>>()
     };
-    // Where cp cannot make the copy (a user who may not write into the source), it fails
-    // with that before it could see the copy is in the source; mimeo refuses first.
+    // Where cp cannot make the copy (a user who may not write into the source), or anything
+    // in a copy that is there already, it fails with that before it could see the copy is in
+    // the source; mimeo refuses first.
     let mut bridged = false;
     if said(&o.cp.stderr).is_empty() {
         for l in said(&o.ours.stderr) {
@@ -697,7 +698,16 @@ fn into_itself(o: &mut Outcome) -> bool {
                 continue;
             };
             let failed = format!("cannot create directory {dst}: ");
-            let cp_line = o.cp.stderr.lines().find(|c| c.contains(&failed));
+            let below = format!("{}/", &dst[..dst.len().saturating_sub(1)]);
+            let denied_below = |c: &str| {
+                c.contains("cannot create ")
+                    && c.contains(&below)
+                    && c.ends_with(": Permission denied")
+            };
+            let cp_line =
+                o.cp.stderr
+                    .lines()
+                    .find(|c| c.contains(&failed) || denied_below(c));
             if let Some(cp_line) = cp_line.map(str::to_string) {
                 o.cp.stderr = o.cp.stderr.replacen(&cp_line, &l, 1);
                 bridged = true;
@@ -896,6 +906,21 @@ mod tests {
         assert!(symlink_replaced(&mut o));
         let left: Vec<_> = o.tree.iter().map(|d| d.path.clone()).collect();
         assert_eq!(left, [Path::new("d/g")]);
+    }
+
+    /// `cp -r s s/x` as a user who may not write into an existing `s/x`: cp fails to make
+    /// what it copies there before it meets the copy; mimeo refuses first.
+    #[test]
+    fn a_copy_into_itself_that_cp_cannot_fill_is_refused_first() {
+        let ours = "cp: cannot copy a directory, 's', into itself, 's/x'\n";
+        let cp = "cp: cannot create directory 's/x/x': Permission denied\n";
+        let mut o = outcome(cp, ours);
+        assert!(into_itself(&mut o));
+        assert_eq!((o.cp.stderr.as_str(), o.ours.stderr.as_str()), (ours, ours));
+        // Elsewhere it is not the same failure.
+        let cp = "cp: cannot create directory 't/x': Permission denied\n";
+        let mut o = outcome(cp, ours);
+        assert!(!into_itself(&mut o));
     }
 
     #[test]
