@@ -3143,9 +3143,11 @@ fn a_file_written_in_place_and_killed_is_marked_and_update_finishes_it() {
 }
 
 /// Under `-L`, a symlink below the source that leads above the destination would have the
-/// copy copy itself into itself without end (cp goes on until the names outgrow PATH_MAX).
-/// mimeo refuses each directory it made that comes up again as a source, with cp's words for
-/// a copy into itself, and finishes (docs/cp.md, "A copy into itself makes nothing").
+/// copy copy itself into itself without end (cp goes on until the names outgrow PATH_MAX,
+/// where it does not tell the copy again). mimeo refuses the first directory it made that
+/// comes up again as a source, with cp's words for a copy into itself (naming the
+/// command-line source and destination), and stops that source, as cp does where it tells
+/// the copy (docs/cp.md, "A copy into itself makes nothing").
 #[test]
 fn a_symlink_into_the_copy_under_dereference_does_not_copy_it_into_itself() {
     for kind in FsKind::ALL {
@@ -3159,14 +3161,11 @@ fn a_symlink_into_the_copy_under_dereference_does_not_copy_it_into_itself() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_ne!(out.status.code(), Some(124), "{kind}: ran away: {stderr}");
         assert_eq!(out.status.code(), Some(1), "{kind}: {stderr}");
-        assert!(
-            stderr.contains("cannot copy a directory, 'src/x/up/d', into itself, 'd/x/up/d'"),
-            "{kind}: {stderr}"
-        );
-        // Everything else is copied, once; the refused directory is not left behind.
-        assert_eq!(fs::read_to_string(w.join("d/x/f")).unwrap(), "f\n");
-        assert_eq!(fs::read_to_string(w.join("d/x/up/src/x/f")).unwrap(), "f\n");
+        let refused = "cannot copy a directory, 'src', into itself, 'd'\n";
+        assert_eq!(stderr.matches(refused).count(), 1, "{kind}: {stderr}");
+        // The refused directory is not left behind, nor the source met again (a cycle).
         assert!(!w.join("d/x/up/d").exists(), "{kind}");
+        assert!(!w.join("d/x/up/src").exists(), "{kind}");
     }
 }
 
