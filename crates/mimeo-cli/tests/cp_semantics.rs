@@ -894,6 +894,36 @@ fn a_plain_directory_below_a_symlink_is_a_cycle_under_dereference_as_cp() {
     }
 }
 
+/// Under --parents, cp takes a destination as new where it made a directory on the way to
+/// it, and a source of one name (no directory part) keeps what the source before it left:
+/// after one whose parents cp made, what is at its destination fails to be made ("File
+/// exists"); a source with a directory part looks again.
+#[test]
+fn a_one_name_source_after_new_parents_finds_its_destination_there_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "a/b/f", "f\n", 0o644);
+            write(d, "g", "g\n", 0o644);
+            write(d, "d/g", "old\n", 0o644);
+        };
+        for (i, a) in [
+            &["--parents", "a/b/f", "g", "d"][..],
+            &["--parents", "g", "a/b/f", "d"],
+            &["--parents", "-r", "a/b", "a", "d"],
+            &["--parents", "-r", "a/b/f", "./g", "d"],
+            &["--parents", "-r", "a/b/f", "a/b", "g", "d"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("one-name{i}"), &setup, &args(a));
+        }
+    }
+}
+
 /// A source directory named again, to another destination than the first time (`s/.` and
 /// `s` into one directory): cp refuses it ("will not create hard link 'D/s' to directory
 /// 'D/.'") and exits 1, unless it follows command-line symlinks (`-H`, `-L`), where it

@@ -125,8 +125,10 @@ impl<'a> Executor<'a> {
         let mut dests: Vec<Option<Dest>> = Vec::new();
         // Every directory root so far, copied or refused as a copy into itself.
         let mut named: Vec<Named> = Vec::new();
+        // cp's `new_dst` under --parents, as the last source that set it left it.
+        let mut parents_made = false;
         for pair in pairs {
-            let mut root = match resolve_root(opts, pair, &ctx.report) {
+            let mut root = match resolve_root(opts, pair, &ctx.report, &mut parents_made) {
                 Ok(root) => root,
                 Err(e) => {
                     ctx.report.fail(e);
@@ -535,12 +537,27 @@ fn named_before(
 
 /// Resolves one command-line pair to its root, making the source's parents at the
 /// destination first with `--parents`.
-fn resolve_root(opts: &Options, pair: &CopyPair, report: &Reporter<'_>) -> Result<Root, Error> {
+///
+/// cp takes a `--parents` destination as new where it made a directory on the way to it;
+/// a source of one name (no directory part) leaves that as the source before it set it, so
+/// after one whose parents cp made, what is at its destination fails to be made ("File
+/// exists"). `parents_made` carries that from one source to the next.
+fn resolve_root(
+    opts: &Options,
+    pair: &CopyPair,
+    report: &Reporter<'_>,
+    parents_made: &mut bool,
+) -> Result<Root, Error> {
     let parents = if opts.parents {
         super::roots::make_parents(&pair.src, &pair.dst, opts)?
     } else {
         Vec::new()
     };
+    let one_name = opts.parents && !super::roots::has_dir_part(&pair.src);
+    let taken_as_new = one_name && *parents_made;
+    if opts.parents && !one_name {
+        *parents_made = parents.iter().any(|p| p.created);
+    }
     // Without -r, cp omits a directory before it looks at the destination.
     if opts.recursive && super::roots::dot_after_new_parent(&pair.src, &parents) {
         super::roots::finish_parents(&parents, opts, report);
@@ -548,6 +565,22 @@ fn resolve_root(opts: &Options, pair: &CopyPair, report: &Reporter<'_>) -> Resul
         return Err(Error::sys(Op::CreateDir, dst, sys::Errno::EXIST));
     }
     let mut root = Root::resolve_named(opts, pair)?;
+    if taken_as_new
+        && sys::stat_at(
+            sys::CWD,
+            &sys::cstring(std::os::unix::ffi::OsStrExt::as_bytes(pair.dst.as_os_str())),
+            false,
+        )
+        .is_ok()
+    {
+        let paths = (pair.src.as_path(), pair.dst.as_path());
+        return Err(super::roots::create_error(
+            opts,
+            &root.meta,
+            paths,
+            sys::Errno::EXIST,
+        ));
+    }
     root.parents = parents;
     Ok(root)
 }

@@ -379,6 +379,15 @@ pub(crate) fn dot_after_new_parent(src: &Path, parents: &[Parent]) -> bool {
     is_dot(last) && plain_parent && parents.last().is_some_and(|p| p.created)
 }
 
+/// Whether a `--parents` source has a directory part (less leading and trailing slashes):
+/// cp looks for the destination's parent only then.
+pub(crate) fn has_dir_part(src: &Path) -> bool {
+    let b = src.as_os_str().as_bytes();
+    let start = b.iter().take_while(|&&c| c == b'/').count();
+    let end = b.len() - b.iter().rev().take_while(|&&c| c == b'/').count();
+    start < end && b[start..end].contains(&b'/')
+}
+
 /// `p` without its trailing slashes, as cp names a `--parents` destination.
 pub(crate) fn trimmed(p: &Path) -> &Path {
     let b = p.as_os_str().as_bytes();
@@ -556,7 +565,12 @@ fn onto_dangling(opts: &Options, meta: &Meta, paths: (&Path, &Path)) -> Option<E
 }
 
 /// The failure of the call that makes the copy of `meta` at `paths.1`.
-fn create_error(opts: &Options, meta: &Meta, (src, dst): (&Path, &Path), e: Errno) -> Error {
+pub(crate) fn create_error(
+    opts: &Options,
+    meta: &Meta,
+    (src, dst): (&Path, &Path),
+    e: Errno,
+) -> Error {
     match create_op(opts, meta) {
         (op, true) => Error::sys(op, dst, e).from_source(src),
         (op, false) => Error::sys(op, dst, e),
