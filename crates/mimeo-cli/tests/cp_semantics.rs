@@ -435,6 +435,8 @@ fn no_preserve_mode_gives_cps_default_mode() {
         write(d, "dir/f", "f\n", 0o400);
         fs::set_permissions(d.join("dir"), fs::Permissions::from_mode(0o2700)).unwrap();
         run_ok("mkfifo", &["-m", "600", d.join("fifo").to_str().unwrap()]);
+        run_ok("mkfifo", &[d.join("sgfifo").to_str().unwrap()]);
+        fs::set_permissions(d.join("sgfifo"), fs::Permissions::from_mode(0o6755)).unwrap();
         write(d, "old", "old\n", 0o600);
         fs::create_dir(d.join("sg")).unwrap();
         fs::set_permissions(d.join("sg"), fs::Permissions::from_mode(0o2777)).unwrap();
@@ -446,6 +448,8 @@ fn no_preserve_mode_gives_cps_default_mode() {
         &["-a", "--no-preserve=mode", "dir", "out"],
         &["-r", "--no-preserve=mode", "dir", "sg"],
         &["-a", "--no-preserve=mode", "fifo", "out"],
+        &["-r", "--no-preserve=mode", "sgfifo", "out"],
+        &["-r", "--no-preserve=mode", "sgfifo", "sg"],
         &["--no-preserve=mode", "ro", "old"],
         &["--no-preserve=all", "-p", "x", "out"],
         &["--no-preserve=mode", "--preserve=mode", "x", "out"],

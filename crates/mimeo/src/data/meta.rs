@@ -440,8 +440,9 @@ impl<'a> Apply<'a> {
             let inherited = if self.inherit_sgid { sys::S_ISGID } else { 0 };
             let p = self.opts.preserve;
             let src_perm = if p.default_mode {
-                // cp's setting of the mode leaves the special bits the entry was made with.
-                default_perm(self.src) | (self.src.perm() & bits & !0o777 & !sys::S_ISGID)
+                // cp's setting of the mode leaves the special bits the entry was made with
+                // (a node's set-gid too; our chmod loses it where the kernel's mknod would).
+                default_perm(self.src) | (self.src.perm() & bits & !0o777)
             } else {
                 self.src.perm()
             };
