@@ -461,6 +461,50 @@ fn no_preserve_mode_gives_cps_default_mode() {
     }
 }
 
+/// cp gives a new FIFO, socket or device node the source's owner with a chown even where it
+/// has that owner already; the kernel's chown drops a non-directory's set-uid bit, which
+/// stays gone unless the mode is preserved. A chown that fails changes nothing.
+#[test]
+fn a_node_given_its_owner_loses_its_set_uid_bit_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let sources = |d: &Path| {
+        for (name, mode) in [("su", 0o4755), ("sg", 0o6755), ("g", 0o2745)] {
+            run_ok("mkfifo", &[d.join(name).to_str().unwrap()]);
+            fs::set_permissions(d.join(name), fs::Permissions::from_mode(mode)).unwrap();
+        }
+        run_ok("mkfifo", &[d.join("theirs").to_str().unwrap()]);
+        chown(d.join("theirs"), Some(FOREIGN_UID), Some(FOREIGN_GID)).unwrap();
+        fs::set_permissions(d.join("theirs"), fs::Permissions::from_mode(0o6755)).unwrap();
+        fs::create_dir(d.join("out")).unwrap();
+        fs::set_permissions(d.join("out"), fs::Permissions::from_mode(0o777)).unwrap();
+    };
+    let nodes = ["su", "sg", "g", "theirs", "out"];
+    let with = |opts: &'static [&'static str]| -> Vec<&'static str> {
+        let mut a = vec!["-R"];
+        a.extend_from_slice(opts);
+        a.extend_from_slice(&nodes);
+        a
+    };
+    let cases = [
+        with(&["--preserve=ownership"]),
+        with(&["--preserve=ownership,timestamps"]),
+        with(&["--no-preserve=mode", "--preserve=ownership"]),
+        with(&["-p"]),
+        with(&["--preserve=mode"]),
+    ];
+    for (i, a) in cases.iter().enumerate() {
+        same_as_cp(base, &format!("root{i}"), &sources, &args(a));
+        let foreign = Run {
+            foreign_user: true,
+            ..args(a)
+        };
+        same_as_cp(base, &format!("user{i}"), &sources, &foreign);
+    }
+}
+
 #[test]
 fn sources_with_one_destination_name_keep_the_first_as_cp() {
     for kind in FsKind::ALL {
