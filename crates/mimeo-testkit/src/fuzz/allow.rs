@@ -177,7 +177,37 @@ pub const ALLOWLIST: &[Allowed] = &[
         apply: forced_onto_a_looping_slash,
         last: false,
     },
+    Allowed {
+        name: "foreign-set-id-dropped",
+        reason: "with the mode kept but not the owner, a copy that belongs to someone other \
+                 than the source's owner loses the set-id bits (and a file's sticky bit); cp \
+                 keeps them, so root copying a user's set-uid program makes a set-uid root one",
+        docs: "docs/cp.md, Differences from cp, \"Set-id bits of someone else's file\"",
+        apply: foreign_set_id_dropped,
+        last: false,
+    },
 ];
+
+/// Set-id (and sticky) bits on cp's side only, where the owner may not have been kept: the
+/// rest of the mode must still be the same.
+fn foreign_set_id_dropped(o: &mut Outcome) -> bool {
+    let unowned = o.plan.has("no-preserve")
+        || (o.plan.has("preserve") && !o.plan.has("archive") && !o.plan.has("p"));
+    if !unowned {
+        return false;
+    }
+    let octal = |s: &str| u32::from_str_radix(s, 8).ok();
+    let dropped = |d: &crate::compare::Difference| {
+        let (Some(cp), Some(ours)) = (octal(&d.left), octal(&d.right)) else {
+            return false;
+        };
+        let special = cp & 0o7000;
+        d.field == Field::Mode && special != 0 && ours & 0o7000 == 0 && cp & 0o777 == ours
+    };
+    let n = o.tree.len();
+    o.tree.retain(|d| !dropped(d));
+    o.tree.len() != n
+}
 
 /// The directory times cp's rename to the backup name and back gave, and the older backup it
 /// lost (absent on cp's side only), where both failed with the same words.
@@ -847,5 +877,25 @@ mod tests {
         // A refusal cp makes alone still fails the case.
         let mut o = outcome(&cp, "");
         assert!(!copy_reached_again(&mut o));
+    }
+    /// `cp -p --no-preserve=ownership` of a user's set-gid file as root: the set-id bits cp
+    /// keeps go; a mode that differs otherwise, or set-id bits mimeo keeps, still fail.
+    #[test]
+    fn dropped_set_id_bits_are_allowed_only_without_the_owner() {
+        let mut o = outcome("", "");
+        o.plan.opts = vec!["p", "no-preserve"];
+        o.tree = vec![
+            diff("d/m4", Field::Mode, "2711", "0711"),
+            diff("d/x", Field::Mode, "4755", "0711"),
+            diff("d/y", Field::Mode, "0755", "4755"),
+        ];
+        assert!(foreign_set_id_dropped(&mut o));
+        let left: Vec<_> = o.tree.iter().map(|d| d.path.clone()).collect();
+        assert_eq!(left, [Path::new("d/x"), Path::new("d/y")]);
+        // With the owner kept (-p alone) the same difference is a bug.
+        let mut o = outcome("", "");
+        o.plan.opts = vec!["p"];
+        o.tree = vec![diff("d/m4", Field::Mode, "2711", "0711")];
+        assert!(!foreign_set_id_dropped(&mut o));
     }
 }
