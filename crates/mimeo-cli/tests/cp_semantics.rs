@@ -505,6 +505,67 @@ fn a_node_given_its_owner_loses_its_set_uid_bit_as_cp() {
     }
 }
 
+/// A directory that was there, whose entries `-n` or `-u` all skip, keeps its mtime as cp
+/// leaves it; one that gets a new entry has the time of that, as with cp.
+#[test]
+fn a_directory_whose_entries_are_all_skipped_keeps_its_mtime_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let old = filetime(1_500_000_000);
+    let setup = |d: &Path| {
+        for tree in ["s", "d"] {
+            write(d, &format!("{tree}/a"), "a\n", 0o644);
+            write(d, &format!("{tree}/sub/b"), "b\n", 0o644);
+        }
+        write(d, "s/sub2/c", "c\n", 0o644);
+        write(d, "d/sub2/c", "c\n", 0o644);
+        write(d, "s/sub2/new", "new\n", 0o644);
+        for dir in ["s", "s/sub", "s/sub2", "d", "d/sub", "d/sub2"] {
+            set_mtime(&d.join(dir), old);
+        }
+    };
+    let mtime = |d: &Path, rel: &str| fs::metadata(d.join(rel)).unwrap().mtime();
+    for (i, a) in [&["-rn", "s/.", "d"][..], &["-ru", "s/.", "d"]]
+        .iter()
+        .enumerate()
+    {
+        let ((cp_ok, _, with_cp), (ours_ok, _, with_mimeo)) =
+            run_each(base, &format!("case{i}"), &setup, &args(a));
+        assert!(cp_ok && ours_ok, "{a:?}");
+        for rel in ["d", "d/sub"] {
+            assert_eq!(mtime(&with_cp, rel), old.0, "cp: {a:?} {rel}");
+            assert_eq!(mtime(&with_mimeo, rel), old.0, "mimeo: {a:?} {rel}");
+        }
+        // Where the run made an entry the directory has the time of that.
+        assert!(mtime(&with_cp, "d/sub2") > old.0, "cp: {a:?}");
+        assert!(mtime(&with_mimeo, "d/sub2") > old.0, "mimeo: {a:?}");
+    }
+}
+
+fn filetime(secs: i64) -> (i64, u32) {
+    (secs, 0)
+}
+
+fn set_mtime(p: &Path, (secs, nanos): (i64, u32)) {
+    let t = rustix::fs::Timespec {
+        tv_sec: secs,
+        tv_nsec: nanos as _,
+    };
+    let times = rustix::fs::Timestamps {
+        last_access: t,
+        last_modification: t,
+    };
+    rustix::fs::utimensat(
+        rustix::fs::CWD,
+        p,
+        &times,
+        rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+    )
+    .unwrap();
+}
+
 #[test]
 fn sources_with_one_destination_name_keep_the_first_as_cp() {
     for kind in FsKind::ALL {

@@ -336,7 +336,10 @@ impl<'a, 'c> RegularFile<'a, 'c> {
                 };
                 (fd, Target::New, self.new_placed(perm))
             }
-            Err(Errno::EXIST) => return self.existing(buf, found, first, src_xattrs),
+            Err(Errno::EXIST) => {
+                let ensured = found.is_none();
+                return self.existing(buf, found, ensured, first, src_xattrs);
+            }
             Err(Errno::ISDIR) if self.dst_name.to_bytes().ends_with(b"/") => {
                 return self.onto_slash(buf, first, src_xattrs);
             }
@@ -356,7 +359,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         src_xattrs: Option<meta::Xattrs>,
     ) -> Result<Placing<'a>, Error> {
         match sys::stat_at(self.here.dst_dir, self.dst_name, false) {
-            Ok(d) => self.existing(buf, Some(&d), first, src_xattrs),
+            Ok(d) => self.existing(buf, Some(&d), true, first, src_xattrs),
             Err(_) => Err(Error::sys(Op::Create, self.dst_path(), Errno::NOTDIR)),
         }
     }
@@ -452,11 +455,12 @@ impl<'a, 'c> RegularFile<'a, 'c> {
     }
 
     /// The destination exists: the overwrite decision says where the data goes, or that
-    /// nothing more is to be done.
+    /// nothing more is to be done. `ensured`: the part's marker was made ready for a new file.
     fn existing(
         &self,
         buf: &mut IoBuf,
         found: Option<&Meta>,
+        ensured: bool,
         first: Option<FirstCopy<'a>>,
         src_xattrs: Option<meta::Xattrs>,
     ) -> Result<Placing<'a>, Error> {
@@ -478,6 +482,9 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             }
             Decision::Skip if !self.stale_content()? && !self.left_alone_incomplete(&d) => {
                 self.skip(first);
+                if let Some(marker) = here.marker.filter(|_| ensured) {
+                    marker.skipped();
+                }
                 return Ok(Placing::Done(None));
             }
             _ => {}
