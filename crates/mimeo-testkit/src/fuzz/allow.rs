@@ -703,12 +703,20 @@ fn replaced_times(o: &mut Outcome) -> bool {
         .as_ref()
         .and_then(|d| d.parent())
         .map(Path::to_path_buf);
+    // A source directory copied onto the destination itself (`s/.`) gives it its times
+    // (with -p), and a later source may then replace a file in it.
+    let onto_itself = o.plan.sources.len() > 1
+        && o.plan
+            .sources
+            .iter()
+            .any(|s| Path::new(s).ends_with(".") || s.as_encoded_bytes().ends_with(b"/."));
     let n = o.tree.len();
     o.tree.retain(|d| {
         let clock = d.right.as_str() > fixed.as_str() && d.right.as_str() < "2000000000";
         let old = d.left == fixed
             || d.field == Field::Atime && Some(&d.path) == dest.as_ref()
-            || d.field == Field::Mtime && Some(&d.path) == parent.as_ref();
+            || d.field == Field::Mtime && Some(&d.path) == parent.as_ref()
+            || d.field == Field::Mtime && onto_itself && Some(&d.path) == dest.as_ref();
         !(matches!(d.field, Field::Mtime | Field::Atime) && old && clock)
     });
     o.tree.len() != n
@@ -918,5 +926,39 @@ mod tests {
         assert!(failed_clone_leaves_nothing(&mut o));
         let left: Vec<_> = o.tree.iter().map(|d| d.path.clone()).collect();
         assert_eq!(left, [Path::new("td/g")]);
+    }
+    /// `cp -a lf s/. s/x d`: s/. gives d the source's times, then s/x replaces d/x, which
+    /// gives d the current time on mimeo's side only.
+    #[test]
+    fn a_file_replaced_in_a_directory_that_took_a_sources_times_may_change_them() {
+        let mut o = outcome("", "");
+        o.plan.target = "d".into();
+        o.plan.sources = vec!["lf".into(), "s/.".into(), "s/x".into()];
+        o.tree = vec![
+            diff(
+                "d",
+                Field::Mtime,
+                "1628040692.000000000",
+                "1795763114.358038702",
+            ),
+            diff(
+                "d/y",
+                Field::Mtime,
+                "1628040692.000000000",
+                "1795763114.358038702",
+            ),
+        ];
+        assert!(replaced_times(&mut o));
+        let left: Vec<_> = o.tree.iter().map(|d| d.path.clone()).collect();
+        assert_eq!(left, [Path::new("d/y")]);
+        // With one source, d's own time is still judged.
+        o.plan.sources = vec!["s/.".into()];
+        o.tree = vec![diff(
+            "d",
+            Field::Mtime,
+            "1628040692.000000000",
+            "1795763114.358038702",
+        )];
+        assert!(!replaced_times(&mut o));
     }
 }
