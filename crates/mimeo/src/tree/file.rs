@@ -72,6 +72,10 @@ pub(crate) fn copy_contents(
         Ok(opened) => opened,
         Err(e) => return unopened(ctx, here, names, follow, e, is_node, as_file),
     };
+    if node.file_type() == sys::S_IFIFO {
+        node::wait_for_writer(src.as_fd(), ctx.report.control)
+            .map_err(|e| data_error(e, || here.src_path(names.0), || here.dst_path(names.1)))?;
+    }
     let meta = as_file(node);
     let mut file = RegularFile::new(ctx, here, names, &src, meta);
     file.contents = true;
