@@ -588,7 +588,7 @@ fn an_xattr_a_node_refuses_is_left_out_under_archive_as_cp() {
         let mode = rustix::fs::Mode::from_raw_mode(0o666);
         rustix::fs::mknodat(
             rustix::fs::CWD,
-            &d.join("d"),
+            d.join("d"),
             rustix::fs::FileType::CharacterDevice,
             mode,
             null,
