@@ -880,3 +880,32 @@ fn a_fifo_source_waits_for_its_writer_before_the_destination_as_cp() {
     assert!(cp_fed, "cp's open waits for the writer");
     assert!(ours_fed, "mimeo waits for the writer as cp does");
 }
+
+/// -f removes a destination cp cannot open (a socket, another user's read-only file), and
+/// --remove-destination any: in a directory the user may not write, cp fails at that removal
+/// ("cannot remove"), before it makes anything.
+#[test]
+fn a_destination_removed_first_in_a_closed_directory_fails_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "new\n");
+        fs::create_dir(d.join("z")).unwrap();
+        drop(std::os::unix::net::UnixListener::bind(d.join("z/sk")).unwrap());
+        fs::set_permissions(d.join("z/sk"), fs::Permissions::from_mode(0o777)).unwrap();
+        write(&d.join("z/ro"), "old\n");
+        fs::set_permissions(d.join("z/ro"), fs::Permissions::from_mode(0o444)).unwrap();
+        fs::set_permissions(d.join("z"), fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    for (i, args) in [
+        &["-f", "f", "z/sk"][..],
+        &["--remove-destination", "f", "z/sk"],
+        &["-f", "f", "z/ro"],
+        &["--remove-destination", "f", "z/ro"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        let ours = case_as_cp(dir.path(), i, &setup, args, Some(NOBODY));
+        assert!(ours.stderr.contains("cannot remove"), "{args:?}: {ours:?}");
+    }
+}

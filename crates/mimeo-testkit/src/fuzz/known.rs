@@ -72,12 +72,6 @@ pub const KNOWN: &[Known] = &[
         apply: xattr_failures_named,
     },
     Known {
-        item: "new: socket in the destination's place as non-root",
-        what: "as a user other than root, a file copied onto a socket fails with \"cannot \
-               create regular file ... Permission denied\", where cp replaces the socket",
-        apply: socket_as_non_root,
-    },
-    Known {
         item: "new: -s symlink shared by a hard-link group",
         what: "with -s and --preserve=links the names of one file are hard links of one \
                symlink, as in cp, which points to the member met first; cp meets the members \
@@ -120,15 +114,6 @@ fn whole_case(o: &mut Outcome) -> bool {
 /// Whether cp says `text` and mimeo does not (or the other way round).
 fn one_says(o: &Outcome, text: &str) -> bool {
     cp_says(o, text) != ours_says(o, text)
-}
-
-fn socket_as_non_root(o: &mut Outcome) -> bool {
-    let socket = o
-        .tree
-        .iter()
-        .any(|d| d.left == "socket" || d.right == "socket");
-    let denied = ours_says(o, "cannot create regular file") && ours_says(o, "Permission denied");
-    socket && denied && !cp_says(o, "cannot create regular file") && whole_case(o)
 }
 
 fn dir_named_twice(o: &mut Outcome) -> bool {

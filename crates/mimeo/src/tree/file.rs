@@ -566,12 +566,14 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         })
         .map_err(|e| {
             // cp renames the old entry to its backup first, and fails there where the
-            // directory cannot be written.
+            // directory cannot be written; without a backup, -f and --remove-destination
+            // remove it first (-f: what cp cannot open), and fail at that.
             let refused = matches!(e, Errno::ACCESS | Errno::PERM | Errno::ROFS);
-            let op = if backup && refused {
-                Op::Backup
-            } else {
-                Op::Create
+            let removes = ctx.opts.force || ctx.opts.remove_destination;
+            let op = match (backup, removes) {
+                (true, _) if refused => Op::Backup,
+                (false, true) if refused => Op::Remove,
+                _ => Op::Create,
             };
             Error::sys(op, self.dst_path(), e)
         })?;
