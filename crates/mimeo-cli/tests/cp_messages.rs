@@ -877,3 +877,78 @@ fn a_target_directory_with_trailing_slashes_is_joined_as_cp_joins_it() {
         case_as_cp(dir.path(), i, &setup, args, None);
     }
 }
+
+/// A FIFO read as a file keeps cp waiting in its open until a writer comes, before it looks
+/// at the destination: a writer that comes later still meets a reader, also where the
+/// destination is then refused (a dangling symlink).
+#[test]
+fn a_fifo_source_waits_for_its_writer_before_the_destination_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        mkfifo(&d.join("p"));
+        symlink("nowhere", d.join("d")).unwrap();
+    };
+    let bin = link_as(dir.path(), util::mimeo().get_program().as_ref(), "cp").unwrap();
+    let mut ours_path = OsString::from(&bin);
+    ours_path.push(":/usr/bin:/bin");
+    let mut ran = Vec::new();
+    for (side, path) in [("cp", OsString::from("/usr/bin:/bin")), ("ours", ours_path)] {
+        let place = dir.path().join(side);
+        fs::create_dir(&place).unwrap();
+        setup(&place);
+        // The writer comes once the copy has had time to open the FIFO and go on.
+        let fifo = place.join("p");
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            let flags = rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::NONBLOCK;
+            let fd = rustix::fs::open(&fifo, flags, rustix::fs::Mode::empty());
+            fd.is_ok_and(|fd| rustix::io::write(&fd, b"data\n").is_ok())
+        });
+        let runner = Runner {
+            path: &path,
+            user: None,
+            timeout: Duration::from_secs(30),
+        };
+        let args = [OsString::from("-T"), "p".into(), "d".into()];
+        let out = runner.run(&place, &args, &[]).unwrap();
+        ran.push((out, writer.join().unwrap()));
+    }
+    let (ours, ours_fed) = ran.pop().unwrap();
+    let (cp, cp_fed) = ran.pop().unwrap();
+    same_output(&cp, &ours, &format!("cp: {cp:?}\nmimeo: {ours:?}"));
+    assert!(
+        cp.stderr.contains("not writing through dangling symlink"),
+        "{cp:?}"
+    );
+    assert!(cp_fed, "cp's open waits for the writer");
+    assert!(ours_fed, "mimeo waits for the writer as cp does");
+}
+
+/// -f removes a destination cp cannot open (a socket, another user's read-only file), and
+/// --remove-destination any: in a directory the user may not write, cp fails at that removal
+/// ("cannot remove"), before it makes anything.
+#[test]
+fn a_destination_removed_first_in_a_closed_directory_fails_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "new\n");
+        fs::create_dir(d.join("z")).unwrap();
+        drop(std::os::unix::net::UnixListener::bind(d.join("z/sk")).unwrap());
+        fs::set_permissions(d.join("z/sk"), fs::Permissions::from_mode(0o777)).unwrap();
+        write(&d.join("z/ro"), "old\n");
+        fs::set_permissions(d.join("z/ro"), fs::Permissions::from_mode(0o444)).unwrap();
+        fs::set_permissions(d.join("z"), fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    for (i, args) in [
+        &["-f", "f", "z/sk"][..],
+        &["--remove-destination", "f", "z/sk"],
+        &["-f", "f", "z/ro"],
+        &["--remove-destination", "f", "z/ro"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        let ours = case_as_cp(dir.path(), i, &setup, args, Some(NOBODY));
+        assert!(ours.stderr.contains("cannot remove"), "{args:?}: {ours:?}");
+    }
+}

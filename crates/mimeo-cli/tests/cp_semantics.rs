@@ -435,6 +435,8 @@ fn no_preserve_mode_gives_cps_default_mode() {
         write(d, "dir/f", "f\n", 0o400);
         fs::set_permissions(d.join("dir"), fs::Permissions::from_mode(0o2700)).unwrap();
         run_ok("mkfifo", &["-m", "600", d.join("fifo").to_str().unwrap()]);
+        run_ok("mkfifo", &[d.join("sgfifo").to_str().unwrap()]);
+        fs::set_permissions(d.join("sgfifo"), fs::Permissions::from_mode(0o6755)).unwrap();
         write(d, "old", "old\n", 0o600);
         fs::create_dir(d.join("sg")).unwrap();
         fs::set_permissions(d.join("sg"), fs::Permissions::from_mode(0o2777)).unwrap();
@@ -446,6 +448,8 @@ fn no_preserve_mode_gives_cps_default_mode() {
         &["-a", "--no-preserve=mode", "dir", "out"],
         &["-r", "--no-preserve=mode", "dir", "sg"],
         &["-a", "--no-preserve=mode", "fifo", "out"],
+        &["-r", "--no-preserve=mode", "sgfifo", "out"],
+        &["-r", "--no-preserve=mode", "sgfifo", "sg"],
         &["--no-preserve=mode", "ro", "old"],
         &["--no-preserve=all", "-p", "x", "out"],
         &["--no-preserve=mode", "--preserve=mode", "x", "out"],
@@ -455,6 +459,143 @@ fn no_preserve_mode_gives_cps_default_mode() {
     {
         same_as_cp(base, &format!("case{i}"), &sources, &args(a));
     }
+}
+
+/// cp gives a new FIFO, socket or device node the source's owner with a chown even where it
+/// has that owner already; the kernel's chown drops a non-directory's set-uid bit, which
+/// stays gone unless the mode is preserved. A chown that fails changes nothing.
+#[test]
+fn a_node_given_its_owner_loses_its_set_uid_bit_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let sources = |d: &Path| {
+        for (name, mode) in [("su", 0o4755), ("sg", 0o6755), ("g", 0o2745)] {
+            run_ok("mkfifo", &[d.join(name).to_str().unwrap()]);
+            fs::set_permissions(d.join(name), fs::Permissions::from_mode(mode)).unwrap();
+        }
+        run_ok("mkfifo", &[d.join("theirs").to_str().unwrap()]);
+        chown(d.join("theirs"), Some(FOREIGN_UID), Some(FOREIGN_GID)).unwrap();
+        fs::set_permissions(d.join("theirs"), fs::Permissions::from_mode(0o6755)).unwrap();
+        fs::create_dir(d.join("out")).unwrap();
+        fs::set_permissions(d.join("out"), fs::Permissions::from_mode(0o777)).unwrap();
+    };
+    let nodes = ["su", "sg", "g", "theirs", "out"];
+    let with = |opts: &'static [&'static str]| -> Vec<&'static str> {
+        let mut a = vec!["-R"];
+        a.extend_from_slice(opts);
+        a.extend_from_slice(&nodes);
+        a
+    };
+    let cases = [
+        with(&["--preserve=ownership"]),
+        with(&["--preserve=ownership,timestamps"]),
+        with(&["--no-preserve=mode", "--preserve=ownership"]),
+        with(&["-p"]),
+        with(&["--preserve=mode"]),
+    ];
+    for (i, a) in cases.iter().enumerate() {
+        same_as_cp(base, &format!("root{i}"), &sources, &args(a));
+        let foreign = Run {
+            foreign_user: true,
+            ..args(a)
+        };
+        same_as_cp(base, &format!("user{i}"), &sources, &foreign);
+    }
+}
+
+/// A directory that was there, whose entries `-n` or `-u` all skip, keeps its mtime as cp
+/// leaves it; one that gets a new entry has the time of that, as with cp.
+#[test]
+fn a_directory_whose_entries_are_all_skipped_keeps_its_mtime_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let old = filetime(1_500_000_000);
+    let setup = |d: &Path| {
+        for tree in ["s", "d"] {
+            write(d, &format!("{tree}/a"), "a\n", 0o644);
+            write(d, &format!("{tree}/sub/b"), "b\n", 0o644);
+        }
+        write(d, "s/sub2/c", "c\n", 0o644);
+        write(d, "d/sub2/c", "c\n", 0o644);
+        write(d, "s/sub2/new", "new\n", 0o644);
+        for dir in ["s", "s/sub", "s/sub2", "d", "d/sub", "d/sub2"] {
+            set_mtime(&d.join(dir), old);
+        }
+    };
+    let mtime = |d: &Path, rel: &str| fs::metadata(d.join(rel)).unwrap().mtime();
+    for (i, a) in [&["-rn", "s/.", "d"][..], &["-ru", "s/.", "d"]]
+        .iter()
+        .enumerate()
+    {
+        let ((cp_ok, _, with_cp), (ours_ok, _, with_mimeo)) =
+            run_each(base, &format!("case{i}"), &setup, &args(a));
+        assert!(cp_ok && ours_ok, "{a:?}");
+        for rel in ["d", "d/sub"] {
+            assert_eq!(mtime(&with_cp, rel), old.0, "cp: {a:?} {rel}");
+            assert_eq!(mtime(&with_mimeo, rel), old.0, "mimeo: {a:?} {rel}");
+        }
+        // Where the run made an entry the directory has the time of that.
+        assert!(mtime(&with_cp, "d/sub2") > old.0, "cp: {a:?}");
+        assert!(mtime(&with_mimeo, "d/sub2") > old.0, "mimeo: {a:?}");
+    }
+}
+
+fn filetime(secs: i64) -> (i64, u32) {
+    (secs, 0)
+}
+
+fn set_mtime(p: &Path, (secs, nanos): (i64, u32)) {
+    let t = rustix::fs::Timespec {
+        tv_sec: secs,
+        tv_nsec: nanos as _,
+    };
+    let times = rustix::fs::Timestamps {
+        last_access: t,
+        last_modification: t,
+    };
+    rustix::fs::utimensat(
+        rustix::fs::CWD,
+        p,
+        &times,
+        rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+    )
+    .unwrap();
+}
+
+/// Under -a, xattrs were not asked for by name: one a destination node will not take (a
+/// device node takes no user.* xattrs, even from root) is left out, and the copy goes on
+/// to its times and mode, as cp's.
+#[test]
+fn an_xattr_a_node_refuses_is_left_out_under_archive_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "s", "data\n", 0o640);
+        rustix::fs::lsetxattr(
+            d.join("s"),
+            "user.note",
+            b"kept",
+            rustix::fs::XattrFlags::empty(),
+        )
+        .unwrap();
+        let null = rustix::fs::makedev(1, 3);
+        let mode = rustix::fs::Mode::from_raw_mode(0o666);
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            d.join("d"),
+            rustix::fs::FileType::CharacterDevice,
+            mode,
+            null,
+        )
+        .unwrap();
+    };
+    same_as_cp(base, "archive", &setup, &args(&["-a", "s", "d"]));
 }
 
 #[test]

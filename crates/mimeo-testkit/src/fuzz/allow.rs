@@ -164,7 +164,8 @@ pub const ALLOWLIST: &[Allowed] = &[
     Allowed {
         name: "failed-clone-leaves-nothing",
         reason: "a --reflink=always copy whose clone fails leaves no file (no half file that \
-                 looks whole), where cp leaves an empty one",
+                 looks whole), where cp leaves an empty one; a file written in place is left \
+                 empty with the sticky bit that marks it incomplete",
         docs: "docs/cp.md, Differences from cp, \"An existing file is replaced atomically\"",
         apply: failed_clone_leaves_nothing,
         last: false,
@@ -178,7 +179,37 @@ pub const ALLOWLIST: &[Allowed] = &[
         apply: forced_onto_a_looping_slash,
         last: false,
     },
+    Allowed {
+        name: "foreign-set-id-dropped",
+        reason: "with the mode kept but not the owner, a copy that belongs to someone other \
+                 than the source's owner loses the set-id bits (and a file's sticky bit); cp \
+                 keeps them, so root copying a user's set-uid program makes a set-uid root one",
+        docs: "docs/cp.md, Differences from cp, \"Set-id bits of someone else's file\"",
+        apply: foreign_set_id_dropped,
+        last: false,
+    },
 ];
+
+/// Set-id (and sticky) bits on cp's side only, where the owner may not have been kept: the
+/// rest of the mode must still be the same.
+fn foreign_set_id_dropped(o: &mut Outcome) -> bool {
+    let unowned = o.plan.has("no-preserve")
+        || (o.plan.has("preserve") && !o.plan.has("archive") && !o.plan.has("p"));
+    if !unowned {
+        return false;
+    }
+    let octal = |s: &str| u32::from_str_radix(s, 8).ok();
+    let dropped = |d: &crate::compare::Difference| {
+        let (Some(cp), Some(ours)) = (octal(&d.left), octal(&d.right)) else {
+            return false;
+        };
+        let special = cp & 0o7000;
+        d.field == Field::Mode && special != 0 && ours & 0o7000 == 0 && cp & 0o777 == ours
+    };
+    let n = o.tree.len();
+    o.tree.retain(|d| !dropped(d));
+    o.tree.len() != n
+}
 
 /// The directory times cp's rename to the backup name and back gave, and the older backup it
 /// lost (absent on cp's side only), where both failed with the same words.
@@ -209,6 +240,11 @@ fn failed_clone_leaves_nothing(o: &mut Outcome) -> bool {
         Field::Size => d.left == "0",
         _ => false,
     };
+    let octal = |s: &str| u32::from_str_radix(s, 8).ok();
+    let marked = |d: &crate::compare::Difference| match (octal(&d.left), octal(&d.right)) {
+        (Some(cp), Some(ours)) => d.field == Field::Mode && cp & 0o1000 == 0 && ours == cp | 0o1000,
+        _ => false,
+    };
     let left: Vec<std::path::PathBuf> = o
         .tree
         .iter()
@@ -218,8 +254,9 @@ fn failed_clone_leaves_nothing(o: &mut Outcome) -> bool {
     // The directory cp's file was made in has the time of that.
     let holds = |p: &Path| left.iter().any(|l| l.parent() == Some(p));
     let n = o.tree.len();
-    o.tree
-        .retain(|d| !(left.contains(&d.path) || d.field == Field::Mtime && holds(&d.path)));
+    o.tree.retain(|d| {
+        !(left.contains(&d.path) || d.field == Field::Mtime && holds(&d.path) || marked(d))
+    });
     o.tree.len() != n
 }
 
@@ -667,12 +704,20 @@ fn replaced_times(o: &mut Outcome) -> bool {
         .as_ref()
         .and_then(|d| d.parent())
         .map(Path::to_path_buf);
+    // A source directory copied onto the destination itself (`s/.`) gives it its times
+    // (with -p), and a later source may then replace a file in it.
+    let onto_itself = o.plan.sources.len() > 1
+        && o.plan
+            .sources
+            .iter()
+            .any(|s| Path::new(s).ends_with(".") || s.as_encoded_bytes().ends_with(b"/."));
     let n = o.tree.len();
     o.tree.retain(|d| {
         let clock = d.right.as_str() > fixed.as_str() && d.right.as_str() < "2000000000";
         let old = d.left == fixed
             || d.field == Field::Atime && Some(&d.path) == dest.as_ref()
-            || d.field == Field::Mtime && Some(&d.path) == parent.as_ref();
+            || d.field == Field::Mtime && Some(&d.path) == parent.as_ref()
+            || d.field == Field::Mtime && onto_itself && Some(&d.path) == dest.as_ref();
         !(matches!(d.field, Field::Mtime | Field::Atime) && old && clock)
     });
     o.tree.len() != n
@@ -971,5 +1016,73 @@ mod tests {
         // A refusal cp makes alone still fails the case.
         let mut o = outcome(&cp, "");
         assert!(!copy_reached_again(&mut o));
+    }
+    /// `cp -p --no-preserve=ownership` of a user's set-gid file as root: the set-id bits cp
+    /// keeps go; a mode that differs otherwise, or set-id bits mimeo keeps, still fail.
+    #[test]
+    fn dropped_set_id_bits_are_allowed_only_without_the_owner() {
+        let mut o = outcome("", "");
+        o.plan.opts = vec!["p", "no-preserve"];
+        o.tree = vec![
+            diff("d/m4", Field::Mode, "2711", "0711"),
+            diff("d/x", Field::Mode, "4755", "0711"),
+            diff("d/y", Field::Mode, "0755", "4755"),
+        ];
+        assert!(foreign_set_id_dropped(&mut o));
+        let left: Vec<_> = o.tree.iter().map(|d| d.path.clone()).collect();
+        assert_eq!(left, [Path::new("d/x"), Path::new("d/y")]);
+        // With the owner kept (-p alone) the same difference is a bug.
+        let mut o = outcome("", "");
+        o.plan.opts = vec!["p"];
+        o.tree = vec![diff("d/m4", Field::Mode, "2711", "0711")];
+        assert!(!foreign_set_id_dropped(&mut o));
+    }
+    /// A file written in place whose clone failed: empty on both sides, mimeo's marked
+    /// incomplete by the sticky bit. Another mode difference still fails.
+    #[test]
+    fn a_failed_clone_in_place_may_keep_its_mark() {
+        let said = "cp: failed to clone 'd/f' from 'f': Operation not supported\n";
+        let mut o = outcome(said, said);
+        o.tree = vec![
+            diff("td/f", Field::Mode, "0644", "1644"),
+            diff("td/g", Field::Mode, "0644", "0600"),
+        ];
+        assert!(failed_clone_leaves_nothing(&mut o));
+        let left: Vec<_> = o.tree.iter().map(|d| d.path.clone()).collect();
+        assert_eq!(left, [Path::new("td/g")]);
+    }
+    /// `cp -a lf s/. s/x d`: s/. gives d the source's times, then s/x replaces d/x, which
+    /// gives d the current time on mimeo's side only.
+    #[test]
+    fn a_file_replaced_in_a_directory_that_took_a_sources_times_may_change_them() {
+        let mut o = outcome("", "");
+        o.plan.target = "d".into();
+        o.plan.sources = vec!["lf".into(), "s/.".into(), "s/x".into()];
+        o.tree = vec![
+            diff(
+                "d",
+                Field::Mtime,
+                "1628040692.000000000",
+                "1795763114.358038702",
+            ),
+            diff(
+                "d/y",
+                Field::Mtime,
+                "1628040692.000000000",
+                "1795763114.358038702",
+            ),
+        ];
+        assert!(replaced_times(&mut o));
+        let left: Vec<_> = o.tree.iter().map(|d| d.path.clone()).collect();
+        assert_eq!(left, [Path::new("d/y")]);
+        // With one source, d's own time is still judged.
+        o.plan.sources = vec!["s/.".into()];
+        o.tree = vec![diff(
+            "d",
+            Field::Mtime,
+            "1628040692.000000000",
+            "1795763114.358038702",
+        )];
+        assert!(!replaced_times(&mut o));
     }
 }

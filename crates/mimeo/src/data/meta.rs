@@ -291,10 +291,13 @@ impl<'a> Apply<'a> {
         let p = self.opts.preserve;
         // Without --preserve=ownership the owner is still the source's when the entry was
         // created with it (a user copying their own file): set-id bits then stay, as in cp.
-        let owner_kept = if p.ownership {
+        let (owner_kept, chowned) = if p.ownership {
             self.chown(dst, path)?
         } else {
-            self.created_owner == Some((self.src.uid, self.src.gid))
+            (
+                self.created_owner == Some((self.src.uid, self.src.gid)),
+                false,
+            )
         };
         let opened_up = !xattrs.is_empty() && self.open_up_for_xattrs(dst);
         if !xattrs.is_empty() {
@@ -317,7 +320,7 @@ impl<'a> Apply<'a> {
             };
             r.map_err(|e| Error::sys(Op::SetTimes, path(), e))?;
         }
-        let perm = self.final_perm(owner_kept);
+        let perm = self.final_perm(owner_kept, chowned);
         // An inherited ACL gave the entry bits other than those it was made with; xattrs set
         // on a read-only entry opened it up for a moment.
         if let Some(perm) = perm.or(self.current_perm.filter(|_| opened_up))
@@ -337,17 +340,18 @@ impl<'a> Apply<'a> {
     }
 
     /// Returns whether the source's owner is now the destination's.
-    fn chown(&self, dst: Dst<'_>, path: &dyn Fn() -> PathBuf) -> Result<bool, Error> {
+    /// Gives `dst` the source's owner: whether it has it now, and whether a chown of it
+    /// succeeded (or cp's would have, where it has it already).
+    fn chown(&self, dst: Dst<'_>, path: &dyn Fn() -> PathBuf) -> Result<(bool, bool), Error> {
         let (uid, gid) = (self.src.uid, self.src.gid);
         if self.created_owner == Some((uid, gid)) {
-            return Ok(true);
+            return Ok((true, true));
         }
         match chown(dst, Some(uid), Some(gid)) {
-            Ok(()) => Ok(true),
+            Ok(()) => Ok((true, true)),
             // Without privilege, cp keeps what it can (the group, if we belong to it) silently.
             Err(Errno::PERM | Errno::INVAL) if self.process.euid != 0 => {
-                let _ = chown(dst, None, Some(gid));
-                Ok(false)
+                Ok((false, chown(dst, None, Some(gid)).is_ok()))
             }
             Err(e) => Err(Error::sys(Op::Chown, path(), e)),
         }
@@ -370,12 +374,14 @@ impl<'a> Apply<'a> {
         for (name, value) in xattrs {
             match sys::set_xattr(target, name, value) {
                 Ok(()) => {}
-                // cp -a tolerates a destination that cannot hold an attribute, and an
-                // unprivileged user's lack of access to trusted.* and security.*, or to an
-                // entry it may not write (an existing directory of another user's).
-                Err(Errno::NOTSUP) if !self.opts.preserve.xattr_required => {}
+                // Where xattrs were not asked for by name (-a, --preserve=all), cp goes on
+                // whatever the failure: a destination that cannot hold an attribute, a node
+                // that takes no user.* ones, an unprivileged user's lack of access to
+                // trusted.* and security.*, or to an entry it may not write (ACLs too). Else
+                // an ACL is the mode's, whose failure fails the copy.
                 Err(Errno::PERM | Errno::ACCESS)
                     if !self.opts.preserve.xattr_required && self.process.euid != 0 => {}
+                Err(_) if !self.opts.preserve.xattr_required && !is_acl(name.to_bytes()) => {}
                 Err(e) => return Err(Error::sys(Op::SetXattr, path(), e)),
             }
         }
@@ -419,8 +425,8 @@ impl<'a> Apply<'a> {
     }
 
     /// The mode the entry must end with, or None to leave it as created (symlinks, and
-    /// existing directories without --preserve=mode).
-    pub fn final_perm(&self, owner_kept: bool) -> Option<u32> {
+    /// existing directories without --preserve=mode). `chowned`: a chown of it succeeded.
+    pub fn final_perm(&self, owner_kept: bool, chowned: bool) -> Option<u32> {
         if self.src.is_symlink() {
             return None;
         }
@@ -439,11 +445,16 @@ impl<'a> Apply<'a> {
             };
             let inherited = if self.inherit_sgid { sys::S_ISGID } else { 0 };
             let p = self.opts.preserve;
+            // cp gives a new node its owner with a chown even where it has it already, and
+            // the kernel's chown takes a non-directory's set-uid bit away, also for root.
+            let chowned_node = chowned && !p.mode && bits == 0o7777;
+            let made = self.src.perm() & if chowned_node { !sys::S_ISUID } else { !0 };
             let src_perm = if p.default_mode {
-                // cp's setting of the mode leaves the special bits the entry was made with.
-                default_perm(self.src) | (self.src.perm() & bits & !0o777 & !sys::S_ISGID)
+                // cp's setting of the mode leaves the special bits the entry was made with
+                // (a node's set-gid too; our chmod loses it where the kernel's mknod would).
+                default_perm(self.src) | (made & bits & !0o777)
             } else {
-                self.src.perm()
+                made
             };
             match self.acl_perm {
                 // cp makes a directory without its group and other write bits, which the

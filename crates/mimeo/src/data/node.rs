@@ -55,6 +55,18 @@ pub(crate) fn stream_into(
     }
 }
 
+/// Waits until the FIFO `src` (opened without blocking) has had a writer: until it can be
+/// read, or its writer has gone. cp's blocking open waits so, before it looks at the
+/// destination. In short polls, so that a stop request is still seen.
+pub(crate) fn wait_for_writer(src: BorrowedFd<'_>, control: &Control) -> Result<(), DataError> {
+    loop {
+        interrupted(control)?;
+        if sys::wait_readable(src, POLL.as_millis() as i32) {
+            return Ok(());
+        }
+    }
+}
+
 /// Reads a FIFO or device node named as a source to its end and writes what it gives into
 /// `dst` (`--copy-contents`), as cp reads it. A FIFO is waited for until a writer has
 /// written or gone, in short polls, so that a stop request is still seen.

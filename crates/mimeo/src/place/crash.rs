@@ -265,20 +265,48 @@ pub(crate) struct PartMarker {
     made: OnceCell<Option<(CString, OwnedFd)>>,
     /// An incomplete entry was left on purpose (`--partial`): the marker stays.
     keep: std::cell::Cell<bool>,
+    /// The part may skip what it finds in a directory that was there (`-n`, `-u`, `-i`):
+    /// then the directory's mtime before the marker and right after it are kept here.
+    restore: bool,
+    times: OnceCell<Option<Times>>,
+    /// Entries the part set out to make ([`Self::ensure`]) and did not skip.
+    unskipped: std::cell::Cell<u32>,
 }
 
+/// A directory's mtime before its marker was made, and right after.
+type Times = ((i64, u32), (i64, u32));
+
 impl PartMarker {
+    /// The marker of a part that may find every entry there and skip it all. cp then leaves
+    /// the directory's mtime alone, so the marker's coming and going must leave it too.
+    pub fn restoring(restore: bool) -> PartMarker {
+        PartMarker {
+            restore,
+            ..PartMarker::default()
+        }
+    }
+
     /// Makes sure `dir` holds this part's marker before a new entry is created in it. False
     /// when the marker cannot be created: new files are then marked one by one.
     pub fn ensure(&self, dir: BorrowedFd<'_>) -> bool {
+        self.unskipped.set(self.unskipped.get() + 1);
         self.made
             .get_or_init(|| {
+                let before = self.restore.then(|| sys::fstat(dir).ok()).flatten();
                 let name = scratch_name(b"", Kind::Marker);
-                sys::create_excl(dir, &name, 0o600)
-                    .ok()
-                    .map(|fd| (name, fd))
+                let made = sys::create_excl(dir, &name, 0o600).ok();
+                if let (Some(before), Some(_)) = (before, &made) {
+                    let after = sys::fstat(dir).ok().map(|m| (before.mtime, m.mtime));
+                    let _ = self.times.set(after);
+                }
+                made.map(|fd| (name, fd))
             })
             .is_some()
+    }
+
+    /// An entry [`Self::ensure`] was called for is skipped: nothing was made for it.
+    pub fn skipped(&self) {
+        self.unskipped.set(self.unskipped.get().saturating_sub(1));
     }
 
     /// An entry of this part is left incomplete on purpose (`--partial`): the marker stays,
@@ -288,13 +316,21 @@ impl PartMarker {
     }
 
     /// Removes the marker, if this part made one, from `dir`, the directory it was made in:
-    /// every entry of the part is complete (or was removed).
+    /// every entry of the part is complete (or was removed). Where the part made nothing and
+    /// nothing else changed the directory meanwhile, its mtime is set back to what it was.
     pub fn remove_in(self, dir: BorrowedFd<'_>) {
         if self.keep.get() {
             return;
         }
         if let Some(Some((name, _held))) = self.made.into_inner() {
+            let times = self.times.into_inner().flatten();
+            let untouched = times.filter(|&(_, after)| {
+                self.unskipped.get() == 0 && sys::fstat(dir).is_ok_and(|m| m.mtime == after)
+            });
             let _ = sys::unlink(dir, &name, false);
+            if let Some((before, _)) = untouched {
+                let _ = sys::set_mtime(dir, before);
+            }
         }
     }
 }

@@ -782,6 +782,22 @@ pub(crate) fn futimens(fd: BorrowedFd<'_>, atime: (i64, u32), mtime: (i64, u32))
     rfs::futimens(fd, &timestamps(atime, mtime))
 }
 
+/// Sets the modification time of `fd` to `mtime`, leaving its access time.
+pub(crate) fn set_mtime(fd: BorrowedFd<'_>, mtime: (i64, u32)) -> Result<()> {
+    failpoint!("utimensat");
+    let times = rfs::Timestamps {
+        last_access: rfs::Timespec {
+            tv_sec: 0,
+            tv_nsec: rfs::UTIME_OMIT,
+        },
+        last_modification: rfs::Timespec {
+            tv_sec: mtime.0,
+            tv_nsec: mtime.1 as _,
+        },
+    };
+    rfs::futimens(fd, &times)
+}
+
 /// Sets the modification time of `fd` from the clock, leaving its access time.
 pub(crate) fn touch_mtime(fd: BorrowedFd<'_>) -> Result<()> {
     failpoint!("utimensat");

@@ -336,7 +336,7 @@ pub(crate) fn pass(
     let src_meta = done.source.as_ref().map(|(stat, _)| Meta::from(*stat));
     let src_path = rel_path(&root.src_path, rel);
     let (dirs, rest) = listed(ctx, w, src.as_fd(), src_meta.as_ref(), &src_path);
-    let marker = PartMarker::default();
+    let marker = PartMarker::restoring(may_skip_all(ctx, &info));
     {
         let spawn = Spawn::new(spawn);
         let dirs_fds = (src.as_fd(), dst.as_fd());
@@ -531,7 +531,7 @@ pub(crate) fn entries(
     let (Some(src), Some(dst)) = (open_src(ctx, root, rel), open_dst(ctx, root, rel)) else {
         return;
     };
-    let marker = PartMarker::default();
+    let marker = PartMarker::restoring(may_skip_all(ctx, info));
     {
         let spawn = Spawn::new(spawn);
         let here = Here::below(
@@ -549,6 +549,12 @@ pub(crate) fn entries(
         }
     }
     marker.remove_in(dst.as_fd());
+}
+
+/// Whether a part's entries may all be skipped: a directory that was there, which the run
+/// does not simply replace entries in.
+fn may_skip_all(ctx: &Ctx<'_>, info: &DirInfo) -> bool {
+    !info.created && (ctx.opts.overwrite != Overwrite::Replace || ctx.opts.interactive)
 }
 
 /// Copies one entry of a directory listing, by its `d_type`.

@@ -137,6 +137,9 @@ impl<'a> Made<'a, '_> {
             Err(Errno::EXIST) => {
                 match decide_at(ctx, here, self.name, self.dst_name, self.meta)? {
                     (Decision::Skip, _) => {
+                        if let Some(marker) = here.marker {
+                            marker.skipped();
+                        }
                         ctx.report.skipped(|| here.src_path(self.name), dst_path);
                         Ok(None)
                     }

@@ -72,6 +72,10 @@ pub(crate) fn copy_contents(
         Ok(opened) => opened,
         Err(e) => return unopened(ctx, here, names, follow, e, is_node, as_file),
     };
+    if node.file_type() == sys::S_IFIFO {
+        node::wait_for_writer(src.as_fd(), ctx.report.control)
+            .map_err(|e| data_error(e, || here.src_path(names.0), || here.dst_path(names.1)))?;
+    }
     let meta = as_file(node);
     let mut file = RegularFile::new(ctx, here, names, &src, meta);
     file.contents = true;
@@ -336,7 +340,10 @@ impl<'a, 'c> RegularFile<'a, 'c> {
                 };
                 (fd, Target::New, self.new_placed(perm))
             }
-            Err(Errno::EXIST) => return self.existing(buf, found, first, src_xattrs),
+            Err(Errno::EXIST) => {
+                let ensured = found.is_none();
+                return self.existing(buf, found, ensured, first, src_xattrs);
+            }
             Err(Errno::ISDIR) if self.dst_name.to_bytes().ends_with(b"/") => {
                 return self.onto_slash(buf, first, src_xattrs);
             }
@@ -356,7 +363,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         src_xattrs: Option<meta::Xattrs>,
     ) -> Result<Placing<'a>, Error> {
         match sys::stat_at(self.here.dst_dir, self.dst_name, false) {
-            Ok(d) => self.existing(buf, Some(&d), first, src_xattrs),
+            Ok(d) => self.existing(buf, Some(&d), true, first, src_xattrs),
             Err(_) => Err(Error::sys(Op::Create, self.dst_path(), Errno::NOTDIR)),
         }
     }
@@ -452,11 +459,12 @@ impl<'a, 'c> RegularFile<'a, 'c> {
     }
 
     /// The destination exists: the overwrite decision says where the data goes, or that
-    /// nothing more is to be done.
+    /// nothing more is to be done. `ensured`: the part's marker was made ready for a new file.
     fn existing(
         &self,
         buf: &mut IoBuf,
         found: Option<&Meta>,
+        ensured: bool,
         first: Option<FirstCopy<'a>>,
         src_xattrs: Option<meta::Xattrs>,
     ) -> Result<Placing<'a>, Error> {
@@ -478,6 +486,9 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             }
             Decision::Skip if !self.stale_content()? && !self.left_alone_incomplete(&d) => {
                 self.skip(first);
+                if let Some(marker) = here.marker.filter(|_| ensured) {
+                    marker.skipped();
+                }
                 return Ok(Placing::Done(None));
             }
             _ => {}
@@ -555,12 +566,14 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         })
         .map_err(|e| {
             // cp renames the old entry to its backup first, and fails there where the
-            // directory cannot be written.
+            // directory cannot be written; without a backup, -f and --remove-destination
+            // remove it first (-f: what cp cannot open), and fail at that.
             let refused = matches!(e, Errno::ACCESS | Errno::PERM | Errno::ROFS);
-            let op = if backup && refused {
-                Op::Backup
-            } else {
-                Op::Create
+            let removes = ctx.opts.force || ctx.opts.remove_destination;
+            let op = match (backup, removes) {
+                (true, _) if refused => Op::Backup,
+                (false, true) if refused => Op::Remove,
+                _ => Op::Create,
             };
             Error::sys(op, self.dst_path(), e)
         })?;
