@@ -952,3 +952,26 @@ fn a_destination_removed_first_in_a_closed_directory_fails_as_cp() {
         assert!(ours.stderr.contains("cannot remove"), "{args:?}: {ours:?}");
     }
 }
+
+/// A user's own file, in a directory it may not write, is written in place; its final mode
+/// (0400 here) leaves the owner no write, yet the copy completes as cp's does.
+#[test]
+fn a_file_written_in_place_ends_read_only_for_its_owner_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        for sub in ["s", "d"] {
+            fs::create_dir(d.join(sub)).unwrap();
+        }
+        write(&d.join("s/f"), "new\n");
+        fs::set_permissions(d.join("s/f"), fs::Permissions::from_mode(0o400)).unwrap();
+        write(&d.join("d/f"), "old\n");
+        nobodys(d, &["s", "s/f", "d/f"]);
+    };
+    for (i, args) in [&["-a", "s/f", "d/f"][..], &["-p", "s/f", "d"]]
+        .into_iter()
+        .enumerate()
+    {
+        let ours = case_as_cp(dir.path(), i, &setup, args, Some(NOBODY));
+        assert_eq!(ours.code, Some(0), "{args:?}: {ours:?}");
+    }
+}

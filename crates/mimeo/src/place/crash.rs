@@ -428,6 +428,24 @@ pub(crate) fn mark_alone(fd: BorrowedFd<'_>, src: &Meta) -> sys::Result<AloneMar
     }
 }
 
+/// Removes [`MARK`], the last metadata step. A user.* xattr needs write access to its file,
+/// which an unprivileged owner no longer has once the final mode gives it none (a copy of a
+/// 0400 file written in place): only then the mark goes under the owner's write bit for a
+/// moment, and the final mode comes back.
+pub(crate) fn clear_mark(fd: BorrowedFd<'_>) -> sys::Result<()> {
+    let target = sys::XattrTarget::Fd(fd);
+    match sys::remove_xattr(target, MARK) {
+        Err(rustix::io::Errno::ACCESS) => {
+            let perm = sys::fstat(fd)?.mode & 0o7777;
+            sys::fchmod(fd, perm | 0o200)?;
+            let removed = sys::remove_xattr(target, MARK);
+            sys::fchmod(fd, perm)?;
+            removed
+        }
+        done => done,
+    }
+}
+
 /// Whether the regular file at `path` (not followed) carries [`MARK`]: a copy of a file on
 /// its own that a run left before its last metadata step. One look, made only where `-u`
 /// would otherwise keep a file copied on its own.

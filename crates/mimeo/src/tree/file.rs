@@ -970,7 +970,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             .map_err(|e| self.discard(&p, e))?;
         if p.placed.marked {
             // The last metadata step: the copy is complete.
-            sys::remove_xattr(XattrTarget::Fd(p.dst.as_fd()), crash::MARK)
+            crash::clear_mark(p.dst.as_fd())
                 .map_err(|e| self.discard(&p, Error::sys(Op::SetXattr, dst_path(), e)))?;
         }
         if ctx.opts.verify && !ctx.opts.attributes_only {
