@@ -157,7 +157,7 @@ pub struct Args {
 
     /// Override the usual backup suffix (~)
     #[arg(short = 'S', long, value_name = "SUFFIX", allow_hyphen_values = true)]
-    pub suffix: Option<String>,
+    pub suffix: Option<OsString>,
 
     /// Copy all SOURCE arguments into DIRECTORY
     #[arg(short = 't', long, value_name = "DIRECTORY", action = ArgAction::Append,

@@ -210,8 +210,8 @@ fn backup(a: &Args) -> Result<Option<Backup>, ConfigError> {
     let suffix = a
         .suffix
         .clone()
-        .or_else(|| std::env::var("SIMPLE_BACKUP_SUFFIX").ok())
-        .filter(|s| !s.is_empty() && !s.contains('/'))
+        .or_else(|| std::env::var_os("SIMPLE_BACKUP_SUFFIX"))
+        .filter(|s| !s.is_empty() && !s.as_bytes().contains(&b'/'))
         .unwrap_or_else(|| "~".into());
     Ok(match kind {
         BackupType::None => None,

@@ -834,3 +834,27 @@ fn parents_sources_lose_their_trailing_slashes_as_cp_strips_them() {
         case_as_cp(dir.path(), i, &setup, args, None);
     }
 }
+
+/// cp takes any bytes as a suffix, as it takes them in names: a suffix that is not UTF-8
+/// names the backup, and one that swallowed the destination leaves the operand missing.
+#[test]
+fn a_suffix_of_any_bytes_is_taken_as_cp_takes_it() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "new");
+        write(&d.join("g"), "old");
+    };
+    let bad = OsStr::from_bytes(b"s/41ls3\xd7");
+    for (i, args) in [
+        vec![os("-b"), os("-S"), OsStr::from_bytes(b"\xd7"), os("f"), os("g")],
+        vec![os("-R"), os("-S"), os("~"), os("-S"), bad, os("d")],
+        vec![OsStr::from_bytes(b"--suffix=.\xff"), os("--backup=simple"), os("f"), os("g")],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        same_as_cp(&base, &setup, &args, None);
+    }
+}
