@@ -846,9 +846,20 @@ fn a_suffix_of_any_bytes_is_taken_as_cp_takes_it() {
     };
     let bad = OsStr::from_bytes(b"s/41ls3\xd7");
     for (i, args) in [
-        vec![os("-b"), os("-S"), OsStr::from_bytes(b"\xd7"), os("f"), os("g")],
+        vec![
+            os("-b"),
+            os("-S"),
+            OsStr::from_bytes(b"\xd7"),
+            os("f"),
+            os("g"),
+        ],
         vec![os("-R"), os("-S"), os("~"), os("-S"), bad, os("d")],
-        vec![OsStr::from_bytes(b"--suffix=.\xff"), os("--backup=simple"), os("f"), os("g")],
+        vec![
+            OsStr::from_bytes(b"--suffix=.\xff"),
+            os("--backup=simple"),
+            os("f"),
+            os("g"),
+        ],
     ]
     .into_iter()
     .enumerate()
