@@ -363,6 +363,15 @@ fn verbose_names_a_copy_that_then_fails_as_cp() {
         (&["-v", "f", "into"], None),
         (&["-v", "-n", "f", "g"], None),
         (&["-v", "-r", "dir", "g"], None),
+        // A copy onto "d/" naming a dangling symlink, or into a missing directory, is named
+        // before the call that makes it fails; a directory is not.
+        (&["-v", "-d", "--force", "lf", "dangling/"], None),
+        (&["-v", "-d", "lf", "dangling/"], None),
+        (&["-v", "-l", "f", "dangling/"], None),
+        (&["-v", "f", "missing/f"], None),
+        (&["-v", "-s", "f", "missing/f"], None),
+        (&["-v", "-r", "dir", "dangling/"], None),
+        (&["-v", "-r", "dir", "missing/dir"], None),
     ]
     .into_iter()
     .enumerate()

@@ -128,8 +128,11 @@ impl<'a> Executor<'a> {
         for pair in pairs {
             let mut root = match resolve_root(opts, pair, &ctx.report) {
                 Ok(root) => root,
+                // Making a non-directory where its parent is missing, or at "d/" naming a
+                // dangling symlink: cp names it on its -v line before the call fails.
                 Err(e) => {
-                    ctx.report.fail(e);
+                    let (src, dst) = (|| pair.src.clone(), || pair.dst.clone());
+                    ctx.report.entry_failed(src, dst, e);
                     continue;
                 }
             };
