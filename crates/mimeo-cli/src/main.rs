@@ -79,7 +79,6 @@ fn main() -> ExitCode {
         debug: config.debug,
         json: config.json,
         force: config.options.force,
-        parent_dirs: config.parent_dirs(),
     };
     let summary = if config.dry_run {
         mimeo::dry_run(&config.pairs, &config.options, &printer)

@@ -5,7 +5,7 @@ use std::ffi::OsStr;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
@@ -83,20 +83,17 @@ pub struct Printer {
     pub json: bool,
     /// `-f`: how `-i` words its question about a file it may not write.
     pub force: bool,
-    /// `--parents`: the directories of the sources' paths, whose `-v` lines cp prints
-    /// unquoted (`a -> d/a`).
-    pub parent_dirs: std::collections::HashSet<PathBuf>,
 }
 
 impl Printer {
-    /// A `-v` line: cp's `'a' -> 'b'`, or its unquoted form for a `--parents` directory
-    /// (quoted all the same where a name holds a control character or is not UTF-8: such
-    /// bytes never reach the terminal raw).
+    /// A `-v` line: cp's `'a' -> 'b'`, or its unquoted form for a directory made by
+    /// `--parents` on the way to a copy (`a -> d/a`; quoted all the same where a name holds
+    /// a control character or is not UTF-8: such bytes never reach the terminal raw).
     fn verbose_line(&self, src: &Path, dst: &Path, kind: mimeo::EntryKind) -> String {
         fn plain(p: &Path) -> Option<&str> {
             p.to_str().filter(|s| !s.chars().any(char::is_control))
         }
-        let parent = kind == mimeo::EntryKind::Directory && self.parent_dirs.contains(src);
+        let parent = kind == mimeo::EntryKind::ParentDirectory;
         match (plain(src), plain(dst)) {
             (Some(s), Some(d)) if parent => format!("{s} -> {d}\n"),
             _ => format!("{} -> {}\n", quote(src), quote(dst)),

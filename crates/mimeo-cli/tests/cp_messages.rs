@@ -255,8 +255,16 @@ fn verbose_parents_lines_are_cps() {
         fs::create_dir(d.join("d")).unwrap();
         symlink("f", d.join("a/b/l")).unwrap();
     };
-    let args = [os("-v"), os("--parents"), os("a/b/f"), os("d")];
-    same_as_cp(dir.path(), &setup, &args, None);
+    for (i, args) in [
+        &["-v", "--parents", "a/b/f", "d"][..],
+        // A directory named as a source is quoted, also where a later source's parent is it.
+        &["-v", "--parents", "-r", "a/b", "a/b/f", "d"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        case_as_cp(dir.path(), i, &setup, args, None);
+    }
 }
 
 #[test]

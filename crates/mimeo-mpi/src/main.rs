@@ -151,7 +151,6 @@ fn run(world: &SimpleCommunicator, control: Arc<mimeo::Control>, stopped: &signa
         debug: config.debug,
         json: config.json,
         force: config.options.force,
-        parent_dirs: config.parent_dirs(),
     };
     if config.dry_run {
         if !lead {

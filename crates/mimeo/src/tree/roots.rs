@@ -166,7 +166,7 @@ pub(crate) fn finish_parents(parents: &[Parent], opts: &Options, report: &Report
             report.copied(
                 || parent.src_path.clone(),
                 || parent.dst.clone(),
-                EntryKind::Directory,
+                EntryKind::ParentDirectory,
                 None,
             );
         }
