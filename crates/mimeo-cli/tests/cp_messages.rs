@@ -325,6 +325,9 @@ fn verbose_says_removed_where_cp_removes_a_destination() {
         fs::set_permissions(d.join("d"), fs::Permissions::from_mode(0o777)).unwrap();
         write(&d.join("d/g"), "old");
         fs::set_permissions(d.join("d/g"), fs::Permissions::from_mode(0o644)).unwrap();
+        // A directory nobody may not change: cp's removal there fails.
+        fs::create_dir(d.join("ro")).unwrap();
+        symlink("f", d.join("ro/l")).unwrap();
     };
     for (i, (args, user)) in [
         (&["-v", "--remove-destination", "f", "d/g"][..], None),
@@ -332,6 +335,8 @@ fn verbose_says_removed_where_cp_removes_a_destination() {
         (&["-v", "-a", "l", "d/g"], None),
         (&["-v", "-f", "f", "d/g"], Some(NOBODY)),
         (&["-v", "-f", "f", "d/g"], None),
+        (&["-v", "-d", "-f", "l", "ro/l"], Some(NOBODY)),
+        (&["-v", "-d", "-f", "l", "f", "ro"], Some(NOBODY)),
     ]
     .into_iter()
     .enumerate()
