@@ -891,3 +891,27 @@ fn a_suffix_of_any_bytes_is_taken_as_cp_takes_it() {
         same_as_cp(&base, &setup, &args, None);
     }
 }
+
+/// cp counts a file named again before it looks at the destination: where the first copy
+/// fails there (a destination directory nobody may not search), the later ones are skipped
+/// with a warning all the same.
+#[test]
+fn a_file_named_again_after_a_failed_copy_is_warned_about_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "x");
+        fs::create_dir(d.join("ro")).unwrap();
+        fs::set_permissions(d.join("ro"), fs::Permissions::from_mode(0o700)).unwrap();
+    };
+    for (i, (args, user)) in [
+        (&["f", "f", "./f", "ro"][..], Some(NOBODY)),
+        (&["-a", "f", "f", "ro"], Some(NOBODY)),
+        // With a backup, each is tried.
+        (&["-b", "f", "f", "ro"], Some(NOBODY)),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        case_as_cp(dir.path(), i, &setup, args, user);
+    }
+}

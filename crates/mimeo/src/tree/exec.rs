@@ -3,7 +3,7 @@
 use super::context::{Buffers, Ctx, Here, Root};
 use super::dir::{self, make_dst_dir};
 use super::hooks::{HookSet, Hooks, NoHooks};
-use super::roots::{CopyPair, open_error};
+use super::roots::{CopyPair, file_source_id, open_error};
 use super::split;
 use super::work::{DirDone, DirInfo, Lineage, RangeDone, Stat, WorkItem, WorkKind};
 use crate::options::{Dereference, Options};
@@ -125,12 +125,29 @@ impl<'a> Executor<'a> {
         let mut dests: Vec<Option<Dest>> = Vec::new();
         // Every directory root so far, copied or refused as a copy into itself.
         let mut named: Vec<Named> = Vec::new();
+        // Files whose roots failed before they were copied, by [`file_source_id`].
+        let mut failed_files = Vec::new();
         for pair in pairs {
             let mut root = match resolve_root(opts, pair, &ctx.report) {
                 Ok(root) => root,
                 // Making a non-directory where its parent is missing, or at "d/" naming a
                 // dangling symlink: cp names it on its -v line before the call fails.
                 Err(e) => {
+                    // cp counts a file source as named before it looks at the destination:
+                    // named again, it is skipped with a warning (without backups).
+                    let id = opts
+                        .backup
+                        .is_none()
+                        .then(|| file_source_id(opts, &pair.src));
+                    if let Some(Some(id)) = id {
+                        if failed_files.contains(&id) {
+                            let src = pair.src.clone();
+                            let directory = false;
+                            ctx.report.warn(Warning::SourceTwice { src, directory });
+                            continue;
+                        }
+                        failed_files.push(id);
+                    }
                     let (src, dst) = (|| pair.src.clone(), || pair.dst.clone());
                     ctx.report.entry_failed(src, dst, e);
                     continue;

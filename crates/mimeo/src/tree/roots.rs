@@ -488,6 +488,18 @@ pub(crate) fn stat_error(path: PathBuf, e: Errno) -> Error {
     Error::sys(Op::Stat, path, e)
 }
 
+/// What cp's "specified more than once" check knows a source that is not a directory by:
+/// its directory's and its own (device, inode). None for a directory, or one not found.
+pub(crate) fn file_source_id(opts: &Options, src: &Path) -> Option<((u64, u64), (u64, u64))> {
+    let slash = src.as_os_str().as_bytes().ends_with(b"/");
+    let follow = opts.dereference != Dereference::Never || slash;
+    let (parent, name) = split(src);
+    let dir = sys::open_dir_path(sys::CWD, &parent, true).ok()?;
+    let meta = sys::stat_at(dir.as_fd(), &name, follow).ok()?;
+    let parent = sys::fstat(dir.as_fd()).ok()?;
+    (!meta.is_dir()).then(|| (parent.id(), meta.id()))
+}
+
 /// An open failure; ENOENT on something just listed means it vanished.
 pub(crate) fn open_error(path: PathBuf, e: Errno) -> Error {
     if e == Errno::NOENT {
