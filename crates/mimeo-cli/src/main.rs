@@ -78,7 +78,7 @@ fn main() -> ExitCode {
         verbose: config.verbose,
         debug: config.debug,
         json: config.json,
-        force: config.options.force,
+        force: config.options.force || config.options.remove_destination,
     };
     let summary = if config.dry_run {
         mimeo::dry_run(&config.pairs, &config.options, &printer)

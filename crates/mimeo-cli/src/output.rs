@@ -81,7 +81,8 @@ pub struct Printer {
     /// `--debug`: after each file's `-v` line, how it was copied.
     pub debug: bool,
     pub json: bool,
-    /// `-f`: how `-i` words its question about a file it may not write.
+    /// `-f` or `--remove-destination`: how `-i` words its question about a file it may not
+    /// write (cp's "replace ..., overriding mode").
     pub force: bool,
 }
 
@@ -236,8 +237,8 @@ fn debug_line(o: &mimeo::FileOutcome) -> String {
     format!("copy offload: {offload}, reflink: {reflink}, sparse detection: {holes}\n")
 }
 
-/// The permission bits of `dst` when it is a regular file this process (not root) may not
-/// write.
+/// The permission bits of `dst` when this process (not root) may not write it: any entry
+/// but a symlink, a directory too, as cp asks.
 fn unwritable_mode(dst: &Path) -> Option<u32> {
     use rustix::fs::{Access, AtFlags, CWD};
     if rustix::process::geteuid().is_root() {
@@ -245,7 +246,7 @@ fn unwritable_mode(dst: &Path) -> Option<u32> {
     }
     let m = std::fs::symlink_metadata(dst).ok()?;
     let writable = rustix::fs::accessat(CWD, dst, Access::WRITE_OK, AtFlags::EACCESS).is_ok();
-    (m.is_file() && !writable)
+    (!m.is_symlink() && !writable)
         .then(|| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o7777)
 }
 

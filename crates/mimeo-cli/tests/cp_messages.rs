@@ -915,3 +915,30 @@ fn a_file_named_again_after_a_failed_copy_is_warned_about_as_cp() {
         case_as_cp(dir.path(), i, &setup, args, user);
     }
 }
+
+/// `-i` as a user who may not write the destination: cp words its question by what it will
+/// do (replace, under `-f` or `--remove-destination`; try anyway, otherwise), for any entry
+/// but a symlink, a directory or FIFO too. No answer is a no.
+#[test]
+fn questions_about_an_unwritable_destination_are_worded_as_cps() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "new");
+        write(&d.join("g"), "old");
+        fs::create_dir(d.join("e")).unwrap();
+        fs::set_permissions(d.join("e"), fs::Permissions::from_mode(0o755)).unwrap();
+        mkfifo(&d.join("p"));
+    };
+    for (i, args) in [
+        &["-i", "f", "g"][..],
+        &["-i", "--remove-destination", "f", "g"],
+        &["-i", "-s", "-T", "f", "e"],
+        &["-i", "-f", "-s", "-T", "f", "e"],
+        &["-i", "-r", "f", "p"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        case_as_cp(dir.path(), i, &setup, args, Some(NOBODY));
+    }
+}

@@ -150,7 +150,7 @@ fn run(world: &SimpleCommunicator, control: Arc<mimeo::Control>, stopped: &signa
         verbose: config.verbose,
         debug: config.debug,
         json: config.json,
-        force: config.options.force,
+        force: config.options.force || config.options.remove_destination,
     };
     if config.dry_run {
         if !lead {
