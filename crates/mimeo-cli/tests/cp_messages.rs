@@ -942,3 +942,26 @@ fn questions_about_an_unwritable_destination_are_worded_as_cps() {
         case_as_cp(dir.path(), i, &setup, args, Some(NOBODY));
     }
 }
+
+/// cp stops at `--help` or `--version` as it reads it: each `--context=CTX` before it has
+/// been warned about, none after it. (What they print differs, help-and-version.)
+#[test]
+fn context_warnings_come_before_help_and_version_as_cps() {
+    let dir = scratch();
+    let setup = |d: &Path| write(&d.join("f"), "x");
+    for (i, args) in [
+        &["--context=x", "--version", "--context=y", "f", "g"][..],
+        &["--cont=x", "-a", "--help", "--context=y"],
+        &["-a", "--context=x", "--context=y", "--vers"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
+        let (cp, ours, what) = run_both(&base, &setup, &args, None);
+        assert_eq!(cp.code, ours.code, "exit status: {what}");
+        assert_eq!(cp.stderr, ours.stderr, "stderr: {what}");
+    }
+}
