@@ -965,3 +965,29 @@ fn context_warnings_come_before_help_and_version_as_cps() {
         assert_eq!(cp.stderr, ours.stderr, "stderr: {what}");
     }
 }
+
+/// cp opens the source of a file copy before it makes or opens the destination: an
+/// unreadable file, or a socket (which cannot be opened), fails there first, also where the
+/// destination's directory is missing or the destination may not be written.
+#[test]
+fn a_source_that_cannot_be_opened_fails_before_its_destination_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("secret"), "x");
+        fs::set_permissions(d.join("secret"), fs::Permissions::from_mode(0o600)).unwrap();
+        write(&d.join("ro"), "old");
+        fs::set_permissions(d.join("ro"), fs::Permissions::from_mode(0o444)).unwrap();
+        drop(std::os::unix::net::UnixListener::bind(d.join("sock")).unwrap());
+    };
+    for (i, (args, user)) in [
+        (&["-v", "secret", "missing/x"][..], Some(NOBODY)),
+        (&["-v", "sock", "missing/x"], None),
+        (&["-v", "sock", "ro"], Some(NOBODY)),
+        (&["-v", "-T", "secret", "ro"], Some(NOBODY)),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        case_as_cp(dir.path(), i, &setup, args, user);
+    }
+}

@@ -89,8 +89,15 @@ impl Root {
         let dst_parent = match sys::open_dir(sys::CWD, &dst_parent_path, true) {
             Err(Errno::NOENT) if parent_missing => sys::open_dir(src_parent.as_fd(), c".", false)
                 .map_err(|e| stat_error(src_path.clone(), e))?,
-            // cp looks at the destination first: only a missing one goes on to be created.
+            // cp looks at the destination first: only a missing one goes on to be created,
+            // after the source of a file copy is opened (a regular file or a socket: a FIFO
+            // or device would block it there).
             Err(Errno::NOENT) => {
+                let opened_first = meta.is_reg() || meta.file_type() == sys::S_IFSOCK;
+                if opened_first && create_op(opts, &meta).0 == Op::Create {
+                    sys::open_read(src_parent.as_fd(), &src_name, follow)
+                        .map_err(|e| Error::sys(Op::Open, src_path, e))?;
+                }
                 return Err(create_error(
                     opts,
                     &meta,
