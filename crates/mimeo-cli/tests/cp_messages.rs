@@ -991,3 +991,33 @@ fn a_source_that_cannot_be_opened_fails_before_its_destination_as_cp() {
         case_as_cp(dir.path(), i, &setup, args, user);
     }
 }
+
+/// A file nobody may not write, in a directory nobody may not change: under -f (after its
+/// -v line) or --remove-destination (before it) cp fails to remove it; without them, to
+/// open it. A writable one is written in place.
+#[test]
+fn a_destination_that_cannot_be_removed_is_reported_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "new");
+        fs::create_dir(d.join("ro")).unwrap();
+        write(&d.join("ro/g"), "old");
+        fs::set_permissions(d.join("ro/g"), fs::Permissions::from_mode(0o444)).unwrap();
+        write(&d.join("ro/w"), "old");
+        fs::set_permissions(d.join("ro/w"), fs::Permissions::from_mode(0o666)).unwrap();
+        symlink("g", d.join("ro/l")).unwrap();
+    };
+    for (i, args) in [
+        &["-v", "-f", "f", "ro/g"][..],
+        &["-v", "--remove-destination", "f", "ro/g"],
+        &["-v", "-f", "f", "ro/l"],
+        &["-v", "f", "ro/g"],
+        &["-v", "-f", "f", "ro/w"],
+        &["-v", "-R", "-f", "f", "ro/g"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        case_as_cp(dir.path(), i, &setup, args, Some(NOBODY));
+    }
+}

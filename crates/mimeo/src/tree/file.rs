@@ -555,13 +555,19 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         })
         .map_err(|e| {
             // cp renames the old entry to its backup first, and fails there where the
-            // directory cannot be written.
+            // directory cannot be written; under -f or --remove-destination it removes the
+            // old entry first, and fails there.
             let refused = matches!(e, Errno::ACCESS | Errno::PERM | Errno::ROFS);
-            let op = if backup && refused {
-                Op::Backup
-            } else {
-                Op::Create
+            let removes = ctx.opts.force || ctx.opts.remove_destination;
+            let op = match (backup, removes) {
+                (true, _) if refused => Op::Backup,
+                (false, true) if refused => Op::Remove,
+                _ => Op::Create,
             };
+            // Under -f the removal follows the failed open, after cp's -v line.
+            if op == Op::Remove && !ctx.opts.remove_destination {
+                ctx.report.begun(|| self.src_path(), || self.dst_path());
+            }
             Error::sys(op, self.dst_path(), e)
         })?;
         let placed = self.new_placed(mode & !ctx.process.umask);
