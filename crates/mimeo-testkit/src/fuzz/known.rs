@@ -40,12 +40,6 @@ pub const KNOWN: &[Known] = &[
         apply: backup_through_symlink,
     },
     Known {
-        item: "issue 23 item 1",
-        what: "mimeo-cat refuses an output that is also a part even where cat goes on: a \
-               part that is empty when cat comes to it (the shell's > emptied it)",
-        apply: cat_empty_part,
-    },
-    Known {
         item: "issue 23 item 14",
         what: "--parents leaves the parent directories of a source that then fails; cp makes \
                them too, and where it omits a source mimeo makes none",
@@ -137,12 +131,6 @@ fn shared_symlink_target(o: &mut Outcome) -> bool {
     let n = o.tree.len();
     o.tree.retain(|d| d.field != Field::Target);
     o.tree.len() != n
-}
-
-fn cat_empty_part(o: &mut Outcome) -> bool {
-    let same = "input file is output file";
-    let more = o.ours.stderr.matches(same).count() > o.cp.stderr.matches(same).count();
-    o.plan.tool == "cat" && more && whole_case(o)
 }
 
 fn parents_left(o: &mut Outcome) -> bool {
