@@ -1021,3 +1021,27 @@ fn a_destination_that_cannot_be_removed_is_reported_as_cp() {
         case_as_cp(dir.path(), i, &setup, args, Some(NOBODY));
     }
 }
+
+/// Under -i, cp asks about a file before it goes on to the next source: a later source that
+/// is omitted or missing is reported after the question.
+#[test]
+fn questions_come_before_a_later_sources_failure_as_in_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "new");
+        write(&d.join("g"), "new");
+        fs::create_dir(d.join("dir")).unwrap();
+        fs::create_dir(d.join("d")).unwrap();
+        write(&d.join("d/f"), "old");
+        write(&d.join("d/g"), "old");
+    };
+    for (i, args) in [
+        &["-i", "f", "dir", "missing", "d"][..],
+        &["-i", "f", "missing", "g", "dir", "d"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        case_as_cp(dir.path(), i, &setup, args, None);
+    }
+}

@@ -53,12 +53,6 @@ pub const KNOWN: &[Known] = &[
         apply: parents_dirs,
     },
     Known {
-        item: "new: sources looked at before any is copied",
-        what: "a missing source is reported before an earlier source's -i question, where cp \
-               asks first (the same lines in another order)",
-        apply: sources_first,
-    },
-    Known {
         item: "new: socket in the destination's place as non-root",
         what: "as a user other than root, a file copied onto a socket fails with \"cannot \
                create regular file ... Permission denied\", where cp replaces the socket",
@@ -147,18 +141,4 @@ fn parents_dirs(o: &mut Outcome) -> bool {
     o.tree
         .retain(|d| !matches!(d.field, Field::Mode | Field::Mtime | Field::Atime));
     o.tree.len() != n
-}
-
-fn sources_first(o: &mut Outcome) -> bool {
-    let sorted = |t: &str| {
-        let mut b = t.as_bytes().to_vec();
-        b.sort_unstable();
-        b
-    };
-    let reordered = o.cp.stderr != o.ours.stderr && sorted(&o.cp.stderr) == sorted(&o.ours.stderr);
-    let asked = o.plan.has("interactive") && cp_says(o, "? ");
-    if reordered && asked {
-        o.ours.stderr = o.cp.stderr.clone();
-    }
-    reordered && asked
 }

@@ -148,6 +148,11 @@ impl<'a> Executor<'a> {
                         }
                         failed_files.push(id);
                     }
+                    // cp copies its sources in order: under -i, the questions about the
+                    // files before this one come before its failure.
+                    if opts.interactive {
+                        run_files_now(&ctx, &mut items);
+                    }
                     let (src, dst) = (|| pair.src.clone(), || pair.dst.clone());
                     ctx.report.entry_failed(src, dst, e);
                     continue;
@@ -571,6 +576,18 @@ fn resolve_root(opts: &Options, pair: &CopyPair, report: &Reporter<'_>) -> Resul
     root.parents = parents;
     Ok(root)
 }
+/// Copies the file roots queued so far, in order, before the pool runs (a file it splits has
+/// no helpers: its splitter copies every range).
+fn run_files_now(ctx: &Ctx<'_>, items: &mut Vec<WorkItem>) {
+    let (files, rest) = std::mem::take(items)
+        .into_iter()
+        .partition(|i| matches!(i.kind, WorkKind::Root));
+    *items = rest;
+    for item in files {
+        dir::root_entry(ctx, &mut Buffers::new(), item.root, &mut |_| {});
+    }
+}
+
 /// A directory root of [`Executor::with_hooks`]: refused when named before into the same
 /// place or copied into itself; else its destination is made (after an earlier root of the
 /// same destination name, which runs first) and its pass is the work. None when there is
