@@ -1045,3 +1045,29 @@ fn questions_come_before_a_later_sources_failure_as_in_cp() {
         case_as_cp(dir.path(), i, &setup, args, None);
     }
 }
+
+/// Two sources for one destination name under -i: cp asks about the file the first made
+/// before it refuses to overwrite it, so no answer skips it without a word (also with
+/// backups, which let the second copy replace the first).
+#[test]
+fn just_created_files_are_asked_about_first_as_in_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        for p in ["a", "b", "d"] {
+            fs::create_dir(d.join(p)).unwrap();
+        }
+        write(&d.join("a/f"), "1");
+        write(&d.join("b/f"), "2");
+    };
+    for (i, args) in [
+        &["-i", "a/f", "b/f", "d"][..],
+        &["-i", "--backup=simple", "a/f", "a/f", "d"],
+        &["-i", "--backup=numbered", "a/f", "b/f", "d"],
+        &["a/f", "b/f", "d"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        case_as_cp(dir.path(), i, &setup, args, None);
+    }
+}

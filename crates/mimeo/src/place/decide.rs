@@ -236,11 +236,15 @@ pub(crate) fn decide(
     // words it by how it looked at the destination: a symlink it looks through (a regular
     // file would be written through it) is one it will not copy through; otherwise it will
     // not overwrite what it made.
+    // -i asks first: a "yes" then meets the rule (and a "no" skips without a word).
+    if opts.interactive && rules.ask.is_some_and(|ask| !ask()) {
+        return Decision::Skip;
+    }
     if !done && rules.just_created == Some(d.id()) && opts.backup != Some(Backup::Numbered) {
         let through = looked_through(opts, src, d);
         return Decision::Refuse(Conflict::JustCreated { symlink: through });
     }
-    if opts.interactive && rules.ask.is_some_and(|ask| !ask()) || done {
+    if done {
         return Decision::Skip;
     }
     // After -n, -u and -i, as in cp: a directory is left alone without a word where they
