@@ -79,6 +79,7 @@ fn main() -> ExitCode {
         debug: config.debug,
         json: config.json,
         force: config.options.force || config.options.remove_destination,
+        looks: output::Looks::new(&config.options),
     };
     let summary = if config.dry_run {
         mimeo::dry_run(&config.pairs, &config.options, &printer)

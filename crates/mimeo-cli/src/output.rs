@@ -84,6 +84,44 @@ pub struct Printer {
     /// `-f` or `--remove-destination`: how `-i` words its question about a file it may not
     /// write (cp's "replace ..., overriding mode").
     pub force: bool,
+    /// How cp looks at a destination it asks about.
+    pub looks: Looks,
+}
+
+/// How cp looks at an existing destination: through a symlink where it would write a
+/// regular file through it, so `-i`'s question describes what the symlink leads to.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Looks {
+    /// Never through a symlink: with -s, -l, a backup or --remove-destination.
+    pub lstat_only: bool,
+    /// Sources are looked at through symlinks (not -P).
+    pub follow_src: bool,
+    /// FIFOs and devices are read as regular files (not -r, or --copy-contents).
+    pub as_regular: bool,
+}
+
+impl Looks {
+    pub fn new(o: &mimeo::Options) -> Looks {
+        Looks {
+            lstat_only: o.link.is_some() || o.backup.is_some() || o.remove_destination,
+            follow_src: o.dereference != mimeo::Dereference::Never,
+            as_regular: !o.recursive || o.copy_contents,
+        }
+    }
+
+    /// Whether cp looks at `dst` through a symlink when it copies `src` there.
+    fn through(&self, src: &Path) -> bool {
+        let m = if self.follow_src {
+            std::fs::metadata(src)
+        } else {
+            std::fs::symlink_metadata(src)
+        };
+        let written = m.is_ok_and(|m| {
+            let t = m.file_type();
+            t.is_file() || self.as_regular && !t.is_dir() && !t.is_symlink()
+        });
+        !self.lstat_only && written
+    }
 }
 
 impl Printer {
@@ -195,8 +233,8 @@ impl Observer for Printer {
 
     /// `-i`: cp's question on stderr, and a line of stdin as the answer (a terminal or not,
     /// as cp reads it); yes when it starts with y or Y. The end of input is a no.
-    fn confirm_overwrite(&self, _src: &Path, dst: &Path) -> bool {
-        let question = match unwritable_mode(dst) {
+    fn confirm_overwrite(&self, src: &Path, dst: &Path) -> bool {
+        let question = match unwritable_mode(dst, self.looks.through(src)) {
             // cp's wording where it may not write the file (it then fails without -f).
             Some(mode) if self.force => format!(
                 "{}: replace {}, overriding mode {:04o} ({})? ",
@@ -237,14 +275,20 @@ fn debug_line(o: &mimeo::FileOutcome) -> String {
     format!("copy offload: {offload}, reflink: {reflink}, sparse detection: {holes}\n")
 }
 
-/// The permission bits of `dst` when this process (not root) may not write it: any entry
-/// but a symlink, a directory too, as cp asks.
-fn unwritable_mode(dst: &Path) -> Option<u32> {
+/// The permission bits of `dst` (what it leads to, where cp looks through a symlink) when
+/// this process (not root) may not write it: any entry but a symlink, a directory too, as
+/// cp asks.
+fn unwritable_mode(dst: &Path, follow: bool) -> Option<u32> {
     use rustix::fs::{Access, AtFlags, CWD};
     if rustix::process::geteuid().is_root() {
         return None;
     }
-    let m = std::fs::symlink_metadata(dst).ok()?;
+    let m = if follow {
+        std::fs::metadata(dst)
+    } else {
+        std::fs::symlink_metadata(dst)
+    }
+    .ok()?;
     let writable = rustix::fs::accessat(CWD, dst, Access::WRITE_OK, AtFlags::EACCESS).is_ok();
     (!m.is_symlink() && !writable)
         .then(|| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o7777)

@@ -918,7 +918,8 @@ fn a_file_named_again_after_a_failed_copy_is_warned_about_as_cp() {
 
 /// `-i` as a user who may not write the destination: cp words its question by what it will
 /// do (replace, under `-f` or `--remove-destination`; try anyway, otherwise), for any entry
-/// but a symlink, a directory or FIFO too. No answer is a no.
+/// but a symlink, a directory or FIFO too, and where it writes through a symlink, for what
+/// the symlink leads to. No answer is a no.
 #[test]
 fn questions_about_an_unwritable_destination_are_worded_as_cps() {
     let dir = scratch();
@@ -928,9 +929,16 @@ fn questions_about_an_unwritable_destination_are_worded_as_cps() {
         fs::create_dir(d.join("e")).unwrap();
         fs::set_permissions(d.join("e"), fs::Permissions::from_mode(0o755)).unwrap();
         mkfifo(&d.join("p"));
+        symlink("g", d.join("lg")).unwrap();
     };
     for (i, args) in [
-        &["-i", "f", "g"][..],
+        // A regular file is written through a symlink: cp asks about what it leads to,
+        // except where it would not write through it (a backup, -s, -l).
+        &["-i", "-P", "f", "lg"][..],
+        &["-i", "-R", "f", "lg"],
+        &["-i", "-b", "f", "lg"],
+        &["-i", "-P", "lg", "g"],
+        &["-i", "f", "g"],
         &["-i", "--remove-destination", "f", "g"],
         &["-i", "-s", "-T", "f", "e"],
         &["-i", "-f", "-s", "-T", "f", "e"],

@@ -151,6 +151,7 @@ fn run(world: &SimpleCommunicator, control: Arc<mimeo::Control>, stopped: &signa
         debug: config.debug,
         json: config.json,
         force: config.options.force || config.options.remove_destination,
+        looks: output::Looks::new(&config.options),
     };
     if config.dry_run {
         if !lead {
