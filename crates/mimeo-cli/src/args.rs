@@ -157,7 +157,7 @@ pub struct Args {
 
     /// Override the usual backup suffix (~)
     #[arg(short = 'S', long, value_name = "SUFFIX", allow_hyphen_values = true)]
-    pub suffix: Option<String>,
+    pub suffix: Option<OsString>,
 
     /// Copy all SOURCE arguments into DIRECTORY
     #[arg(short = 't', long, value_name = "DIRECTORY", action = ArgAction::Append,
@@ -357,6 +357,14 @@ pub fn parse(prog: &'static str, argv: Vec<OsString>) -> Result<Args, Stop> {
         .try_get_matches_from_mut(argv.clone())
         .map_err(|e| match e.kind() {
             clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+                // cp stops at --help or --version as it reads it, having warned about each
+                // --context=CTX before it.
+                let mut options = argv.iter().take_while(|a| *a != "--");
+                let stop = options.position(|a| *a == "--help" || *a == "--version");
+                let read = &argv[..stop.unwrap_or(argv.len())];
+                for warning in crate::config::context_warnings(read) {
+                    crate::output::error(&warning);
+                }
                 Stop::Display(e)
             }
             _ => Stop::Usage(cmdline::clap_message(&e)),

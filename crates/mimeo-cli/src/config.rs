@@ -210,8 +210,8 @@ fn backup(a: &Args) -> Result<Option<Backup>, ConfigError> {
     let suffix = a
         .suffix
         .clone()
-        .or_else(|| std::env::var("SIMPLE_BACKUP_SUFFIX").ok())
-        .filter(|s| !s.is_empty() && !s.contains('/'))
+        .or_else(|| std::env::var_os("SIMPLE_BACKUP_SUFFIX"))
+        .filter(|s| !s.is_empty() && !s.as_bytes().contains(&b'/'))
         .unwrap_or_else(|| "~".into());
     Ok(match kind {
         BackupType::None => None,
@@ -253,33 +253,6 @@ pub fn context_warnings(read: &[std::ffi::OsString]) -> Vec<String> {
 }
 
 impl Config {
-    /// `--parents`: the directories of the sources' paths (`a` and `a/b` for `a/b/f`).
-    pub fn parent_dirs(&self) -> std::collections::HashSet<PathBuf> {
-        if !self.options.parents {
-            return Default::default();
-        }
-        let ancestors = |p: &CopyPair| {
-            let mut dirs: Vec<PathBuf> = p.src.ancestors().skip(1).map(Path::to_path_buf).collect();
-            // A path ending in "." ("a/b/."): cp makes its directory ("a/b") as a parent too.
-            let mut stem = p.src.as_os_str().as_bytes();
-            let trim = |b: &[u8]| b.len() - b.iter().rev().take_while(|&&c| c == b'/').count();
-            while let Some(s) = stem[..trim(stem)].strip_suffix(b"/.") {
-                stem = s;
-            }
-            if stem.len() != p.src.as_os_str().len() {
-                dirs.push(PathBuf::from(std::ffi::OsStr::from_bytes(
-                    &stem[..trim(stem)],
-                )));
-            }
-            dirs
-        };
-        self.pairs
-            .iter()
-            .flat_map(ancestors)
-            .filter(|d| !d.as_os_str().is_empty())
-            .collect()
-    }
-
     pub fn from_args(a: Args) -> Result<Config, ConfigError> {
         if a.target_directory.len() > 1 {
             return Err(usage("multiple target directories specified"));

@@ -78,8 +78,8 @@ fn main() -> ExitCode {
         verbose: config.verbose,
         debug: config.debug,
         json: config.json,
-        force: config.options.force,
-        parent_dirs: config.parent_dirs(),
+        force: config.options.force || config.options.remove_destination,
+        looks: output::Looks::new(&config.options),
     };
     let summary = if config.dry_run {
         mimeo::dry_run(&config.pairs, &config.options, &printer)

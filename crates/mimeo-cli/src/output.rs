@@ -5,7 +5,7 @@ use std::ffi::OsStr;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
@@ -81,22 +81,58 @@ pub struct Printer {
     /// `--debug`: after each file's `-v` line, how it was copied.
     pub debug: bool,
     pub json: bool,
-    /// `-f`: how `-i` words its question about a file it may not write.
+    /// `-f` or `--remove-destination`: how `-i` words its question about a file it may not
+    /// write (cp's "replace ..., overriding mode").
     pub force: bool,
-    /// `--parents`: the directories of the sources' paths, whose `-v` lines cp prints
-    /// unquoted (`a -> d/a`).
-    pub parent_dirs: std::collections::HashSet<PathBuf>,
+    /// How cp looks at a destination it asks about.
+    pub looks: Looks,
+}
+
+/// How cp looks at an existing destination: through a symlink where it would write a
+/// regular file through it, so `-i`'s question describes what the symlink leads to.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Looks {
+    /// Never through a symlink: with -s, -l, a backup or --remove-destination.
+    pub lstat_only: bool,
+    /// Sources are looked at through symlinks (not -P).
+    pub follow_src: bool,
+    /// FIFOs and devices are read as regular files (not -r, or --copy-contents).
+    pub as_regular: bool,
+}
+
+impl Looks {
+    pub fn new(o: &mimeo::Options) -> Looks {
+        Looks {
+            lstat_only: o.link.is_some() || o.backup.is_some() || o.remove_destination,
+            follow_src: o.dereference != mimeo::Dereference::Never,
+            as_regular: !o.recursive || o.copy_contents,
+        }
+    }
+
+    /// Whether cp looks at `dst` through a symlink when it copies `src` there.
+    fn through(&self, src: &Path) -> bool {
+        let m = if self.follow_src {
+            std::fs::metadata(src)
+        } else {
+            std::fs::symlink_metadata(src)
+        };
+        let written = m.is_ok_and(|m| {
+            let t = m.file_type();
+            t.is_file() || self.as_regular && !t.is_dir() && !t.is_symlink()
+        });
+        !self.lstat_only && written
+    }
 }
 
 impl Printer {
-    /// A `-v` line: cp's `'a' -> 'b'`, or its unquoted form for a `--parents` directory
-    /// (quoted all the same where a name holds a control character or is not UTF-8: such
-    /// bytes never reach the terminal raw).
+    /// A `-v` line: cp's `'a' -> 'b'`, or its unquoted form for a directory made by
+    /// `--parents` on the way to a copy (`a -> d/a`; quoted all the same where a name holds
+    /// a control character or is not UTF-8: such bytes never reach the terminal raw).
     fn verbose_line(&self, src: &Path, dst: &Path, kind: mimeo::EntryKind) -> String {
         fn plain(p: &Path) -> Option<&str> {
             p.to_str().filter(|s| !s.chars().any(char::is_control))
         }
-        let parent = kind == mimeo::EntryKind::Directory && self.parent_dirs.contains(src);
+        let parent = kind == mimeo::EntryKind::ParentDirectory;
         match (plain(src), plain(dst)) {
             (Some(s), Some(d)) if parent => format!("{s} -> {d}\n"),
             _ => format!("{} -> {}\n", quote(src), quote(dst)),
@@ -197,8 +233,8 @@ impl Observer for Printer {
 
     /// `-i`: cp's question on stderr, and a line of stdin as the answer (a terminal or not,
     /// as cp reads it); yes when it starts with y or Y. The end of input is a no.
-    fn confirm_overwrite(&self, _src: &Path, dst: &Path) -> bool {
-        let question = match unwritable_mode(dst) {
+    fn confirm_overwrite(&self, src: &Path, dst: &Path) -> bool {
+        let question = match unwritable_mode(dst, self.looks.through(src)) {
             // cp's wording where it may not write the file (it then fails without -f).
             Some(mode) if self.force => format!(
                 "{}: replace {}, overriding mode {:04o} ({})? ",
@@ -239,16 +275,22 @@ fn debug_line(o: &mimeo::FileOutcome) -> String {
     format!("copy offload: {offload}, reflink: {reflink}, sparse detection: {holes}\n")
 }
 
-/// The permission bits of `dst` when it is a regular file this process (not root) may not
-/// write.
-fn unwritable_mode(dst: &Path) -> Option<u32> {
+/// The permission bits of `dst` (what it leads to, where cp looks through a symlink) when
+/// this process (not root) may not write it: any entry but a symlink, a directory too, as
+/// cp asks.
+fn unwritable_mode(dst: &Path, follow: bool) -> Option<u32> {
     use rustix::fs::{Access, AtFlags, CWD};
     if rustix::process::geteuid().is_root() {
         return None;
     }
-    let m = std::fs::symlink_metadata(dst).ok()?;
+    let m = if follow {
+        std::fs::metadata(dst)
+    } else {
+        std::fs::symlink_metadata(dst)
+    }
+    .ok()?;
     let writable = rustix::fs::accessat(CWD, dst, Access::WRITE_OK, AtFlags::EACCESS).is_ok();
-    (m.is_file() && !writable)
+    (!m.is_symlink() && !writable)
         .then(|| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o7777)
 }
 

@@ -255,8 +255,16 @@ fn verbose_parents_lines_are_cps() {
         fs::create_dir(d.join("d")).unwrap();
         symlink("f", d.join("a/b/l")).unwrap();
     };
-    let args = [os("-v"), os("--parents"), os("a/b/f"), os("d")];
-    same_as_cp(dir.path(), &setup, &args, None);
+    for (i, args) in [
+        &["-v", "--parents", "a/b/f", "d"][..],
+        // A directory named as a source is quoted, also where a later source's parent is it.
+        &["-v", "--parents", "-r", "a/b", "a/b/f", "d"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        case_as_cp(dir.path(), i, &setup, args, None);
+    }
 }
 
 #[test]
@@ -317,6 +325,9 @@ fn verbose_says_removed_where_cp_removes_a_destination() {
         fs::set_permissions(d.join("d"), fs::Permissions::from_mode(0o777)).unwrap();
         write(&d.join("d/g"), "old");
         fs::set_permissions(d.join("d/g"), fs::Permissions::from_mode(0o644)).unwrap();
+        // A directory nobody may not change: cp's removal there fails.
+        fs::create_dir(d.join("ro")).unwrap();
+        symlink("f", d.join("ro/l")).unwrap();
     };
     for (i, (args, user)) in [
         (&["-v", "--remove-destination", "f", "d/g"][..], None),
@@ -324,6 +335,8 @@ fn verbose_says_removed_where_cp_removes_a_destination() {
         (&["-v", "-a", "l", "d/g"], None),
         (&["-v", "-f", "f", "d/g"], Some(NOBODY)),
         (&["-v", "-f", "f", "d/g"], None),
+        (&["-v", "-d", "-f", "l", "ro/l"], Some(NOBODY)),
+        (&["-v", "-d", "-f", "l", "f", "ro"], Some(NOBODY)),
     ]
     .into_iter()
     .enumerate()
@@ -363,6 +376,15 @@ fn verbose_names_a_copy_that_then_fails_as_cp() {
         (&["-v", "f", "into"], None),
         (&["-v", "-n", "f", "g"], None),
         (&["-v", "-r", "dir", "g"], None),
+        // A copy onto "d/" naming a dangling symlink, or into a missing directory, is named
+        // before the call that makes it fails; a directory is not.
+        (&["-v", "-d", "--force", "lf", "dangling/"], None),
+        (&["-v", "-d", "lf", "dangling/"], None),
+        (&["-v", "-l", "f", "dangling/"], None),
+        (&["-v", "f", "missing/f"], None),
+        (&["-v", "-s", "f", "missing/f"], None),
+        (&["-v", "-r", "dir", "dangling/"], None),
+        (&["-v", "-r", "dir", "missing/dir"], None),
     ]
     .into_iter()
     .enumerate()
@@ -973,5 +995,228 @@ fn a_file_written_in_place_ends_read_only_for_its_owner_as_cp() {
     {
         let ours = case_as_cp(dir.path(), i, &setup, args, Some(NOBODY));
         assert_eq!(ours.code, Some(0), "{args:?}: {ours:?}");
+    }
+}
+
+/// cp takes any bytes as a suffix, as it takes them in names: a suffix that is not UTF-8
+/// names the backup, and one that swallowed the destination leaves the operand missing.
+#[test]
+fn a_suffix_of_any_bytes_is_taken_as_cp_takes_it() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "new");
+        write(&d.join("g"), "old");
+    };
+    let bad = OsStr::from_bytes(b"s/41ls3\xd7");
+    for (i, args) in [
+        vec![
+            os("-b"),
+            os("-S"),
+            OsStr::from_bytes(b"\xd7"),
+            os("f"),
+            os("g"),
+        ],
+        vec![os("-R"), os("-S"), os("~"), os("-S"), bad, os("d")],
+        vec![
+            OsStr::from_bytes(b"--suffix=.\xff"),
+            os("--backup=simple"),
+            os("f"),
+            os("g"),
+        ],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        same_as_cp(&base, &setup, &args, None);
+    }
+}
+
+/// cp counts a file named again before it looks at the destination: where the first copy
+/// fails there (a destination directory nobody may not search), the later ones are skipped
+/// with a warning all the same.
+#[test]
+fn a_file_named_again_after_a_failed_copy_is_warned_about_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "x");
+        fs::create_dir(d.join("ro")).unwrap();
+        fs::set_permissions(d.join("ro"), fs::Permissions::from_mode(0o700)).unwrap();
+    };
+    for (i, (args, user)) in [
+        (&["f", "f", "./f", "ro"][..], Some(NOBODY)),
+        (&["-a", "f", "f", "ro"], Some(NOBODY)),
+        // With a backup, each is tried.
+        (&["-b", "f", "f", "ro"], Some(NOBODY)),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        case_as_cp(dir.path(), i, &setup, args, user);
+    }
+}
+
+/// `-i` as a user who may not write the destination: cp words its question by what it will
+/// do (replace, under `-f` or `--remove-destination`; try anyway, otherwise), for any entry
+/// but a symlink, a directory or FIFO too, and where it writes through a symlink, for what
+/// the symlink leads to. No answer is a no.
+#[test]
+fn questions_about_an_unwritable_destination_are_worded_as_cps() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "new");
+        write(&d.join("g"), "old");
+        fs::create_dir(d.join("e")).unwrap();
+        fs::set_permissions(d.join("e"), fs::Permissions::from_mode(0o755)).unwrap();
+        mkfifo(&d.join("p"));
+        symlink("g", d.join("lg")).unwrap();
+    };
+    for (i, args) in [
+        // A regular file is written through a symlink: cp asks about what it leads to,
+        // except where it would not write through it (a backup, -s, -l).
+        &["-i", "-P", "f", "lg"][..],
+        &["-i", "-R", "f", "lg"],
+        &["-i", "-b", "f", "lg"],
+        &["-i", "-P", "lg", "g"],
+        &["-i", "f", "g"],
+        &["-i", "--remove-destination", "f", "g"],
+        &["-i", "-s", "-T", "f", "e"],
+        &["-i", "-f", "-s", "-T", "f", "e"],
+        &["-i", "-r", "f", "p"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        case_as_cp(dir.path(), i, &setup, args, Some(NOBODY));
+    }
+}
+
+/// cp stops at `--help` or `--version` as it reads it: each `--context=CTX` before it has
+/// been warned about, none after it. (What they print differs, help-and-version.)
+#[test]
+fn context_warnings_come_before_help_and_version_as_cps() {
+    let dir = scratch();
+    let setup = |d: &Path| write(&d.join("f"), "x");
+    for (i, args) in [
+        &["--context=x", "--version", "--context=y", "f", "g"][..],
+        &["--cont=x", "-a", "--help", "--context=y"],
+        &["-a", "--context=x", "--context=y", "--vers"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
+        let (cp, ours, what) = run_both(&base, &setup, &args, None);
+        assert_eq!(cp.code, ours.code, "exit status: {what}");
+        assert_eq!(cp.stderr, ours.stderr, "stderr: {what}");
+    }
+}
+
+/// cp opens the source of a file copy before it makes or opens the destination: an
+/// unreadable file, or a socket (which cannot be opened), fails there first, also where the
+/// destination's directory is missing or the destination may not be written.
+#[test]
+fn a_source_that_cannot_be_opened_fails_before_its_destination_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("secret"), "x");
+        fs::set_permissions(d.join("secret"), fs::Permissions::from_mode(0o600)).unwrap();
+        write(&d.join("ro"), "old");
+        fs::set_permissions(d.join("ro"), fs::Permissions::from_mode(0o444)).unwrap();
+        drop(std::os::unix::net::UnixListener::bind(d.join("sock")).unwrap());
+    };
+    for (i, (args, user)) in [
+        (&["-v", "secret", "missing/x"][..], Some(NOBODY)),
+        (&["-v", "sock", "missing/x"], None),
+        (&["-v", "sock", "ro"], Some(NOBODY)),
+        (&["-v", "-T", "secret", "ro"], Some(NOBODY)),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        case_as_cp(dir.path(), i, &setup, args, user);
+    }
+}
+
+/// A file nobody may not write, in a directory nobody may not change: under -f (after its
+/// -v line) or --remove-destination (before it) cp fails to remove it; without them, to
+/// open it. A writable one is written in place.
+#[test]
+fn a_destination_that_cannot_be_removed_is_reported_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "new");
+        fs::create_dir(d.join("ro")).unwrap();
+        write(&d.join("ro/g"), "old");
+        fs::set_permissions(d.join("ro/g"), fs::Permissions::from_mode(0o444)).unwrap();
+        write(&d.join("ro/w"), "old");
+        fs::set_permissions(d.join("ro/w"), fs::Permissions::from_mode(0o666)).unwrap();
+        symlink("g", d.join("ro/l")).unwrap();
+    };
+    for (i, args) in [
+        &["-v", "-f", "f", "ro/g"][..],
+        &["-v", "--remove-destination", "f", "ro/g"],
+        &["-v", "-f", "f", "ro/l"],
+        &["-v", "f", "ro/g"],
+        &["-v", "-f", "f", "ro/w"],
+        &["-v", "-R", "-f", "f", "ro/g"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        case_as_cp(dir.path(), i, &setup, args, Some(NOBODY));
+    }
+}
+
+/// Under -i, cp asks about a file before it goes on to the next source: a later source that
+/// is omitted or missing is reported after the question.
+#[test]
+fn questions_come_before_a_later_sources_failure_as_in_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "new");
+        write(&d.join("g"), "new");
+        fs::create_dir(d.join("dir")).unwrap();
+        fs::create_dir(d.join("d")).unwrap();
+        write(&d.join("d/f"), "old");
+        write(&d.join("d/g"), "old");
+    };
+    for (i, args) in [
+        &["-i", "f", "dir", "missing", "d"][..],
+        &["-i", "f", "missing", "g", "dir", "d"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        case_as_cp(dir.path(), i, &setup, args, None);
+    }
+}
+
+/// Two sources for one destination name under -i: cp asks about the file the first made
+/// before it refuses to overwrite it, so no answer skips it without a word (also with
+/// backups, which let the second copy replace the first).
+#[test]
+fn just_created_files_are_asked_about_first_as_in_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        for p in ["a", "b", "d"] {
+            fs::create_dir(d.join(p)).unwrap();
+        }
+        write(&d.join("a/f"), "1");
+        write(&d.join("b/f"), "2");
+    };
+    for (i, args) in [
+        &["-i", "a/f", "b/f", "d"][..],
+        &["-i", "--backup=simple", "a/f", "a/f", "d"],
+        &["-i", "--backup=numbered", "a/f", "b/f", "d"],
+        &["a/f", "b/f", "d"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        case_as_cp(dir.path(), i, &setup, args, None);
     }
 }

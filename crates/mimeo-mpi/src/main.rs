@@ -150,8 +150,8 @@ fn run(world: &SimpleCommunicator, control: Arc<mimeo::Control>, stopped: &signa
         verbose: config.verbose,
         debug: config.debug,
         json: config.json,
-        force: config.options.force,
-        parent_dirs: config.parent_dirs(),
+        force: config.options.force || config.options.remove_destination,
+        looks: output::Looks::new(&config.options),
     };
     if config.dry_run {
         if !lead {

@@ -1,6 +1,8 @@
 //! What a copy should do: data-path policy, preserved metadata, link handling, overwrite policy.
 //! Plain configuration: this module imports nothing of the engine.
 
+use std::ffi::OsString;
+
 /// When to share extents with the source instead of copying bytes (`--reflink`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Reflink {
@@ -115,8 +117,9 @@ pub enum DanglingSymlink {
 pub enum Backup {
     /// `NAME` + suffix (`--backup=simple`, `never`; `-b` with `VERSION_CONTROL` unset).
     Simple {
-        /// Appended to the name (`~` unless `-S`/`SIMPLE_BACKUP_SUFFIX` say otherwise).
-        suffix: String,
+        /// Appended to the name (`~` unless `-S`/`SIMPLE_BACKUP_SUFFIX` say otherwise); any
+        /// bytes, as names are.
+        suffix: OsString,
     },
     /// `NAME.~N~`, one more than the highest number there (`--backup=numbered`, `t`).
     Numbered,
@@ -124,7 +127,7 @@ pub enum Backup {
     /// (`--backup=existing`, `nil`).
     Existing {
         /// The suffix of a simple backup.
-        suffix: String,
+        suffix: OsString,
     },
 }
 

@@ -115,7 +115,7 @@ pub const ALLOWLIST: &[Allowed] = &[
         name: "relative-symlink-backup",
         reason: "-s with --backup where a relative link cannot be made leaves the destination \
                  alone; cp renames it to its backup name and back, which gives its directory \
-                 the current time",
+                 the current time (and -v says \"(unbackup)\")",
         docs: "docs/cp.md, Differences from cp, \"A refused relative `-s` link touches \
                nothing\"",
         apply: relative_symlink_backup,
@@ -155,7 +155,8 @@ pub const ALLOWLIST: &[Allowed] = &[
         reason: "under --backup, a copy that fails before it is made (a source that cannot be \
                  opened, a link or node that cannot be made) leaves the destination, its \
                  directory's times and an older backup alone; cp renames the destination to \
-                 its backup name and back, losing an older simple backup",
+                 its backup name and back (-v says \"(unbackup)\"), losing an older simple \
+                 backup",
         docs: "docs/cp.md, Differences from cp, \"A copy that fails before it is made touches \
                nothing\"",
         apply: failed_copy_keeps_backups,
@@ -223,7 +224,22 @@ fn failed_copy_keeps_backups(o: &mut Outcome) -> bool {
         let lost = d.field == Field::Presence && d.left == "absent";
         !(lost || d.field == Field::Mtime)
     });
-    o.tree.len() != n
+    let unbackup = drop_unbackup(o);
+    o.tree.len() != n || unbackup
+}
+
+/// Takes out cp's `-v` line for renaming a backup back after a failed copy ("'d~' -> 'd'
+/// (unbackup)"): mimeo made no backup there, so it has none to rename back. Whether any
+/// line went.
+fn drop_unbackup(o: &mut Outcome) -> bool {
+    let kept: String =
+        o.cp.stdout
+            .split_inclusive('\n')
+            .filter(|l| !l.ends_with(" (unbackup)\n"))
+            .collect();
+    let dropped = kept != o.cp.stdout;
+    o.cp.stdout = kept;
+    dropped
 }
 
 /// cp's empty (or emptied) file where its clone failed, where mimeo's side has nothing or
@@ -459,32 +475,87 @@ fn parents_quoted(o: &mut Outcome) -> bool {
     if !o.plan.has("parents") || !o.plan.has("verbose") {
         return false;
     }
-    let raw = |l: &str| {
-        !l.starts_with('\'') && l.contains(" -> ") && {
-            let l = l.trim_end_matches('\n');
-            l.chars()
-                .any(|c| c.is_control() || c == char::REPLACEMENT_CHARACTER)
+    // Each quoted line of mimeo's that cp printed raw (a raw newline in a name splits cp's
+    // line in two, so the raw text is looked for in the whole output).
+    let mut changed = false;
+    let mut kept_ours = String::new();
+    for line in o.ours.stdout.clone().split_inclusive('\n') {
+        let quoted = line.contains("$'") && !o.cp.stdout.split_inclusive('\n').any(|l| l == line);
+        let raw = quoted.then(|| raw_verbose_line(line)).flatten();
+        match raw.and_then(|r| o.cp.stdout.find(&r).map(|at| (at, r.len()))) {
+            Some((at, len)) => {
+                o.cp.stdout.replace_range(at..at + len, "");
+                changed = true;
+            }
+            None => kept_ours.push_str(line),
         }
-    };
-    let cp_lines: Vec<&str> = o.cp.stdout.split_inclusive('\n').collect();
-    let ours: Vec<&str> = o.ours.stdout.split_inclusive('\n').collect();
-    let mut drop = cp_lines.iter().filter(|l| raw(l)).count();
-    if drop == 0 {
-        return false;
     }
-    let kept_ours: String = ours
-        .iter()
-        .filter(|l| {
-            let quoted = l.contains("$'") && !cp_lines.contains(l);
-            let gone = quoted && drop > 0;
-            drop -= usize::from(gone);
-            !gone
-        })
-        .copied()
-        .collect();
-    o.cp.stdout = cp_lines.into_iter().filter(|l| !raw(l)).collect();
     o.ours.stdout = kept_ours;
-    true
+    changed
+}
+
+/// cp's unquoted `-v` line (`a -> d/a`, bytes that are not UTF-8 as the output reads them)
+/// for mimeo's quoted one (`'a'$'\n' -> 'd/a'$'\n'`).
+fn raw_verbose_line(line: &str) -> Option<String> {
+    let (src, rest) = shell_word(line.strip_suffix('\n')?)?;
+    let (dst, rest) = shell_word(rest.strip_prefix(" -> ")?)?;
+    if !rest.is_empty() {
+        return None;
+    }
+    let mut raw = src;
+    raw.extend_from_slice(b" -> ");
+    raw.extend_from_slice(&dst);
+    raw.push(b'\n');
+    Some(String::from_utf8_lossy(&raw).into_owned())
+}
+
+/// The bytes of one word as cp's shell-escape quoting writes it ('..', $'..' with C escapes,
+/// \' and plain characters), up to a space outside quotes; and what follows it.
+fn shell_word(text: &str) -> Option<(Vec<u8>, &str)> {
+    let (mut out, b) = (Vec::new(), text.as_bytes());
+    let mut i = 0;
+    while i < b.len() && b[i] != b' ' {
+        if b[i..].starts_with(b"$'") {
+            i += 2;
+            while *b.get(i)? != b'\'' {
+                if b[i] != b'\\' {
+                    out.push(b[i]);
+                    i += 1;
+                    continue;
+                }
+                let c = *b.get(i + 1)?;
+                i += 2;
+                let byte = match c {
+                    b'n' => b'\n',
+                    b't' => b'\t',
+                    b'r' => b'\r',
+                    b'a' => 7,
+                    b'b' => 8,
+                    b'f' => 12,
+                    b'v' => 11,
+                    b'0'..=b'7' => {
+                        let digits = std::str::from_utf8(b.get(i - 1..i + 2)?).ok()?;
+                        i += 2;
+                        u8::from_str_radix(digits, 8).ok()?
+                    }
+                    other => other,
+                };
+                out.push(byte);
+            }
+            i += 1;
+        } else if b[i] == b'\'' {
+            let end = i + 1 + b[i + 1..].iter().position(|&c| c == b'\'')?;
+            out.extend_from_slice(&b[i + 1..end]);
+            i = end + 1;
+        } else if b[i] == b'\\' {
+            out.push(*b.get(i + 1)?);
+            i += 2;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    Some((out, &text[i..]))
 }
 
 /// The destination's link group, split by mimeo's replacement: the split and what the other
@@ -624,7 +695,8 @@ fn relative_symlink_backup(o: &mut Outcome) -> bool {
     }
     let n = o.tree.len();
     o.tree.retain(|d| d.field != Field::Mtime);
-    o.tree.len() != n
+    let unbackup = drop_unbackup(o);
+    o.tree.len() != n || unbackup
 }
 
 fn update_sizes(o: &mut Outcome) -> bool {
@@ -1084,5 +1156,45 @@ mod tests {
             "1795763114.358038702",
         )];
         assert!(!replaced_times(&mut o));
+    }
+
+    /// `cp -v --parents s/f 'd\nx'`: cp prints the directory it makes raw, its newline
+    /// splitting the line; mimeo's quoted line is that line.
+    #[test]
+    fn a_parent_printed_raw_across_lines_is_mimeos_quoted_line() {
+        let mut o = outcome("", "");
+        o.plan.opts = vec!["parents", "verbose"];
+        let file = "'s/f' -> 'd'$'\\n''x/s/f'\n";
+        o.cp.stdout = format!("{file}s -> d\nx/s\n");
+        o.ours.stdout = format!("'s' -> 'd'$'\\n''x/s'\n{file}");
+        assert!(parents_quoted(&mut o));
+        assert_eq!((o.cp.stdout.as_str(), o.ours.stdout.as_str()), (file, file));
+        // A quoted line that cp did not print raw stays.
+        let mut o = outcome("", "");
+        o.plan.opts = vec!["parents", "verbose"];
+        o.ours.stdout = "'s' -> 'd'$'\\t''x/s'\n".into();
+        assert!(!parents_quoted(&mut o));
+        assert_eq!(
+            raw_verbose_line("'a'\\''b'$'\\001\\303' -> d/x\n").as_deref(),
+            Some("a'b\u{1}\u{fffd} -> d/x\n")
+        );
+    }
+
+    /// `cp -v --backup s d` where s cannot be opened: cp names renaming its backup of d back,
+    /// which mimeo never made; the rest of stdout is still compared.
+    #[test]
+    fn a_backup_renamed_back_is_not_looked_for() {
+        let err = "cp: cannot open 's' for reading: Permission denied\n";
+        let mut o = outcome(err, err);
+        o.plan.opts = vec!["backup", "verbose"];
+        o.cp.stdout = "'d~' -> 'd' (unbackup)\n's' -> 'd'\n".into();
+        o.ours.stdout = "'s' -> 'd'\n".into();
+        assert!(failed_copy_keeps_backups(&mut o));
+        assert_eq!(o.cp.stdout, o.ours.stdout);
+        // Without a backup asked for, the line stays.
+        let mut o = outcome(err, err);
+        o.cp.stdout = "'d~' -> 'd' (unbackup)\n".into();
+        assert!(!failed_copy_keeps_backups(&mut o));
+        assert_eq!(o.cp.stdout, "'d~' -> 'd' (unbackup)\n");
     }
 }

@@ -40,12 +40,6 @@ pub const KNOWN: &[Known] = &[
         apply: backup_through_symlink,
     },
     Known {
-        item: "issue 23 item 1",
-        what: "mimeo-cat refuses an output that is also a part even where cat goes on: a \
-               part that is empty when cat comes to it (the shell's > emptied it)",
-        apply: cat_empty_part,
-    },
-    Known {
         item: "issue 23 item 14",
         what: "--parents leaves the parent directories of a source that then fails; cp makes \
                them too, and where it omits a source mimeo makes none",
@@ -57,12 +51,6 @@ pub const KNOWN: &[Known] = &[
                mode less the umask, sticky bit included) and keep their times where a later \
                source writes into them (cp's get the current time)",
         apply: parents_dirs,
-    },
-    Known {
-        item: "new: sources looked at before any is copied",
-        what: "a missing source is reported before an earlier source's -i question, where cp \
-               asks first (the same lines in another order)",
-        apply: sources_first,
     },
     Known {
         item: "new: xattr failures named under --attributes-only",
@@ -147,12 +135,6 @@ fn shared_symlink_target(o: &mut Outcome) -> bool {
     o.tree.len() != n
 }
 
-fn cat_empty_part(o: &mut Outcome) -> bool {
-    let same = "input file is output file";
-    let more = o.ours.stderr.matches(same).count() > o.cp.stderr.matches(same).count();
-    o.plan.tool == "cat" && more && whole_case(o)
-}
-
 fn parents_left(o: &mut Outcome) -> bool {
     let presence = o.tree.iter().any(|d| d.field == Field::Presence);
     let failed = o.cp.code != Some(0) || o.ours.code != Some(0);
@@ -167,18 +149,4 @@ fn parents_dirs(o: &mut Outcome) -> bool {
     o.tree
         .retain(|d| !matches!(d.field, Field::Mode | Field::Mtime | Field::Atime));
     o.tree.len() != n
-}
-
-fn sources_first(o: &mut Outcome) -> bool {
-    let sorted = |t: &str| {
-        let mut b = t.as_bytes().to_vec();
-        b.sort_unstable();
-        b
-    };
-    let reordered = o.cp.stderr != o.ours.stderr && sorted(&o.cp.stderr) == sorted(&o.ours.stderr);
-    let asked = o.plan.has("interactive") && cp_says(o, "? ");
-    if reordered && asked {
-        o.ours.stderr = o.cp.stderr.clone();
-    }
-    reordered && asked
 }

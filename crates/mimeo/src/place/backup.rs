@@ -13,6 +13,7 @@ use crate::options::Backup;
 use crate::sys::{self, DType, DirReader, Errno, Meta};
 use rustix::fd::{AsFd, BorrowedFd};
 use std::ffi::{CStr, CString};
+use std::os::unix::ffi::OsStrExt;
 
 /// Links the existing entry `dir/name` to its backup name, replacing an older backup of that
 /// name (simple backups). `name` may be a path below `dir` when `prefix` (its directory, with

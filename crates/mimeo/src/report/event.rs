@@ -15,6 +15,9 @@ pub enum EntryKind {
     File,
     /// A directory.
     Directory,
+    /// A directory made on the way to a destination (`--parents`), not itself a copy of a
+    /// source named or found in a tree: cp's `-v` names it unquoted.
+    ParentDirectory,
     /// A symbolic link, copied as a link.
     Symlink,
     /// A hard link to a destination file created earlier in the run.
@@ -34,7 +37,7 @@ impl EntryKind {
     pub fn name(self) -> &'static str {
         match self {
             EntryKind::File => "file",
-            EntryKind::Directory => "directory",
+            EntryKind::Directory | EntryKind::ParentDirectory => "directory",
             EntryKind::Symlink => "symlink",
             EntryKind::HardLink => "hard_link",
             EntryKind::Fifo => "fifo",

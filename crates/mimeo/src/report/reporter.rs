@@ -57,6 +57,18 @@ impl<'a> Reporter<'a> {
         self.fail(err);
     }
 
+    /// cp's `-v` line for an entry whose copy fails from a step that is no failure of the
+    /// copy itself (under -f, removing the destination it could not open): sent before the
+    /// failure, which [`Reporter::entry_failed`] would not name.
+    pub fn begun(&self, src: impl FnOnce() -> PathBuf, dst: impl FnOnce() -> PathBuf) {
+        if self.wants_entries {
+            self.observer.event(Event::Begun {
+                src: src(),
+                dst: dst(),
+            });
+        }
+    }
+
     /// A warning: reported, not counted as a failure.
     pub fn warn(&self, warning: Warning) {
         self.observer.event(Event::Warning(warning));

@@ -127,7 +127,7 @@ impl Counters {
     pub(crate) fn entry(&self, kind: EntryKind, outcome: Option<&FileOutcome>) {
         let counter = match kind {
             EntryKind::File => &self.files,
-            EntryKind::Directory => &self.directories,
+            EntryKind::Directory | EntryKind::ParentDirectory => &self.directories,
             EntryKind::Symlink => &self.symlinks,
             EntryKind::HardLink => &self.hard_links,
             _ => &self.specials,

@@ -291,6 +291,8 @@ fn socket_contents(
             Ok(_) => before_failed_copy(ctx, here, dst_name, meta, &d)?,
             // With --attributes-only cp would open it as a file all the same.
             Err(e) if ctx.opts.attributes_only && e.op == Op::MakeNode => {}
+            // cp opens the source before it opens or makes the destination: that fails first.
+            Err(e) if e.op == Op::Create => {}
             Err(e) => return Err(e),
         }
     }

@@ -3,7 +3,7 @@
 use super::context::{Buffers, Ctx, Here, Root};
 use super::dir::{self, make_dst_dir};
 use super::hooks::{HookSet, Hooks, NoHooks};
-use super::roots::{CopyPair, open_error};
+use super::roots::{CopyPair, file_source_id, open_error};
 use super::split;
 use super::work::{DirDone, DirInfo, Lineage, RangeDone, Stat, WorkItem, WorkKind};
 use crate::options::{Dereference, Options};
@@ -127,11 +127,36 @@ impl<'a> Executor<'a> {
         let mut named: Vec<Named> = Vec::new();
         // cp's `new_dst` under --parents, as the last source that set it left it.
         let mut parents_made = false;
+        // Files whose roots failed before they were copied, by [`file_source_id`].
+        let mut failed_files = Vec::new();
         for pair in pairs {
             let mut root = match resolve_root(opts, pair, &ctx.report, &mut parents_made) {
                 Ok(root) => root,
+                // Making a non-directory where its parent is missing, or at "d/" naming a
+                // dangling symlink: cp names it on its -v line before the call fails.
                 Err(e) => {
-                    ctx.report.fail(e);
+                    // cp counts a file source as named before it looks at the destination:
+                    // named again, it is skipped with a warning (without backups).
+                    let id = opts
+                        .backup
+                        .is_none()
+                        .then(|| file_source_id(opts, &pair.src));
+                    if let Some(Some(id)) = id {
+                        if failed_files.contains(&id) {
+                            let src = pair.src.clone();
+                            let directory = false;
+                            ctx.report.warn(Warning::SourceTwice { src, directory });
+                            continue;
+                        }
+                        failed_files.push(id);
+                    }
+                    // cp copies its sources in order: under -i, the questions about the
+                    // files before this one come before its failure.
+                    if opts.interactive {
+                        run_files_now(&ctx, &mut items);
+                    }
+                    let (src, dst) = (|| pair.src.clone(), || pair.dst.clone());
+                    ctx.report.entry_failed(src, dst, e);
                     continue;
                 }
             };
@@ -584,6 +609,18 @@ fn resolve_root(
     root.parents = parents;
     Ok(root)
 }
+/// Copies the file roots queued so far, in order, before the pool runs (a file it splits has
+/// no helpers: its splitter copies every range).
+fn run_files_now(ctx: &Ctx<'_>, items: &mut Vec<WorkItem>) {
+    let (files, rest) = std::mem::take(items)
+        .into_iter()
+        .partition(|i| matches!(i.kind, WorkKind::Root));
+    *items = rest;
+    for item in files {
+        dir::root_entry(ctx, &mut Buffers::new(), item.root, &mut |_| {});
+    }
+}
+
 /// A directory root of [`Executor::with_hooks`]: refused when named before into the same
 /// place or copied into itself; else its destination is made (after an earlier root of the
 /// same destination name, which runs first) and its pass is the work. None when there is

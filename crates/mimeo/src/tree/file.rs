@@ -575,6 +575,10 @@ impl<'a, 'c> RegularFile<'a, 'c> {
                 (false, true) if refused => Op::Remove,
                 _ => Op::Create,
             };
+            // Under -f the removal follows the failed open, after cp's -v line.
+            if op == Op::Remove && !ctx.opts.remove_destination {
+                ctx.report.begun(|| self.src_path(), || self.dst_path());
+            }
             Error::sys(op, self.dst_path(), e)
         })?;
         let placed = self.new_placed(mode & !ctx.process.umask);

@@ -50,7 +50,8 @@ pub(super) fn decide_existing(
         Decision::Skip => Ok(Decision::Skip),
         other => {
             let removed = || removed_first(&rules, src, d) || loop_removed(ctx.opts, src, d, &look);
-            if ctx.report.wants_entries() && removed() {
+            // In a directory the user may not change, cp's removal fails ("cannot remove").
+            if ctx.report.wants_entries() && removed() && changeable() {
                 ctx.report.removed(|| here.dst_path(dst_name));
             }
             Ok(other)

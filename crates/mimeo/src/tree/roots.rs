@@ -89,8 +89,15 @@ impl Root {
         let dst_parent = match sys::open_dir(sys::CWD, &dst_parent_path, true) {
             Err(Errno::NOENT) if parent_missing => sys::open_dir(src_parent.as_fd(), c".", false)
                 .map_err(|e| stat_error(src_path.clone(), e))?,
-            // cp looks at the destination first: only a missing one goes on to be created.
+            // cp looks at the destination first: only a missing one goes on to be created,
+            // after the source of a file copy is opened (a regular file or a socket: a FIFO
+            // or device would block it there).
             Err(Errno::NOENT) => {
+                let opened_first = meta.is_reg() || meta.file_type() == sys::S_IFSOCK;
+                if opened_first && create_op(opts, &meta).0 == Op::Create {
+                    sys::open_read(src_parent.as_fd(), &src_name, follow)
+                        .map_err(|e| Error::sys(Op::Open, src_path, e))?;
+                }
                 return Err(create_error(
                     opts,
                     &meta,
@@ -167,7 +174,7 @@ pub(crate) fn finish_parents(parents: &[Parent], opts: &Options, report: &Report
             report.copied(
                 || parent.src_path.clone(),
                 || parent.dst.clone(),
-                EntryKind::Directory,
+                EntryKind::ParentDirectory,
                 None,
             );
         }
@@ -496,6 +503,18 @@ pub(crate) fn is_inside(dir: BorrowedFd<'_>, id: (u64, u64)) -> bool {
 
 pub(crate) fn stat_error(path: PathBuf, e: Errno) -> Error {
     Error::sys(Op::Stat, path, e)
+}
+
+/// What cp's "specified more than once" check knows a source that is not a directory by:
+/// its directory's and its own (device, inode). None for a directory, or one not found.
+pub(crate) fn file_source_id(opts: &Options, src: &Path) -> Option<((u64, u64), (u64, u64))> {
+    let slash = src.as_os_str().as_bytes().ends_with(b"/");
+    let follow = opts.dereference != Dereference::Never || slash;
+    let (parent, name) = split(src);
+    let dir = sys::open_dir_path(sys::CWD, &parent, true).ok()?;
+    let meta = sys::stat_at(dir.as_fd(), &name, follow).ok()?;
+    let parent = sys::fstat(dir.as_fd()).ok()?;
+    (!meta.is_dir()).then(|| (parent.id(), meta.id()))
 }
 
 /// An open failure; ENOENT on something just listed means it vanished.
