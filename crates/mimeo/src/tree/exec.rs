@@ -150,11 +150,10 @@ impl<'a> Executor<'a> {
                         }
                         failed_files.push(id);
                     }
-                    // cp copies its sources in order: under -i, the questions about the
-                    // files before this one come before its failure.
-                    if opts.interactive {
-                        run_files_now(&ctx, &mut items);
-                    }
+                    // cp copies its sources in order: the files before this one, with their
+                    // questions under -i and their failures, come before its failure (only
+                    // a failed root pays for this).
+                    run_files_now(&ctx, &mut items);
                     let (src, dst) = (|| pair.src.clone(), || pair.dst.clone());
                     ctx.report.entry_failed(src, dst, e);
                     continue;
