@@ -1662,6 +1662,81 @@ fn interactive_asks_before_it_finds_nothing_to_do_as_cp() {
     }
 }
 
+/// A source copied again onto what it just made (a file named twice with backups): cp asks
+/// first under -i, and only then refuses ("will not overwrite just-created"); a "no" skips it
+/// without a failure; the same for a symlink it just made and would write through, unless
+/// that dangles: then it is refused unasked.
+#[test]
+fn interactive_asks_before_it_refuses_what_it_just_made_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "f", "f\n", 0o644);
+        write(d, "b/f", "b\n", 0o644);
+        fs::create_dir_all(d.join("a")).unwrap();
+        symlink("../f", d.join("a/f")).unwrap();
+        symlink("nowhere", d.join("a/g")).unwrap();
+        write(d, "b/g", "g\n", 0o644);
+        fs::create_dir(d.join("D")).unwrap();
+        symlink("D", d.join("L")).unwrap();
+    };
+    for (i, a) in [
+        &["-ib", "f", "f", "D"][..],
+        &["-ib", "f", "f", "L/"],
+        &["-i", "--backup=simple", "f", "./f", "D"],
+        &["-iP", "a/f", "b/f", "D"],
+        &["-iP", "a/g", "b/g", "D"],
+        &["-P", "a/g", "b/g", "D"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        for answer in ["n\n", "y\n"] {
+            let how = Run {
+                stdin: Some(answer),
+                ..args(a)
+            };
+            same_as_cp(base, &format!("made{i}{}", &answer[..1]), &setup, &how);
+        }
+    }
+}
+
+/// `-u` onto a symlink cp would write a file through: cp compares the time of what it points
+/// to, and leaves a symlink to a newer file as it is.
+#[test]
+fn update_through_a_destination_symlink_compares_its_target_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let at = |secs: u64| std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+    let setup = |d: &Path| {
+        write(d, "s/a", "new\n", 0o644);
+        write(d, "f", "target\n", 0o644);
+        let set = |p: &Path, t| {
+            let file = fs::File::options().write(true).open(p).unwrap();
+            file.set_modified(t).unwrap();
+        };
+        set(&d.join("s/a"), at(1_300_000_000));
+        set(&d.join("f"), at(1_900_000_000));
+        fs::create_dir(d.join("td")).unwrap();
+        symlink("../f", d.join("td/a")).unwrap();
+        symlink("td", d.join("d")).unwrap();
+    };
+    for (i, a) in [
+        &["-u", "s/a", "d"][..],
+        &["-uR", "s/a", "d/"],
+        &["-u", "s/a", "td/a"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        same_as_cp(base, &format!("update{i}"), &setup, &args(a));
+    }
+}
+
 #[test]
 fn interactive_asks_on_stderr_and_reads_stdin_as_cp() {
     let Some(fs) = loop_fs(FsKind::Ext4) else {
