@@ -746,6 +746,30 @@ fn a_file_named_twice_with_backups_is_copied_again_as_cp() {
     }
 }
 
+/// A source directory named twice with --parents, once with a trailing slash: one
+/// destination to cp, copied once with its warning (also with -l).
+#[test]
+fn a_parents_directory_named_with_and_without_a_slash_is_copied_once_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "s/z/f", "f\n", 0o644);
+        fs::create_dir(d.join("D")).unwrap();
+    };
+    for (i, a) in [
+        &["-r", "--parents", "s/z/", "s/z", "D"][..],
+        &["-r", "--parents", "s/z", "s/z/", "D"],
+        &["-rl", "--parents", "s/z/", "s/z", "D"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        same_as_cp(base, &format!("slash{i}"), &setup, &args(a));
+    }
+}
+
 /// A source directory named again, to another destination than the first time (`s/.` and
 /// `s` into one directory): cp refuses it ("will not create hard link 'D/s' to directory
 /// 'D/.'") and exits 1, unless it follows command-line symlinks (`-H`, `-L`), where it

@@ -479,10 +479,16 @@ fn open_root_dirs(
     })
 }
 
-/// Where a root goes: its destination parent's (dev, ino) and name.
+/// Where a root goes: its destination parent's (dev, ino) and name, without the trailing
+/// slashes a `--parents` destination keeps from its source ("s/z/" goes where "s/z" goes).
 fn dest_of(root: &Root) -> Option<Dest> {
     let parent = sys::fstat(root.dst_parent.as_fd()).ok()?;
-    Some((parent.id(), root.dst_name.to_bytes().to_vec()))
+    let name = root.dst_name.to_bytes();
+    let end = name
+        .iter()
+        .rposition(|&b| b != b'/')
+        .map_or(name.len(), |i| i + 1);
+    Some((parent.id(), name[..end].to_vec()))
 }
 
 /// A directory root named on the command line: where it goes, and what it is.
