@@ -696,7 +696,16 @@ fn into_itself(o: &mut Outcome) -> bool {
                 continue;
             };
             let failed = format!("cannot create directory {dst}: ");
-            let cp_line = o.cp.stderr.lines().find(|c| c.contains(&failed));
+            // A source named through a symlink it follows (-H): cp meets the copy below
+            // itself under another name, which it calls a hard link to the copy.
+            let linked = |c: &str| {
+                c.contains("will not create hard link ")
+                    && c.ends_with(&format!(" to directory {dst}"))
+            };
+            let cp_line =
+                o.cp.stderr
+                    .lines()
+                    .find(|c| c.contains(&failed) || linked(c));
             if let Some(cp_line) = cp_line.map(str::to_string) {
                 o.cp.stderr = o.cp.stderr.replacen(&cp_line, &l, 1);
                 bridged = true;
@@ -829,6 +838,27 @@ mod tests {
         assert!(symlink_replaced(&mut o));
         let left: Vec<_> = o.tree.iter().map(|d| d.path.clone()).collect();
         assert_eq!(left, [Path::new("d/g")]);
+    }
+
+    /// `cp -rH ls ls` (ls a symlink to s): cp makes s/ls, copies s into it and meets the copy
+    /// under its other name; mimeo refuses the copy into itself first.
+    #[test]
+    fn a_copy_into_itself_through_a_followed_symlink_is_refused_first() {
+        let cp = "cp: will not create hard link 'ls/ls/ls' to directory 'ls/ls'\n";
+        let ours = "cp: cannot copy a directory, 'ls', into itself, 'ls/ls'\n";
+        let mut o = outcome(cp, ours);
+        o.tree = vec![
+            diff("s/ls", Field::Presence, "directory", "absent"),
+            diff("s", Field::Mtime, "2", "1"),
+        ];
+        assert!(into_itself(&mut o));
+        assert_eq!(o.cp.stderr, o.ours.stderr);
+        assert!(o.tree.is_empty(), "{:?}", o.tree);
+        // Another directory's hard link refusal is not that.
+        let other = "cp: will not create hard link 'd/s' to directory 'd/t'\n";
+        let mut o = outcome(other, ours);
+        into_itself(&mut o);
+        assert_ne!(o.cp.stderr, o.ours.stderr);
     }
 
     /// `cp -aL ls s ls` (ls a symlink to s): cp copies ls into itself until the names are too

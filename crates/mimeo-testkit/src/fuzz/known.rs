@@ -21,12 +21,6 @@ pub struct Known {
 /// outcome like an allowlist entry, so that the rest of the case is still judged.
 pub const KNOWN: &[Known] = &[
     Known {
-        item: "issue 23 item 13",
-        what: "a source directory named twice is copied twice, without cp's warning (also \
-               when named as s and s/., where cp says \"will not create hard link\")",
-        apply: dir_named_twice,
-    },
-    Known {
         item: "new: order of destination checks",
         what: "--parents through a non-directory: cp says \"'d/s' exists but is not a \
                directory\" (or \"cannot overwrite non-directory\"), mimeo \"cannot stat\" or \
@@ -94,11 +88,6 @@ fn whole_case(o: &mut Outcome) -> bool {
     true
 }
 
-/// Whether cp says `text` and mimeo does not (or the other way round).
-fn one_says(o: &Outcome, text: &str) -> bool {
-    cp_says(o, text) != ours_says(o, text)
-}
-
 fn socket_as_non_root(o: &mut Outcome) -> bool {
     let socket = o
         .tree
@@ -106,12 +95,6 @@ fn socket_as_non_root(o: &mut Outcome) -> bool {
         .any(|d| d.left == "socket" || d.right == "socket");
     let denied = ours_says(o, "cannot create regular file") && ours_says(o, "Permission denied");
     socket && denied && !cp_says(o, "cannot create regular file") && whole_case(o)
-}
-
-fn dir_named_twice(o: &mut Outcome) -> bool {
-    let twice = one_says(o, "directory") && one_says(o, "specified more than once")
-        || one_says(o, "will not create hard link");
-    twice && whole_case(o)
 }
 
 fn check_order(o: &mut Outcome) -> bool {
