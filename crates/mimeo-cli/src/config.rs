@@ -605,7 +605,12 @@ fn under_parents(
             };
             let bytes = src.as_os_str().as_bytes();
             let start = bytes.iter().position(|&b| b != b'/').unwrap_or(bytes.len());
-            let rel = Path::new(std::ffi::OsStr::from_bytes(&bytes[start..]));
+            // Nor the trailing slashes: cp names the copy of "s/" "DIRECTORY/s".
+            let end = bytes
+                .iter()
+                .rposition(|&b| b != b'/')
+                .map_or(start, |i| i + 1);
+            let rel = Path::new(std::ffi::OsStr::from_bytes(&bytes[start..end.max(start)]));
             CopyPair {
                 src: src.clone(),
                 dst: dir.join(rel),

@@ -827,10 +827,19 @@ fn parents_sources_lose_their_trailing_slashes_as_cp_strips_them() {
             "a//",
             "d",
         ],
+        // Without the option, the copy is named without them still.
+        &["--parents", "-v", "-r", "a/b//", "d"],
+        &["--parents", "-r", "a/b/", "a/", "d"],
     ]
     .into_iter()
     .enumerate()
     {
         case_as_cp(dir.path(), i, &setup, args, None);
     }
+    // And in a refusal of a copy into itself (which cp makes in part: the trees differ).
+    let base = dir.path().join("into");
+    fs::create_dir(&base).unwrap();
+    let args = [os("--parents"), os("-r"), os("a/"), os("a")];
+    let (cp, ours, what) = run_both(&base, &setup, &args, None);
+    same_output(&cp, &ours, &what);
 }
