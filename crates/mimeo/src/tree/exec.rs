@@ -125,8 +125,10 @@ impl<'a> Executor<'a> {
         let mut dests: Vec<Option<Dest>> = Vec::new();
         // Every directory root so far, copied or refused as a copy into itself.
         let mut named: Vec<Named> = Vec::new();
+        // cp's flag that a --parents destination is new, kept from one source to the next.
+        let mut new_dst = false;
         for pair in pairs {
-            let mut root = match resolve_root(opts, pair, &ctx.report) {
+            let mut root = match resolve_root(opts, pair, &ctx.report, &mut new_dst) {
                 Ok(root) => root,
                 Err(e) => {
                     ctx.report.fail(e);
@@ -140,6 +142,19 @@ impl<'a> Executor<'a> {
             let earlier = dest
                 .as_ref()
                 .and_then(|dest| dests.iter().position(|d| d.as_ref() == Some(dest)));
+            // A destination cp takes to be new is made without a look (after cp's check
+            // for a source named twice).
+            let twice = earlier.is_some()
+                || named
+                    .iter()
+                    .any(|n| n.id == root.meta.id() && dest.is_some() && n.dest == dest);
+            if new_dst && !twice {
+                if let Some(e) = super::roots::made_over(opts, &root) {
+                    root.finish_parents(opts, &ctx.report);
+                    ctx.report.fail(e);
+                    continue;
+                }
+            }
             let earlier_item = earlier.and_then(|e| {
                 items
                     .iter()
@@ -479,16 +494,10 @@ fn open_root_dirs(
     })
 }
 
-/// Where a root goes: its destination parent's (dev, ino) and name, without the trailing
-/// slashes a `--parents` destination keeps from its source ("s/z/" goes where "s/z" goes).
+/// Where a root goes: its destination parent's (dev, ino) and name.
 fn dest_of(root: &Root) -> Option<Dest> {
     let parent = sys::fstat(root.dst_parent.as_fd()).ok()?;
-    let name = root.dst_name.to_bytes();
-    let end = name
-        .iter()
-        .rposition(|&b| b != b'/')
-        .map_or(name.len(), |i| i + 1);
-    Some((parent.id(), name[..end].to_vec()))
+    Some((parent.id(), root.dst_name.to_bytes().to_vec()))
 }
 
 /// A directory root named on the command line: where it goes, and what it is.
@@ -541,9 +550,14 @@ fn named_before(
 
 /// Resolves one command-line pair to its root, making the source's parents at the
 /// destination first with `--parents`.
-fn resolve_root(opts: &Options, pair: &CopyPair, report: &Reporter<'_>) -> Result<Root, Error> {
+fn resolve_root(
+    opts: &Options,
+    pair: &CopyPair,
+    report: &Reporter<'_>,
+    new_dst: &mut bool,
+) -> Result<Root, Error> {
     let parents = if opts.parents {
-        super::roots::make_parents(&pair.src, &pair.dst, opts)?
+        super::roots::make_parents(&pair.src, &pair.dst, opts, new_dst)?
     } else {
         Vec::new()
     };
