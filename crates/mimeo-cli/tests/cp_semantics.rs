@@ -770,6 +770,36 @@ fn a_parents_directory_named_with_and_without_a_slash_is_copied_once_as_cp() {
     }
 }
 
+/// The directories --parents makes get the source directory's mode less the umask, sticky
+/// bit included, also where the copy then fails (a source that is not there); with
+/// --no-preserve=mode, 0777 less the umask.
+#[test]
+fn parents_directories_get_cps_modes_also_where_the_copy_fails() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "sd/x/f", "f\n", 0o644);
+        fs::set_permissions(d.join("sd/x"), fs::Permissions::from_mode(0o2750)).unwrap();
+        fs::set_permissions(d.join("sd"), fs::Permissions::from_mode(0o1777)).unwrap();
+        fs::create_dir(d.join("D")).unwrap();
+    };
+    for (i, a) in [
+        &["--parents", "sd/x/nope", "D"][..],
+        &["--parents", "sd/x/f", "sd/x/nope", "D"],
+        &["-p", "--parents", "sd/x/nope", "D"],
+        &["--no-preserve=mode", "--parents", "sd/x/f", "D"],
+        &["--no-preserve=mode", "--parents", "sd/x/nope", "D"],
+        &["-a", "--no-preserve=mode", "--parents", "sd/x/f", "D"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        same_as_cp(base, &format!("pmode{i}"), &setup, &args(a));
+    }
+}
+
 /// A source directory named again, to another destination than the first time (`s/.` and
 /// `s` into one directory): cp refuses it ("will not create hard link 'D/s' to directory
 /// 'D/.'") and exits 1, unless it follows command-line symlinks (`-H`, `-L`), where it

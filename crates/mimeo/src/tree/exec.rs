@@ -567,7 +567,10 @@ fn resolve_root(
         let dst = super::roots::trimmed(&pair.dst);
         return Err(Error::sys(Op::CreateDir, dst, sys::Errno::EXIST));
     }
-    let mut root = Root::resolve_named(opts, pair)?;
+    // cp gives the parents it made their attributes also where the copy then fails.
+    let mut root = Root::resolve_named(opts, pair).inspect_err(|_| {
+        super::roots::finish_parents(&parents, opts, report);
+    })?;
     root.parents = parents;
     Ok(root)
 }

@@ -182,8 +182,11 @@ fn finish_parent(parent: &Parent, opts: &Options, process: &Process) -> Result<(
         false,
     )
     .map_err(|e| Error::sys(Op::Open, &parent.dst, e))?;
+    // With --no-preserve=mode, cp makes it 0777 less the umask, not as a copy of the source.
+    let default_mode = opts.preserve.default_mode && parent.created;
     let apply = Apply {
         created: parent.created,
+        keep_perm: default_mode.then_some(0o777 & !process.umask),
         ..Apply::for_existing(opts, process, &parent.src)
     };
     let dst = Dst::Fd(fd.as_fd());
