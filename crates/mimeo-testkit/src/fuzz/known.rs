@@ -4,7 +4,6 @@
 //! way, and every run prints how often each one did. Remove an entry with its fix.
 
 use super::Outcome;
-use super::case::DestState;
 use crate::compare::Field;
 
 /// One known bug.
@@ -21,35 +20,16 @@ pub struct Known {
 /// outcome like an allowlist entry, so that the rest of the case is still judged.
 pub const KNOWN: &[Known] = &[
     Known {
-        item: "new: order of destination checks",
-        what: "--parents through a non-directory: cp says \"'d/s' exists but is not a \
-               directory\" (or \"cannot overwrite non-directory\"), mimeo \"cannot stat\" or \
-               \"cannot create directory\"",
-        apply: check_order,
-    },
-    Known {
-        item: "new: backup through a destination symlink",
-        what: "a backup of an entry reached through a symlinked destination directory is \
-               made in that directory; cp makes it beside the symlink",
-        apply: backup_through_symlink,
-    },
-    Known {
         item: "issue 23 item 1",
         what: "mimeo-cat refuses an output that is also a part even where cat goes on: a \
                part that is empty when cat comes to it (the shell's > emptied it)",
         apply: cat_empty_part,
     },
     Known {
-        item: "issue 23 item 14",
-        what: "--parents leaves the parent directories of a source that then fails; cp makes \
-               them too, and where it omits a source mimeo makes none",
-        apply: parents_left,
-    },
-    Known {
-        item: "new: --parents directory modes and times",
-        what: "the parent directories --parents makes get 0755 (cp: the source directory's \
-               mode less the umask, sticky bit included) and keep their times where a later \
-               source writes into them (cp's get the current time)",
+        item: "new: --parents directory times",
+        what: "a parent directory --parents made and gave its source's times keeps them \
+               where a later source writes into it while the first is still being copied; cp \
+               copies one source after another, so it gets the current time",
         apply: parents_dirs,
     },
     Known {
@@ -63,13 +43,6 @@ pub const KNOWN: &[Known] = &[
         what: "as a user other than root, a file copied onto a socket fails with \"cannot \
                create regular file ... Permission denied\", where cp replaces the socket",
         apply: socket_as_non_root,
-    },
-    Known {
-        item: "new: -s symlink shared by a hard-link group",
-        what: "with -s and --preserve=links the names of one file are hard links of one \
-               symlink, as in cp, which points to the member met first; cp meets the members \
-               in its own directory order, so its symlink may point to another member",
-        apply: shared_symlink_target,
     },
 ];
 
@@ -97,41 +70,10 @@ fn socket_as_non_root(o: &mut Outcome) -> bool {
     socket && denied && !cp_says(o, "cannot create regular file") && whole_case(o)
 }
 
-fn check_order(o: &mut Outcome) -> bool {
-    let parents = cp_says(o, "exists but is not a directory") || cp_says(o, "non-directory");
-    o.plan.has("parents") && parents && o.cp.stderr != o.ours.stderr && whole_case(o)
-}
-
-fn backup_through_symlink(o: &mut Outcome) -> bool {
-    let backup = o.plan.has("b") || o.plan.has("backup");
-    let only = o
-        .tree
-        .iter()
-        .all(|d| matches!(d.field, Field::Presence | Field::Mtime));
-    o.plan.dest == DestState::SymlinkToDir && backup && only && whole_case(o)
-}
-
-fn shared_symlink_target(o: &mut Outcome) -> bool {
-    let named = |w: &str| o.plan.args.iter().any(|a| a.to_string_lossy().contains(w));
-    let links = o.plan.has("archive") || o.plan.has("preserve") && (named("links") || named("all"));
-    if !(o.plan.has("symbolic-link") && links) {
-        return false;
-    }
-    let n = o.tree.len();
-    o.tree.retain(|d| d.field != Field::Target);
-    o.tree.len() != n
-}
-
 fn cat_empty_part(o: &mut Outcome) -> bool {
     let same = "input file is output file";
     let more = o.ours.stderr.matches(same).count() > o.cp.stderr.matches(same).count();
     o.plan.tool == "cat" && more && whole_case(o)
-}
-
-fn parents_left(o: &mut Outcome) -> bool {
-    let presence = o.tree.iter().any(|d| d.field == Field::Presence);
-    let failed = o.cp.code != Some(0) || o.ours.code != Some(0);
-    o.plan.has("parents") && presence && failed && whole_case(o)
 }
 
 fn parents_dirs(o: &mut Outcome) -> bool {
@@ -139,8 +81,7 @@ fn parents_dirs(o: &mut Outcome) -> bool {
         return false;
     }
     let n = o.tree.len();
-    o.tree
-        .retain(|d| !matches!(d.field, Field::Mode | Field::Mtime | Field::Atime));
+    o.tree.retain(|d| d.field != Field::Mtime);
     o.tree.len() != n
 }
 
