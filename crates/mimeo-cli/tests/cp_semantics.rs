@@ -800,6 +800,52 @@ fn parents_directories_get_cps_modes_also_where_the_copy_fails() {
     }
 }
 
+/// cp gives the directories --parents made their sources' times after each source; a later
+/// source that writes into one (its parents all there) leaves it the time of that write,
+/// and its access time as set. Sources run in parallel here, and must end as cp's order does.
+#[test]
+fn parents_directories_a_later_source_writes_into_get_its_time_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let old = rustix::fs::Timespec {
+        tv_sec: 978_307_200,
+        tv_nsec: 0,
+    };
+    let setup = |d: &Path| {
+        write(d, "a/f", "f\n", 0o644);
+        write(d, "a/g", "g\n", 0o644);
+        write(d, "a/sub/h", "h\n", 0o644);
+        let times = rustix::fs::Timestamps {
+            last_access: old,
+            last_modification: old,
+        };
+        for dir in ["a/sub", "a"] {
+            let flags = rustix::fs::AtFlags::empty();
+            rustix::fs::utimensat(rustix::fs::CWD, d.join(dir), &times, flags).unwrap();
+        }
+        fs::create_dir(d.join("D")).unwrap();
+    };
+    for (i, a) in [
+        &["-rp", "--parents", "a/f", "a/g", "D"][..],
+        &["-rp", "--parents", "a/f", "a/sub", "D"],
+        &["-rp", "--parents", "a/sub", "a/f", "D"],
+        &["-rp", "--parents", "a/g", "a/sub/h", "a/f", "D"],
+        &["-p", "--parents", "a/f", "D"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        let ((_, _, cp), (_, _, ours)) = run_each(base, &format!("ptimes{i}"), &setup, &args(a));
+        let kept = |d: &Path| {
+            let m = fs::metadata(d.join("D/a")).unwrap();
+            (m.atime() == old.tv_sec, m.mtime() == old.tv_sec)
+        };
+        assert_eq!(kept(&cp), kept(&ours), "{a:?}");
+    }
+}
+
 /// A source directory named again, to another destination than the first time (`s/.` and
 /// `s` into one directory): cp refuses it ("will not create hard link 'D/s' to directory
 /// 'D/.'") and exits 1, unless it follows command-line symlinks (`-H`, `-L`), where it

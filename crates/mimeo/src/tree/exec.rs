@@ -10,7 +10,9 @@ use crate::options::{Dereference, Options};
 use crate::place::links::LinkGroups;
 use crate::report::{Control, Error, Method, Observer, Op, Refusal, Reporter, Summary, Warning};
 use crate::sys;
-use rustix::fd::{AsFd, BorrowedFd};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::collections::HashMap;
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -174,6 +176,10 @@ impl<'a> Executor<'a> {
                 ) {
                     Some((made, kind)) => {
                         root = made;
+                        // Made now, in its parent (later --parents sources see that write).
+                        if matches!(&kind, WorkKind::Dir(info) if info.created) {
+                            root.made.store(true, std::sync::atomic::Ordering::Relaxed);
+                        }
                         kind
                     }
                     None => continue,
@@ -381,6 +387,7 @@ impl<'a> Executor<'a> {
     /// Ends the run: the summary of what this executor did.
     pub fn finish(self) -> Summary {
         touch_written_into(&self.ctx);
+        touch_parents_written_into(&self.ctx);
         self.ctx.report.finish(self.start.elapsed())
     }
 }
@@ -423,6 +430,40 @@ fn touch_written_into(ctx: &Ctx<'_>) {
             sys::futimens(dst.as_fd(), root.meta.atime, root.meta.mtime)
         } else {
             Ok(())
+        };
+    }
+}
+
+/// The same for the directories `--parents` gave their sources' times: cp sets them after each
+/// source, and a later source that writes into one without parents of its own to set (they
+/// were all there) leaves it the time of that write. The last of these in cp's order decides.
+fn touch_parents_written_into(ctx: &Ctx<'_>) {
+    let opts = ctx.opts;
+    if !(opts.parents && opts.preserve.timestamps) || ctx.report.control.is_stopped() {
+        return;
+    }
+    let id = |fd: BorrowedFd<'_>| sys::fstat(fd).ok().map(|m| m.id());
+    // Per directory: an open handle, and its last event (Some(times): set; None: written).
+    let mut last: HashMap<(u64, u64), (OwnedFd, Option<sys::Meta>)> = HashMap::new();
+    for root in &ctx.roots {
+        let made = root.made.load(std::sync::atomic::Ordering::Relaxed);
+        if made && let Some(event) = id(root.dst_parent.as_fd()).and_then(|d| last.get_mut(&d)) {
+            event.1 = None;
+        }
+        for parent in &root.parents {
+            let name = sys::cstring(parent.dst.as_os_str().as_bytes());
+            let Ok(fd) = sys::open_dir(sys::CWD, &name, false) else {
+                continue;
+            };
+            if let Some(dir) = id(fd.as_fd()) {
+                last.insert(dir, (fd, Some(parent.src)));
+            }
+        }
+    }
+    for (fd, event) in last.values() {
+        let _ = match event {
+            Some(src) => sys::futimens(fd.as_fd(), src.atime, src.mtime),
+            None => sys::touch_mtime(fd.as_fd()),
         };
     }
 }
