@@ -4,7 +4,6 @@
 //! way, and every run prints how often each one did. Remove an entry with its fix.
 
 use super::Outcome;
-use crate::compare::Field;
 
 /// One known bug.
 #[derive(Debug)]
@@ -24,13 +23,6 @@ pub const KNOWN: &[Known] = &[
         what: "mimeo-cat refuses an output that is also a part even where cat goes on: a \
                part that is empty when cat comes to it (the shell's > emptied it)",
         apply: cat_empty_part,
-    },
-    Known {
-        item: "new: --parents directory times",
-        what: "a parent directory --parents made and gave its source's times keeps them \
-               where a later source writes into it while the first is still being copied; cp \
-               copies one source after another, so it gets the current time",
-        apply: parents_dirs,
     },
     Known {
         item: "new: sources looked at before any is copied",
@@ -74,15 +66,6 @@ fn cat_empty_part(o: &mut Outcome) -> bool {
     let same = "input file is output file";
     let more = o.ours.stderr.matches(same).count() > o.cp.stderr.matches(same).count();
     o.plan.tool == "cat" && more && whole_case(o)
-}
-
-fn parents_dirs(o: &mut Outcome) -> bool {
-    if !o.plan.has("parents") {
-        return false;
-    }
-    let n = o.tree.len();
-    o.tree.retain(|d| d.field != Field::Mtime);
-    o.tree.len() != n
 }
 
 fn sources_first(o: &mut Outcome) -> bool {
