@@ -657,6 +657,24 @@ fn update_sizes(o: &mut Outcome) -> bool {
     // type, which is not complete); never what it left out.
     o.tree
         .retain(|d| d.field == Field::Presence && d.right == "absent");
+    // A source named again (with backups) after cp skipped it: cp links the destination onto
+    // itself ("removed 'd'" under -v), where mimeo replaced it the first time ("-> 'd'").
+    let relinked = |l: &str| {
+        let copied = l
+            .strip_prefix("removed ")
+            .map(|d| format!(" -> {d}"))
+            .is_some_and(|d| o.ours.stdout.contains(&d));
+        copied && !o.ours.stdout.contains(l)
+    };
+    if ["b", "backup", "suffix"].iter().any(|id| o.plan.has(id)) {
+        let kept: String =
+            o.cp.stdout
+                .split_inclusive('\n')
+                .filter(|l| !relinked(l))
+                .collect();
+        changed |= kept != o.cp.stdout;
+        o.cp.stdout = kept;
+    }
     // And its -v lines for them ("'s' -> 'd'", "removed 'd'"), where cp's are all there.
     changed |= drop_extra_lines(&mut o.ours.stdout, &o.cp.stdout);
     changed || o.tree.len() != n
@@ -877,6 +895,27 @@ mod tests {
             (a.apply)(&mut o);
         }
         assert!(o.tree.is_empty(), "{:?}", o.tree);
+    }
+
+    /// `cp -uvb f f d`, where d/f is as new as f but of another size: mimeo replaces it, and
+    /// leaves the second alone; cp skips the first and links d/f onto itself for the second.
+    #[test]
+    fn update_sizes_allows_cps_relink_of_a_source_named_again() {
+        let mut o = outcome("", "");
+        o.cp.code = Some(0);
+        o.ours.code = Some(0);
+        o.plan.opts = vec!["update", "backup", "verbose"];
+        o.cp.stdout = "removed 'd/f'\n".into();
+        o.ours.stdout = "'f' -> 'd/f'\n".into();
+        assert!(update_sizes(&mut o));
+        assert_eq!(o.cp.stdout, o.ours.stdout);
+        // A line about another destination stays.
+        let mut o = outcome("", "");
+        o.plan.opts = vec!["update", "backup"];
+        o.cp.stdout = "removed 'd/g'\n".into();
+        o.ours.stdout = "'f' -> 'd/f'\n".into();
+        update_sizes(&mut o);
+        assert_ne!(o.cp.stdout, o.ours.stdout);
     }
 
     /// `cp -rH ls ls` (ls a symlink to s): cp makes s/ls, copies s into it and meets the copy
