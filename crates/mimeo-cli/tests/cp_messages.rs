@@ -849,6 +849,50 @@ fn parents_sources_lose_their_trailing_slashes_as_cp_strips_them() {
             "a//",
             "d",
         ],
+        // Without the option, the copy is named without them still.
+        &["--parents", "-v", "-r", "a/b//", "d"],
+        &["--parents", "-r", "a/b/", "a/", "d"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        case_as_cp(dir.path(), i, &setup, args, None);
+    }
+    // And in a refusal of a copy into itself (which cp makes in part: the trees differ).
+    let base = dir.path().join("into");
+    fs::create_dir(&base).unwrap();
+    let args = [os("--parents"), os("-r"), os("a/"), os("a")];
+    let (cp, ours, what) = run_both(&base, &setup, &args, None);
+    same_output(&cp, &ours, &what);
+}
+
+/// cp keeps its flag that a --parents destination is new from one source to the next: a
+/// source without a directory in its path, after one whose parent cp made, is made without a
+/// look at what is there ("File exists"), unless it was named before.
+#[test]
+fn a_source_after_new_parents_finds_its_destination_there_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("a/b")).unwrap();
+        fs::create_dir_all(d.join("s")).unwrap();
+        fs::create_dir_all(d.join("d/s")).unwrap();
+        write(&d.join("a/b/f"), "f\n");
+        write(&d.join("g"), "g\n");
+        write(&d.join("d/g"), "old\n");
+        symlink("g", d.join("l")).unwrap();
+        symlink("x", d.join("d/l")).unwrap();
+    };
+    for (i, args) in [
+        &["-r", "--parents", "a/b/f", "s", "d"][..],
+        &["-r", "--parents", "a/b/f", "s/", "d"],
+        &["--parents", "a/b/f", "s", "d"],
+        &["-f", "--parents", "a/b/f", "g", "d"],
+        &["-b", "--parents", "a/b/f", "g", "d"],
+        &["-P", "--parents", "a/b/f", "l", "d"],
+        &["-r", "--parents", "s", "a/b/f", "g", "d"],
+        &["-r", "--parents", "g", "a/b/f", "g", "d"],
+        &["-r", "--parents", "s", "a/b/f", "s", "d"],
+        &["-r", "--parents", "a/b/f", "./s", "d"],
     ]
     .into_iter()
     .enumerate()

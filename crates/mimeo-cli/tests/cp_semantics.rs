@@ -1065,6 +1065,106 @@ fn a_one_name_source_after_new_parents_finds_its_destination_there_as_cp() {
     }
 }
 
+/// A source directory named twice with --parents, once with a trailing slash: one
+/// destination to cp, copied once with its warning (also with -l).
+#[test]
+fn a_parents_directory_named_with_and_without_a_slash_is_copied_once_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "s/z/f", "f\n", 0o644);
+        fs::create_dir(d.join("D")).unwrap();
+    };
+    for (i, a) in [
+        &["-r", "--parents", "s/z/", "s/z", "D"][..],
+        &["-r", "--parents", "s/z", "s/z/", "D"],
+        &["-rl", "--parents", "s/z/", "s/z", "D"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        same_as_cp(base, &format!("slash{i}"), &setup, &args(a));
+    }
+}
+
+/// The directories --parents makes get the source directory's mode less the umask, sticky
+/// bit included, also where the copy then fails (a source that is not there); with
+/// --no-preserve=mode, 0777 less the umask.
+#[test]
+fn parents_directories_get_cps_modes_also_where_the_copy_fails() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "sd/x/f", "f\n", 0o644);
+        fs::set_permissions(d.join("sd/x"), fs::Permissions::from_mode(0o2750)).unwrap();
+        fs::set_permissions(d.join("sd"), fs::Permissions::from_mode(0o1777)).unwrap();
+        fs::create_dir(d.join("D")).unwrap();
+    };
+    for (i, a) in [
+        &["--parents", "sd/x/nope", "D"][..],
+        &["--parents", "sd/x/f", "sd/x/nope", "D"],
+        &["-p", "--parents", "sd/x/nope", "D"],
+        &["--no-preserve=mode", "--parents", "sd/x/f", "D"],
+        &["--no-preserve=mode", "--parents", "sd/x/nope", "D"],
+        &["-a", "--no-preserve=mode", "--parents", "sd/x/f", "D"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        same_as_cp(base, &format!("pmode{i}"), &setup, &args(a));
+    }
+}
+
+/// cp gives the directories --parents made their sources' times after each source; a later
+/// source that writes into one (its parents all there) leaves it the time of that write,
+/// and its access time as set. Sources run in parallel here, and must end as cp's order does.
+#[test]
+fn parents_directories_a_later_source_writes_into_get_its_time_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let old = rustix::fs::Timespec {
+        tv_sec: 978_307_200,
+        tv_nsec: 0,
+    };
+    let setup = |d: &Path| {
+        write(d, "a/f", "f\n", 0o644);
+        write(d, "a/g", "g\n", 0o644);
+        write(d, "a/sub/h", "h\n", 0o644);
+        let times = rustix::fs::Timestamps {
+            last_access: old,
+            last_modification: old,
+        };
+        for dir in ["a/sub", "a"] {
+            let flags = rustix::fs::AtFlags::empty();
+            rustix::fs::utimensat(rustix::fs::CWD, d.join(dir), &times, flags).unwrap();
+        }
+        fs::create_dir(d.join("D")).unwrap();
+    };
+    for (i, a) in [
+        &["-rp", "--parents", "a/f", "a/g", "D"][..],
+        &["-rp", "--parents", "a/f", "a/sub", "D"],
+        &["-rp", "--parents", "a/sub", "a/f", "D"],
+        &["-rp", "--parents", "a/g", "a/sub/h", "a/f", "D"],
+        &["-p", "--parents", "a/f", "D"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        let ((_, _, cp), (_, _, ours)) = run_each(base, &format!("ptimes{i}"), &setup, &args(a));
+        let kept = |d: &Path| {
+            let m = fs::metadata(d.join("D/a")).unwrap();
+            (m.atime() == old.tv_sec, m.mtime() == old.tv_sec)
+        };
+        assert_eq!(kept(&cp), kept(&ours), "{a:?}");
+    }
+}
+
 /// A source directory named again, to another destination than the first time (`s/.` and
 /// `s` into one directory): cp refuses it ("will not create hard link 'D/s' to directory
 /// 'D/.'") and exits 1, unless it follows command-line symlinks (`-H`, `-L`), where it
@@ -1978,6 +2078,81 @@ fn interactive_asks_before_it_finds_nothing_to_do_as_cp() {
             };
             same_as_cp(base, &format!("ask{i}{}", &answer[..1]), &setup, &how);
         }
+    }
+}
+
+/// A source copied again onto what it just made (a file named twice with backups): cp asks
+/// first under -i, and only then refuses ("will not overwrite just-created"); a "no" skips it
+/// without a failure; the same for a symlink it just made and would write through, unless
+/// that dangles: then it is refused unasked.
+#[test]
+fn interactive_asks_before_it_refuses_what_it_just_made_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "f", "f\n", 0o644);
+        write(d, "b/f", "b\n", 0o644);
+        fs::create_dir_all(d.join("a")).unwrap();
+        symlink("../f", d.join("a/f")).unwrap();
+        symlink("nowhere", d.join("a/g")).unwrap();
+        write(d, "b/g", "g\n", 0o644);
+        fs::create_dir(d.join("D")).unwrap();
+        symlink("D", d.join("L")).unwrap();
+    };
+    for (i, a) in [
+        &["-ib", "f", "f", "D"][..],
+        &["-ib", "f", "f", "L/"],
+        &["-i", "--backup=simple", "f", "./f", "D"],
+        &["-iP", "a/f", "b/f", "D"],
+        &["-iP", "a/g", "b/g", "D"],
+        &["-P", "a/g", "b/g", "D"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        for answer in ["n\n", "y\n"] {
+            let how = Run {
+                stdin: Some(answer),
+                ..args(a)
+            };
+            same_as_cp(base, &format!("made{i}{}", &answer[..1]), &setup, &how);
+        }
+    }
+}
+
+/// `-u` onto a symlink cp would write a file through: cp compares the time of what it points
+/// to, and leaves a symlink to a newer file as it is.
+#[test]
+fn update_through_a_destination_symlink_compares_its_target_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let at = |secs: u64| std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+    let setup = |d: &Path| {
+        write(d, "s/a", "new\n", 0o644);
+        write(d, "f", "target\n", 0o644);
+        let set = |p: &Path, t| {
+            let file = fs::File::options().write(true).open(p).unwrap();
+            file.set_modified(t).unwrap();
+        };
+        set(&d.join("s/a"), at(1_300_000_000));
+        set(&d.join("f"), at(1_900_000_000));
+        fs::create_dir(d.join("td")).unwrap();
+        symlink("../f", d.join("td/a")).unwrap();
+        symlink("td", d.join("d")).unwrap();
+    };
+    for (i, a) in [
+        &["-u", "s/a", "d"][..],
+        &["-uR", "s/a", "d/"],
+        &["-u", "s/a", "td/a"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        same_as_cp(base, &format!("update{i}"), &setup, &args(a));
     }
 }
 
@@ -3202,7 +3377,10 @@ fn dry_run_agrees_with_the_copy_on_existing_destinations() {
         write(d, "y/f", "two\n", 0o644);
         fs::create_dir(d.join("D")).unwrap();
         write(d, "E/f", "before\n", 0o600);
-        symlink("f", d.join("E/l")).unwrap();
+        // To a file no source writes: -u judges a symlink a file is written through by the
+        // time of what it points to, which the dry run cannot know for a file the run writes.
+        write(d, "E/g", "g\n", 0o600);
+        symlink("g", d.join("E/l")).unwrap();
         write(d, "x/l", "l\n", 0o644);
     };
     for (i, flags) in [

@@ -4,8 +4,6 @@
 //! way, and every run prints how often each one did. Remove an entry with its fix.
 
 use super::Outcome;
-use super::case::DestState;
-use crate::compare::Field;
 
 /// One known bug.
 #[derive(Debug)]
@@ -19,54 +17,13 @@ pub struct Known {
 
 /// Known bugs, kept out of CI until their fixes land. Each takes its difference out of an
 /// outcome like an allowlist entry, so that the rest of the case is still judged.
-pub const KNOWN: &[Known] = &[
-    Known {
-        item: "issue 23 item 13",
-        what: "a source directory named twice is copied twice, without cp's warning (also \
-               when named as s and s/., where cp says \"will not create hard link\")",
-        apply: dir_named_twice,
-    },
-    Known {
-        item: "new: order of destination checks",
-        what: "--parents through a non-directory: cp says \"'d/s' exists but is not a \
-               directory\" (or \"cannot overwrite non-directory\"), mimeo \"cannot stat\" or \
-               \"cannot create directory\"",
-        apply: check_order,
-    },
-    Known {
-        item: "new: backup through a destination symlink",
-        what: "a backup of an entry reached through a symlinked destination directory is \
-               made in that directory; cp makes it beside the symlink",
-        apply: backup_through_symlink,
-    },
-    Known {
-        item: "issue 23 item 14",
-        what: "--parents leaves the parent directories of a source that then fails; cp makes \
-               them too, and where it omits a source mimeo makes none",
-        apply: parents_left,
-    },
-    Known {
-        item: "new: --parents directory modes and times",
-        what: "the parent directories --parents makes get 0755 (cp: the source directory's \
-               mode less the umask, sticky bit included) and keep their times where a later \
-               source writes into them (cp's get the current time)",
-        apply: parents_dirs,
-    },
-    Known {
-        item: "new: xattr failures named under --attributes-only",
-        what: "an xattr a destination will not take, where xattrs were not asked for by name: \
+pub const KNOWN: &[Known] = &[Known {
+    item: "new: xattr failures named under --attributes-only",
+    what: "an xattr a destination will not take, where xattrs were not asked for by name: \
                cp names each (\"setting attribute ...\") with --attributes-only or without -a, \
                mimeo goes on silently (both exit 0)",
-        apply: xattr_failures_named,
-    },
-    Known {
-        item: "new: -s symlink shared by a hard-link group",
-        what: "with -s and --preserve=links the names of one file are hard links of one \
-               symlink, as in cp, which points to the member met first; cp meets the members \
-               in its own directory order, so its symlink may point to another member",
-        apply: shared_symlink_target,
-    },
-];
+    apply: xattr_failures_named,
+}];
 
 /// cp's "setting attribute" lines, where both sides ended alike and mimeo said nothing of it.
 fn xattr_failures_named(o: &mut Outcome) -> bool {
@@ -82,71 +39,4 @@ fn xattr_failures_named(o: &mut Outcome) -> bool {
     let changed = kept != o.cp.stderr;
     o.cp.stderr = kept;
     changed
-}
-
-fn cp_says(o: &Outcome, text: &str) -> bool {
-    o.cp.stderr.contains(text)
-}
-
-fn ours_says(o: &Outcome, text: &str) -> bool {
-    o.ours.stderr.contains(text)
-}
-
-/// Takes every difference of the case out: the known bug makes the rest unjudgeable.
-fn whole_case(o: &mut Outcome) -> bool {
-    o.ours = o.cp.clone();
-    o.tree.clear();
-    true
-}
-
-/// Whether cp says `text` and mimeo does not (or the other way round).
-fn one_says(o: &Outcome, text: &str) -> bool {
-    cp_says(o, text) != ours_says(o, text)
-}
-
-fn dir_named_twice(o: &mut Outcome) -> bool {
-    let twice = one_says(o, "directory") && one_says(o, "specified more than once")
-        || one_says(o, "will not create hard link");
-    twice && whole_case(o)
-}
-
-fn check_order(o: &mut Outcome) -> bool {
-    let parents = cp_says(o, "exists but is not a directory") || cp_says(o, "non-directory");
-    o.plan.has("parents") && parents && o.cp.stderr != o.ours.stderr && whole_case(o)
-}
-
-fn backup_through_symlink(o: &mut Outcome) -> bool {
-    let backup = o.plan.has("b") || o.plan.has("backup");
-    let only = o
-        .tree
-        .iter()
-        .all(|d| matches!(d.field, Field::Presence | Field::Mtime));
-    o.plan.dest == DestState::SymlinkToDir && backup && only && whole_case(o)
-}
-
-fn shared_symlink_target(o: &mut Outcome) -> bool {
-    let named = |w: &str| o.plan.args.iter().any(|a| a.to_string_lossy().contains(w));
-    let links = o.plan.has("archive") || o.plan.has("preserve") && (named("links") || named("all"));
-    if !(o.plan.has("symbolic-link") && links) {
-        return false;
-    }
-    let n = o.tree.len();
-    o.tree.retain(|d| d.field != Field::Target);
-    o.tree.len() != n
-}
-
-fn parents_left(o: &mut Outcome) -> bool {
-    let presence = o.tree.iter().any(|d| d.field == Field::Presence);
-    let failed = o.cp.code != Some(0) || o.ours.code != Some(0);
-    o.plan.has("parents") && presence && failed && whole_case(o)
-}
-
-fn parents_dirs(o: &mut Outcome) -> bool {
-    if !o.plan.has("parents") {
-        return false;
-    }
-    let n = o.tree.len();
-    o.tree
-        .retain(|d| !matches!(d.field, Field::Mode | Field::Mtime | Field::Atime));
-    o.tree.len() != n
 }

@@ -260,6 +260,9 @@ fn cp_case(cfg: &Config, ours_path: &OsString, seed: u64) -> io::Result<Outcome>
     };
     let mut tree = compare_trees(&left, &right, &opts)?.differences;
     tree.retain(|d| !clock_times(d, start, now() + 2));
+    for d in tree.iter_mut() {
+        mark_one_file_targets(d, &place, [&left, &right]);
+    }
     remove(&left)?;
     remove(&right)?;
     Ok(Outcome {
@@ -268,6 +271,43 @@ fn cp_case(cfg: &Config, ours_path: &OsString, seed: u64) -> io::Result<Outcome>
         ours,
         tree,
     })
+}
+
+/// What a symlink target that differs is marked with where both targets name one file on each
+/// side: two names of one hard-link group, of which cp links to the one its directory order
+/// meets first (which the case cannot fix).
+pub const ONE_FILE: &str = " (names of one file)";
+
+/// Marks a symlink target difference whose two targets are names of one file in both trees
+/// (the same text on both sides, with [`ONE_FILE`]), so that the allowlist can tell it from a
+/// real one.
+fn mark_one_file_targets(d: &mut Difference, place: &Path, roots: [&Path; 2]) {
+    if d.field != Field::Target {
+        return;
+    }
+    let target = |root: &Path| fs::read_link(root.join(&d.path)).ok();
+    let (Some(lt), Some(rt)) = (target(roots[0]), target(roots[1])) else {
+        return;
+    };
+    // Where a target leads in `root`: an absolute one named the case's place.
+    let at = |root: &Path, t: &Path| match t.strip_prefix(place) {
+        Ok(rel) => root.join(rel),
+        Err(_) if t.is_absolute() => t.to_path_buf(),
+        Err(_) => root.join(&d.path).parent().unwrap_or(root).join(t),
+    };
+    let id = |p: PathBuf| {
+        use std::os::unix::fs::MetadataExt;
+        fs::symlink_metadata(p).ok().map(|m| (m.dev(), m.ino()))
+    };
+    let one_file = roots.iter().all(|root| {
+        let (a, b) = (id(at(root, &lt)), id(at(root, &rt)));
+        a.is_some() && a == b
+    });
+    if one_file {
+        let both = format!("{} or {}{ONE_FILE}", d.left, d.right);
+        d.left.clone_from(&both);
+        d.right = both;
+    }
 }
 
 fn now() -> i64 {
@@ -485,4 +525,46 @@ fn describe(cfg: &Config, o: &Outcome, problems: &[String]) -> String {
             .replace("{seed}", &format!("{:#x}", o.plan.seed))
     );
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn symlink_targets_naming_one_file_are_marked_and_others_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let place = dir.path().join("case");
+        let roots = [dir.path().join("cp"), dir.path().join("ours")];
+        for (root, to) in roots.iter().zip(["x", "y"]) {
+            fs::create_dir_all(root.join("s")).unwrap();
+            fs::write(root.join("s/x"), "x").unwrap();
+            fs::hard_link(root.join("s/x"), root.join("s/y")).unwrap();
+            fs::write(root.join("s/z"), "z").unwrap();
+            symlink(Path::new("s").join(to), root.join("l")).unwrap();
+            symlink(place.join("s").join(to), root.join("m")).unwrap();
+            symlink(
+                Path::new("s").join(if to == "x" { "x" } else { "z" }),
+                root.join("n"),
+            )
+            .unwrap();
+        }
+        let diff = |path: &str| Difference {
+            path: path.into(),
+            field: Field::Target,
+            left: "\"s/x\"".into(),
+            right: "\"s/y\"".into(),
+        };
+        let roots = [roots[0].as_path(), roots[1].as_path()];
+        for path in ["l", "m"] {
+            let mut d = diff(path);
+            mark_one_file_targets(&mut d, &place, roots);
+            assert_eq!(d.left, d.right, "{path}");
+            assert!(d.left.ends_with(ONE_FILE), "{path}");
+        }
+        // Another file: left as it is.
+        let mut d = diff("n");
+        mark_one_file_targets(&mut d, &place, roots);
+        assert_ne!(d.left, d.right);
+    }
 }

@@ -173,6 +173,10 @@ pub(crate) fn decide(
     let seen = match looked_through(opts, src, d).then(|| (look.dst_target)()) {
         None => *d,
         Some(Ok(target)) => target,
+        // A dangling symlink it just made: cp finds nothing there to ask about, and refuses.
+        Some(Err(Errno::NOENT)) if just_created(rules, d) => {
+            return Decision::Refuse(Conflict::JustCreated { symlink: true });
+        }
         Some(Err(Errno::NOENT)) if opts.dangling_symlink == DanglingSymlink::Refuse => {
             return Decision::Refuse(Conflict::Dangling);
         }
@@ -218,6 +222,9 @@ pub(crate) fn decide(
         // A node or a directory is never a copy, nor a node's contents: cp's rule (not
         // older than the source) decides.
         Overwrite::Update if into_node || is_node(src) || d.is_dir() => d.mtime >= src.mtime,
+        // A symlink cp would write through: cp's rule, on what it points to (a dangling one
+        // is as nothing there to cp).
+        Overwrite::Update if d.is_symlink() && !seen.is_symlink() => seen.mtime >= src.mtime,
         // Where the stricter rule would replace what cannot be replaced (a file this process
         // may not write, without -f, an entry --attributes-only cannot make where one is, or
         // anything in a directory it may not change), cp's rule alone decides, so that what
@@ -234,15 +241,14 @@ pub(crate) fn decide(
     if up_to_date {
         return Decision::Skip;
     }
-    // cp asks under -i before it checks what it made itself: "no" skips without a failure.
     if opts.interactive && rules.ask.is_some_and(|ask| !ask()) || done {
         return Decision::Skip;
     }
-    // cp's rule for two sources with one destination name; numbered backups keep both. cp
-    // words it by how it looked at the destination: a symlink it looks through (a regular
-    // file would be written through it) is one it will not copy through; otherwise it will
-    // not overwrite what it made.
-    if rules.just_created == Some(d.id()) && opts.backup != Some(Backup::Numbered) {
+    // cp's rule for two sources with one destination name, after -i asks. cp words it by how
+    // it looked at the destination: a symlink it looks through (a regular file would be
+    // written through it) is one it will not copy through; otherwise it will not overwrite
+    // what it made.
+    if just_created(rules, d) {
         let through = looked_through(opts, src, d);
         return Decision::Refuse(Conflict::JustCreated { symlink: through });
     }
@@ -256,6 +262,12 @@ pub(crate) fn decide(
         return Decision::Refuse(Conflict::BackupIsSource);
     }
     write_or_link(rules, src, d, fresh, replace)
+}
+
+/// Whether `d` is what an earlier source of the same destination name made, which cp will not
+/// replace (numbered backups keep both).
+fn just_created(rules: &Rules<'_>, d: &Meta) -> bool {
+    rules.just_created == Some(d.id()) && rules.opts.backup != Some(Backup::Numbered)
 }
 
 /// cp's last checks before it replaces `d`: what it opens to write into must be writable,

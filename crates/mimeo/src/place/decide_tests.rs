@@ -169,6 +169,17 @@ fn no_clobber_and_update_skip_what_they_keep() {
     assert_eq!(run(&o, &src, Some(&marked)), Decision::Replace);
     // Another type is never a copy.
     assert_eq!(run(&o, &src, Some(&meta(LNK, 2, 200))), Decision::Replace);
+    // But a symlink cp would write through is judged by what it points to, by cp's rule.
+    let writable = || true;
+    let rules = plain(&o, &USER, &writable);
+    let link = meta(LNK, 2, 0);
+    let newer = Ok(Meta {
+        size: 1,
+        ..meta(REG, 3, 100)
+    });
+    assert_eq!(decided(&rules, &src, Some(&link), newer), Decision::Skip);
+    let older = Ok(meta(REG, 3, 99));
+    assert_eq!(decided(&rules, &src, Some(&link), older), Decision::Replace);
 }
 
 #[test]

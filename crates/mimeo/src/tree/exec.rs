@@ -10,7 +10,9 @@ use crate::options::{Dereference, Options};
 use crate::place::links::LinkGroups;
 use crate::report::{Control, Error, Method, Observer, Op, Refusal, Reporter, Summary, Warning};
 use crate::sys;
-use rustix::fd::{AsFd, BorrowedFd};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::collections::HashMap;
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -125,12 +127,12 @@ impl<'a> Executor<'a> {
         let mut dests: Vec<Option<Dest>> = Vec::new();
         // Every directory root so far, copied or refused as a copy into itself.
         let mut named: Vec<Named> = Vec::new();
-        // cp's `new_dst` under --parents, as the last source that set it left it.
-        let mut parents_made = false;
+        // cp's flag that a --parents destination is new, kept from one source to the next.
+        let mut new_dst = false;
         // Files whose roots failed before they were copied, by [`file_source_id`].
         let mut failed_files = Vec::new();
         for pair in pairs {
-            let mut root = match resolve_root(opts, pair, &ctx.report, &mut parents_made) {
+            let mut root = match resolve_root(opts, pair, &ctx.report, &mut new_dst) {
                 Ok(root) => root,
                 // Making a non-directory where its parent is missing, or at "d/" naming a
                 // dangling symlink: cp names it on its -v line before the call fails.
@@ -166,6 +168,19 @@ impl<'a> Executor<'a> {
             let earlier = dest
                 .as_ref()
                 .and_then(|dest| dests.iter().position(|d| d.as_ref() == Some(dest)));
+            // A destination cp takes to be new is made without a look (after cp's check
+            // for a source named twice).
+            let twice = earlier.is_some()
+                || named
+                    .iter()
+                    .any(|n| n.id == root.meta.id() && dest.is_some() && n.dest == dest);
+            if new_dst && !twice {
+                if let Some(e) = super::roots::made_over(opts, &root) {
+                    root.finish_parents(opts, &ctx.report);
+                    ctx.report.fail(e);
+                    continue;
+                }
+            }
             let earlier_item = earlier.and_then(|e| {
                 items
                     .iter()
@@ -185,6 +200,10 @@ impl<'a> Executor<'a> {
                 ) {
                     Some((made, kind)) => {
                         root = made;
+                        // Made now, in its parent (later --parents sources see that write).
+                        if matches!(&kind, WorkKind::Dir(info) if info.created) {
+                            root.made.store(true, std::sync::atomic::Ordering::Relaxed);
+                        }
                         kind
                     }
                     None => continue,
@@ -392,6 +411,7 @@ impl<'a> Executor<'a> {
     /// Ends the run: the summary of what this executor did.
     pub fn finish(self) -> Summary {
         touch_written_into(&self.ctx);
+        touch_parents_written_into(&self.ctx);
         self.ctx.report.finish(self.start.elapsed())
     }
 }
@@ -434,6 +454,40 @@ fn touch_written_into(ctx: &Ctx<'_>) {
             sys::futimens(dst.as_fd(), root.meta.atime, root.meta.mtime)
         } else {
             Ok(())
+        };
+    }
+}
+
+/// The same for the directories `--parents` gave their sources' times: cp sets them after each
+/// source, and a later source that writes into one without parents of its own to set (they
+/// were all there) leaves it the time of that write. The last of these in cp's order decides.
+fn touch_parents_written_into(ctx: &Ctx<'_>) {
+    let opts = ctx.opts;
+    if !(opts.parents && opts.preserve.timestamps) || ctx.report.control.is_stopped() {
+        return;
+    }
+    let id = |fd: BorrowedFd<'_>| sys::fstat(fd).ok().map(|m| m.id());
+    // Per directory: an open handle, and its last event (Some(times): set; None: written).
+    let mut last: HashMap<(u64, u64), (OwnedFd, Option<sys::Meta>)> = HashMap::new();
+    for root in &ctx.roots {
+        let made = root.made.load(std::sync::atomic::Ordering::Relaxed);
+        if made && let Some(event) = id(root.dst_parent.as_fd()).and_then(|d| last.get_mut(&d)) {
+            event.1 = None;
+        }
+        for parent in &root.parents {
+            let name = sys::cstring(parent.dst.as_os_str().as_bytes());
+            let Ok(fd) = sys::open_dir(sys::CWD, &name, false) else {
+                continue;
+            };
+            if let Some(dir) = id(fd.as_fd()) {
+                last.insert(dir, (fd, Some(parent.src)));
+            }
+        }
+    }
+    for (fd, event) in last.values() {
+        let _ = match event {
+            Some(src) => sys::futimens(fd.as_fd(), src.atime, src.mtime),
+            None => sys::touch_mtime(fd.as_fd()),
         };
     }
 }
@@ -561,50 +615,27 @@ fn named_before(
 
 /// Resolves one command-line pair to its root, making the source's parents at the
 /// destination first with `--parents`.
-///
-/// cp takes a `--parents` destination as new where it made a directory on the way to it;
-/// a source of one name (no directory part) leaves that as the source before it set it, so
-/// after one whose parents cp made, what is at its destination fails to be made ("File
-/// exists"). `parents_made` carries that from one source to the next.
 fn resolve_root(
     opts: &Options,
     pair: &CopyPair,
     report: &Reporter<'_>,
-    parents_made: &mut bool,
+    new_dst: &mut bool,
 ) -> Result<Root, Error> {
     let parents = if opts.parents {
-        super::roots::make_parents(&pair.src, &pair.dst, opts)?
+        super::roots::make_parents(&pair.src, &pair.dst, opts, new_dst)?
     } else {
         Vec::new()
     };
-    let one_name = opts.parents && !super::roots::has_dir_part(&pair.src);
-    let taken_as_new = one_name && *parents_made;
-    if opts.parents && !one_name {
-        *parents_made = parents.iter().any(|p| p.created);
-    }
     // Without -r, cp omits a directory before it looks at the destination.
     if opts.recursive && super::roots::dot_after_new_parent(&pair.src, &parents) {
         super::roots::finish_parents(&parents, opts, report);
         let dst = super::roots::trimmed(&pair.dst);
         return Err(Error::sys(Op::CreateDir, dst, sys::Errno::EXIST));
     }
-    let mut root = Root::resolve_named(opts, pair)?;
-    if taken_as_new
-        && sys::stat_at(
-            sys::CWD,
-            &sys::cstring(std::os::unix::ffi::OsStrExt::as_bytes(pair.dst.as_os_str())),
-            false,
-        )
-        .is_ok()
-    {
-        let paths = (pair.src.as_path(), pair.dst.as_path());
-        return Err(super::roots::create_error(
-            opts,
-            &root.meta,
-            paths,
-            sys::Errno::EXIST,
-        ));
-    }
+    // cp gives the parents it made their attributes also where the copy then fails.
+    let mut root = Root::resolve_named(opts, pair).inspect_err(|_| {
+        super::roots::finish_parents(&parents, opts, report);
+    })?;
     root.parents = parents;
     Ok(root)
 }

@@ -190,8 +190,11 @@ fn finish_parent(parent: &Parent, opts: &Options, process: &Process) -> Result<(
         false,
     )
     .map_err(|e| Error::sys(Op::Open, &parent.dst, e))?;
+    // With --no-preserve=mode, cp makes it 0777 less the umask, not as a copy of the source.
+    let default_mode = opts.preserve.default_mode && parent.created;
     let apply = Apply {
         created: parent.created,
+        keep_perm: default_mode.then_some(0o777 & !process.umask),
         ..Apply::for_existing(opts, process, &parent.src)
     };
     let dst = Dst::Fd(fd.as_fd());
@@ -256,12 +259,25 @@ fn misnamed_acl_source(parent: &Parent) -> Option<PathBuf> {
 /// cp does: nothing is made or looked at when `dst`'s parent is there; a directory is made
 /// only for a source that is a directory, and a source directory is looked at only where
 /// its copy is made or its attributes are kept.
-pub(crate) fn make_parents(src: &Path, dst: &Path, opts: &Options) -> Result<Vec<Parent>, Error> {
+///
+/// `new_dst` is cp's flag that the destination is new (its parent was just made), which cp
+/// keeps from one source to the next: a source without a directory in its path leaves it as
+/// the one before set it, and a failure as far as it got.
+pub(crate) fn make_parents(
+    src: &Path,
+    dst: &Path,
+    opts: &Options,
+    new_dst: &mut bool,
+) -> Result<Vec<Parent>, Error> {
     let dirs = parent_dirs(src, dst);
     let Some(&(_, last)) = dirs.last() else {
+        if has_dir_part(src) {
+            *new_dst = false;
+        }
         return Ok(Vec::new());
     };
     if existing_parent(last)? {
+        *new_dst = false;
         return Ok(Vec::new());
     }
     let p = opts.preserve;
@@ -273,7 +289,10 @@ pub(crate) fn make_parents(src: &Path, dst: &Path, opts: &Options) -> Result<Vec
             Ok(m) => m,
             Err(e) if !there || keeps => return Err(e),
             // Not looked at by cp: a missing directory below fails, or the copy itself.
-            Err(_) => continue,
+            Err(_) => {
+                *new_dst = false;
+                continue;
+            }
         };
         let name = sys::cstring(d.as_os_str().as_bytes());
         let created = !there
@@ -282,6 +301,7 @@ pub(crate) fn make_parents(src: &Path, dst: &Path, opts: &Options) -> Result<Vec
                 Err(Errno::EXIST) => false,
                 Err(e) => return Err(Error::sys(Op::CreateParent, d.to_path_buf(), e)),
             };
+        *new_dst = created;
         made.push(Parent {
             src: meta,
             src_path: s.to_path_buf(),
@@ -289,7 +309,51 @@ pub(crate) fn make_parents(src: &Path, dst: &Path, opts: &Options) -> Result<Vec
             created,
         });
     }
+    // cp's last look is at the parent as named: "." or ".." there is no new directory.
+    let (head, _) = split_last(src.as_os_str().as_bytes());
+    if is_dot(split_last(head).1) {
+        *new_dst = false;
+    }
     Ok(made)
+}
+
+/// Whether a `--parents` source has a directory in its path, less leading and trailing
+/// slashes ("s/x", not "s/" or "/s"): only then does cp look at the destination's parents.
+fn has_dir_part(src: &Path) -> bool {
+    let b = src.as_os_str().as_bytes();
+    let start = b.iter().position(|&c| c != b'/').unwrap_or(b.len());
+    let end = b.iter().rposition(|&c| c != b'/').map_or(start, |i| i + 1);
+    b[start..end.max(start)].contains(&b'/')
+}
+
+/// `--parents`: cp's failure for a source whose destination it takes to be new (see
+/// [`make_parents`]) where something is there: it makes the entry without looking, which
+/// finds it there. None where cp would look first after all (a directory without -r), or
+/// for a link, whose message names its source too.
+pub(crate) fn made_over(opts: &Options, root: &Root) -> Option<Error> {
+    let there = sys::stat_at(root.dst_parent.as_fd(), &root.dst_name, false).is_ok();
+    if !there || opts.link.is_some() {
+        return None;
+    }
+    let m = &root.meta;
+    let node = !(m.is_reg() || m.is_dir() || m.is_symlink());
+    let op = if m.is_dir() {
+        if !opts.recursive {
+            return None;
+        }
+        Op::CreateDir
+    } else if m.is_symlink() {
+        Op::Symlink
+    } else if node && opts.recursive && !opts.copy_contents {
+        if m.file_type() == sys::S_IFIFO {
+            Op::MakeFifo
+        } else {
+            Op::MakeNode
+        }
+    } else {
+        Op::Create
+    };
+    Some(Error::sys(op, trimmed(&root.dst_path), Errno::EXIST))
 }
 
 /// `--parents`: whether the directory `d` on the way to a destination is there (a symlink
@@ -384,15 +448,6 @@ pub(crate) fn dot_after_new_parent(src: &Path, parents: &[Parent]) -> bool {
     let (head, last) = split_last(src.as_os_str().as_bytes());
     let plain_parent = !is_dot(split_last(head).1);
     is_dot(last) && plain_parent && parents.last().is_some_and(|p| p.created)
-}
-
-/// Whether a `--parents` source has a directory part (less leading and trailing slashes):
-/// cp looks for the destination's parent only then.
-pub(crate) fn has_dir_part(src: &Path) -> bool {
-    let b = src.as_os_str().as_bytes();
-    let start = b.iter().take_while(|&&c| c == b'/').count();
-    let end = b.len() - b.iter().rev().take_while(|&&c| c == b'/').count();
-    start < end && b[start..end].contains(&b'/')
 }
 
 /// `p` without its trailing slashes, as cp names a `--parents` destination.
