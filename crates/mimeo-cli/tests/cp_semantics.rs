@@ -3221,6 +3221,46 @@ fn fifos_and_devices_are_read_as_files_without_r_and_with_copy_contents() {
     }
 }
 
+/// A FIFO named as a source without `-r` is read in order to its end, also into an
+/// existing FIFO at the destination, which gets what was fed, as with cp.
+#[test]
+fn a_fifo_read_as_a_file_into_an_existing_fifo_is_read_in_order() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    for tool in ["cp", "mimeo"] {
+        let d = base.join(format!("into-fifo-{tool}"));
+        fs::create_dir(&d).unwrap();
+        run_ok("mkfifo", &[d.join("p").to_str().unwrap()]);
+        run_ok("mkfifo", &[d.join("q").to_str().unwrap()]);
+        let (p, q) = (d.join("p"), d.join("q"));
+        let writer = std::thread::spawn(move || {
+            let mut w = fs::OpenOptions::new().write(true).open(p).unwrap();
+            w.write_all(b"fed through the pipe\n").unwrap();
+        });
+        let reader = std::thread::spawn(move || fs::read(q).unwrap());
+        let (code, stderr) = if tool == "cp" {
+            let out = util::tree::cp_in(Some(&d), &["p", "q"]);
+            (out.status.code(), out.stderr)
+        } else {
+            let out = util::run_in(Some(&d), &["p", "q"]);
+            (Some(out.code), out.stderr)
+        };
+        // A copy that never opened q leaves the reader waiting for a writer: one that comes
+        // and goes ends it (without a reader left, the open fails, which is fine).
+        let _ = fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(d.join("q"));
+        writer.join().unwrap();
+        let got = reader.join().unwrap();
+        assert_eq!((code, stderr.as_str()), (Some(0), ""), "{tool}");
+        assert_eq!(got, b"fed through the pipe\n", "{tool}");
+    }
+}
+
 #[test]
 fn parents_makes_the_source_path_below_the_directory_as_cp() {
     let Some(fs) = loop_fs(FsKind::Ext4) else {
