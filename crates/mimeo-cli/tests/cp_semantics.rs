@@ -1678,6 +1678,8 @@ fn a_socket_read_as_a_file_onto_an_entry_as_cp() {
             write(d, "s/f", "f\n", 0o644);
             // Written after the socket: not older.
             write(d, "d/s/k", "old\n", 0o644);
+            symlink("nowhere", d.join("dangling")).unwrap();
+            symlink("d/s/k", d.join("to-file")).unwrap();
         };
         for (i, a) in [
             &["--copy-contents", "-R", "s", "d"][..],
@@ -1693,6 +1695,14 @@ fn a_socket_read_as_a_file_onto_an_entry_as_cp() {
             // Following symlinks, read as a file all the same: the open fails first.
             &["-L", "s/k", "d/s/k"],
             &["-L", "-f", "s/k", "d/s/k"],
+            // cp looks through a destination symlink as for a file: a dangling one is
+            // nothing to skip or ask about, so the open fails.
+            &["-n", "s/k", "dangling"],
+            &["-i", "s/k", "dangling"],
+            &["-n", "-i", "s/k", "dangling"],
+            &["-n", "s/k", "to-file"],
+            &["-i", "s/k", "to-file"],
+            &["-n", "--remove-destination", "s/k", "dangling"],
         ]
         .iter()
         .enumerate()

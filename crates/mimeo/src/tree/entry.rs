@@ -4,7 +4,7 @@
 //! reported.
 
 use super::context::{Ctx, Here, relative_symlink_elsewhere};
-use super::file::{copy_contents, copy_regular};
+use super::file::{as_file, copy_contents, copy_regular};
 use super::placing::{
     LinkStep, backup_fails_first, backup_refused, before_failed_copy, commit, decide_at,
     decide_existing, first_done, link_or_claim,
@@ -281,7 +281,16 @@ fn socket_contents(
 ) -> Result<(), Error> {
     let (name, dst_name) = names;
     if let Ok(d) = sys::stat_at(here.dst_dir, dst_name, false) {
-        match decide_existing(ctx, here, name, dst_name, meta, &d) {
+        // cp looks through a destination symlink as for the regular file it reads the
+        // socket as (unless it removes or backs up what is there): a dangling one is nothing
+        // to skip or ask about.
+        let fresh = ctx.opts.remove_destination || ctx.opts.backup.is_some();
+        let seen = if d.is_symlink() && !fresh {
+            as_file(*meta)
+        } else {
+            *meta
+        };
+        match decide_existing(ctx, here, name, dst_name, &seen, &d) {
             Ok(Decision::Skip) => {
                 ctx.report
                     .skipped(|| here.src_path(name), || here.dst_path(dst_name));

@@ -83,7 +83,7 @@ pub(crate) fn copy_contents(
 }
 
 /// The node `node` as the regular file it is copied as (`--copy-contents`).
-fn as_file(node: Meta) -> Meta {
+pub(crate) fn as_file(node: Meta) -> Meta {
     Meta {
         mode: sys::S_IFREG | (node.mode & 0o7777),
         size: 0,
