@@ -725,8 +725,10 @@ fn update_sizes(o: &mut Outcome) -> bool {
     if !o.plan.has("update") {
         return false;
     }
-    // With -i, mimeo asks about what it would replace where cp skipped.
-    let asked = |l: &str| l.starts_with("cp: overwrite ") && !o.cp.stderr.contains(l);
+    // With -i, mimeo asks about what it would replace where cp skipped (in cp's words for
+    // an entry it may not write).
+    let question = ["cp: overwrite ", "cp: unwritable ", "cp: replace "];
+    let asked = |l: &str| question.iter().any(|q| l.starts_with(q)) && !o.cp.stderr.contains(l);
     let without: String = o
         .ours
         .stderr
@@ -1143,6 +1145,20 @@ mod tests {
 
     /// `cp -uvb f f d`, where d/f is as new as f but of another size: mimeo replaces it, and
     /// leaves the second alone; cp skips the first and links d/f onto itself for the second.
+    #[test]
+    fn update_sizes_allows_a_question_about_an_unwritable_entry_cp_skipped() {
+        let asked = "cp: unwritable 'd' (mode 0644, rw-r--r--); try anyway? ";
+        let mut o = outcome("", asked);
+        o.plan.opts = vec!["update", "interactive"];
+        update_sizes(&mut o);
+        assert_eq!(o.ours.stderr, "");
+        // Not without -u.
+        let mut o = outcome("", asked);
+        o.plan.opts = vec!["interactive"];
+        update_sizes(&mut o);
+        assert_eq!(o.ours.stderr, asked);
+    }
+
     #[test]
     fn update_sizes_allows_a_clone_that_cannot_be_made_where_cp_skipped() {
         let failed = "cp: failed to clone 'd' from 'f': Operation not supported\n";
