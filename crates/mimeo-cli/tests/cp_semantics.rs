@@ -3231,6 +3231,45 @@ fn fifos_and_devices_are_read_as_files_without_r_and_with_copy_contents() {
     }
 }
 
+/// `-l` hard-links what a symlink points to where cp follows it (`-L`, `-l`'s default, an
+/// operand under `-H`), and the symlink itself below an operand under `-H`: a dangling one
+/// is linked, not "cannot stat", and as a user who may not link someone else's symlink, the
+/// link fails as cp's does.
+#[test]
+fn hard_links_of_symlinks_below_an_operand_under_h_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "f", "f\n", 0o644);
+        fs::create_dir(d.join("s")).unwrap();
+        symlink("nowhere", d.join("s/dang")).unwrap();
+        symlink("../f", d.join("s/lk")).unwrap();
+        symlink("f", d.join("lf")).unwrap();
+        symlink("s", d.join("ls")).unwrap();
+        // The foreign user makes the copy here.
+        fs::set_permissions(d, fs::Permissions::from_mode(0o777)).unwrap();
+    };
+    for (i, a) in [
+        &["-H", "-r", "-l", "s", "d"][..],
+        &["-H", "-r", "-l", "ls", "d"],
+        &["-H", "-l", "lf", "d"],
+        &["-r", "-l", "s", "d"],
+        &["-L", "-r", "-l", "s", "d"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        same_as_cp(base, &format!("link-h{i}"), &setup, &args(a));
+        let how = Run {
+            foreign_user: true,
+            ..args(a)
+        };
+        same_as_cp(base, &format!("link-h-user{i}"), &setup, &how);
+    }
+}
+
 /// A FIFO named as a source without `-r` is read in order to its end, also into an
 /// existing FIFO at the destination, which gets what was fed, as with cp.
 #[test]

@@ -320,8 +320,11 @@ fn link_entry(
 ) -> Result<(), Error> {
     let src_path = || here.src_path(name);
     let dst_path = || here.dst_path(dst_name);
-    // cp hard-links what a symlink points to unless symlinks are never followed.
-    let through = kind == LinkInstead::Hard && ctx.opts.dereference != Dereference::Never;
+    // cp hard-links what a symlink points to where it follows it (-L, the default of -l, or
+    // a command-line operand under -H); one below an operand under -H is linked itself.
+    let through = kind == LinkInstead::Hard
+        && (ctx.opts.dereference == Dereference::Always
+            || follow && ctx.opts.dereference != Dereference::Never);
     let meta = match meta {
         Some(m) if !(through && m.is_symlink()) => m,
         _ => sys::stat_at(here.src_dir, name, follow || through)
