@@ -600,7 +600,10 @@ fn linked_destination(o: &mut Outcome) -> bool {
             d.field,
             Field::Size | Field::Content | Field::Mtime | Field::Atime | Field::Blocks
         );
-        let other = named(&split.left, &d.path) && !named(&split.right, &d.path);
+        // A member of cp's group that mimeo's grouping (as seen where the split was found:
+        // at the destination, or at another member) keeps apart from the destination.
+        let apart = named(&split.right, &d.path) != named(&split.right, &dest);
+        let other = named(&split.left, &d.path) && apart;
         *d == split || data && d.path != dest && other
     };
     o.tree.retain(|d| !kept(d));
@@ -1045,6 +1048,24 @@ mod tests {
             field,
             left: left.into(),
             right: right.into(),
+        }
+    }
+
+    #[test]
+    fn a_replaced_linked_destination_leaves_its_other_name_alone_wherever_the_split_shows() {
+        let group = r#"["s/a", "s/d"]"#;
+        for (at, right) in [("s/d", r#"["s/d"]"#), ("s/a", r#"["s/a"]"#)] {
+            let mut o = outcome("", "");
+            o.plan.target = "s/d".into();
+            o.tree = vec![
+                diff(at, Field::HardLinks, group, right),
+                diff("s/a", Field::Size, "0", "7"),
+                diff("s/a", Field::Mtime, "1", "2"),
+                diff("s/b", Field::Size, "0", "7"),
+            ];
+            assert!(linked_destination(&mut o), "{at}");
+            // What is not of the group stays.
+            assert_eq!(o.tree, vec![diff("s/b", Field::Size, "0", "7")], "{at}");
         }
     }
 
