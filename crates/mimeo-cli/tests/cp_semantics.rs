@@ -1678,6 +1678,8 @@ fn a_socket_read_as_a_file_onto_an_entry_as_cp() {
             write(d, "s/f", "f\n", 0o644);
             // Written after the socket: not older.
             write(d, "d/s/k", "old\n", 0o644);
+            symlink("nowhere", d.join("dangling")).unwrap();
+            symlink("d/s/k", d.join("to-file")).unwrap();
         };
         for (i, a) in [
             &["--copy-contents", "-R", "s", "d"][..],
@@ -1693,6 +1695,14 @@ fn a_socket_read_as_a_file_onto_an_entry_as_cp() {
             // Following symlinks, read as a file all the same: the open fails first.
             &["-L", "s/k", "d/s/k"],
             &["-L", "-f", "s/k", "d/s/k"],
+            // cp looks through a destination symlink as for a file: a dangling one is
+            // nothing to skip or ask about, so the open fails.
+            &["-n", "s/k", "dangling"],
+            &["-i", "s/k", "dangling"],
+            &["-n", "-i", "s/k", "dangling"],
+            &["-n", "s/k", "to-file"],
+            &["-i", "s/k", "to-file"],
+            &["-n", "--remove-destination", "s/k", "dangling"],
         ]
         .iter()
         .enumerate()
@@ -3218,6 +3228,85 @@ fn fifos_and_devices_are_read_as_files_without_r_and_with_copy_contents() {
             b"fed through the pipe\n",
             "{tool}"
         );
+    }
+}
+
+/// `-l` hard-links what a symlink points to where cp follows it (`-L`, `-l`'s default, an
+/// operand under `-H`), and the symlink itself below an operand under `-H`: a dangling one
+/// is linked, not "cannot stat", and as a user who may not link someone else's symlink, the
+/// link fails as cp's does.
+#[test]
+fn hard_links_of_symlinks_below_an_operand_under_h_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "f", "f\n", 0o644);
+        fs::create_dir(d.join("s")).unwrap();
+        symlink("nowhere", d.join("s/dang")).unwrap();
+        symlink("../f", d.join("s/lk")).unwrap();
+        symlink("f", d.join("lf")).unwrap();
+        symlink("s", d.join("ls")).unwrap();
+        // The foreign user makes the copy here.
+        fs::set_permissions(d, fs::Permissions::from_mode(0o777)).unwrap();
+    };
+    for (i, a) in [
+        &["-H", "-r", "-l", "s", "d"][..],
+        &["-H", "-r", "-l", "ls", "d"],
+        &["-H", "-l", "lf", "d"],
+        &["-r", "-l", "s", "d"],
+        &["-L", "-r", "-l", "s", "d"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        same_as_cp(base, &format!("link-h{i}"), &setup, &args(a));
+        let how = Run {
+            foreign_user: true,
+            ..args(a)
+        };
+        same_as_cp(base, &format!("link-h-user{i}"), &setup, &how);
+    }
+}
+
+/// A FIFO named as a source without `-r` is read in order to its end, also into an
+/// existing FIFO at the destination, which gets what was fed, as with cp.
+#[test]
+fn a_fifo_read_as_a_file_into_an_existing_fifo_is_read_in_order() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    for tool in ["cp", "mimeo"] {
+        let d = base.join(format!("into-fifo-{tool}"));
+        fs::create_dir(&d).unwrap();
+        run_ok("mkfifo", &[d.join("p").to_str().unwrap()]);
+        run_ok("mkfifo", &[d.join("q").to_str().unwrap()]);
+        let (p, q) = (d.join("p"), d.join("q"));
+        let writer = std::thread::spawn(move || {
+            let mut w = fs::OpenOptions::new().write(true).open(p).unwrap();
+            w.write_all(b"fed through the pipe\n").unwrap();
+        });
+        let reader = std::thread::spawn(move || fs::read(q).unwrap());
+        let (code, stderr) = if tool == "cp" {
+            let out = util::tree::cp_in(Some(&d), &["p", "q"]);
+            (out.status.code(), out.stderr)
+        } else {
+            let out = util::run_in(Some(&d), &["p", "q"]);
+            (Some(out.code), out.stderr)
+        };
+        // A copy that never opened q leaves the reader waiting for a writer: one that comes
+        // and goes ends it (without a reader left, the open fails, which is fine).
+        let _ = fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(d.join("q"));
+        writer.join().unwrap();
+        let got = reader.join().unwrap();
+        assert_eq!((code, stderr.as_str()), (Some(0), ""), "{tool}");
+        assert_eq!(got, b"fed through the pipe\n", "{tool}");
     }
 }
 

@@ -600,7 +600,10 @@ fn linked_destination(o: &mut Outcome) -> bool {
             d.field,
             Field::Size | Field::Content | Field::Mtime | Field::Atime | Field::Blocks
         );
-        let other = named(&split.left, &d.path) && !named(&split.right, &d.path);
+        // A member of cp's group that mimeo's grouping (as seen where the split was found:
+        // at the destination, or at another member) keeps apart from the destination.
+        let apart = named(&split.right, &d.path) != named(&split.right, &dest);
+        let other = named(&split.left, &d.path) && apart;
         *d == split || data && d.path != dest && other
     };
     o.tree.retain(|d| !kept(d));
@@ -725,8 +728,10 @@ fn update_sizes(o: &mut Outcome) -> bool {
     if !o.plan.has("update") {
         return false;
     }
-    // With -i, mimeo asks about what it would replace where cp skipped.
-    let asked = |l: &str| l.starts_with("cp: overwrite ") && !o.cp.stderr.contains(l);
+    // With -i, mimeo asks about what it would replace where cp skipped (in cp's words for
+    // an entry it may not write).
+    let question = ["cp: overwrite ", "cp: unwritable ", "cp: replace "];
+    let asked = |l: &str| question.iter().any(|q| l.starts_with(q)) && !o.cp.stderr.contains(l);
     let without: String = o
         .ours
         .stderr
@@ -745,7 +750,14 @@ fn update_sizes(o: &mut Outcome) -> bool {
             l.contains("cannot create hard link ") || l.contains("cannot create symbolic link ");
         link && l.ends_with(": File exists\n")
     };
-    let refused = |l: &str| (l.contains(relative) || link_exists(l)) && !o.cp.stderr.contains(l);
+    // With --reflink, it may be a clone the filesystem cannot make (ext4).
+    let links = o.plan.has("symbolic-link") || o.plan.has("link");
+    let reflink = o.plan.has("reflink");
+    let refused = |l: &str| {
+        let link = links && (l.contains(relative) || link_exists(l));
+        let clone = reflink && l.contains("failed to clone ");
+        (link || clone) && !o.cp.stderr.contains(l)
+    };
     let without: String = o
         .ours
         .stderr
@@ -753,8 +765,7 @@ fn update_sizes(o: &mut Outcome) -> bool {
         .filter(|l| !refused(l))
         .collect();
     let mut changed = false;
-    let links = o.plan.has("symbolic-link") || o.plan.has("link");
-    if links && without != o.ours.stderr && without == o.cp.stderr {
+    if without != o.ours.stderr && without == o.cp.stderr {
         o.ours.stderr = without;
         o.ours.code = o.cp.code;
         changed = true;
@@ -1041,6 +1052,24 @@ mod tests {
     }
 
     #[test]
+    fn a_replaced_linked_destination_leaves_its_other_name_alone_wherever_the_split_shows() {
+        let group = r#"["s/a", "s/d"]"#;
+        for (at, right) in [("s/d", r#"["s/d"]"#), ("s/a", r#"["s/a"]"#)] {
+            let mut o = outcome("", "");
+            o.plan.target = "s/d".into();
+            o.tree = vec![
+                diff(at, Field::HardLinks, group, right),
+                diff("s/a", Field::Size, "0", "7"),
+                diff("s/a", Field::Mtime, "1", "2"),
+                diff("s/b", Field::Size, "0", "7"),
+            ];
+            assert!(linked_destination(&mut o), "{at}");
+            // What is not of the group stays.
+            assert_eq!(o.tree, vec![diff("s/b", Field::Size, "0", "7")], "{at}");
+        }
+    }
+
+    #[test]
     fn a_copy_of_a_target_written_through_a_symlink_is_allowed_to_differ() {
         let plan = Plan {
             tool: "cp",
@@ -1137,6 +1166,40 @@ mod tests {
 
     /// `cp -uvb f f d`, where d/f is as new as f but of another size: mimeo replaces it, and
     /// leaves the second alone; cp skips the first and links d/f onto itself for the second.
+    #[test]
+    fn update_sizes_allows_a_question_about_an_unwritable_entry_cp_skipped() {
+        let asked = "cp: unwritable 'd' (mode 0644, rw-r--r--); try anyway? ";
+        let mut o = outcome("", asked);
+        o.plan.opts = vec!["update", "interactive"];
+        update_sizes(&mut o);
+        assert_eq!(o.ours.stderr, "");
+        // Not without -u.
+        let mut o = outcome("", asked);
+        o.plan.opts = vec!["interactive"];
+        update_sizes(&mut o);
+        assert_eq!(o.ours.stderr, asked);
+    }
+
+    #[test]
+    fn update_sizes_allows_a_clone_that_cannot_be_made_where_cp_skipped() {
+        let failed = "cp: failed to clone 'd' from 'f': Operation not supported\n";
+        let mut o = outcome("", failed);
+        o.cp.code = Some(0);
+        o.ours.code = Some(1);
+        o.plan.opts = vec!["update", "reflink"];
+        assert!(update_sizes(&mut o));
+        assert_eq!((o.ours.code, o.ours.stderr.as_str()), (Some(0), ""));
+        // Not without --reflink, nor where cp failed to clone too.
+        let mut o = outcome("", failed);
+        o.plan.opts = vec!["update"];
+        update_sizes(&mut o);
+        assert_eq!(o.ours.stderr, failed);
+        let mut o = outcome(failed, failed);
+        o.plan.opts = vec!["update", "reflink"];
+        update_sizes(&mut o);
+        assert_eq!(o.ours.stderr, failed);
+    }
+
     #[test]
     fn update_sizes_allows_cps_relink_of_a_source_named_again() {
         let mut o = outcome("", "");

@@ -50,7 +50,8 @@ pub(crate) fn read_to_end(
         if n == 0 {
             return Ok(total);
         }
-        sys::write_all(dst, &buf[..n], None).map_err(|e| DataError::new(Op::Write, e))?;
+        // `dst` may be a FIFO or device opened without blocking: a full one is waited for.
+        write_all(dst, &buf[..n], None, control)?;
         total += n as u64;
         control.add_bytes(Method::Stream, n as u64);
     }

@@ -4,7 +4,7 @@
 //! reported.
 
 use super::context::{Ctx, Here, relative_symlink_elsewhere};
-use super::file::{copy_contents, copy_regular};
+use super::file::{as_file, copy_contents, copy_regular};
 use super::placing::{
     LinkStep, backup_fails_first, backup_refused, before_failed_copy, commit, decide_at,
     decide_existing, first_done, link_or_claim,
@@ -281,7 +281,16 @@ fn socket_contents(
 ) -> Result<(), Error> {
     let (name, dst_name) = names;
     if let Ok(d) = sys::stat_at(here.dst_dir, dst_name, false) {
-        match decide_existing(ctx, here, name, dst_name, meta, &d) {
+        // cp looks through a destination symlink as for the regular file it reads the
+        // socket as (unless it removes or backs up what is there): a dangling one is nothing
+        // to skip or ask about.
+        let fresh = ctx.opts.remove_destination || ctx.opts.backup.is_some();
+        let seen = if d.is_symlink() && !fresh {
+            as_file(*meta)
+        } else {
+            *meta
+        };
+        match decide_existing(ctx, here, name, dst_name, &seen, &d) {
             Ok(Decision::Skip) => {
                 ctx.report
                     .skipped(|| here.src_path(name), || here.dst_path(dst_name));
@@ -311,8 +320,11 @@ fn link_entry(
 ) -> Result<(), Error> {
     let src_path = || here.src_path(name);
     let dst_path = || here.dst_path(dst_name);
-    // cp hard-links what a symlink points to unless symlinks are never followed.
-    let through = kind == LinkInstead::Hard && ctx.opts.dereference != Dereference::Never;
+    // cp hard-links what a symlink points to where it follows it (-L, the default of -l, or
+    // a command-line operand under -H); one below an operand under -H is linked itself.
+    let through = kind == LinkInstead::Hard
+        && (ctx.opts.dereference == Dereference::Always
+            || follow && ctx.opts.dereference != Dereference::Never);
     let meta = match meta {
         Some(m) if !(through && m.is_symlink()) => m,
         _ => sys::stat_at(here.src_dir, name, follow || through)

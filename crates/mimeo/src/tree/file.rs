@@ -83,7 +83,7 @@ pub(crate) fn copy_contents(
 }
 
 /// The node `node` as the regular file it is copied as (`--copy-contents`).
-fn as_file(node: Meta) -> Meta {
+pub(crate) fn as_file(node: Meta) -> Meta {
     Meta {
         mode: sys::S_IFREG | (node.mode & 0o7777),
         size: 0,
@@ -794,8 +794,14 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             .map_err(|e| data_error(e, src_path, dst_path))?;
         let src = self.src.as_fd();
         self.clone_required(dst.as_fd())?;
-        let bytes = node::stream_into(src, &dst, buf, ctx.opts.buffer_size, control)
-            .map_err(|e| data_error(e, src_path, dst_path))?;
+        // A FIFO or device source (read as a file) cannot be read at an offset: it is read
+        // in order, to its end, as cp reads it.
+        let bytes = if self.contents {
+            node::read_contents(src, dst.as_fd(), buf, ctx.opts.buffer_size, control)
+        } else {
+            node::stream_into(src, &dst, buf, ctx.opts.buffer_size, control)
+        }
+        .map_err(|e| data_error(e, src_path, dst_path))?;
         let xattrs = meta::source_xattrs(ctx.opts, XattrTarget::Fd(src), &src_path)?;
         let apply = Apply::for_existing(ctx.opts, &ctx.process, &self.meta);
         apply.run(Dst::Fd(dst.as_fd()), &xattrs, &dst_path)?;
