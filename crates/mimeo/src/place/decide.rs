@@ -213,30 +213,12 @@ pub(crate) fn decide(
             Decision::Refuse(Conflict::NonDirectoryInTheWay)
         };
     }
-    let into_node = src.is_reg() && is_node(d);
     let replace = replacement(opts, src, d, fresh);
     let up_to_date = match opts.overwrite {
         Overwrite::NoClobber => true,
         Overwrite::NoneFail => return Decision::Refuse(Conflict::NotReplacing),
         Overwrite::Replace => false,
-        // A node or a directory is never a copy, nor a node's contents: cp's rule (not
-        // older than the source) decides.
-        Overwrite::Update if into_node || is_node(src) || d.is_dir() => d.mtime >= src.mtime,
-        // A symlink cp would write through: cp's rule, on what it points to (a dangling one
-        // is as nothing there to cp).
-        Overwrite::Update if d.is_symlink() && !seen.is_symlink() => seen.mtime >= src.mtime,
-        // Where the stricter rule would replace what cannot be replaced (a file this process
-        // may not write, without -f, an entry --attributes-only cannot make where one is, or
-        // anything in a directory it may not change), cp's rule alone decides, so that what
-        // cp skips is skipped rather than failed.
-        Overwrite::Update => {
-            is_complete_copy(rules, d, src)
-                || d.mtime >= src.mtime
-                    && (matches!(
-                        write_or_link(rules, src, d, fresh, replace),
-                        Decision::Refuse(Conflict::NotWritable | Conflict::Exists { .. })
-                    ) || rules.changeable.is_some_and(|may| !may()))
-        }
+        Overwrite::Update => not_older(rules, src, d, &seen, fresh, replace),
     };
     if up_to_date {
         return Decision::Skip;
@@ -262,6 +244,38 @@ pub(crate) fn decide(
         return Decision::Refuse(Conflict::BackupIsSource);
     }
     write_or_link(rules, src, d, fresh, replace)
+}
+
+/// `-u`: whether `d` (seen as `seen` through a symlink cp looks through) is kept.
+fn not_older(
+    rules: &Rules<'_>,
+    src: &Meta,
+    d: &Meta,
+    seen: &Meta,
+    fresh: bool,
+    replace: Decision,
+) -> bool {
+    let into_node = src.is_reg() && is_node(d);
+    // A node or a directory is never a copy, nor a node's contents: cp's rule (not older
+    // than the source) decides.
+    if into_node || is_node(src) || d.is_dir() {
+        return d.mtime >= src.mtime;
+    }
+    // A symlink cp would write through: cp's rule, on what it points to (a dangling one is
+    // as nothing there to cp).
+    if d.is_symlink() && !seen.is_symlink() {
+        return seen.mtime >= src.mtime;
+    }
+    // Where the stricter rule would replace what cannot be replaced (a file this process may
+    // not write, without -f, an entry --attributes-only cannot make where one is, or anything
+    // in a directory it may not change), cp's rule alone decides, so that what cp skips is
+    // skipped rather than failed.
+    is_complete_copy(rules, d, src)
+        || d.mtime >= src.mtime
+            && (matches!(
+                write_or_link(rules, src, d, fresh, replace),
+                Decision::Refuse(Conflict::NotWritable | Conflict::Exists { .. })
+            ) || rules.changeable.is_some_and(|may| !may()))
 }
 
 /// Whether `d` is what an earlier source of the same destination name made, which cp will not
