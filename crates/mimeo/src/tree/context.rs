@@ -71,6 +71,10 @@ pub(crate) struct Ctx<'a> {
     /// Under `-L`, the directories this run made: a symlink that leads back into the copy
     /// must not make it copy itself into itself without end.
     pub made_dirs: std::sync::Mutex<std::collections::HashSet<(u64, u64)>>,
+    /// The directory roots named on the command line, in order: the root index of the
+    /// first one after them, their (dev, ino), and where the first went. cp will not copy
+    /// such a directory again when a later root holds it (see [`Ctx::named_earlier`]).
+    pub named_dirs: Vec<(u32, (u64, u64), PathBuf)>,
 }
 
 impl<'a> Ctx<'a> {
@@ -91,10 +95,24 @@ impl<'a> Ctx<'a> {
             canon: CanonMap::default(),
             sweep: Sweep::of(opts),
             made_dirs: Default::default(),
+            named_dirs: Vec::new(),
             roots: Vec::new(),
             overlapping_roots: false,
             hooks,
         }
+    }
+
+    /// Where the directory `id`, met below root `root`, was copied as a directory root named
+    /// before that root: cp remembers the command-line directories it copies, and refuses to
+    /// copy one again below a later root (but not under `-L`, where it copies it again).
+    pub fn named_earlier(&self, root: u32, id: (u64, u64)) -> Option<&Path> {
+        if self.opts.dereference == Dereference::Always {
+            return None;
+        }
+        self.named_dirs
+            .iter()
+            .find(|(index, named, _)| *index <= root && *named == id)
+            .map(|(_, _, dst)| dst.as_path())
     }
 
     /// The rules of the overwrite decision for an entry `here` (no `-i` question: the caller

@@ -25,6 +25,7 @@ use crate::sys::{self, DType, Errno, Meta, XattrTarget};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::{CStr, CString};
 use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
 /// Creates the destination directory `dst_dir/dst_name` for the source directory `name` of
@@ -129,6 +130,12 @@ fn subdir(
         unreachable!("listed entries are below a root");
     };
     let follow = look(ctx).follow;
+    if let Some(earlier) = named_earlier(ctx, here, root, name, meta, follow) {
+        let refusal = Refusal::DirectoryTwice { earlier };
+        let dst = here.dst_path(name);
+        ctx.report.fail(Error::refused(Op::Refuse, dst, refusal));
+        return None;
+    }
     if descent == Descent::Cycle {
         // cp looks at the destination first: what it may not merge into (a non-directory,
         // the source itself) is reported instead of the cycle.
@@ -183,6 +190,25 @@ fn subdir(
         kind: WorkKind::Dir(info),
         stat: meta.map(Stat::from),
     })
+}
+
+/// Where the directory `name` was copied before as an earlier directory root, if it was.
+fn named_earlier(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    root: u32,
+    name: &CStr,
+    meta: Option<Meta>,
+    follow: bool,
+) -> Option<PathBuf> {
+    if ctx.named_dirs.is_empty() {
+        return None;
+    }
+    let id = match meta {
+        Some(m) => m.id(),
+        None => sys::stat_at(here.src_dir, name, follow).ok()?.id(),
+    };
+    ctx.named_earlier(root, id).map(Path::to_path_buf)
 }
 
 /// A directory's xattrs, read through a descriptor of its own.

@@ -227,6 +227,10 @@ impl<'a> Executor<'a> {
             });
         }
         ctx.overlapping_roots = super::context::roots_overlap(&ctx.roots);
+        ctx.named_dirs = named
+            .into_iter()
+            .map(|n| (n.index, n.id, n.dst_path))
+            .collect();
         (Executor { ctx, start }, items)
     }
 
@@ -567,6 +571,8 @@ fn dest_of(root: &Root) -> Option<Dest> {
 
 /// A directory root named on the command line: where it goes, and what it is.
 struct Named {
+    /// The index the root has (or the next root has, where it was refused).
+    index: u32,
     dest: Option<Dest>,
     id: (u64, u64),
     dst_path: PathBuf,
@@ -581,6 +587,7 @@ fn named_before(
     named: &mut Vec<Named>,
     dest: Option<Dest>,
     root: &Root,
+    index: u32,
 ) -> Option<Result<Warning, Error>> {
     let id = root.meta.id();
     // cp looks at the destination first: the source itself, or not a directory, is reported
@@ -609,7 +616,12 @@ fn named_before(
         )));
     }
     let dst_path = root.dst_path.clone();
-    named.push(Named { dest, id, dst_path });
+    named.push(Named {
+        index,
+        dest,
+        id,
+        dst_path,
+    });
     None
 }
 
@@ -667,7 +679,7 @@ fn dir_root(
     // The same directory named again into the same place: cp copies it once, and says so (a
     // backup would otherwise keep the first copy's files).
     let named_before_this = named.len();
-    if let Some(e) = named_before(ctx.opts, named, dest, &root) {
+    if let Some(e) = named_before(ctx.opts, named, dest, &root, index) {
         match e {
             Ok(warning) => ctx.report.warn(warning),
             Err(e) => ctx.report.fail(e),
