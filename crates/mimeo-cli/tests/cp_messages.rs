@@ -1267,3 +1267,36 @@ fn just_created_files_are_asked_about_first_as_in_cp() {
         case_as_cp(dir.path(), i, &setup, args, None);
     }
 }
+
+/// A file named twice (by the same name in the same directory, here also through a symlink
+/// to its directory) is copied once, wherever the second would go, and the second is skipped
+/// with cp's warning in its turn: after the questions of the sources before it, after a
+/// failed source between them. Another name of it (a hard link) is another source, a source
+/// whose --parents could not be made is not counted, and backups copy it again.
+#[test]
+fn a_file_named_twice_is_copied_once_wherever_it_goes_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        for sub in ["s", "d", "e", "p"] {
+            fs::create_dir(d.join(sub)).unwrap();
+        }
+        write(&d.join("s/f"), "f");
+        std::os::unix::fs::symlink("s", d.join("l")).unwrap();
+        fs::hard_link(d.join("s/f"), d.join("s/g")).unwrap();
+        write(&d.join("d/f"), "old");
+        write(&d.join("e/s"), "not a directory");
+    };
+    for (i, args) in [
+        &["--parents", "s/f", "l/f", "p"][..],
+        &["-r", "s/f", "-t", "p", "missing", "s/f"],
+        &["-ri", "s/f", "s/.", "s/f", "d"],
+        &["s/f", "s/g", "l/f", "p"],
+        &["--parents", "s/f", "s/f", "e"],
+        &["-b", "s/f", "l/f", "d"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        case_as_cp(dir.path(), i, &setup, args, None);
+    }
+}

@@ -218,6 +218,8 @@ pub(crate) struct Root {
     /// A directory this root made came up again as a source below it (under `-L`): cp says
     /// so once, for the root.
     pub reached_copy: std::sync::atomic::AtomicBool,
+    /// A file named before on the command line: cp skips it with a warning, in its turn.
+    pub named_twice: bool,
 }
 
 impl Root {

@@ -647,22 +647,8 @@ pub(crate) fn root_entry(
             .ok()
             .map(|m| m.id())
     };
-    let mut sources = Vec::new();
     for i in std::iter::once(index).chain(lead.followers.iter().copied()) {
         let root = ctx.root(i);
-        let entry = sys::fstat(root.src_parent.as_fd())
-            .ok()
-            .map(|p| (p.id(), root.meta.id()));
-        if ctx.opts.backup.is_none() && entry.is_some() && sources.contains(&entry) {
-            // The same source named again: cp copies it once, and says so (with backups it
-            // copies it again, onto what the first made).
-            ctx.report.warn(Warning::SourceTwice {
-                src: root.src_path.clone(),
-                directory: false,
-            });
-            continue;
-        }
-        sources.push(entry);
         one_root_entry(ctx, w, i, &spawn);
         // What it made, the later ones will not replace.
         if root.made.load(std::sync::atomic::Ordering::Relaxed) {
@@ -681,6 +667,16 @@ fn one_root_entry(ctx: &Ctx<'_>, w: &mut Buffers, index: u32, spawn: &Spawn<'_>)
         return;
     }
     let root = ctx.root(index);
+    if root.named_twice {
+        // The same source named again: cp copies it once, and says so (with backups it
+        // copies it again). The parents it made get their attributes after the warning.
+        ctx.report.warn(Warning::SourceTwice {
+            src: root.src_path.clone(),
+            directory: false,
+        });
+        root.finish_parents(ctx.opts, &ctx.report);
+        return;
+    }
     let here = Here::at_root(index, root).with_spawner(spawn);
     if hooked(ctx, &here, &root.src_name, &root.dst_name, Some(&root.meta)) {
         return;

@@ -3,7 +3,7 @@
 use super::context::{Buffers, Ctx, Here, Root};
 use super::dir::{self, make_dst_dir};
 use super::hooks::{HookSet, Hooks, NoHooks};
-use super::roots::{CopyPair, file_source_id, open_error};
+use super::roots::{CopyPair, FileKey, file_source_id, open_error, root_file_key};
 use super::split;
 use super::work::{DirDone, DirInfo, Lineage, RangeDone, Stat, WorkItem, WorkKind};
 use crate::options::{Dereference, Options};
@@ -129,28 +129,28 @@ impl<'a> Executor<'a> {
         let mut named: Vec<Named> = Vec::new();
         // cp's flag that a --parents destination is new, kept from one source to the next.
         let mut new_dst = false;
-        // Files whose roots failed before they were copied, by [`file_source_id`].
-        let mut failed_files = Vec::new();
+        // The sources so far that are not directories, by [`FileKey`]: cp copies each once,
+        // wherever it goes, and warns of it named again (without backups).
+        let mut seen_files: Vec<FileKey> = Vec::new();
         for pair in pairs {
             let mut root = match resolve_root(opts, pair, &ctx.report, &mut new_dst) {
                 Ok(root) => root,
                 // Making a non-directory where its parent is missing, or at "d/" naming a
                 // dangling symlink: cp names it on its -v line before the call fails.
-                Err(e) => {
+                Err((e, counted)) => {
                     // cp counts a file source as named before it looks at the destination:
                     // named again, it is skipped with a warning (without backups).
-                    let id = opts
-                        .backup
-                        .is_none()
-                        .then(|| file_source_id(opts, &pair.src));
+                    let id =
+                        (counted && opts.backup.is_none()).then(|| file_source_id(opts, &pair.src));
                     if let Some(Some(id)) = id {
-                        if failed_files.contains(&id) {
+                        if seen_files.contains(&id) {
+                            run_files_now(&ctx, &mut items);
                             let src = pair.src.clone();
                             let directory = false;
                             ctx.report.warn(Warning::SourceTwice { src, directory });
                             continue;
                         }
-                        failed_files.push(id);
+                        seen_files.push(id);
                     }
                     // cp copies its sources in order: the files before this one, with their
                     // questions under -i and their failures, come before its failure (only
@@ -161,16 +161,30 @@ impl<'a> Executor<'a> {
                     continue;
                 }
             };
+            // The same file named again, wherever it goes: cp skips it with a warning, in its
+            // turn (see `dir::root_entry`).
+            let key = (pairs.len() > 1 && opts.backup.is_none())
+                .then(|| root_file_key(&root))
+                .flatten();
+            if let Some(key) = key {
+                root.named_twice = seen_files.contains(&key);
+                if !root.named_twice {
+                    seen_files.push(key);
+                }
+            }
             let index = ctx.roots.len() as u32;
             let dest = (pairs.len() > 1).then(|| dest_of(&root)).flatten();
             // An earlier source that is not a directory goes to the same name: cp copies in
             // command-line order, and the later one must find what the earlier one made.
+            // (A file named twice writes nothing: it waits for no earlier root.)
+            let dest = dest.filter(|_| !root.named_twice);
             let earlier = dest
                 .as_ref()
                 .and_then(|dest| dests.iter().position(|d| d.as_ref() == Some(dest)));
             // A destination cp takes to be new is made without a look (after cp's check
             // for a source named twice).
             let twice = earlier.is_some()
+                || root.named_twice
                 || named
                     .iter()
                     .any(|n| n.id == root.meta.id() && dest.is_some() && n.dest == dest);
@@ -626,15 +640,17 @@ fn named_before(
 }
 
 /// Resolves one command-line pair to its root, making the source's parents at the
-/// destination first with `--parents`.
+/// destination first with `--parents`. A failure tells whether cp counts the source as
+/// named (it does not where its parents could not be made).
 fn resolve_root(
     opts: &Options,
     pair: &CopyPair,
     report: &Reporter<'_>,
     new_dst: &mut bool,
-) -> Result<Root, Error> {
+) -> Result<Root, (Error, bool)> {
     let parents = if opts.parents {
-        super::roots::make_parents(&pair.src, &pair.dst, opts, new_dst)?
+        // cp has not looked at the source yet: it is not counted as named.
+        super::roots::make_parents(&pair.src, &pair.dst, opts, new_dst).map_err(|e| (e, false))?
     } else {
         Vec::new()
     };
@@ -642,11 +658,12 @@ fn resolve_root(
     if opts.recursive && super::roots::dot_after_new_parent(&pair.src, &parents) {
         super::roots::finish_parents(&parents, opts, report);
         let dst = super::roots::trimmed(&pair.dst);
-        return Err(Error::sys(Op::CreateDir, dst, sys::Errno::EXIST));
+        return Err((Error::sys(Op::CreateDir, dst, sys::Errno::EXIST), true));
     }
     // cp gives the parents it made their attributes also where the copy then fails.
-    let mut root = Root::resolve_named(opts, pair).inspect_err(|_| {
+    let mut root = Root::resolve_named(opts, pair).map_err(|e| {
         super::roots::finish_parents(&parents, opts, report);
+        (e, true)
     })?;
     root.parents = parents;
     Ok(root)
