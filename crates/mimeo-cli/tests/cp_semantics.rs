@@ -1211,7 +1211,8 @@ fn a_source_directory_named_again_elsewhere_is_refused_as_cp() {
 /// A source directory named on the command line, then met again below a later source
 /// (`s/sub`, then `s`): cp refuses the second copy ("will not create hard link 'D/s/sub' to
 /// directory 'D/sub'") and exits 1, also under `-H`; under `-L`, or named in the other
-/// order, it copies it again.
+/// order, it copies it again. Where the second copy would go where the first went (`s/sub`,
+/// then `s/.`), cp warns that the later source is named twice and skips the directory.
 #[test]
 fn a_named_directory_met_again_below_a_later_source_is_refused_as_cp() {
     for kind in FsKind::ALL {
@@ -1230,6 +1231,8 @@ fn a_named_directory_met_again_below_a_later_source_is_refused_as_cp() {
             &["-rH", "s/sub", "s", "D"],
             &["-rL", "s/sub", "s", "D"],
             &["-a", "s", "s/sub", "D"],
+            &["-r", "s/sub", "s/.", "D"],
+            &["-rH", "s/sub/", "s/.", "D"],
         ]
         .iter()
         .enumerate()

@@ -71,10 +71,9 @@ pub(crate) struct Ctx<'a> {
     /// Under `-L`, the directories this run made: a symlink that leads back into the copy
     /// must not make it copy itself into itself without end.
     pub made_dirs: std::sync::Mutex<std::collections::HashSet<(u64, u64)>>,
-    /// The directory roots named on the command line, in order: the root index of the
-    /// first one after them, their (dev, ino), and where the first went. cp will not copy
-    /// such a directory again when a later root holds it (see [`Ctx::named_earlier`]).
-    pub named_dirs: Vec<(u32, (u64, u64), PathBuf)>,
+    /// The directory roots named on the command line, in order (see [`NamedDir`]). cp will
+    /// not copy such a directory again when a later root holds it.
+    pub named_dirs: Vec<NamedDir>,
 }
 
 impl<'a> Ctx<'a> {
@@ -102,17 +101,16 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// Where the directory `id`, met below root `root`, was copied as a directory root named
-    /// before that root: cp remembers the command-line directories it copies, and refuses to
-    /// copy one again below a later root (but not under `-L`, where it copies it again).
-    pub fn named_earlier(&self, root: u32, id: (u64, u64)) -> Option<&Path> {
+    /// The directory root named before root `root` that the directory `id`, met below that
+    /// root, is: cp remembers the command-line directories it copies, and will not copy one
+    /// again below a later root (but under `-L` it copies it again).
+    pub fn named_earlier(&self, root: u32, id: (u64, u64)) -> Option<&NamedDir> {
         if self.opts.dereference == Dereference::Always {
             return None;
         }
         self.named_dirs
             .iter()
-            .find(|(index, named, _)| *index <= root && *named == id)
-            .map(|(_, _, dst)| dst.as_path())
+            .find(|n| n.before <= root && n.id == id)
     }
 
     /// The rules of the overwrite decision for an entry `here` (no `-i` question: the caller
@@ -183,6 +181,16 @@ impl<'a> Ctx<'a> {
             }
         }
     }
+}
+
+/// A directory root named on the command line.
+pub(crate) struct NamedDir {
+    /// The index of the first root after it (its own, where it runs).
+    pub before: u32,
+    pub id: (u64, u64),
+    /// Where it went: its path, and its parent's (dev, ino) and name there.
+    pub dst_path: PathBuf,
+    pub dest: Option<((u64, u64), Vec<u8>)>,
 }
 
 /// A command-line source, resolved to parent directory + name on both sides.

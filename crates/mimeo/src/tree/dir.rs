@@ -25,7 +25,6 @@ use crate::sys::{self, DType, Errno, Meta, XattrTarget};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::{CStr, CString};
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
 /// Creates the destination directory `dst_dir/dst_name` for the source directory `name` of
@@ -130,10 +129,11 @@ fn subdir(
         unreachable!("listed entries are below a root");
     };
     let follow = look(ctx).follow;
-    if let Some(earlier) = named_earlier(ctx, here, root, name, meta, follow) {
-        let refusal = Refusal::DirectoryTwice { earlier };
-        let dst = here.dst_path(name);
-        ctx.report.fail(Error::refused(Op::Refuse, dst, refusal));
+    if let Some(twice) = named_earlier(ctx, here, root, name, meta, follow) {
+        match twice {
+            Ok(warning) => ctx.report.warn(warning),
+            Err(e) => ctx.report.fail(e),
+        }
         return None;
     }
     if descent == Descent::Cycle {
@@ -192,7 +192,9 @@ fn subdir(
     })
 }
 
-/// Where the directory `name` was copied before as an earlier directory root, if it was.
+/// What cp says of the directory `name` below root `root` if it is a directory root named
+/// before: going where that one went (`s/sub` and `s/.` into one directory), the later root
+/// is named twice, with a warning; elsewhere, it is refused.
 fn named_earlier(
     ctx: &Ctx<'_>,
     here: &Here<'_>,
@@ -200,7 +202,7 @@ fn named_earlier(
     name: &CStr,
     meta: Option<Meta>,
     follow: bool,
-) -> Option<PathBuf> {
+) -> Option<Result<Warning, Error>> {
     if ctx.named_dirs.is_empty() {
         return None;
     }
@@ -208,7 +210,22 @@ fn named_earlier(
         Some(m) => m.id(),
         None => sys::stat_at(here.src_dir, name, follow).ok()?.id(),
     };
-    ctx.named_earlier(root, id).map(Path::to_path_buf)
+    let earlier = ctx.named_earlier(root, id)?;
+    let dest = sys::fstat(here.dst_dir)
+        .ok()
+        .map(|p| (p.id(), name.to_bytes().to_vec()));
+    if dest.is_some() && dest == earlier.dest {
+        let src = ctx.root(root).src_path.clone();
+        return Some(Ok(Warning::SourceTwice {
+            src,
+            directory: true,
+        }));
+    }
+    let refusal = Refusal::DirectoryTwice {
+        earlier: earlier.dst_path.clone(),
+    };
+    let dst = here.dst_path(name);
+    Some(Err(Error::refused(Op::Refuse, dst, refusal)))
 }
 
 /// A directory's xattrs, read through a descriptor of its own.

@@ -243,7 +243,12 @@ impl<'a> Executor<'a> {
         ctx.overlapping_roots = super::context::roots_overlap(&ctx.roots);
         ctx.named_dirs = named
             .into_iter()
-            .map(|n| (n.index, n.id, n.dst_path))
+            .map(|n| super::context::NamedDir {
+                before: n.index,
+                id: n.id,
+                dst_path: n.dst_path,
+                dest: n.dest,
+            })
             .collect();
         (Executor { ctx, start }, items)
     }
