@@ -1300,3 +1300,29 @@ fn a_file_named_twice_is_copied_once_wherever_it_goes_as_cp() {
         case_as_cp(dir.path(), i, &setup, args, None);
     }
 }
+
+/// `--parents` with `-s` or `-l`: a directory source whose destination cp takes to be new
+/// (its name was just made as a parent of an earlier source) is made as a directory all the
+/// same, which fails with "cannot create directory" and copies nothing below it; the earlier
+/// file's own failure comes first.
+#[test]
+fn a_directory_made_over_under_links_fails_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        for sub in ["s", "s/p", "d"] {
+            fs::create_dir(d.join(sub)).unwrap();
+        }
+        write(&d.join("s/a"), "a");
+        write(&d.join("s/p/b"), "b");
+    };
+    for (i, args) in [
+        &["--parents", "-r", "s/a", "s", "-s", "d"][..],
+        &["--parents", "-r", "s/a", "s", "-l", "d"],
+        &["--parents", "-r", "s/p", "s", "-l", "d"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        case_as_cp(dir.path(), i, &setup, args, None);
+    }
+}

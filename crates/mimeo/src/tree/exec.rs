@@ -190,6 +190,9 @@ impl<'a> Executor<'a> {
                     .any(|n| n.id == root.meta.id() && dest.is_some() && n.dest == dest);
             if new_dst && !twice {
                 if let Some(e) = super::roots::made_over(opts, &root) {
+                    // The files before it, and their failures, come first (as for a root
+                    // that fails to resolve).
+                    run_files_now(&ctx, &mut items);
                     root.finish_parents(opts, &ctx.report);
                     ctx.report.fail(e);
                     continue;

@@ -330,13 +330,14 @@ fn has_dir_part(src: &Path) -> bool {
 /// `--parents`: cp's failure for a source whose destination it takes to be new (see
 /// [`make_parents`]) where something is there: it makes the entry without looking, which
 /// finds it there. None where cp would look first after all (a directory without -r), or
-/// for a link, whose message names its source too.
+/// for a link, whose message names its source too (a directory is made as one also under
+/// `-l` and `-s`).
 pub(crate) fn made_over(opts: &Options, root: &Root) -> Option<Error> {
+    let m = &root.meta;
     let there = sys::stat_at(root.dst_parent.as_fd(), &root.dst_name, false).is_ok();
-    if !there || opts.link.is_some() {
+    if !there || (opts.link.is_some() && !m.is_dir()) {
         return None;
     }
-    let m = &root.meta;
     let node = !(m.is_reg() || m.is_dir() || m.is_symlink());
     let op = if m.is_dir() {
         if !opts.recursive {
