@@ -1212,7 +1212,8 @@ fn a_source_directory_named_again_elsewhere_is_refused_as_cp() {
 /// (`s/sub`, then `s`): cp refuses the second copy ("will not create hard link 'D/s/sub' to
 /// directory 'D/sub'") and exits 1, also under `-H`; under `-L`, or named in the other
 /// order, it copies it again. Where the second copy would go where the first went (`s/sub`,
-/// then `s/.`), cp warns that the later source is named twice and skips the directory.
+/// then `s/.`), cp warns that the later source is named twice and skips the directory, also
+/// under `-L` and `-l`.
 #[test]
 fn a_named_directory_met_again_below_a_later_source_is_refused_as_cp() {
     for kind in FsKind::ALL {
@@ -1233,6 +1234,9 @@ fn a_named_directory_met_again_below_a_later_source_is_refused_as_cp() {
             &["-a", "s", "s/sub", "D"],
             &["-r", "s/sub", "s/.", "D"],
             &["-rH", "s/sub/", "s/.", "D"],
+            &["-rL", "s/sub", "s/.", "D"],
+            &["-rl", "s/sub", "s/.", "D"],
+            &["-rl", "s/sub", "s", "D"],
         ]
         .iter()
         .enumerate()

@@ -102,12 +102,8 @@ impl<'a> Ctx<'a> {
     }
 
     /// The directory root named before root `root` that the directory `id`, met below that
-    /// root, is: cp remembers the command-line directories it copies, and will not copy one
-    /// again below a later root (but under `-L` it copies it again).
+    /// root, is: cp remembers the command-line directories it copies.
     pub fn named_earlier(&self, root: u32, id: (u64, u64)) -> Option<&NamedDir> {
-        if self.opts.dereference == Dereference::Always {
-            return None;
-        }
         self.named_dirs
             .iter()
             .find(|n| n.before <= root && n.id == id)

@@ -194,7 +194,8 @@ fn subdir(
 
 /// What cp says of the directory `name` below root `root` if it is a directory root named
 /// before: going where that one went (`s/sub` and `s/.` into one directory), the later root
-/// is named twice, with a warning; elsewhere, it is refused.
+/// is named twice, with a warning; elsewhere, it is refused (but copied again where cp
+/// follows every symlink, as under `-L`).
 fn named_earlier(
     ctx: &Ctx<'_>,
     here: &Here<'_>,
@@ -220,6 +221,9 @@ fn named_earlier(
             src,
             directory: true,
         }));
+    }
+    if ctx.opts.dereference == Dereference::Always {
+        return None;
     }
     let refusal = Refusal::DirectoryTwice {
         earlier: earlier.dst_path.clone(),
