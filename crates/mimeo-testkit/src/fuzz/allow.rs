@@ -878,9 +878,11 @@ fn into_itself(o: &mut Outcome) -> bool {
             };
             // A source named through a symlink it follows (-H): cp meets the copy below
             // itself under another name, which it calls a hard link to the copy.
+            // Or a directory named before, met below the source where the copy would be.
             let linked = |c: &str| {
                 c.contains("will not create hard link ")
-                    && c.ends_with(&format!(" to directory {dst}"))
+                    && (c.ends_with(&format!(" to directory {dst}"))
+                        || c.contains(&format!("will not create hard link {below}")))
             };
             let cp_line = o.cp.stderr.lines().find(|c| {
                 !ours_lines.iter().any(|o| o == c)
@@ -1119,6 +1121,10 @@ mod tests {
         assert_eq!(o.cp.stderr, format!("{a}{dot}"));
         let s = "cp: cannot copy a directory, 's', into itself, 's/a/s'\n";
         let cp = format!("{a}cp: cannot create directory 's/a/s': File exists\n");
+        let mut o = outcome(&cp, &format!("{s}{a}"));
+        assert!(into_itself(&mut o));
+        assert_eq!(o.cp.stderr, format!("{a}{s}"));
+        let cp = format!("{a}cp: will not create hard link 's/a/s/a' to directory 's/a/a'\n");
         let mut o = outcome(&cp, &format!("{s}{a}"));
         assert!(into_itself(&mut o));
         assert_eq!(o.cp.stderr, format!("{a}{s}"));
