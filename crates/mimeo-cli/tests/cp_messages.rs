@@ -1326,3 +1326,25 @@ fn a_directory_made_over_under_links_fails_as_cp() {
         case_as_cp(dir.path(), i, &setup, args, None);
     }
 }
+
+/// A file named twice around a source that fails (a directory without -r): the second is
+/// still the same source named again, warned about and skipped, with -i too.
+#[test]
+fn a_file_named_twice_around_a_failure_is_named_twice_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("s")).unwrap();
+        fs::create_dir(d.join("d")).unwrap();
+        write(&d.join("s/f"), "f\n");
+    };
+    for (i, args) in [
+        &["-l", "s/f", "s/.", "s/f", "d/"][..],
+        &["-i", "-l", "s/f", "s/.", "s/f", "d/"],
+        &["-i", "s/f", "s/.", "s/f", "d"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        case_as_cp(dir.path(), i, &setup, args, None);
+    }
+}

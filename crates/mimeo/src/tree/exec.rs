@@ -132,7 +132,7 @@ impl<'a> Executor<'a> {
         // The sources so far that are not directories, by [`FileKey`]: cp copies each once,
         // wherever it goes, and warns of it named again (without backups).
         let mut seen_files: Vec<FileKey> = Vec::new();
-        for pair in pairs {
+        for (n, pair) in pairs.iter().enumerate() {
             let mut root = match resolve_root(opts, pair, &ctx.report, &mut new_dst) {
                 Ok(root) => root,
                 // Making a non-directory where its parent is missing, or at "d/" naming a
@@ -144,7 +144,9 @@ impl<'a> Executor<'a> {
                         (counted && opts.backup.is_none()).then(|| file_source_id(opts, &pair.src));
                     if let Some(Some(id)) = id {
                         if seen_files.contains(&id) {
-                            run_files_now(&ctx, &mut items);
+                            if opts.interactive {
+                                run_files_now(&ctx, &mut items, &pairs[n + 1..]);
+                            }
                             let src = pair.src.clone();
                             let directory = false;
                             ctx.report.warn(Warning::SourceTwice { src, directory });
@@ -152,10 +154,11 @@ impl<'a> Executor<'a> {
                         }
                         seen_files.push(id);
                     }
-                    // cp copies its sources in order: the files before this one, with their
-                    // questions under -i and their failures, come before its failure (only
-                    // a failed root pays for this).
-                    run_files_now(&ctx, &mut items);
+                    // cp copies its sources in order: under -i, the questions about the
+                    // files before this one come before its failure.
+                    if opts.interactive {
+                        run_files_now(&ctx, &mut items, &pairs[n + 1..]);
+                    }
                     let (src, dst) = (|| pair.src.clone(), || pair.dst.clone());
                     ctx.report.entry_failed(src, dst, e);
                     continue;
@@ -190,9 +193,9 @@ impl<'a> Executor<'a> {
                     .any(|n| n.id == root.meta.id() && dest.is_some() && n.dest == dest);
             if new_dst && !twice {
                 if let Some(e) = super::roots::made_over(opts, &root) {
-                    // The files before it, and their failures, come first (as for a root
-                    // that fails to resolve).
-                    run_files_now(&ctx, &mut items);
+                    // The files before it, and their failures, come first (a rare case:
+                    // the pool waits for them).
+                    run_files_now(&ctx, &mut items, &pairs[n + 1..]);
                     root.finish_parents(opts, &ctx.report);
                     ctx.report.fail(e);
                     continue;
@@ -677,11 +680,13 @@ fn resolve_root(
     Ok(root)
 }
 /// Copies the file roots queued so far, in order, before the pool runs (a file it splits has
-/// no helpers: its splitter copies every range).
-fn run_files_now(ctx: &Ctx<'_>, items: &mut Vec<WorkItem>) {
-    let (files, rest) = std::mem::take(items)
-        .into_iter()
-        .partition(|i| matches!(i.kind, WorkKind::Root));
+/// no helpers: its splitter copies every range). A root a `later` source may name again
+/// stays queued, so that the later one still meets it (as named twice, or as just made).
+fn run_files_now(ctx: &Ctx<'_>, items: &mut Vec<WorkItem>, later: &[CopyPair]) {
+    let (files, rest) = std::mem::take(items).into_iter().partition(|i| {
+        let dst = &ctx.roots[i.root as usize].dst_path;
+        matches!(i.kind, WorkKind::Root) && !later.iter().any(|p| &p.dst == dst)
+    });
     *items = rest;
     for item in files {
         dir::root_entry(ctx, &mut Buffers::new(), item.root, &mut |_| {});
