@@ -1268,11 +1268,12 @@ fn just_created_files_are_asked_about_first_as_in_cp() {
     }
 }
 
-/// A file named twice (by the same name in the same directory, here also through a symlink
-/// to its directory) is copied once, wherever the second would go, and the second is skipped
-/// with cp's warning in its turn: after the questions of the sources before it, after a
-/// failed source between them. Another name of it (a hard link) is another source, a source
-/// whose --parents could not be made is not counted, and backups copy it again.
+/// A file named twice (by the same name in one directory, however that directory is named)
+/// is copied once, wherever the second would go, and the second is skipped with cp's warning
+/// in its turn: after the questions of the sources before it, after a failed source between
+/// them (the first asked about before that failure). Another name of it (a hard link, or
+/// through a symlink to its directory) is another source, a source whose --parents could not
+/// be made is not counted, and backups copy it again.
 #[test]
 fn a_file_named_twice_is_copied_once_wherever_it_goes_as_cp() {
     let dir = scratch();
@@ -1293,6 +1294,7 @@ fn a_file_named_twice_is_copied_once_wherever_it_goes_as_cp() {
         &["s/f", "s/g", "l/f", "p"],
         &["--parents", "s/f", "s/f", "e"],
         &["-b", "s/f", "l/f", "d"],
+        &["-i", "s/f", "s/.", "./s/f", "d"],
     ]
     .iter()
     .enumerate()

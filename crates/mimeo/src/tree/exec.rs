@@ -680,12 +680,18 @@ fn resolve_root(
     Ok(root)
 }
 /// Copies the file roots queued so far, in order, before the pool runs (a file it splits has
-/// no helpers: its splitter copies every range). A root a `later` source may name again
-/// stays queued, so that the later one still meets it (as named twice, or as just made).
+/// no helpers: its splitter copies every range). A root whose destination a `later` source
+/// names again stays queued, so that the later one still meets it as just made; the same
+/// file named again need not (it is skipped as named twice, without backups).
 fn run_files_now(ctx: &Ctx<'_>, items: &mut Vec<WorkItem>, later: &[CopyPair]) {
     let (files, rest) = std::mem::take(items).into_iter().partition(|i| {
-        let dst = &ctx.roots[i.root as usize].dst_path;
-        matches!(i.kind, WorkKind::Root) && !later.iter().any(|p| &p.dst == dst)
+        let root = &ctx.roots[i.root as usize];
+        let twice = |p: &CopyPair| {
+            ctx.opts.backup.is_none()
+                && root_file_key(root).is_some_and(|k| file_source_id(ctx.opts, &p.src) == Some(k))
+        };
+        let met = |p: &CopyPair| p.dst == root.dst_path && !twice(p);
+        matches!(i.kind, WorkKind::Root) && !later.iter().any(met)
     });
     *items = rest;
     for item in files {
