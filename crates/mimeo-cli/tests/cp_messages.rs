@@ -1268,6 +1268,67 @@ fn just_created_files_are_asked_about_first_as_in_cp() {
     }
 }
 
+/// A file named twice (by the same name in one directory, however that directory is named)
+/// is copied once, wherever the second would go, and the second is skipped with cp's warning
+/// in its turn: after the questions of the sources before it, after a failed source between
+/// them (the first asked about before that failure). Another name of it (a hard link, or
+/// through a symlink to its directory) is another source, a source whose --parents could not
+/// be made is not counted, and backups copy it again.
+#[test]
+fn a_file_named_twice_is_copied_once_wherever_it_goes_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        for sub in ["s", "d", "e", "p"] {
+            fs::create_dir(d.join(sub)).unwrap();
+        }
+        write(&d.join("s/f"), "f");
+        std::os::unix::fs::symlink("s", d.join("l")).unwrap();
+        fs::hard_link(d.join("s/f"), d.join("s/g")).unwrap();
+        write(&d.join("d/f"), "old");
+        write(&d.join("e/s"), "not a directory");
+    };
+    for (i, args) in [
+        &["--parents", "s/f", "l/f", "p"][..],
+        &["-r", "s/f", "-t", "p", "missing", "s/f"],
+        &["-ri", "s/f", "s/.", "s/f", "d"],
+        &["s/f", "s/g", "l/f", "p"],
+        &["--parents", "s/f", "s/f", "e"],
+        &["-b", "s/f", "l/f", "d"],
+        &["-i", "s/f", "s/.", "./s/f", "d"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        case_as_cp(dir.path(), i, &setup, args, None);
+    }
+}
+
+/// `--parents` with `-s` or `-l`: a directory source whose destination cp takes to be new
+/// (its name was just made as a parent of an earlier source) is made as a directory all the
+/// same, which fails with "cannot create directory" and copies nothing below it; the earlier
+/// file's own failure comes first.
+#[test]
+fn a_directory_made_over_under_links_fails_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        for sub in ["s", "s/p", "d"] {
+            fs::create_dir(d.join(sub)).unwrap();
+        }
+        write(&d.join("s/a"), "a");
+        write(&d.join("s/p/b"), "b");
+    };
+    for (i, args) in [
+        &["--parents", "-r", "s/a", "s", "-s", "d"][..],
+        &["--parents", "-r", "s/a", "s", "-l", "d"],
+        &["--parents", "-r", "s/p", "s", "-l", "d"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        case_as_cp(dir.path(), i, &setup, args, None);
+    }
+}
+
 /// A file named twice around a source that fails (a directory without -r): the second is
 /// still the same source named again, warned about and skipped, with -i too.
 #[test]

@@ -1208,6 +1208,44 @@ fn a_source_directory_named_again_elsewhere_is_refused_as_cp() {
     );
 }
 
+/// A source directory named on the command line, then met again below a later source
+/// (`s/sub`, then `s`): cp refuses the second copy ("will not create hard link 'D/s/sub' to
+/// directory 'D/sub'") and exits 1, also under `-H`; under `-L`, or named in the other
+/// order, it copies it again. Where the second copy would go where the first went (`s/sub`,
+/// then `s/.`), cp warns that the later source is named twice and skips the directory, also
+/// under `-L` and `-l`.
+#[test]
+fn a_named_directory_met_again_below_a_later_source_is_refused_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "s/f", "f\n", 0o644);
+            write(d, "s/sub/g", "g\n", 0o600);
+            write(d, "s/sub/deeper/h", "h\n", 0o600);
+            fs::create_dir(d.join("D")).unwrap();
+        };
+        for (i, a) in [
+            &["-r", "s/sub", "s", "D"][..],
+            &["-a", "s/sub/deeper", "s", "D"],
+            &["-rH", "s/sub", "s", "D"],
+            &["-rL", "s/sub", "s", "D"],
+            &["-a", "s", "s/sub", "D"],
+            &["-r", "s/sub", "s/.", "D"],
+            &["-rH", "s/sub/", "s/.", "D"],
+            &["-rL", "s/sub", "s/.", "D"],
+            &["-rl", "s/sub", "s/.", "D"],
+            &["-rl", "s/sub", "s", "D"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("dir-below{i}"), &setup, &args(a));
+        }
+    }
+}
+
 /// `-n` leaves an existing non-directory alone before it asks whether it is the source
 /// itself: cp 9.1 skips the source, or a hard link of it, without a word and exits 0.
 #[test]

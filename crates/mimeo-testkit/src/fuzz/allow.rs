@@ -859,12 +859,27 @@ fn into_itself(o: &mut Outcome) -> bool {
     // Where cp cannot make the copy (a user who may not write into the source), or anything
     // in a copy that is there already, it fails with that before it could see the copy is in
     // the source; mimeo refuses first.
+    // So too where cp refuses another source as a copy into itself (its order of sources
+    // decides which one meets the copy first).
     let mut bridged = false;
-    if said(&o.cp.stderr).is_empty() {
+    let cp_said = said(&o.cp.stderr);
+    {
+        let ours_lines: Vec<String> = o.ours.stderr.lines().map(str::to_string).collect();
         for l in said(&o.ours.stderr) {
+            if cp_said.contains(&l) {
+                continue;
+            }
             let Some(dst) = l.split(", into itself, ").nth(1) else {
                 continue;
             };
+            let src = l
+                .split("cannot copy a directory, ")
+                .nth(1)
+                .and_then(|r| r.split(", into itself, ").next())
+                .unwrap_or_default();
+            // A source that holds one named before it: cp meets that one below it, where it
+            // went, and calls this source named twice.
+            let twice = format!("warning: source directory {src} specified more than once");
             let failed = format!("cannot create directory {dst}: ");
             let below = format!("{}/", &dst[..dst.len().saturating_sub(1)]);
             let denied_below = |c: &str| {
@@ -874,22 +889,29 @@ fn into_itself(o: &mut Outcome) -> bool {
             };
             // A source named through a symlink it follows (-H): cp meets the copy below
             // itself under another name, which it calls a hard link to the copy.
+            // Or a directory named before, met below the source where the copy would be.
             let linked = |c: &str| {
                 c.contains("will not create hard link ")
-                    && c.ends_with(&format!(" to directory {dst}"))
+                    && (c.ends_with(&format!(" to directory {dst}"))
+                        || c.contains(&format!("will not create hard link {below}")))
             };
-            let cp_line =
-                o.cp.stderr
-                    .lines()
-                    .find(|c| c.contains(&failed) || denied_below(c) || linked(c));
+            let cp_line = o.cp.stderr.lines().find(|c| {
+                !ours_lines.iter().any(|o| o == c)
+                    && (c.contains(&failed) || denied_below(c) || linked(c) || c.ends_with(&twice))
+            });
             if let Some(cp_line) = cp_line.map(str::to_string) {
                 o.cp.stderr = o.cp.stderr.replacen(&cp_line, &l, 1);
                 bridged = true;
             }
         }
     }
+    // The same refusals, in any order: mimeo refuses each before it copies anything.
+    let sorted = |mut v: Vec<String>| {
+        v.sort();
+        v
+    };
     let lines = said(&o.cp.stderr);
-    if lines.is_empty() || lines != said(&o.ours.stderr) {
+    if lines.is_empty() || sorted(lines.clone()) != sorted(said(&o.ours.stderr)) {
         return bridged;
     }
     // The quoted source and copy of each line, without their closing quotes: the start of
@@ -1113,6 +1135,33 @@ mod tests {
         let cp = "cp: cannot create directory 't/x': Permission denied\n";
         let mut o = outcome(cp, ours);
         assert!(!into_itself(&mut o));
+    }
+
+    /// `cp -r s/a s/. s/a` (a directory in s): cp refuses s/a into itself, and meets s/a
+    /// again below s/., where it went, so calls s/. named twice; mimeo refuses both first.
+    /// `cp -r --parents s/a s s/a`: cp fails to make s/a/s, which mimeo refuses first.
+    #[test]
+    fn a_copy_into_itself_that_cp_meets_as_named_twice_is_refused_first() {
+        let a = "cp: cannot copy a directory, 's/a', into itself, 's/a/a'\n";
+        let dot = "cp: cannot copy a directory, 's/.', into itself, 's/a/.'\n";
+        let cp = format!("{a}cp: warning: source directory 's/.' specified more than once\n");
+        let mut o = outcome(&cp, &format!("{dot}{a}"));
+        assert!(into_itself(&mut o));
+        assert_eq!(o.cp.stderr, format!("{a}{dot}"));
+        let s = "cp: cannot copy a directory, 's', into itself, 's/a/s'\n";
+        let cp = format!("{a}cp: cannot create directory 's/a/s': File exists\n");
+        let mut o = outcome(&cp, &format!("{s}{a}"));
+        assert!(into_itself(&mut o));
+        assert_eq!(o.cp.stderr, format!("{a}{s}"));
+        let cp = format!("{a}cp: will not create hard link 's/a/s/a' to directory 's/a/a'\n");
+        let mut o = outcome(&cp, &format!("{s}{a}"));
+        assert!(into_itself(&mut o));
+        assert_eq!(o.cp.stderr, format!("{a}{s}"));
+        // Another source named twice is not that.
+        let cp = format!("{a}cp: warning: source directory 't' specified more than once\n");
+        let mut o = outcome(&cp, &format!("{dot}{a}"));
+        into_itself(&mut o);
+        assert_ne!(o.cp.stderr, o.ours.stderr);
     }
 
     #[test]

@@ -71,6 +71,9 @@ pub(crate) struct Ctx<'a> {
     /// Under `-L`, the directories this run made: a symlink that leads back into the copy
     /// must not make it copy itself into itself without end.
     pub made_dirs: std::sync::Mutex<std::collections::HashSet<(u64, u64)>>,
+    /// The directory roots named on the command line, in order (see [`NamedDir`]). cp will
+    /// not copy such a directory again when a later root holds it.
+    pub named_dirs: Vec<NamedDir>,
 }
 
 impl<'a> Ctx<'a> {
@@ -91,10 +94,19 @@ impl<'a> Ctx<'a> {
             canon: CanonMap::default(),
             sweep: Sweep::of(opts),
             made_dirs: Default::default(),
+            named_dirs: Vec::new(),
             roots: Vec::new(),
             overlapping_roots: false,
             hooks,
         }
+    }
+
+    /// The directory root named before root `root` that the directory `id`, met below that
+    /// root, is: cp remembers the command-line directories it copies.
+    pub fn named_earlier(&self, root: u32, id: (u64, u64)) -> Option<&NamedDir> {
+        self.named_dirs
+            .iter()
+            .find(|n| n.before <= root && n.id == id)
     }
 
     /// The rules of the overwrite decision for an entry `here` (no `-i` question: the caller
@@ -167,6 +179,16 @@ impl<'a> Ctx<'a> {
     }
 }
 
+/// A directory root named on the command line.
+pub(crate) struct NamedDir {
+    /// The index of the first root after it (its own, where it runs).
+    pub before: u32,
+    pub id: (u64, u64),
+    /// Where it went: its path, and its parent's (dev, ino) and name there.
+    pub dst_path: PathBuf,
+    pub dest: Option<((u64, u64), Vec<u8>)>,
+}
+
 /// A command-line source, resolved to parent directory + name on both sides.
 pub(crate) struct Root {
     pub src_parent: OwnedFd,
@@ -200,6 +222,8 @@ pub(crate) struct Root {
     /// A directory this root made came up again as a source below it (under `-L`): cp says
     /// so once, for the root.
     pub reached_copy: std::sync::atomic::AtomicBool,
+    /// A file named before on the command line: cp skips it with a warning, in its turn.
+    pub named_twice: bool,
 }
 
 impl Root {

@@ -129,6 +129,13 @@ fn subdir(
         unreachable!("listed entries are below a root");
     };
     let follow = look(ctx).follow;
+    if let Some(twice) = named_earlier(ctx, here, root, name, meta, follow) {
+        match twice {
+            Ok(warning) => ctx.report.warn(warning),
+            Err(e) => ctx.report.fail(e),
+        }
+        return None;
+    }
     if descent == Descent::Cycle {
         // cp looks at the destination first: what it may not merge into (a non-directory,
         // the source itself) is reported instead of the cycle.
@@ -183,6 +190,46 @@ fn subdir(
         kind: WorkKind::Dir(info),
         stat: meta.map(Stat::from),
     })
+}
+
+/// What cp says of the directory `name` below root `root` if it is a directory root named
+/// before: going where that one went (`s/sub` and `s/.` into one directory), the later root
+/// is named twice, with a warning; elsewhere, it is refused (but copied again where cp
+/// follows every symlink, as under `-L`).
+fn named_earlier(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    root: u32,
+    name: &CStr,
+    meta: Option<Meta>,
+    follow: bool,
+) -> Option<Result<Warning, Error>> {
+    if ctx.named_dirs.is_empty() {
+        return None;
+    }
+    let id = match meta {
+        Some(m) => m.id(),
+        None => sys::stat_at(here.src_dir, name, follow).ok()?.id(),
+    };
+    let earlier = ctx.named_earlier(root, id)?;
+    let dest = sys::fstat(here.dst_dir)
+        .ok()
+        .map(|p| (p.id(), name.to_bytes().to_vec()));
+    if dest.is_some() && dest == earlier.dest {
+        let src = ctx.root(root).src_path.clone();
+        return Some(Ok(Warning::SourceTwice {
+            src,
+            directory: true,
+        }));
+    }
+    if ctx.opts.dereference == Dereference::Always {
+        return None;
+    }
+    let refusal = Refusal::DirectoryTwice {
+        earlier: earlier.dst_path.clone(),
+    };
+    let dst = here.dst_path(name);
+    Some(Err(Error::refused(Op::Refuse, dst, refusal)))
 }
 
 /// A directory's xattrs, read through a descriptor of its own.
@@ -621,22 +668,8 @@ pub(crate) fn root_entry(
             .ok()
             .map(|m| m.id())
     };
-    let mut sources = Vec::new();
     for i in std::iter::once(index).chain(lead.followers.iter().copied()) {
         let root = ctx.root(i);
-        let entry = sys::fstat(root.src_parent.as_fd())
-            .ok()
-            .map(|p| (p.id(), root.meta.id()));
-        if ctx.opts.backup.is_none() && entry.is_some() && sources.contains(&entry) {
-            // The same source named again: cp copies it once, and says so (with backups it
-            // copies it again, onto what the first made).
-            ctx.report.warn(Warning::SourceTwice {
-                src: root.src_path.clone(),
-                directory: false,
-            });
-            continue;
-        }
-        sources.push(entry);
         one_root_entry(ctx, w, i, &spawn);
         // What it made, the later ones will not replace.
         if root.made.load(std::sync::atomic::Ordering::Relaxed) {
@@ -655,6 +688,16 @@ fn one_root_entry(ctx: &Ctx<'_>, w: &mut Buffers, index: u32, spawn: &Spawn<'_>)
         return;
     }
     let root = ctx.root(index);
+    if root.named_twice {
+        // The same source named again: cp copies it once, and says so (with backups it
+        // copies it again). The parents it made get their attributes after the warning.
+        ctx.report.warn(Warning::SourceTwice {
+            src: root.src_path.clone(),
+            directory: false,
+        });
+        root.finish_parents(ctx.opts, &ctx.report);
+        return;
+    }
     let here = Here::at_root(index, root).with_spawner(spawn);
     if hooked(ctx, &here, &root.src_name, &root.dst_name, Some(&root.meta)) {
         return;

@@ -3,7 +3,7 @@
 use super::context::{Buffers, Ctx, Here, Root};
 use super::dir::{self, make_dst_dir};
 use super::hooks::{HookSet, Hooks, NoHooks};
-use super::roots::{CopyPair, file_source_id, open_error};
+use super::roots::{CopyPair, FileKey, file_source_id, open_error, root_file_key};
 use super::split;
 use super::work::{DirDone, DirInfo, Lineage, RangeDone, Stat, WorkItem, WorkKind};
 use crate::options::{Dereference, Options};
@@ -129,28 +129,30 @@ impl<'a> Executor<'a> {
         let mut named: Vec<Named> = Vec::new();
         // cp's flag that a --parents destination is new, kept from one source to the next.
         let mut new_dst = false;
-        // Files whose roots failed before they were copied, by [`file_source_id`].
-        let mut failed_files = Vec::new();
+        // The sources so far that are not directories, by [`FileKey`]: cp copies each once,
+        // wherever it goes, and warns of it named again (without backups).
+        let mut seen_files: Vec<FileKey> = Vec::new();
         for (n, pair) in pairs.iter().enumerate() {
             let mut root = match resolve_root(opts, pair, &ctx.report, &mut new_dst) {
                 Ok(root) => root,
                 // Making a non-directory where its parent is missing, or at "d/" naming a
                 // dangling symlink: cp names it on its -v line before the call fails.
-                Err(e) => {
+                Err((e, counted)) => {
                     // cp counts a file source as named before it looks at the destination:
                     // named again, it is skipped with a warning (without backups).
-                    let id = opts
-                        .backup
-                        .is_none()
-                        .then(|| file_source_id(opts, &pair.src));
+                    let id =
+                        (counted && opts.backup.is_none()).then(|| file_source_id(opts, &pair.src));
                     if let Some(Some(id)) = id {
-                        if failed_files.contains(&id) {
+                        if seen_files.contains(&id) {
+                            if opts.interactive {
+                                run_files_now(&ctx, &mut items, &pairs[n + 1..]);
+                            }
                             let src = pair.src.clone();
                             let directory = false;
                             ctx.report.warn(Warning::SourceTwice { src, directory });
                             continue;
                         }
-                        failed_files.push(id);
+                        seen_files.push(id);
                     }
                     // cp copies its sources in order: under -i, the questions about the
                     // files before this one come before its failure.
@@ -162,21 +164,38 @@ impl<'a> Executor<'a> {
                     continue;
                 }
             };
+            // The same file named again, wherever it goes: cp skips it with a warning, in its
+            // turn (see `dir::root_entry`).
+            let key = (pairs.len() > 1 && opts.backup.is_none())
+                .then(|| root_file_key(&root))
+                .flatten();
+            if let Some(key) = key {
+                root.named_twice = seen_files.contains(&key);
+                if !root.named_twice {
+                    seen_files.push(key);
+                }
+            }
             let index = ctx.roots.len() as u32;
             let dest = (pairs.len() > 1).then(|| dest_of(&root)).flatten();
             // An earlier source that is not a directory goes to the same name: cp copies in
             // command-line order, and the later one must find what the earlier one made.
+            // (A file named twice writes nothing: it waits for no earlier root.)
+            let dest = dest.filter(|_| !root.named_twice);
             let earlier = dest
                 .as_ref()
                 .and_then(|dest| dests.iter().position(|d| d.as_ref() == Some(dest)));
             // A destination cp takes to be new is made without a look (after cp's check
             // for a source named twice).
             let twice = earlier.is_some()
+                || root.named_twice
                 || named
                     .iter()
                     .any(|n| n.id == root.meta.id() && dest.is_some() && n.dest == dest);
             if new_dst && !twice {
                 if let Some(e) = super::roots::made_over(opts, &root) {
+                    // The files before it, and their failures, come first (a rare case:
+                    // the pool waits for them).
+                    run_files_now(&ctx, &mut items, &pairs[n + 1..]);
                     root.finish_parents(opts, &ctx.report);
                     ctx.report.fail(e);
                     continue;
@@ -228,6 +247,15 @@ impl<'a> Executor<'a> {
             });
         }
         ctx.overlapping_roots = super::context::roots_overlap(&ctx.roots);
+        ctx.named_dirs = named
+            .into_iter()
+            .map(|n| super::context::NamedDir {
+                before: n.index,
+                id: n.id,
+                dst_path: n.dst_path,
+                dest: n.dest,
+            })
+            .collect();
         (Executor { ctx, start }, items)
     }
 
@@ -568,6 +596,8 @@ fn dest_of(root: &Root) -> Option<Dest> {
 
 /// A directory root named on the command line: where it goes, and what it is.
 struct Named {
+    /// The index the root has (or the next root has, where it was refused).
+    index: u32,
     dest: Option<Dest>,
     id: (u64, u64),
     dst_path: PathBuf,
@@ -582,6 +612,7 @@ fn named_before(
     named: &mut Vec<Named>,
     dest: Option<Dest>,
     root: &Root,
+    index: u32,
 ) -> Option<Result<Warning, Error>> {
     let id = root.meta.id();
     // cp looks at the destination first: the source itself, or not a directory, is reported
@@ -610,20 +641,27 @@ fn named_before(
         )));
     }
     let dst_path = root.dst_path.clone();
-    named.push(Named { dest, id, dst_path });
+    named.push(Named {
+        index,
+        dest,
+        id,
+        dst_path,
+    });
     None
 }
 
 /// Resolves one command-line pair to its root, making the source's parents at the
-/// destination first with `--parents`.
+/// destination first with `--parents`. A failure tells whether cp counts the source as
+/// named (it does not where its parents could not be made).
 fn resolve_root(
     opts: &Options,
     pair: &CopyPair,
     report: &Reporter<'_>,
     new_dst: &mut bool,
-) -> Result<Root, Error> {
+) -> Result<Root, (Error, bool)> {
     let parents = if opts.parents {
-        super::roots::make_parents(&pair.src, &pair.dst, opts, new_dst)?
+        // cp has not looked at the source yet: it is not counted as named.
+        super::roots::make_parents(&pair.src, &pair.dst, opts, new_dst).map_err(|e| (e, false))?
     } else {
         Vec::new()
     };
@@ -631,22 +669,29 @@ fn resolve_root(
     if opts.recursive && super::roots::dot_after_new_parent(&pair.src, &parents) {
         super::roots::finish_parents(&parents, opts, report);
         let dst = super::roots::trimmed(&pair.dst);
-        return Err(Error::sys(Op::CreateDir, dst, sys::Errno::EXIST));
+        return Err((Error::sys(Op::CreateDir, dst, sys::Errno::EXIST), true));
     }
     // cp gives the parents it made their attributes also where the copy then fails.
-    let mut root = Root::resolve_named(opts, pair).inspect_err(|_| {
+    let mut root = Root::resolve_named(opts, pair).map_err(|e| {
         super::roots::finish_parents(&parents, opts, report);
+        (e, true)
     })?;
     root.parents = parents;
     Ok(root)
 }
 /// Copies the file roots queued so far, in order, before the pool runs (a file it splits has
-/// no helpers: its splitter copies every range). A root a `later` source may name again
-/// stays queued, so that the later one still meets it (as named twice, or as just made).
+/// no helpers: its splitter copies every range). A root whose destination a `later` source
+/// names again stays queued, so that the later one still meets it as just made; the same
+/// file named again need not (it is skipped as named twice, without backups).
 fn run_files_now(ctx: &Ctx<'_>, items: &mut Vec<WorkItem>, later: &[CopyPair]) {
     let (files, rest) = std::mem::take(items).into_iter().partition(|i| {
-        let dst = &ctx.roots[i.root as usize].dst_path;
-        matches!(i.kind, WorkKind::Root) && !later.iter().any(|p| &p.dst == dst)
+        let root = &ctx.roots[i.root as usize];
+        let twice = |p: &CopyPair| {
+            ctx.opts.backup.is_none()
+                && root_file_key(root).is_some_and(|k| file_source_id(ctx.opts, &p.src) == Some(k))
+        };
+        let met = |p: &CopyPair| p.dst == root.dst_path && !twice(p);
+        matches!(i.kind, WorkKind::Root) && !later.iter().any(met)
     });
     *items = rest;
     for item in files {
@@ -670,7 +715,7 @@ fn dir_root(
     // The same directory named again into the same place: cp copies it once, and says so (a
     // backup would otherwise keep the first copy's files).
     let named_before_this = named.len();
-    if let Some(e) = named_before(ctx.opts, named, dest, &root) {
+    if let Some(e) = named_before(ctx.opts, named, dest, &root, index) {
         match e {
             Ok(warning) => ctx.report.warn(warning),
             Err(e) => ctx.report.fail(e),

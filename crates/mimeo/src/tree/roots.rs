@@ -144,6 +144,7 @@ impl Root {
             made: std::sync::atomic::AtomicBool::new(false),
             into_itself,
             reached_copy: std::sync::atomic::AtomicBool::new(false),
+            named_twice: false,
         })
     }
 
@@ -329,13 +330,14 @@ fn has_dir_part(src: &Path) -> bool {
 /// `--parents`: cp's failure for a source whose destination it takes to be new (see
 /// [`make_parents`]) where something is there: it makes the entry without looking, which
 /// finds it there. None where cp would look first after all (a directory without -r), or
-/// for a link, whose message names its source too.
+/// for a link, whose message names its source too (a directory is made as one also under
+/// `-l` and `-s`).
 pub(crate) fn made_over(opts: &Options, root: &Root) -> Option<Error> {
+    let m = &root.meta;
     let there = sys::stat_at(root.dst_parent.as_fd(), &root.dst_name, false).is_ok();
-    if !there || opts.link.is_some() {
+    if !there || (opts.link.is_some() && !m.is_dir()) {
         return None;
     }
-    let m = &root.meta;
     let node = !(m.is_reg() || m.is_dir() || m.is_symlink());
     let op = if m.is_dir() {
         if !opts.recursive {
@@ -561,15 +563,40 @@ pub(crate) fn stat_error(path: PathBuf, e: Errno) -> Error {
 }
 
 /// What cp's "specified more than once" check knows a source that is not a directory by:
-/// its directory's and its own (device, inode). None for a directory, or one not found.
-pub(crate) fn file_source_id(opts: &Options, src: &Path) -> Option<((u64, u64), (u64, u64))> {
+/// the (device, inode) of the directory part of its name, not followed if a symlink, its
+/// last name, and its own (device, inode). Another name of the same file (a hard link, or
+/// through a symlink to its directory) is another source to cp.
+pub(crate) type FileKey = ((u64, u64), Vec<u8>, (u64, u64));
+
+/// The [`FileKey`] of the source `src`. None for a directory, or one not found.
+pub(crate) fn file_source_id(opts: &Options, src: &Path) -> Option<FileKey> {
     let slash = src.as_os_str().as_bytes().ends_with(b"/");
     let follow = opts.dereference != Dereference::Never || slash;
     let (parent, name) = split(src);
     let dir = sys::open_dir_path(sys::CWD, &parent, true).ok()?;
     let meta = sys::stat_at(dir.as_fd(), &name, follow).ok()?;
-    let parent = sys::fstat(dir.as_fd()).ok()?;
-    (!meta.is_dir()).then(|| (parent.id(), meta.id()))
+    (!meta.is_dir()).then(|| file_key(src, meta.id())).flatten()
+}
+
+/// The [`FileKey`] of a resolved root that is not a directory.
+pub(crate) fn root_file_key(root: &Root) -> Option<FileKey> {
+    (!root.meta.is_dir())
+        .then(|| file_key(&root.src_path, root.meta.id()))
+        .flatten()
+}
+
+/// The [`FileKey`] of the file `id` named `src`.
+fn file_key(src: &Path, id: (u64, u64)) -> Option<FileKey> {
+    let (dir, name) = split_last(src.as_os_str().as_bytes());
+    let dir_end = dir.len() - dir.iter().rev().take_while(|&&c| c == b'/').count();
+    let dir = match (&dir[..dir_end], src.as_os_str().as_bytes().contains(&b'/')) {
+        (_, false) => &b"."[..],
+        (b"", true) => b"/",
+        (d, true) => d,
+    };
+    let dir = CString::new(dir).ok()?;
+    let dir = sys::stat_at(sys::CWD, &dir, false).ok()?;
+    Some((dir.id(), name.to_vec(), id))
 }
 
 /// An open failure; ENOENT on something just listed means it vanished.
