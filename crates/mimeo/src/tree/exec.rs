@@ -138,29 +138,7 @@ impl<'a> Executor<'a> {
                 // Making a non-directory where its parent is missing, or at "d/" naming a
                 // dangling symlink: cp names it on its -v line before the call fails.
                 Err((e, counted)) => {
-                    // cp counts a file source as named before it looks at the destination:
-                    // named again, it is skipped with a warning (without backups).
-                    let id =
-                        (counted && opts.backup.is_none()).then(|| file_source_id(opts, &pair.src));
-                    if let Some(Some(id)) = id {
-                        if seen_files.contains(&id) {
-                            if opts.interactive {
-                                run_files_now(&ctx, &mut items, &pairs[n + 1..]);
-                            }
-                            let src = pair.src.clone();
-                            let directory = false;
-                            ctx.report.warn(Warning::SourceTwice { src, directory });
-                            continue;
-                        }
-                        seen_files.push(id);
-                    }
-                    // cp copies its sources in order: under -i, the questions about the
-                    // files before this one come before its failure.
-                    if opts.interactive {
-                        run_files_now(&ctx, &mut items, &pairs[n + 1..]);
-                    }
-                    let (src, dst) = (|| pair.src.clone(), || pair.dst.clone());
-                    ctx.report.entry_failed(src, dst, e);
+                    root_failed(&ctx, &mut items, &mut seen_files, &pairs[n..], e, counted);
                     continue;
                 }
             };
@@ -206,45 +184,12 @@ impl<'a> Executor<'a> {
                     .iter()
                     .position(|i| i.root == e as u32 && matches!(i.kind, WorkKind::Root))
             });
-            let stat = Some(Stat::from(root.meta));
-            let kind = if root.meta.is_dir() {
-                let dest = dest.clone();
-                match dir_root(
-                    &ctx,
-                    &mut named,
-                    dest,
-                    root,
-                    index,
-                    earlier_item,
-                    &mut items,
-                ) {
-                    Some((made, kind)) => {
-                        root = made;
-                        // Made now, in its parent (later --parents sources see that write).
-                        if matches!(&kind, WorkKind::Dir(info) if info.created) {
-                            root.made.store(true, std::sync::atomic::Ordering::Relaxed);
-                        }
-                        kind
-                    }
-                    None => continue,
-                }
-            } else if let Some(at) = earlier_item {
-                let lead = items[at].root as usize;
-                ctx.roots[lead].followers.push(index);
-                dests.push(None);
-                ctx.roots.push(root);
-                continue;
-            } else {
-                WorkKind::Root
+            let queue = Queue {
+                items: &mut items,
+                dests: &mut dests,
+                named: &mut named,
             };
-            dests.push(dest);
-            ctx.roots.push(root);
-            items.push(WorkItem {
-                root: index,
-                path: Vec::new(),
-                kind,
-                stat,
-            });
+            queue.add(&mut ctx, root, index, dest, earlier_item);
         }
         ctx.overlapping_roots = super::context::roots_overlap(&ctx.roots);
         ctx.named_dirs = named
@@ -679,6 +624,98 @@ fn resolve_root(
     root.parents = parents;
     Ok(root)
 }
+/// Where [`Executor::with_hooks`] puts the roots it takes in.
+struct Queue<'q> {
+    items: &'q mut Vec<WorkItem>,
+    /// Where each root goes (see [`Executor::with_hooks`]).
+    dests: &'q mut Vec<Option<Dest>>,
+    /// Every directory root so far, copied or refused as a copy into itself.
+    named: &'q mut Vec<Named>,
+}
+
+impl Queue<'_> {
+    /// Queues `root` (the `index`th): a directory as its pass, a file after `earlier_item`
+    /// (an earlier root of the same destination name) as its follower, else as a work item.
+    fn add(
+        self,
+        ctx: &mut Ctx<'_>,
+        mut root: Root,
+        index: u32,
+        dest: Option<Dest>,
+        earlier_item: Option<usize>,
+    ) {
+        let stat = Some(Stat::from(root.meta));
+        let kind = if root.meta.is_dir() {
+            let dest = dest.clone();
+            match dir_root(ctx, self.named, dest, root, index, earlier_item, self.items) {
+                Some((made, kind)) => {
+                    root = made;
+                    // Made now, in its parent (later --parents sources see that write).
+                    if matches!(&kind, WorkKind::Dir(info) if info.created) {
+                        root.made.store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    kind
+                }
+                None => return,
+            }
+        } else if let Some(at) = earlier_item {
+            let lead = self.items[at].root as usize;
+            ctx.roots[lead].followers.push(index);
+            self.dests.push(None);
+            ctx.roots.push(root);
+            return;
+        } else {
+            WorkKind::Root
+        };
+        self.dests.push(dest);
+        ctx.roots.push(root);
+        self.items.push(WorkItem {
+            root: index,
+            path: Vec::new(),
+            kind,
+            stat,
+        });
+    }
+}
+
+/// A root that failed before it was copied. cp counts a file source as named before it looks
+/// at the destination: named again, it is skipped with a warning (without backups). cp copies
+/// its sources in order: under -i, the questions about the files before this one come before
+/// its failure. `pairs` begins with this root's.
+fn root_failed(
+    ctx: &Ctx<'_>,
+    items: &mut Vec<WorkItem>,
+    seen_files: &mut Vec<FileKey>,
+    pairs: &[CopyPair],
+    e: Error,
+    counted: bool,
+) {
+    let opts = ctx.opts;
+    let pair = &pairs[0];
+    let id = (counted && opts.backup.is_none()).then(|| file_source_id(opts, &pair.src));
+    let twice = match id {
+        Some(Some(id)) if seen_files.contains(&id) => true,
+        Some(Some(id)) => {
+            seen_files.push(id);
+            false
+        }
+        _ => false,
+    };
+    if opts.interactive {
+        run_files_now(ctx, items, &pairs[1..]);
+    }
+    if twice {
+        let src = pair.src.clone();
+        ctx.report.warn(Warning::SourceTwice {
+            src,
+            directory: false,
+        });
+    } else {
+        let (src, dst) = (|| pair.src.clone(), || pair.dst.clone());
+        ctx.report.entry_failed(src, dst, e);
+    }
+}
+
 /// Copies the file roots queued so far, in order, before the pool runs (a file it splits has
 /// no helpers: its splitter copies every range). A root whose destination a `later` source
 /// names again stays queued, so that the later one still meets it as just made; the same
