@@ -7,7 +7,7 @@
 //! only under `-L`), so a directory swapped for a symlink mid-run is refused rather than
 //! followed, and no worker keeps more than a few descriptors open.
 
-use super::context::{Buffers, Ctx, Here, Root, Spawn, Spawner, rel_path};
+use super::context::{Buffers, Ctx, Here, NamedDir, Root, Spawn, Spawner, rel_path};
 use super::entry::{Changed, copy_entry, entry_kind};
 use super::hooks::Hooked;
 use super::listing::{self, Descent, Listed, Look, Want};
@@ -204,7 +204,11 @@ fn named_earlier(
     meta: Option<Meta>,
     follow: bool,
 ) -> Option<Result<Warning, Error>> {
-    if ctx.named_dirs.is_empty() {
+    // Only a root named before this one, or this one met again through a symlink followed
+    // below it (-L), can be met here: a single directory root looks at nothing more.
+    let follows = ctx.opts.dereference == Dereference::Always;
+    let could_be = |n: &NamedDir| n.before < root || n.before == root && follows;
+    if !ctx.named_dirs.iter().any(could_be) {
         return None;
     }
     let id = match meta {
