@@ -375,13 +375,15 @@ impl<'a> Apply<'a> {
             match sys::set_xattr(target, name, value) {
                 Ok(()) => {}
                 // Where xattrs were not asked for by name (-a, --preserve=all), cp goes on
-                // whatever the failure: a destination that cannot hold an attribute, a node
-                // that takes no user.* ones, an unprivileged user's lack of access to
-                // trusted.* and security.*, or to an entry it may not write (ACLs too). Else
-                // an ACL is the mode's, whose failure fails the copy.
+                // past an attribute the destination will not take: one it cannot hold, a
+                // node that takes no user.* ones, an unprivileged user's lack of access to
+                // trusted.* and security.*, or to an entry it may not write (ACLs too). An
+                // ACL is otherwise the mode's, whose failure fails the copy. A failing
+                // device (EIO, ENOSPC), which cp would pass over too, fails the file.
                 Err(Errno::PERM | Errno::ACCESS)
                     if !self.opts.preserve.xattr_required && self.process.euid != 0 => {}
-                Err(_) if !self.opts.preserve.xattr_required && !is_acl(name.to_bytes()) => {}
+                Err(Errno::NOTSUP | Errno::PERM | Errno::ACCESS)
+                    if !self.opts.preserve.xattr_required && !is_acl(name.to_bytes()) => {}
                 Err(e) => return Err(Error::sys(Op::SetXattr, path(), e)),
             }
         }
