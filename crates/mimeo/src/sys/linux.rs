@@ -784,32 +784,34 @@ pub(crate) fn futimens(fd: BorrowedFd<'_>, atime: (i64, u32), mtime: (i64, u32))
 
 /// Sets the modification time of `fd` to `mtime`, leaving its access time.
 pub(crate) fn set_mtime(fd: BorrowedFd<'_>, mtime: (i64, u32)) -> Result<()> {
-    failpoint!("utimensat");
-    let times = rfs::Timestamps {
-        last_access: rfs::Timespec {
-            tv_sec: 0,
-            tv_nsec: rfs::UTIME_OMIT,
-        },
-        last_modification: rfs::Timespec {
+    mtime_only(
+        fd,
+        rfs::Timespec {
             tv_sec: mtime.0,
             tv_nsec: mtime.1 as _,
         },
-    };
-    rfs::futimens(fd, &times)
+    )
 }
 
 /// Sets the modification time of `fd` from the clock, leaving its access time.
 pub(crate) fn touch_mtime(fd: BorrowedFd<'_>) -> Result<()> {
+    mtime_only(
+        fd,
+        rfs::Timespec {
+            tv_sec: 0,
+            tv_nsec: rfs::UTIME_NOW,
+        },
+    )
+}
+
+fn mtime_only(fd: BorrowedFd<'_>, last_modification: rfs::Timespec) -> Result<()> {
     failpoint!("utimensat");
     let times = rfs::Timestamps {
         last_access: rfs::Timespec {
             tv_sec: 0,
             tv_nsec: rfs::UTIME_OMIT,
         },
-        last_modification: rfs::Timespec {
-            tv_sec: 0,
-            tv_nsec: rfs::UTIME_NOW,
-        },
+        last_modification,
     };
     rfs::futimens(fd, &times)
 }
