@@ -3,7 +3,7 @@
 use super::context::{Buffers, Ctx, Here, Root};
 use super::dir::{self, make_dst_dir};
 use super::hooks::{HookSet, Hooks, NoHooks};
-use super::roots::{CopyPair, FileKey, file_source_id, open_error, root_file_key};
+use super::roots::{CopyPair, DirSeen, FileKey, file_source_id, open_error, root_file_key};
 use super::split;
 use super::work::{DirDone, DirInfo, Lineage, RangeDone, Stat, WorkItem, WorkKind};
 use crate::options::{Dereference, Options};
@@ -132,6 +132,7 @@ impl<'a> Executor<'a> {
         // The sources so far that are not directories, by [`FileKey`]: cp copies each once,
         // wherever it goes, and warns of it named again (without backups).
         let mut seen_files: Vec<FileKey> = Vec::new();
+        let mut dir_seen: DirSeen = None;
         for (n, pair) in pairs.iter().enumerate() {
             let mut root = match resolve_root(opts, pair, &ctx.report, &mut new_dst) {
                 Ok(root) => root,
@@ -145,7 +146,7 @@ impl<'a> Executor<'a> {
             // The same file named again, wherever it goes: cp skips it with a warning, in its
             // turn (see `dir::root_entry`).
             let key = (pairs.len() > 1 && opts.backup.is_none())
-                .then(|| root_file_key(&root))
+                .then(|| root_file_key(&root, &mut dir_seen))
                 .flatten();
             if let Some(key) = key {
                 root.named_twice = seen_files.contains(&key);
@@ -725,7 +726,8 @@ fn run_files_now(ctx: &Ctx<'_>, items: &mut Vec<WorkItem>, later: &[CopyPair]) {
         let root = &ctx.roots[i.root as usize];
         let twice = |p: &CopyPair| {
             ctx.opts.backup.is_none()
-                && root_file_key(root).is_some_and(|k| file_source_id(ctx.opts, &p.src) == Some(k))
+                && root_file_key(root, &mut None)
+                    .is_some_and(|k| file_source_id(ctx.opts, &p.src) == Some(k))
         };
         let met = |p: &CopyPair| p.dst == root.dst_path && !twice(p);
         matches!(i.kind, WorkKind::Root) && !later.iter().any(met)

@@ -575,18 +575,24 @@ pub(crate) fn file_source_id(opts: &Options, src: &Path) -> Option<FileKey> {
     let (parent, name) = split(src);
     let dir = sys::open_dir_path(sys::CWD, &parent, true).ok()?;
     let meta = sys::stat_at(dir.as_fd(), &name, follow).ok()?;
-    (!meta.is_dir()).then(|| file_key(src, meta.id())).flatten()
+    (!meta.is_dir())
+        .then(|| file_key(src, meta.id(), &mut None))
+        .flatten()
 }
 
+/// The directory part of the last name looked at, and its (device, inode): the sources of
+/// one run mostly share one, which is then looked at once.
+pub(crate) type DirSeen = Option<(Vec<u8>, (u64, u64))>;
+
 /// The [`FileKey`] of a resolved root that is not a directory.
-pub(crate) fn root_file_key(root: &Root) -> Option<FileKey> {
+pub(crate) fn root_file_key(root: &Root, seen: &mut DirSeen) -> Option<FileKey> {
     (!root.meta.is_dir())
-        .then(|| file_key(&root.src_path, root.meta.id()))
+        .then(|| file_key(&root.src_path, root.meta.id(), seen))
         .flatten()
 }
 
 /// The [`FileKey`] of the file `id` named `src`.
-fn file_key(src: &Path, id: (u64, u64)) -> Option<FileKey> {
+fn file_key(src: &Path, id: (u64, u64), seen: &mut DirSeen) -> Option<FileKey> {
     let (dir, name) = split_last(src.as_os_str().as_bytes());
     let dir_end = dir.len() - dir.iter().rev().take_while(|&&c| c == b'/').count();
     let dir = match (&dir[..dir_end], src.as_os_str().as_bytes().contains(&b'/')) {
@@ -594,9 +600,17 @@ fn file_key(src: &Path, id: (u64, u64)) -> Option<FileKey> {
         (b"", true) => b"/",
         (d, true) => d,
     };
-    let dir = CString::new(dir).ok()?;
-    let dir = sys::stat_at(sys::CWD, &dir, false).ok()?;
-    Some((dir.id(), name.to_vec(), id))
+    let dir_id = match seen {
+        Some((path, id)) if path.as_slice() == dir => *id,
+        _ => {
+            let id = sys::stat_at(sys::CWD, &CString::new(dir).ok()?, false)
+                .ok()?
+                .id();
+            *seen = Some((dir.to_vec(), id));
+            id
+        }
+    };
+    Some((dir_id, name.to_vec(), id))
 }
 
 /// An open failure; ENOENT on something just listed means it vanished.
