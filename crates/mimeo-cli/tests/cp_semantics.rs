@@ -176,6 +176,18 @@ fn same_as_cp(base: &Path, case: &str, setup: &dyn Fn(&Path), how: &Run<'_>) -> 
     with_mimeo
 }
 
+/// [`same_as_cp`] under -i, once answered no and once yes.
+#[track_caller]
+fn same_as_cp_either_answer(base: &Path, case: &str, setup: &dyn Fn(&Path), a: &[&str]) {
+    for answer in ["n\n", "y\n"] {
+        let how = Run {
+            stdin: Some(answer),
+            ..args(a)
+        };
+        same_as_cp(base, &format!("{case}{}", &answer[..1]), setup, &how);
+    }
+}
+
 /// Runs cp and mimeo as [`same_as_cp`] does, without comparing what they did: for each, its
 /// success, its messages and the directory it ran in.
 fn run_each(
@@ -2119,13 +2131,7 @@ fn interactive_asks_before_it_finds_nothing_to_do_as_cp() {
     .iter()
     .enumerate()
     {
-        for answer in ["n\n", "y\n"] {
-            let how = Run {
-                stdin: Some(answer),
-                ..args(a)
-            };
-            same_as_cp(base, &format!("ask{i}{}", &answer[..1]), &setup, &how);
-        }
+        same_as_cp_either_answer(base, &format!("ask{i}"), &setup, a);
     }
 }
 
@@ -2160,13 +2166,7 @@ fn interactive_asks_before_it_refuses_what_it_just_made_as_cp() {
     .iter()
     .enumerate()
     {
-        for answer in ["n\n", "y\n"] {
-            let how = Run {
-                stdin: Some(answer),
-                ..args(a)
-            };
-            same_as_cp(base, &format!("made{i}{}", &answer[..1]), &setup, &how);
-        }
+        same_as_cp_either_answer(base, &format!("made{i}"), &setup, a);
     }
 }
 
