@@ -130,7 +130,7 @@ pub mod work {
     pub use crate::place::links::{LinkClaim, LinkGroups, LinkLoc, Sighting};
     pub use crate::sched::{Feed, Pool, Spawner};
     pub use crate::tree::{
-        DirDone, DirInfo, EntryType, Executor, FileRange, Lineage, RangeDone, Stat, WorkItem,
-        WorkKind, Worker, XattrList,
+        DirDone, DirInfo, EntryType, Executor, FileRange, Lineage, Named, RangeDone, Stat,
+        WorkItem, WorkKind, Worker, XattrList,
     };
 }
