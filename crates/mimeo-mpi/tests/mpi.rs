@@ -621,3 +621,78 @@ fn a_failed_source_gives_mimeos_status_and_rank_0_still_prints_the_summary() {
     assert_eq!(r.stderr.matches("--interactive").count(), 1, "{r:#?}");
     assert!(!into.join("src").exists());
 }
+
+/// cp's rules for a source named twice hold whichever rank meets it: a directory named twice
+/// is copied once, a file named twice likewise, each with one warning (not one per rank),
+/// and a directory named before is refused where a later source holds it, also where another
+/// rank lists that source's directories. Messages, status and tree as cp's.
+#[test]
+fn sources_named_twice_are_met_as_cp_meets_them_on_every_rank() {
+    let tmp = tempfile::tempdir().unwrap();
+    let setup = |d: &Path| {
+        for i in 0..8 {
+            let a = d.join(format!("s/a{i}"));
+            fs::create_dir_all(a.join(format!("n{i}"))).unwrap();
+            fs::write(a.join(format!("n{i}/h")), "h\n").unwrap();
+            // Enough in each to spread the directories over the ranks.
+            for f in 0..100 {
+                fs::write(a.join(format!("f{f}")), format!("{i}/{f}\n")).unwrap();
+            }
+        }
+        fs::write(d.join("x"), "x\n").unwrap();
+        fs::create_dir(d.join("D")).unwrap();
+    };
+    let mut args: Vec<String> = (0..8).map(|i| format!("s/a{i}/n{i}")).collect();
+    args.extend(["s", "s", "x", "x", "D"].map(String::from));
+    // The messages, in order of their text (the ranks' order is theirs), and the tree.
+    let said = |stderr: &str, prog: &str| {
+        let mut lines: Vec<String> = stderr
+            .lines()
+            .filter_map(|l| l.strip_prefix(prog))
+            .map(String::from)
+            .collect();
+        lines.sort();
+        lines
+    };
+    let tree = |d: &Path| {
+        let mut paths = BTreeSet::new();
+        let mut stack = vec![d.join("D")];
+        while let Some(dir) = stack.pop() {
+            for e in fs::read_dir(&dir).unwrap().flatten() {
+                paths.insert(e.path().strip_prefix(d).unwrap().to_path_buf());
+                if e.file_type().unwrap().is_dir() {
+                    stack.push(e.path());
+                }
+            }
+        }
+        paths
+    };
+    let cp_dir = tmp.path().join("cp");
+    setup(&cp_dir);
+    let cp = Command::new("/bin/cp")
+        .arg("-a")
+        .args(&args)
+        .current_dir(&cp_dir)
+        .output()
+        .unwrap();
+    let cp_said = said(&String::from_utf8_lossy(&cp.stderr), "/bin/cp: ");
+    assert_eq!(cp.status.code(), Some(1), "{cp_said:?}");
+    assert_eq!(cp_said.len(), 10, "{cp_said:?}");
+    let mut spread = false;
+    for np in [2, 4] {
+        let d = tmp.path().join(format!("mpi{np}"));
+        setup(&d);
+        let mut cmd = mpirun(np, &[&"-a"]);
+        cmd.args(&args).current_dir(&d);
+        let r = parse(cmd.output().unwrap());
+        let what = format!("{np} ranks");
+        assert_eq!(r.code, Some(1), "{what}: {r:#?}");
+        assert_eq!(said(&r.stderr, "mimeo-mpi: "), cp_said, "{what}: {r:#?}");
+        assert_eq!(tree(&d), tree(&cp_dir), "{what}");
+        spread |= r
+            .ranks
+            .iter()
+            .any(|(&rank, v)| rank != 0 && v["directories"].as_u64() > Some(0));
+    }
+    assert!(spread, "the directories were all copied by rank 0");
+}

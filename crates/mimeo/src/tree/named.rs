@@ -29,9 +29,8 @@ pub(crate) struct NamedDir {
 }
 
 /// The sources of a run that cp counts as named, in command-line order: what its "specified
-/// more than once" rules look at. [`Executor::named`](super::Executor::named) gives it to the
-/// other processes of a run, which need it to run the roots ([`Executor::with_named`]
-/// (super::Executor::with_named)).
+/// more than once" rules look at. The other processes of a run need it to run the roots:
+/// see [`Executor::with_named`](super::Executor::with_named).
 #[derive(Debug, Clone, Default)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Named {
@@ -208,5 +207,35 @@ mod path_bytes {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<PathBuf, D::Error> {
         Vec::<u8>::deserialize(d).map(|b| PathBuf::from(OsString::from_vec(b)))
+    }
+}
+
+#[cfg(all(test, feature = "serde"))]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+
+    /// What the other processes of a run are given keeps a destination that is not UTF-8.
+    #[test]
+    fn named_directories_travel_with_names_that_are_not_utf8() {
+        let dst_path = PathBuf::from(OsStr::from_bytes(b"D/\xff\xfe"));
+        let named = Named {
+            dirs: vec![NamedDir {
+                before: 1,
+                id: (2, 3),
+                dst_path: dst_path.clone(),
+                dest: Some(((4, 5), b"\xff\xfe".to_vec())),
+            }],
+            files_twice: vec![7],
+            ..Named::default()
+        };
+        let text = serde_json::to_string(&named).unwrap();
+        let back: Named = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.files_twice, vec![7]);
+        let dir = &back.dirs[0];
+        assert_eq!((dir.before, dir.id), (1, (2, 3)));
+        assert_eq!(dir.dst_path, dst_path);
+        assert_eq!(dir.dest, Some(((4, 5), b"\xff\xfe".to_vec())));
     }
 }
