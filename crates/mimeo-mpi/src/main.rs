@@ -3,7 +3,8 @@
 //!
 //! Every rank parses the same command line as `mimeo`. Rank 0 resolves the targets, creates
 //! the destination roots and hands every rank the resolved pairs, the sources named twice as
-//! cp counts them, and the initial work items; the other ranks open the same roots. Work then spreads by stealing (`sched`), hard-link
+//! cp counts them, the roots that follow another to its destination, and the initial work
+//! items; the other ranks open the same roots. Work then spreads by stealing (`sched`), hard-link
 //! groups are kept by their owner rank (`links`), and at the end rank 0 merges every rank's
 //! summary, prints it as `mimeo` does and gives the job's exit status to every rank.
 
@@ -36,10 +37,12 @@ enum Start {
     /// A dry run, done by rank 0 alone.
     DryRun,
     /// Copy: the resolved pairs (as bytes), the sources cp counts as named (for its "specified
-    /// more than once" rules, whichever rank meets them) and the initial items.
+    /// more than once" rules, whichever rank meets them), the roots that follow each root to
+    /// its destination (run with it, wherever it runs) and the initial items.
     Copy {
         pairs: Vec<(Vec<u8>, Vec<u8>)>,
         named: Named,
+        followers: Vec<Vec<u32>>,
         items: Vec<WorkItem>,
     },
 }
@@ -177,13 +180,19 @@ fn run(world: &SimpleCommunicator, control: Arc<mimeo::Control>, stopped: &signa
             &Start::Copy {
                 pairs,
                 named: exec.named(),
+                followers: exec.followers(),
                 items: items.clone(),
             },
         );
         (exec, items)
     } else {
-        let (pairs, named) = match start {
-            Some(Start::Copy { pairs, named, .. }) => (pairs, named),
+        let (pairs, named, followers) = match start {
+            Some(Start::Copy {
+                pairs,
+                named,
+                followers,
+                ..
+            }) => (pairs, named, followers),
             Some(Start::Exit(code)) => return code,
             _ => return 0,
         };
@@ -192,7 +201,7 @@ fn run(world: &SimpleCommunicator, control: Arc<mimeo::Control>, stopped: &signa
             .map(|(s, d)| CopyPair::new(OsString::from_vec(s), OsString::from_vec(d)))
             .collect();
         match Executor::attach(&pairs, &config.options, &printer, &control) {
-            Ok(exec) => (exec.with_named(named), Vec::new()),
+            Ok(exec) => (exec.with_named(named).with_followers(followers), Vec::new()),
             Err(e) => {
                 output::error(&format!("rank {rank}: {e}"));
                 world.abort(i32::from(EXIT_FAILED));

@@ -249,6 +249,23 @@ impl<'a> Executor<'a> {
         self
     }
 
+    /// For each root (by index), the later roots with the same destination that follow it:
+    /// cp copies them right after it, and refuses to overwrite what it just made. What
+    /// [`Executor::with_followers`] needs in another process.
+    pub fn followers(&self) -> Vec<Vec<u32>> {
+        self.ctx.roots.iter().map(|r| r.followers.clone()).collect()
+    }
+
+    /// In an executor made by [`Executor::attach`]: `followers` are the first executor's
+    /// [`Executor::followers`], so that whichever process runs a root also runs the roots
+    /// that follow it. Call it before the first [`Executor::run`].
+    pub fn with_followers(mut self, followers: Vec<Vec<u32>>) -> Self {
+        for (root, f) in self.ctx.roots.iter_mut().zip(followers) {
+            root.followers = f;
+        }
+        self
+    }
+
     /// Keeps the run's hard-link groups in `groups` instead of this executor's own map: a run
     /// spread over processes gives each process's executor one that agrees with the others,
     /// so that a group whose members different processes reach stays one group. Call it
