@@ -1921,6 +1921,46 @@ fn update_keeps_hard_link_groups_with_an_up_to_date_member_as_cp() {
     }
 }
 
+/// With a backup or `--remove-destination`, cp puts the destination aside before it opens the
+/// source: where the source's name leads through that entry (a symlink copied onto itself, a
+/// chain of symlinks through it, a directory symlink on the way), the open fails. A backup is
+/// renamed back, so the source stays; a removed destination stays removed. A source that
+/// only reaches the same file another way is copied.
+#[test]
+fn a_source_reached_through_its_destination_is_not_opened_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "f", "data\n", 0o644);
+            write(d, "dir/x", "x\n", 0o644);
+            symlink("f", d.join("lf")).unwrap();
+            symlink("lf", d.join("a")).unwrap();
+            symlink("dir", d.join("dl")).unwrap();
+        };
+        for (i, a) in [
+            &["-b", "lf", "lf"][..],
+            &["-v", "-S", ".~1~", "lf", "lf"],
+            &["--backup=numbered", "-p", "./lf", "lf"],
+            &["-b", "--copy-contents", "lf", "lf"],
+            &["-bL", "lf", "lf"],
+            &["-bHr", "lf", "lf"],
+            &["-v", "--remove-destination", "lf", "lf"],
+            &["-b", "a", "lf"],
+            &["--remove-destination", "a", "lf"],
+            &["-bT", "dl/x", "dl"],
+            &["-b", "f", "lf"],
+            &["-b", "lf", "a"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("through{i}"), &setup, &args(a));
+        }
+    }
+}
+
 #[test]
 fn backups_are_named_and_made_as_by_cp() {
     for kind in FsKind::ALL {

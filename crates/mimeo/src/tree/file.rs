@@ -19,7 +19,7 @@ use super::placing::{
 };
 use super::roots::open_error;
 use super::sharing::SharedCopy;
-use super::{shared_reads, sharing, split};
+use super::{shared_reads, sharing, split, through};
 use crate::data::copy::{Checkpoint, DataError, DataJob, Layout, copy_file};
 use crate::data::meta::{self, Apply, Dst, creation_mode};
 use crate::data::{node, origin, verify};
@@ -490,6 +490,16 @@ impl<'a, 'c> RegularFile<'a, 'c> {
                     marker.skipped();
                 }
                 return Ok(Placing::Done(None));
+            }
+            // cp renames or removes the destination before it opens the source; where the
+            // source's name leads through it, that open fails. mimeo renames nothing, so the
+            // source cannot be left under the backup name; a removal is made as cp makes it.
+            Decision::Recreate
+                if d.is_symlink()
+                    && through::source_through_destination(here, self.name, self.dst_name) =>
+            {
+                before_failed_copy(ctx, here, self.dst_name, meta, &d)?;
+                return Err(Error::os(Op::Open, self.src_path(), libc::ENOENT));
             }
             _ => {}
         }
