@@ -84,7 +84,8 @@ pub const ALLOWLIST: &[Allowed] = &[
         name: "simple-backup-in-place",
         reason: "cp 9.1 puts a simple backup (NAME~) of a file it copies into another \
                  directory in the working directory instead (a bug of 9.1, which numbered \
-                 backups do not have); mimeo puts it beside the file it keeps",
+                 backups do not have); mimeo puts it beside the file it keeps (and where the \
+                 copy then fails, cp cannot rename it back: \"cannot un-backup\")",
         docs: "docs/cp.md, cp 9.1 where later releases differ",
         apply: simple_backup_in_place,
         last: false,
