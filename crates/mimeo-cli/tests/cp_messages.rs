@@ -165,6 +165,37 @@ fn a_relative_symlink_outside_the_working_directory_is_named_as_cp_names_it() {
     }
 }
 
+/// A backup name longer than the filesystem takes (an explicit simple backup is never
+/// shortened) is what fails first, as cp's rename to it: before a relative `-s` link is
+/// refused, and before a source that cannot be read. A shortened one does not fail.
+#[test]
+fn a_backup_name_too_long_fails_first_as_cp() {
+    let dir = scratch();
+    let long = format!("s/{}", "n".repeat(255));
+    let setup = |d: &Path| {
+        for sub in ["s", "d"] {
+            fs::create_dir(d.join(sub)).unwrap();
+            fs::set_permissions(d.join(sub), fs::Permissions::from_mode(0o777)).unwrap();
+        }
+        write(&d.join(&long), "new");
+        fs::set_permissions(d.join(&long), fs::Permissions::from_mode(0o200)).unwrap();
+        let old = format!("d/{}", &long[2..]);
+        write(&d.join(&old), "old");
+        nobodys(d, &["d", &old]);
+    };
+    for (i, (args, user)) in [
+        (&["--backup=simple", "-s", &long, "d"][..], None),
+        (&["-S", ".orig", "--backup=simple", "-s", &long, "d/"], None),
+        (&["-b", "-s", &long, "d"], None),
+        (&["--backup=simple", &long, "d"], Some(NOBODY)),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        case_as_cp(dir.path(), i, &setup, args, user);
+    }
+}
+
 #[test]
 fn an_unreadable_source_is_reported_as_cp_reports_it() {
     let dir = scratch();

@@ -423,7 +423,7 @@ fn relative_refused(
         }
         // cp renames the old entry to its backup name before it looks at the link.
         Ok((Decision::Recreate, _)) if ctx.opts.backup.is_some() => {
-            Err(backup_refused(here, dst_name).unwrap_or(e))
+            Err(backup_refused(ctx, here, dst_name).unwrap_or(e))
         }
         Ok((_, d)) => {
             before_failed_copy(ctx, here, dst_name, meta, &d)?;

@@ -130,7 +130,7 @@ fn unopened(
         Ok(_) if ctx.opts.overwrite == Overwrite::Update && d.mtime >= meta.mtime => skipped(),
         // cp renames the old entry to its backup name before it opens the source.
         Ok(Decision::Recreate) if ctx.opts.backup.is_some() => {
-            Err(backup_refused(here, dst_name).unwrap_or(err))
+            Err(backup_refused(ctx, here, dst_name).unwrap_or(err))
         }
         // cp refuses a dangling symlink or a file it may not write only when it opens the
         // destination, after the source.
