@@ -581,6 +581,40 @@ fn set_mtime(p: &Path, (secs, nanos): (i64, u32)) {
 /// Under -a, xattrs were not asked for by name: one a destination node will not take (a
 /// device node takes no user.* xattrs, even from root) is left out, and the copy goes on
 /// to its times and mode, as cp's.
+/// A user's read-only file with an ACL keeps its other xattrs under -a, as cp sets them before
+/// the ACL, whatever order the filesystem lists them in (btrfs and XFS list this ACL first).
+#[test]
+fn a_read_only_files_xattrs_are_set_before_its_acl_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "f", "data\n", 0o600);
+            let f = d.join("f");
+            let f = f.to_str().unwrap();
+            run_ok("setfacl", &["-m", "u:1:r", f]);
+            run_ok("setfattr", &["-n", "user.note", "-v", "kept", f]);
+            fs::set_permissions(d.join("f"), fs::Permissions::from_mode(0o400)).unwrap();
+            chown(d.join("f"), Some(FOREIGN_UID), Some(FOREIGN_GID)).unwrap();
+        };
+        for (i, a) in [&["-a", "f", "g"][..], &["--preserve=all", "f", "g"]]
+            .iter()
+            .enumerate()
+        {
+            let how = Run {
+                foreign_user: true,
+                ..args(a)
+            };
+            let ours = same_as_cp(base, &format!("acl-last{i}"), &setup, &how);
+            assert_eq!(
+                xattr(&ours.join("g"), "user.note").as_deref(),
+                Some(&b"kept"[..])
+            );
+        }
+    }
+}
+
 #[test]
 fn an_xattr_a_node_refuses_is_left_out_under_archive_as_cp() {
     let Some(fs) = loop_fs(FsKind::Ext4) else {
