@@ -277,6 +277,51 @@ fn option_errors_come_in_cps_order_and_words() {
     }
 }
 
+/// A backup type given in bytes that are not UTF-8 is refused in cp's words, the value quoted
+/// with backslash escapes, whether from `--backup=CONTROL` or from `$VERSION_CONTROL`.
+#[test]
+fn a_backup_type_that_is_not_utf8_is_refused_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| write(&d.join("f"), "x");
+    for (i, control) in [&b"--backup=\xff"[..], b"--backup=nu\xff\x01a'b\"\\"]
+        .into_iter()
+        .enumerate()
+    {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        let args = [OsStr::from_bytes(control), os("--backup"), os("f"), os("g")];
+        let ours = same_as_cp(&base, &setup, &args, None);
+        assert!(ours.stderr.contains("for 'backup type'"), "{ours:?}");
+    }
+    // $VERSION_CONTROL, read where no CONTROL is given.
+    let base = dir.path().join("env");
+    fs::create_dir(&base).unwrap();
+    let bin = link_as(&base, util::mimeo().get_program().as_ref(), "cp").unwrap();
+    let run = |path: &OsStr| {
+        let out = std::process::Command::new("cp")
+            .args(["-b", "f", "g"])
+            .current_dir(&base)
+            .env_clear()
+            .env("PATH", path)
+            .env("LC_ALL", "C")
+            .env("VERSION_CONTROL", OsStr::from_bytes(b"nu\xff"))
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let cp = run(os("/usr/bin:/bin"));
+    let mut ours_path = OsString::from(&bin);
+    ours_path.push(":/usr/bin:/bin");
+    assert_eq!(cp, run(&ours_path));
+    assert!(
+        cp.1.starts_with("cp: invalid argument 'nu\\377' for '$VERSION_CONTROL'\n"),
+        "{cp:?}"
+    );
+}
+
 #[test]
 fn verbose_parents_lines_are_cps() {
     let dir = scratch();
