@@ -1995,6 +1995,62 @@ fn a_source_reached_through_its_destination_is_not_opened_as_cp() {
     }
 }
 
+/// A file copied onto another of its hard links: with a backup the link is backed up and
+/// replaced by a copy (also under -f and --remove-destination), `-l` leaves it, `-f` alone is
+/// refused as the same file, and `--backup` with -f onto the same name copies the file to its
+/// backup name (cp's `cp -fb f f`). As a user other than root, in a sticky directory, another
+/// user's link cannot be backed up.
+#[test]
+fn a_file_copied_onto_its_own_hard_link_with_backups_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "f", "data\n", 0o644);
+            fs::hard_link(d.join("f"), d.join("h")).unwrap();
+            write(d, "s/x", "x\n", 0o644);
+            fs::create_dir(d.join("d")).unwrap();
+            fs::hard_link(d.join("s/x"), d.join("d/x")).unwrap();
+        };
+        for (i, a) in [
+            &["-b", "f", "h"][..],
+            &["-bf", "f", "h"],
+            &["-b", "--remove-destination", "f", "h"],
+            &["--backup=numbered", "-a", "f", "h"],
+            &["-bl", "f", "h"],
+            &["-b", "-s", "f", "h"],
+            &["-f", "f", "h"],
+            &["--remove-destination", "f", "h"],
+            &["-bf", "f", "f"],
+            &["-ab", "s/.", "d"],
+            &["-ab", "--preserve=links", "s/x", "d/x"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("own-link{i}"), &setup, &args(a));
+        }
+        let sticky = |d: &Path| {
+            setup(d);
+            fs::set_permissions(d, fs::Permissions::from_mode(0o1777)).unwrap();
+        };
+        for (i, a) in [
+            &["-b", "f", "h"][..],
+            &["-b", "--remove-destination", "f", "h"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            let how = Run {
+                foreign_user: true,
+                ..args(a)
+            };
+            same_as_cp(base, &format!("own-link-sticky{i}"), &sticky, &how);
+        }
+    }
+}
+
 #[test]
 fn backups_are_named_and_made_as_by_cp() {
     for kind in FsKind::ALL {
