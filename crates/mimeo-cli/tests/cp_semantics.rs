@@ -1957,9 +1957,9 @@ fn update_keeps_hard_link_groups_with_an_up_to_date_member_as_cp() {
 
 /// With a backup or `--remove-destination`, cp puts the destination aside before it opens the
 /// source: where the source's name leads through that entry (a symlink copied onto itself, a
-/// chain of symlinks through it, a directory symlink on the way), the open fails. A backup is
-/// renamed back, so the source stays; a removed destination stays removed. A source that
-/// only reaches the same file another way is copied.
+/// chain of symlinks through it, a directory symlink on the way), the open (or the hard link
+/// made through it, -l) fails. A backup is renamed back, so the source stays; a removed
+/// destination stays removed. A source that only reaches the same file another way is copied.
 #[test]
 fn a_source_reached_through_its_destination_is_not_opened_as_cp() {
     for kind in FsKind::ALL {
@@ -1984,8 +1984,13 @@ fn a_source_reached_through_its_destination_is_not_opened_as_cp() {
             &["-b", "a", "lf"],
             &["--remove-destination", "a", "lf"],
             &["-bT", "dl/x", "dl"],
+            // A hard link made through it finds nothing either.
+            &["-bl", "lf", "lf"],
+            &["-blL", "a", "lf"],
+            &["--remove-destination", "-lL", "a", "lf"],
             &["-b", "f", "lf"],
             &["-b", "lf", "a"],
+            &["-bl", "f", "lf"],
         ]
         .iter()
         .enumerate()

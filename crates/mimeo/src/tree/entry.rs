@@ -10,6 +10,7 @@ use super::placing::{
     decide_existing, first_done, link_or_claim,
 };
 use super::roots::stat_error;
+use super::through;
 use crate::data::meta::{self, Apply, Dst};
 use crate::options::{Dereference, LinkInstead};
 use crate::place::crash;
@@ -364,6 +365,13 @@ fn link_entry(
             if decision == Decision::Skip {
                 ctx.report.skipped(src_path, dst_path);
                 return Ok(());
+            }
+            // cp puts the destination aside first: a link made through it finds nothing (see
+            // `through`; nothing is renamed here, so the source stays where it is).
+            let via_dst = || through::source_through_destination(here, name, dst_name);
+            if through && decision == Decision::Recreate && d.is_symlink() && via_dst() {
+                before_failed_copy(ctx, here, dst_name, &meta, &d)?;
+                return Err(failed(Errno::NOENT));
             }
             let backup = ctx.opts.backup.is_some();
             let t = match crash::with_temp(here.dst_prefix(), &make) {
