@@ -320,7 +320,7 @@ fn simple_backup_in_place(o: &mut Outcome) -> bool {
         };
         d.field == Field::Presence && gone == "absent" && here != "absent"
     };
-    let pairs: Vec<(std::path::PathBuf, std::path::PathBuf)> = o
+    let mut pairs: Vec<(std::path::PathBuf, std::path::PathBuf)> = o
         .tree
         .iter()
         .filter(|d| presence(d, true) && d.path.components().count() == 1)
@@ -332,7 +332,6 @@ fn simple_backup_in_place(o: &mut Outcome) -> bool {
             Some((cwd.path.clone(), beside.path.clone()))
         })
         .collect();
-    let mut pairs = pairs;
     pairs.extend(not_backed_up_again(o, &presence));
     if pairs.is_empty() {
         return false;

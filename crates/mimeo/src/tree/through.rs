@@ -1,11 +1,13 @@
 //! Whether a source is reached through the destination entry that its copy puts aside first.
 //!
 //! With `--backup` or `--remove-destination`, cp renames or removes the destination before it
-//! opens the source. Where the source's name leads through that entry (`cp -b lf lf`, `lf` a
-//! symlink to a file; or `a -> lf -> f` copied onto `lf`), the open then fails ("No such file
-//! or directory"), and cp renames the backup back (or, having removed the entry, leaves it
-//! gone). mimeo opens the source first, so it asks the question by walking the source's name
-//! itself, symlink by symlink, as the kernel resolves it.
+//! opens the source (or hard-links it, `-l`). Where the source's name leads through that entry
+//! (`cp -b lf lf`, `lf` a symlink to a file; or `a -> lf -> f` copied onto `lf`), the open
+//! then fails ("No such file or directory"), and cp renames the backup back (or, having removed
+//! the entry, leaves it gone). mimeo opens the source first, so it asks the question by walking
+//! the source's name itself, symlink by symlink, as the kernel resolves it. Only a destination
+//! symlink asks it: any other entry on the way would be the source itself (the same file). It
+//! renames nothing, so no failure can leave the source under a backup name.
 
 use super::context::{Here, Loc};
 use crate::sys::{self, Meta};
