@@ -204,16 +204,14 @@ fn backslashed(out: &mut String, b: u8) {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn an_argument_is_quoted_with_backslash_escapes_as_cp_quotes_it() {
-        use std::ffi::OsStr;
-        use std::os::unix::ffi::OsStrExt;
-        let q = |b: &[u8]| super::quote_arg(OsStr::from_bytes(b));
+        let q = |b: &[u8]| quote_arg(OsStr::from_bytes(b));
         assert_eq!(q(b"nu\xff\x01a'b\"\\\t"), r#"'nu\377\001a\'b"\\\t'"#);
         assert_eq!(q(b"plain"), "'plain'");
     }
-
-    use super::*;
 
     fn q(bytes: &[u8]) -> String {
         quote_in(bytes, true)
