@@ -1991,11 +1991,26 @@ fn a_source_reached_through_its_destination_is_not_opened_as_cp() {
             &["-b", "f", "lf"],
             &["-b", "lf", "a"],
             &["-bl", "f", "lf"],
+            // -u: a symlink not older than the file is skipped before it is put aside.
+            &["-bu", "lf", "lf"],
+            &["-blu", "a", "lf"],
+            &["-u", "--remove-destination", "lf", "lf"],
         ]
         .iter()
         .enumerate()
         {
             same_as_cp(base, &format!("through{i}"), &setup, &args(a));
+        }
+        // An older one is not.
+        let older = |d: &Path| {
+            setup(d);
+            set_mtime(&d.join("lf"), filetime(1_000_000_000));
+        };
+        for (i, a) in [&["-bu", "lf", "lf"][..], &["-blu", "a", "lf"]]
+            .iter()
+            .enumerate()
+        {
+            same_as_cp(base, &format!("through-older{i}"), &older, &args(a));
         }
     }
 }

@@ -12,7 +12,7 @@ use super::placing::{
 use super::roots::stat_error;
 use super::through;
 use crate::data::meta::{self, Apply, Dst};
-use crate::options::{Dereference, LinkInstead};
+use crate::options::{Dereference, LinkInstead, Overwrite};
 use crate::place::crash;
 use crate::place::decide::Decision;
 use crate::place::links::FirstCopy;
@@ -370,6 +370,11 @@ fn link_entry(
             // `through`; nothing is renamed here, so the source stays where it is).
             let via_dst = || through::source_through_destination(here, name, dst_name);
             if through && decision == Decision::Recreate && d.is_symlink() && via_dst() {
+                // -u: what cp's rule keeps (not older) it skips first, as for a copy.
+                if ctx.opts.overwrite == Overwrite::Update && d.mtime >= meta.mtime {
+                    ctx.report.skipped(src_path, dst_path);
+                    return Ok(());
+                }
                 before_failed_copy(ctx, here, dst_name, &meta, &d)?;
                 return Err(failed(Errno::NOENT));
             }

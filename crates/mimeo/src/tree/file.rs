@@ -498,6 +498,15 @@ impl<'a, 'c> RegularFile<'a, 'c> {
                 if d.is_symlink()
                     && through::source_through_destination(here, self.name, self.dst_name) =>
             {
+                // -u: what cp's rule keeps (not older) it skips before it puts anything
+                // aside, where the stricter rule would replace it.
+                if ctx.opts.overwrite == Overwrite::Update && d.mtime >= meta.mtime {
+                    self.skip(first);
+                    if let Some(marker) = here.marker.filter(|_| ensured) {
+                        marker.skipped();
+                    }
+                    return Ok(Placing::Done(None));
+                }
                 before_failed_copy(ctx, here, self.dst_name, meta, &d)?;
                 return Err(Error::os(Op::Open, self.src_path(), libc::ENOENT));
             }
