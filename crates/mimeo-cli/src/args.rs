@@ -8,7 +8,8 @@
 use crate::cmdline;
 use clap::parser::ValueSource;
 use clap::{ArgAction, ArgMatches, Command, CommandFactory, FromArgMatches, Parser, ValueEnum};
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -61,8 +62,9 @@ pub struct Args {
 
     /// Make a backup of each existing destination file: CONTROL is none or off, simple or
     /// never, existing or nil (the default, or $VERSION_CONTROL), numbered or t
-    #[arg(long, value_name = "CONTROL", num_args = 0..=1, require_equals = true)]
-    pub backup: Option<Option<String>>,
+    #[arg(long, value_name = "CONTROL", num_args = 0..=1, require_equals = true,
+          value_parser = clap::value_parser!(OsString))]
+    pub backup: Option<Option<OsString>>,
 
     /// Like --backup but does not accept an argument
     #[arg(short = 'b')]
@@ -383,13 +385,13 @@ pub fn parse(prog: &'static str, argv: Vec<OsString>) -> Result<Args, Stop> {
 }
 
 /// The value of the last `--backup=CONTROL` among the options of `argv` (spelled out).
-fn last_backup_control(argv: &[OsString]) -> Option<String> {
+fn last_backup_control(argv: &[OsString]) -> Option<OsString> {
     argv.iter()
         .skip(1)
         .take_while(|a| *a != "--")
-        .filter_map(|a| a.to_str()?.strip_prefix("--backup="))
+        .filter_map(|a| a.as_bytes().strip_prefix(b"--backup="))
         .last()
-        .map(str::to_owned)
+        .map(|v| OsStr::from_bytes(v).to_owned())
 }
 
 /// The attribute and symlink flags given, in command-line order.

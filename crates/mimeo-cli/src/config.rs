@@ -175,9 +175,12 @@ enum BackupType {
 
 /// A backup type named as argmatch reads it: exactly, or by a prefix whose every match means
 /// the same type. `what` names the source in cp's message.
-fn backup_type(value: &str, what: &str) -> Result<BackupType, ConfigError> {
-    let exact = BACKUP_TYPES.iter().find(|(n, _)| *n == value);
-    let mut begun = BACKUP_TYPES.iter().filter(|(n, _)| n.starts_with(value));
+fn backup_type(value: &std::ffi::OsStr, what: &str) -> Result<BackupType, ConfigError> {
+    let bytes = value.as_bytes();
+    let exact = BACKUP_TYPES.iter().find(|(n, _)| n.as_bytes() == bytes);
+    let mut begun = BACKUP_TYPES
+        .iter()
+        .filter(|(n, _)| n.as_bytes().starts_with(bytes));
     let found = match (exact, begun.next()) {
         (Some(&(_, t)), _) => Ok(t),
         (None, Some(&(_, t))) if begun.all(|&(_, u)| u == t) => Ok(t),
@@ -186,7 +189,8 @@ fn backup_type(value: &str, what: &str) -> Result<BackupType, ConfigError> {
     };
     found.map_err(|why| {
         usage(format!(
-            "{why} argument '{value}' for '{what}'\nValid arguments are:\n  - 'none', 'off'\n  {}",
+            "{why} argument {} for '{what}'\nValid arguments are:\n  - 'none', 'off'\n  {}",
+            mimeo::quote_arg(value),
             "- 'simple', 'never'\n  - 'existing', 'nil'\n  - 'numbered', 't'"
         ))
     })
@@ -200,10 +204,11 @@ fn backup(a: &Args) -> Result<Option<Backup>, ConfigError> {
         return Ok(None);
     }
     // An empty CONTROL counts as none given, as in cp.
+    // Any bytes: one that is not UTF-8 names no type, in cp's words.
     let kind = match a.backup.as_ref().and_then(Option::as_deref) {
         Some(control) if !control.is_empty() => backup_type(control, "backup type")?,
-        _ => match std::env::var("VERSION_CONTROL") {
-            Ok(v) if !v.is_empty() => backup_type(&v, "$VERSION_CONTROL")?,
+        _ => match std::env::var_os("VERSION_CONTROL") {
+            Some(v) if !v.is_empty() => backup_type(&v, "$VERSION_CONTROL")?,
             _ => BackupType::Existing,
         },
     };

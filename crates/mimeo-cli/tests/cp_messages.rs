@@ -165,6 +165,37 @@ fn a_relative_symlink_outside_the_working_directory_is_named_as_cp_names_it() {
     }
 }
 
+/// A backup name longer than the filesystem takes (an explicit simple backup is never
+/// shortened) is what fails first, as cp's rename to it: before a relative `-s` link is
+/// refused, and before a source that cannot be read. A shortened one does not fail.
+#[test]
+fn a_backup_name_too_long_fails_first_as_cp() {
+    let dir = scratch();
+    let long = format!("s/{}", "n".repeat(255));
+    let setup = |d: &Path| {
+        for sub in ["s", "d"] {
+            fs::create_dir(d.join(sub)).unwrap();
+            fs::set_permissions(d.join(sub), fs::Permissions::from_mode(0o777)).unwrap();
+        }
+        write(&d.join(&long), "new");
+        fs::set_permissions(d.join(&long), fs::Permissions::from_mode(0o200)).unwrap();
+        let old = format!("d/{}", &long[2..]);
+        write(&d.join(&old), "old");
+        nobodys(d, &["d", &old]);
+    };
+    for (i, (args, user)) in [
+        (&["--backup=simple", "-s", &long, "d"][..], None),
+        (&["-S", ".orig", "--backup=simple", "-s", &long, "d/"], None),
+        (&["-b", "-s", &long, "d"], None),
+        (&["--backup=simple", &long, "d"], Some(NOBODY)),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        case_as_cp(dir.path(), i, &setup, args, user);
+    }
+}
+
 #[test]
 fn an_unreadable_source_is_reported_as_cp_reports_it() {
     let dir = scratch();
@@ -244,6 +275,51 @@ fn option_errors_come_in_cps_order_and_words() {
     {
         case_as_cp(dir.path(), i, &setup, args, None);
     }
+}
+
+/// A backup type given in bytes that are not UTF-8 is refused in cp's words, the value quoted
+/// with backslash escapes, whether from `--backup=CONTROL` or from `$VERSION_CONTROL`.
+#[test]
+fn a_backup_type_that_is_not_utf8_is_refused_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| write(&d.join("f"), "x");
+    for (i, control) in [&b"--backup=\xff"[..], b"--backup=nu\xff\x01a'b\"\\"]
+        .into_iter()
+        .enumerate()
+    {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        let args = [OsStr::from_bytes(control), os("--backup"), os("f"), os("g")];
+        let ours = same_as_cp(&base, &setup, &args, None);
+        assert!(ours.stderr.contains("for 'backup type'"), "{ours:?}");
+    }
+    // $VERSION_CONTROL, read where no CONTROL is given.
+    let base = dir.path().join("env");
+    fs::create_dir(&base).unwrap();
+    let bin = link_as(&base, util::mimeo().get_program().as_ref(), "cp").unwrap();
+    let run = |path: &OsStr| {
+        let out = std::process::Command::new("cp")
+            .args(["-b", "f", "g"])
+            .current_dir(&base)
+            .env_clear()
+            .env("PATH", path)
+            .env("LC_ALL", "C")
+            .env("VERSION_CONTROL", OsStr::from_bytes(b"nu\xff"))
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let cp = run(os("/usr/bin:/bin"));
+    let mut ours_path = OsString::from(&bin);
+    ours_path.push(":/usr/bin:/bin");
+    assert_eq!(cp, run(&ours_path));
+    assert!(
+        cp.1.starts_with("cp: invalid argument 'nu\\377' for '$VERSION_CONTROL'\n"),
+        "{cp:?}"
+    );
 }
 
 #[test]

@@ -581,6 +581,40 @@ fn set_mtime(p: &Path, (secs, nanos): (i64, u32)) {
 /// Under -a, xattrs were not asked for by name: one a destination node will not take (a
 /// device node takes no user.* xattrs, even from root) is left out, and the copy goes on
 /// to its times and mode, as cp's.
+/// A user's read-only file with an ACL keeps its other xattrs under -a, as cp sets them before
+/// the ACL, whatever order the filesystem lists them in (btrfs and XFS list this ACL first).
+#[test]
+fn a_read_only_files_xattrs_are_set_before_its_acl_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "f", "data\n", 0o600);
+            let f = d.join("f");
+            let f = f.to_str().unwrap();
+            run_ok("setfacl", &["-m", "u:1:r", f]);
+            run_ok("setfattr", &["-n", "user.note", "-v", "kept", f]);
+            fs::set_permissions(d.join("f"), fs::Permissions::from_mode(0o400)).unwrap();
+            chown(d.join("f"), Some(FOREIGN_UID), Some(FOREIGN_GID)).unwrap();
+        };
+        for (i, a) in [&["-a", "f", "g"][..], &["--preserve=all", "f", "g"]]
+            .iter()
+            .enumerate()
+        {
+            let how = Run {
+                foreign_user: true,
+                ..args(a)
+            };
+            let ours = same_as_cp(base, &format!("acl-last{i}"), &setup, &how);
+            assert_eq!(
+                xattr(&ours.join("g"), "user.note").as_deref(),
+                Some(&b"kept"[..])
+            );
+        }
+    }
+}
+
 #[test]
 fn an_xattr_a_node_refuses_is_left_out_under_archive_as_cp() {
     let Some(fs) = loop_fs(FsKind::Ext4) else {
@@ -1917,6 +1951,122 @@ fn update_keeps_hard_link_groups_with_an_up_to_date_member_as_cp() {
                 &setup,
                 &args(&["-an", "s", "t"]),
             );
+        }
+    }
+}
+
+/// With a backup or `--remove-destination`, cp puts the destination aside before it opens the
+/// source: where the source's name leads through that entry (a symlink copied onto itself, a
+/// chain of symlinks through it, a directory symlink on the way), the open (or the hard link
+/// made through it, -l) fails. A backup is renamed back, so the source stays; a removed
+/// destination stays removed. A source that only reaches the same file another way is copied.
+#[test]
+fn a_source_reached_through_its_destination_is_not_opened_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "f", "data\n", 0o644);
+            write(d, "dir/x", "x\n", 0o644);
+            symlink("f", d.join("lf")).unwrap();
+            symlink("lf", d.join("a")).unwrap();
+            symlink("dir", d.join("dl")).unwrap();
+        };
+        for (i, a) in [
+            &["-b", "lf", "lf"][..],
+            &["-v", "-S", ".~1~", "lf", "lf"],
+            &["--backup=numbered", "-p", "./lf", "lf"],
+            &["-b", "--copy-contents", "lf", "lf"],
+            &["-bL", "lf", "lf"],
+            &["-bHr", "lf", "lf"],
+            &["-v", "--remove-destination", "lf", "lf"],
+            &["-b", "a", "lf"],
+            &["--remove-destination", "a", "lf"],
+            &["-bT", "dl/x", "dl"],
+            // A hard link made through it finds nothing either.
+            &["-bl", "lf", "lf"],
+            &["-blL", "a", "lf"],
+            &["--remove-destination", "-lL", "a", "lf"],
+            &["-b", "f", "lf"],
+            &["-b", "lf", "a"],
+            &["-bl", "f", "lf"],
+            // -u: a symlink not older than the file is skipped before it is put aside.
+            &["-bu", "lf", "lf"],
+            &["-blu", "a", "lf"],
+            &["-u", "--remove-destination", "lf", "lf"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("through{i}"), &setup, &args(a));
+        }
+        // An older one is not.
+        let older = |d: &Path| {
+            setup(d);
+            set_mtime(&d.join("lf"), filetime(1_000_000_000));
+        };
+        for (i, a) in [&["-bu", "lf", "lf"][..], &["-blu", "a", "lf"]]
+            .iter()
+            .enumerate()
+        {
+            same_as_cp(base, &format!("through-older{i}"), &older, &args(a));
+        }
+    }
+}
+
+/// A file copied onto another of its hard links: with a backup the link is backed up and
+/// replaced by a copy (also under -f and --remove-destination), `-l` leaves it, `-f` alone is
+/// refused as the same file, and `--backup` with -f onto the same name copies the file to its
+/// backup name (cp's `cp -fb f f`). As a user other than root, in a sticky directory, another
+/// user's link cannot be backed up.
+#[test]
+fn a_file_copied_onto_its_own_hard_link_with_backups_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "f", "data\n", 0o644);
+            fs::hard_link(d.join("f"), d.join("h")).unwrap();
+            write(d, "s/x", "x\n", 0o644);
+            fs::create_dir(d.join("d")).unwrap();
+            fs::hard_link(d.join("s/x"), d.join("d/x")).unwrap();
+        };
+        for (i, a) in [
+            &["-b", "f", "h"][..],
+            &["-bf", "f", "h"],
+            &["-b", "--remove-destination", "f", "h"],
+            &["--backup=numbered", "-a", "f", "h"],
+            &["-bl", "f", "h"],
+            &["-b", "-s", "f", "h"],
+            &["-f", "f", "h"],
+            &["--remove-destination", "f", "h"],
+            &["-bf", "f", "f"],
+            &["-ab", "s/.", "d"],
+            &["-ab", "--preserve=links", "s/x", "d/x"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            same_as_cp(base, &format!("own-link{i}"), &setup, &args(a));
+        }
+        let sticky = |d: &Path| {
+            setup(d);
+            fs::set_permissions(d, fs::Permissions::from_mode(0o1777)).unwrap();
+        };
+        for (i, a) in [
+            &["-b", "f", "h"][..],
+            &["-b", "--remove-destination", "f", "h"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            let how = Run {
+                foreign_user: true,
+                ..args(a)
+            };
+            same_as_cp(base, &format!("own-link-sticky{i}"), &sticky, &how);
         }
     }
 }

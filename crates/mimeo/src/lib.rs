@@ -118,7 +118,7 @@ pub use options::{
 };
 pub use report::{
     Action, Cause, Control, EntryKind, Error, Event, EventChannel, FileOutcome, Method, NoObserver,
-    Observer, Op, Refusal, Result, Summary, Warning, quote,
+    Observer, Op, Refusal, Result, Summary, Warning, quote, quote_arg,
 };
 pub use sched::{LocalPool, Scheduler, copy, copy_hooked, copy_with, dry_run, scan};
 pub use tree::{CopyPair, Hooked, Hooks, NoHooks, Totals, copy_file, copy_file_with};

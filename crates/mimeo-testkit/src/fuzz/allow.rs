@@ -84,7 +84,8 @@ pub const ALLOWLIST: &[Allowed] = &[
         name: "simple-backup-in-place",
         reason: "cp 9.1 puts a simple backup (NAME~) of a file it copies into another \
                  directory in the working directory instead (a bug of 9.1, which numbered \
-                 backups do not have); mimeo puts it beside the file it keeps",
+                 backups do not have); mimeo puts it beside the file it keeps (and where the \
+                 copy then fails, cp cannot rename it back: \"cannot un-backup\")",
         docs: "docs/cp.md, cp 9.1 where later releases differ",
         apply: simple_backup_in_place,
         last: false,
@@ -303,7 +304,10 @@ fn forced_onto_a_looping_slash(o: &mut Outcome) -> bool {
 
 /// cp's backup in the working directory (present there on cp's side only) where mimeo's is
 /// beside the file, in a directory below (present there on mimeo's side only), and the
-/// working directory's time, which cp's rename into it changed.
+/// working directory's time, which cp's rename into it changed. Where the copy then failed (a
+/// relative `-s` link refused), cp looks for the backup beside the file to rename it back
+/// ("cannot un-backup 'd/x': No such file or directory"): the destination stays moved into the
+/// working directory, where mimeo left it in place; those lines go with the pairs.
 fn simple_backup_in_place(o: &mut Outcome) -> bool {
     if !["b", "backup", "suffix"].iter().any(|id| o.plan.has(id)) {
         return false;
@@ -316,7 +320,7 @@ fn simple_backup_in_place(o: &mut Outcome) -> bool {
         };
         d.field == Field::Presence && gone == "absent" && here != "absent"
     };
-    let pairs: Vec<(std::path::PathBuf, std::path::PathBuf)> = o
+    let mut pairs: Vec<(std::path::PathBuf, std::path::PathBuf)> = o
         .tree
         .iter()
         .filter(|d| presence(d, true) && d.path.components().count() == 1)
@@ -328,6 +332,7 @@ fn simple_backup_in_place(o: &mut Outcome) -> bool {
             Some((cwd.path.clone(), beside.path.clone()))
         })
         .collect();
+    pairs.extend(not_backed_up_again(o, &presence));
     if pairs.is_empty() {
         return false;
     }
@@ -338,6 +343,51 @@ fn simple_backup_in_place(o: &mut Outcome) -> bool {
         !(pair || cwd_time)
     });
     true
+}
+
+/// [`simple_backup_in_place`]'s destinations cp moved into the working directory and could
+/// not rename back: each a backup there on cp's side only, and the destination whose name it
+/// starts with, below, of the same type, on mimeo's side only; one for each of cp's "cannot
+/// un-backup" lines, which are taken out. None unless all of them pair.
+fn not_backed_up_again(
+    o: &mut Outcome,
+    presence: &dyn Fn(&crate::compare::Difference, bool) -> bool,
+) -> Vec<(std::path::PathBuf, std::path::PathBuf)> {
+    let unbackup = |l: &str| {
+        l.starts_with("cp: cannot un-backup ") && l.ends_with(": No such file or directory\n")
+    };
+    let failed =
+        o.cp.stderr
+            .split_inclusive('\n')
+            .filter(|l| unbackup(l))
+            .count();
+    if failed == 0 {
+        return Vec::new();
+    }
+    let moved: Vec<_> = o
+        .tree
+        .iter()
+        .filter(|d| presence(d, true) && d.path.components().count() == 1)
+        .filter_map(|cwd| {
+            let name = cwd.path.file_name()?.as_encoded_bytes();
+            let left = o.tree.iter().find(|d| {
+                let below = d.path.components().count() > 1;
+                let base = d.path.file_name().map(|n| n.as_encoded_bytes());
+                let named = base.is_some_and(|b| name.len() > b.len() && name.starts_with(b));
+                presence(d, false) && below && named && d.right == cwd.left
+            })?;
+            Some((cwd.path.clone(), left.path.clone()))
+        })
+        .collect();
+    if moved.len() != failed {
+        return Vec::new();
+    }
+    o.cp.stderr =
+        o.cp.stderr
+            .split_inclusive('\n')
+            .filter(|l| !unbackup(l))
+            .collect();
+    moved
 }
 
 /// A symlink target that names another member of the hard-link group its source is in (the
@@ -1211,6 +1261,36 @@ mod tests {
             (a.apply)(&mut o);
         }
         assert!(o.tree.is_empty(), "{:?}", o.tree);
+    }
+
+    /// `cp --backup=simple -s f d`: cp 9.1 moves d/f to ./f~, fails to make the relative link,
+    /// and cannot rename d/f~ back; mimeo leaves d/f where it was.
+    #[test]
+    fn a_simple_backup_cp_cannot_rename_back_is_allowed_with_its_line() {
+        let refused = "cp: 'd/f': can make relative symbolic links only in current directory\n";
+        let unbackup = "cp: cannot un-backup 'd/f': No such file or directory\n";
+        let mut o = outcome(&format!("{refused}{unbackup}"), refused);
+        o.plan.opts = vec!["symbolic-link", "backup"];
+        o.plan.dest = DestState::Dir;
+        o.tree = vec![
+            diff("d/f", Field::Presence, "absent", "file"),
+            diff("f~", Field::Presence, "file", "absent"),
+        ];
+        for a in ALLOWLIST {
+            (a.apply)(&mut o);
+        }
+        assert!(o.tree.is_empty(), "{:?}", o.tree);
+        assert_eq!(o.cp.stderr, o.ours.stderr);
+        // Not where the entry left in place is of another type than the one cp moved.
+        let mut o = outcome(&format!("{refused}{unbackup}"), refused);
+        o.plan.opts = vec!["symbolic-link", "backup"];
+        o.tree = vec![
+            diff("d/f", Field::Presence, "absent", "fifo"),
+            diff("f~", Field::Presence, "file", "absent"),
+        ];
+        assert!(!simple_backup_in_place(&mut o));
+        assert_eq!(o.tree.len(), 2);
+        assert!(o.cp.stderr.contains(unbackup));
     }
 
     /// `cp -uvb f f d`, where d/f is as new as f but of another size: mimeo replaces it, and

@@ -371,7 +371,13 @@ impl<'a> Apply<'a> {
                 XattrTarget::NoFollow(&proc_path)
             }
         };
-        for (name, value) in xattrs {
+        // The ACLs last, as cp sets them with the mode after the other xattrs: an ACL that
+        // takes the owner's write permission away (a read-only file) would make the kernel
+        // refuse a user other than root the user.* ones after it (EACCES), which are then
+        // passed over. The listing's order is the filesystem's (btrfs, XFS: ACL first).
+        let (acls, others): (Vec<_>, Vec<_>) =
+            xattrs.iter().partition(|(n, _)| is_acl(n.to_bytes()));
+        for (name, value) in others.into_iter().chain(acls) {
             match sys::set_xattr(target, name, value) {
                 Ok(()) => {}
                 // Where xattrs were not asked for by name (-a, --preserve=all), cp goes on

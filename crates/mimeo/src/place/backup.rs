@@ -90,6 +90,17 @@ fn backup_name(
     Ok((sys::cstring(&path), numbered, shortened))
 }
 
+/// Whether the backup name of `dir/name` has a last component longer than the filesystem
+/// takes (an explicit simple backup, which is never shortened): cp's rename to it fails with
+/// ENAMETOOLONG. (`name` a path below `dir`: the limit of `dir`'s filesystem is asked.)
+pub(crate) fn too_long(dir: BorrowedFd<'_>, name: &CStr, prefix: &[u8], backup: &Backup) -> bool {
+    let Ok((path, _, _)) = backup_name(dir, name, prefix, backup) else {
+        return false;
+    };
+    let len = last_component(path.to_bytes()).len() as u64;
+    sys::name_max(dir).is_ok_and(|max| len > max)
+}
+
 /// gnulib's `check_extension`: a last component longer than the name limit less one is cut to
 /// the original name (at most that limit less two bytes) and `~`. Returns whether it was cut.
 fn shorten(dir: BorrowedFd<'_>, path: &mut Vec<u8>, base_at: usize, name_len: usize) -> bool {

@@ -14,6 +14,6 @@ pub use control::Control;
 pub use error::{Cause, Error, Op, Refusal, Result};
 pub use event::{Action, EntryKind, Event, EventChannel, NoObserver, Observer, Warning};
 pub use outcome::{FileOutcome, Method};
-pub use quote::quote;
+pub use quote::{quote, quote_arg};
 pub(crate) use reporter::Reporter;
 pub use summary::Summary;

@@ -96,6 +96,31 @@ fn single(units: &[Unit], mut escaping: bool) -> String {
     out
 }
 
+/// An argument quoted as cp quotes one in an option's error (gnulib's `quote`, the locale
+/// style, here with ASCII quotes): between single quotes, a single quote and a backslash
+/// each after a backslash, and a control character, or a byte that is not part of a
+/// printable character, as a backslash escape (`'nu\377'`).
+pub fn quote_arg(value: impl AsRef<OsStr>) -> String {
+    let mut out = String::from("'");
+    for unit in units(value.as_ref().as_bytes(), utf8_locale()) {
+        match unit {
+            Unit::Char(c @ ('\'' | '\\')) => {
+                out.push('\\');
+                out.push(c);
+            }
+            Unit::Char(c) if !c.is_control() => out.push(c),
+            Unit::Char(c) => {
+                for &b in c.encode_utf8(&mut [0; 4]).as_bytes() {
+                    backslashed(&mut out, b);
+                }
+            }
+            Unit::Byte(b) => backslashed(&mut out, b),
+        }
+    }
+    out.push('\'');
+    out
+}
+
 /// A piece of a name: a UTF-8 character, or a byte that is not part of one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Unit {
@@ -154,6 +179,12 @@ fn escape(out: &mut String, escaping: &mut bool, b: u8) {
         out.push_str("'$'");
         *escaping = true;
     }
+    backslashed(out, b);
+}
+
+/// Writes byte `b` as a backslash escape: `\a \b \t \n \v \f \r` by letter, any other as
+/// three octal digits.
+fn backslashed(out: &mut String, b: u8) {
     out.push('\\');
     match b {
         0x07 => out.push('a'),
@@ -174,6 +205,13 @@ fn escape(out: &mut String, escaping: &mut bool, b: u8) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_argument_is_quoted_with_backslash_escapes_as_cp_quotes_it() {
+        let q = |b: &[u8]| quote_arg(OsStr::from_bytes(b));
+        assert_eq!(q(b"nu\xff\x01a'b\"\\\t"), r#"'nu\377\001a\'b"\\\t'"#);
+        assert_eq!(q(b"plain"), "'plain'");
+    }
 
     fn q(bytes: &[u8]) -> String {
         quote_in(bytes, true)

@@ -10,8 +10,9 @@ use super::placing::{
     decide_existing, first_done, link_or_claim,
 };
 use super::roots::stat_error;
+use super::through;
 use crate::data::meta::{self, Apply, Dst};
-use crate::options::{Dereference, LinkInstead};
+use crate::options::{Dereference, LinkInstead, Overwrite};
 use crate::place::crash;
 use crate::place::decide::Decision;
 use crate::place::links::FirstCopy;
@@ -365,6 +366,18 @@ fn link_entry(
                 ctx.report.skipped(src_path, dst_path);
                 return Ok(());
             }
+            // cp puts the destination aside first: a link made through it finds nothing (see
+            // `through`; nothing is renamed here, so the source stays where it is).
+            let via_dst = || through::source_through_destination(here, name, dst_name);
+            if through && decision == Decision::Recreate && d.is_symlink() && via_dst() {
+                // -u: what cp's rule keeps (not older) it skips first, as for a copy.
+                if ctx.opts.overwrite == Overwrite::Update && d.mtime >= meta.mtime {
+                    ctx.report.skipped(src_path, dst_path);
+                    return Ok(());
+                }
+                before_failed_copy(ctx, here, dst_name, &meta, &d)?;
+                return Err(failed(Errno::NOENT));
+            }
             let backup = ctx.opts.backup.is_some();
             let t = match crash::with_temp(here.dst_prefix(), &make) {
                 Ok(((), t)) => t,
@@ -423,7 +436,7 @@ fn relative_refused(
         }
         // cp renames the old entry to its backup name before it looks at the link.
         Ok((Decision::Recreate, _)) if ctx.opts.backup.is_some() => {
-            Err(backup_refused(here, dst_name).unwrap_or(e))
+            Err(backup_refused(ctx, here, dst_name).unwrap_or(e))
         }
         Ok((_, d)) => {
             before_failed_copy(ctx, here, dst_name, meta, &d)?;

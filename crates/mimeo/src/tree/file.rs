@@ -19,7 +19,7 @@ use super::placing::{
 };
 use super::roots::open_error;
 use super::sharing::SharedCopy;
-use super::{shared_reads, sharing, split};
+use super::{shared_reads, sharing, split, through};
 use crate::data::copy::{Checkpoint, DataError, DataJob, Layout, copy_file};
 use crate::data::meta::{self, Apply, Dst, creation_mode};
 use crate::data::{node, origin, verify};
@@ -130,7 +130,7 @@ fn unopened(
         Ok(_) if ctx.opts.overwrite == Overwrite::Update && d.mtime >= meta.mtime => skipped(),
         // cp renames the old entry to its backup name before it opens the source.
         Ok(Decision::Recreate) if ctx.opts.backup.is_some() => {
-            Err(backup_refused(here, dst_name).unwrap_or(err))
+            Err(backup_refused(ctx, here, dst_name).unwrap_or(err))
         }
         // cp refuses a dangling symlink or a file it may not write only when it opens the
         // destination, after the source.
@@ -490,6 +490,25 @@ impl<'a, 'c> RegularFile<'a, 'c> {
                     marker.skipped();
                 }
                 return Ok(Placing::Done(None));
+            }
+            // cp renames or removes the destination before it opens the source; where the
+            // source's name leads through it, that open fails. mimeo renames nothing, so the
+            // source cannot be left under the backup name; a removal is made as cp makes it.
+            Decision::Recreate
+                if d.is_symlink()
+                    && through::source_through_destination(here, self.name, self.dst_name) =>
+            {
+                // -u: what cp's rule keeps (not older) it skips before it puts anything
+                // aside, where the stricter rule would replace it.
+                if ctx.opts.overwrite == Overwrite::Update && d.mtime >= meta.mtime {
+                    self.skip(first);
+                    if let Some(marker) = here.marker.filter(|_| ensured) {
+                        marker.skipped();
+                    }
+                    return Ok(Placing::Done(None));
+                }
+                before_failed_copy(ctx, here, self.dst_name, meta, &d)?;
+                return Err(Error::os(Op::Open, self.src_path(), libc::ENOENT));
             }
             _ => {}
         }

@@ -21,6 +21,7 @@ mod sharing;
 mod single;
 mod split;
 mod split_state;
+mod through;
 mod walk;
 mod work;
 

@@ -238,11 +238,16 @@ pub(super) fn backup_fails_first(ctx: &Ctx<'_>, backup: bool, e: Errno) -> bool 
 }
 
 /// cp renames the old entry to its backup name before it opens the source or makes a link:
-/// in a directory the user may not change, that is what fails first.
-pub(super) fn backup_refused(here: &Here<'_>, dst_name: &CStr) -> Option<Error> {
-    sys::may_change_dir(here.dst_dir)
-        .err()
-        .map(|e| Error::sys(Op::Backup, here.dst_path(dst_name), e))
+/// a backup name longer than the filesystem takes, or a directory the user may not change, is
+/// what fails first (in that order, as the kernel looks up the new name before it checks the
+/// directory's permissions).
+pub(super) fn backup_refused(ctx: &Ctx<'_>, here: &Here<'_>, dst_name: &CStr) -> Option<Error> {
+    let refused = |e| Some(Error::sys(Op::Backup, here.dst_path(dst_name), e));
+    let how = ctx.opts.backup.as_ref()?;
+    if backup::too_long(here.dst_dir, dst_name, here.dst_prefix(), how) {
+        return refused(Errno::NAMETOOLONG);
+    }
+    sys::may_change_dir(here.dst_dir).err().and_then(refused)
 }
 
 /// What cp does to the existing non-directory `d` at `dst_name` before it makes the copy of
