@@ -1958,8 +1958,10 @@ fn update_keeps_hard_link_groups_with_an_up_to_date_member_as_cp() {
 /// With a backup or `--remove-destination`, cp puts the destination aside before it opens the
 /// source: where the source's name leads through that entry (a symlink copied onto itself, a
 /// chain of symlinks through it, a directory symlink on the way), the open (or the hard link
-/// made through it, -l) fails. A backup is renamed back, so the source stays; a removed
-/// destination stays removed. A source that only reaches the same file another way is copied.
+/// made through it, -l) fails. A backup is renamed back, so the source stays. Under
+/// `--remove-destination` cp leaves the symlink removed; mimeo fails as cp (status, message)
+/// and keeps it, the way to a source (the allowlist's "source-path-kept"). A source that only
+/// reaches the same file another way is copied.
 #[test]
 fn a_source_reached_through_its_destination_is_not_opened_as_cp() {
     for kind in FsKind::ALL {
@@ -1980,14 +1982,11 @@ fn a_source_reached_through_its_destination_is_not_opened_as_cp() {
             &["-b", "--copy-contents", "lf", "lf"],
             &["-bL", "lf", "lf"],
             &["-bHr", "lf", "lf"],
-            &["-v", "--remove-destination", "lf", "lf"],
             &["-b", "a", "lf"],
-            &["--remove-destination", "a", "lf"],
             &["-bT", "dl/x", "dl"],
             // A hard link made through it finds nothing either.
             &["-bl", "lf", "lf"],
             &["-blL", "a", "lf"],
-            &["--remove-destination", "-lL", "a", "lf"],
             &["-b", "f", "lf"],
             &["-b", "lf", "a"],
             &["-bl", "f", "lf"],
@@ -2000,6 +1999,26 @@ fn a_source_reached_through_its_destination_is_not_opened_as_cp() {
         .enumerate()
         {
             same_as_cp(base, &format!("through{i}"), &setup, &args(a));
+        }
+        for (i, a) in [
+            &["-v", "--remove-destination", "lf", "lf"][..],
+            &["--remove-destination", "a", "lf"],
+            &["--remove-destination", "-lL", "a", "lf"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            let ((cp_ok, cp_err, with_cp), (ours_ok, ours_err, with_mimeo)) =
+                run_each(base, &format!("removed{i}"), &setup, &args(a));
+            assert!(!cp_ok && !ours_ok, "{a:?}: both fail");
+            assert_eq!(cp_err, ours_err, "{a:?}");
+            assert!(
+                fs::symlink_metadata(with_cp.join("lf")).is_err(),
+                "{a:?}: cp removes"
+            );
+            let kept = fs::read_link(with_mimeo.join("lf")).unwrap();
+            assert_eq!(kept, Path::new("f"), "{a:?}: the way to the source stays");
+            assert_eq!(fs::read(with_mimeo.join("a")).unwrap(), b"data\n", "{a:?}");
         }
         // An older one is not.
         let older = |d: &Path| {

@@ -201,7 +201,55 @@ pub const ALLOWLIST: &[Allowed] = &[
         apply: foreign_set_id_dropped,
         last: false,
     },
+    Allowed {
+        name: "source-path-kept",
+        reason: "under --remove-destination, a destination symlink that the source is reached \
+                 through (cp --remove-destination lf lf) is kept: cp removes it and then fails \
+                 to open the source; mimeo fails alike (same words, same status) without \
+                 removing the way to a source, since a run never changes a source",
+        docs: "docs/cp.md, Differences from cp, \"A copy that fails before it is made touches \
+               nothing\"",
+        apply: source_path_kept,
+        last: false,
+    },
 ];
+
+/// A symlink on mimeo's side only, where cp removed it under --remove-destination and then
+/// failed to reach the source through it: the same words and status are required; the
+/// directory it stays in keeps its time, and cp's `-v` line for the removal goes.
+fn source_path_kept(o: &mut Outcome) -> bool {
+    let failed = |l: &str| {
+        l.ends_with("for reading: No such file or directory")
+            || l.starts_with("cp: cannot create hard link ")
+                && l.ends_with(": No such file or directory")
+    };
+    if !o.plan.has("remove-destination")
+        || o.cp.code != o.ours.code
+        || o.cp.stderr != o.ours.stderr
+        || !o.cp.stderr.lines().any(failed)
+    {
+        return false;
+    }
+    let kept: Vec<std::path::PathBuf> = o
+        .tree
+        .iter()
+        .filter(|d| d.field == Field::Presence && d.left == "absent" && d.right == "symlink")
+        .map(|d| d.path.clone())
+        .collect();
+    if kept.is_empty() {
+        return false;
+    }
+    let holds = |p: &Path| kept.iter().any(|k| k.parent() == Some(p));
+    o.tree
+        .retain(|d| !(kept.contains(&d.path) || d.field == Field::Mtime && holds(&d.path)));
+    let ours = o.ours.stdout.clone();
+    o.cp.stdout =
+        o.cp.stdout
+            .split_inclusive('\n')
+            .filter(|l| !l.starts_with("removed ") || ours.contains(*l))
+            .collect();
+    true
+}
 
 /// Set-id (and sticky) bits on cp's side only, where the owner may not have been kept: the
 /// rest of the mode must still be the same.
@@ -1120,6 +1168,30 @@ mod tests {
             field,
             left: left.into(),
             right: right.into(),
+        }
+    }
+
+    /// `cp -v --remove-destination lf lf`: cp removes lf and fails to open it; mimeo keeps it.
+    #[test]
+    fn a_symlink_the_source_is_reached_through_is_kept_under_remove_destination() {
+        let err = "cp: cannot open 'lf' for reading: No such file or directory\n";
+        let mut o = outcome(err, err);
+        o.plan.opts = vec!["remove-destination", "verbose"];
+        o.cp.stdout = "removed 'lf'\n".into();
+        o.tree = vec![
+            diff("lf", Field::Presence, "absent", "symlink"),
+            diff("", Field::Mtime, "2", "1"),
+            diff("g", Field::Size, "0", "1"),
+        ];
+        assert!(source_path_kept(&mut o));
+        assert_eq!(o.tree, vec![diff("g", Field::Size, "0", "1")]);
+        assert_eq!(o.cp.stdout, "");
+        // Without the removal asked for, or with other words, it is not this difference.
+        for (opts, ours) in [(vec!["verbose"], err), (vec!["remove-destination"], "")] {
+            let mut o = outcome(err, ours);
+            o.plan.opts = opts;
+            o.tree = vec![diff("lf", Field::Presence, "absent", "symlink")];
+            assert!(!source_path_kept(&mut o));
         }
     }
 

@@ -367,7 +367,7 @@ fn link_entry(
                 return Ok(());
             }
             // cp puts the destination aside first: a link made through it finds nothing (see
-            // `through`; nothing is renamed here, so the source stays where it is).
+            // `through`; nothing is renamed or removed, so the way to the source stays).
             let via_dst = || through::source_through_destination(here, name, dst_name);
             if through && decision == Decision::Recreate && d.is_symlink() && via_dst() {
                 // -u: what cp's rule keeps (not older) it skips first, as for a copy.
@@ -375,7 +375,6 @@ fn link_entry(
                     ctx.report.skipped(src_path, dst_path);
                     return Ok(());
                 }
-                before_failed_copy(ctx, here, dst_name, &meta, &d)?;
                 return Err(failed(Errno::NOENT));
             }
             let backup = ctx.opts.backup.is_some();

@@ -492,8 +492,8 @@ impl<'a, 'c> RegularFile<'a, 'c> {
                 return Ok(Placing::Done(None));
             }
             // cp renames or removes the destination before it opens the source; where the
-            // source's name leads through it, that open fails. mimeo renames nothing, so the
-            // source cannot be left under the backup name; a removal is made as cp makes it.
+            // source's name leads through it, that open fails. mimeo renames and removes
+            // nothing: the entry is the way to a source, which a run never changes.
             Decision::Recreate
                 if d.is_symlink()
                     && through::source_through_destination(here, self.name, self.dst_name) =>
@@ -507,7 +507,6 @@ impl<'a, 'c> RegularFile<'a, 'c> {
                     }
                     return Ok(Placing::Done(None));
                 }
-                before_failed_copy(ctx, here, self.dst_name, meta, &d)?;
                 return Err(Error::os(Op::Open, self.src_path(), libc::ENOENT));
             }
             _ => {}

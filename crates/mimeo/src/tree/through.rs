@@ -7,7 +7,9 @@
 //! the entry, leaves it gone). mimeo opens the source first, so it asks the question by walking
 //! the source's name itself, symlink by symlink, as the kernel resolves it. Only a destination
 //! symlink asks it: any other entry on the way would be the source itself (the same file). It
-//! renames nothing, so no failure can leave the source under a backup name.
+//! renames and removes nothing, so no failure can leave the source under a backup name, and
+//! `--remove-destination` does not take away the symlink the source is reached through (cp
+//! does: a deliberate difference, "source-path-kept").
 
 use super::context::{Here, Loc};
 use crate::sys::{self, Meta};
