@@ -319,8 +319,8 @@ fn attr_name(name: &CStr) -> std::ffi::OsString {
 /// attributes after one that failed are still copied.
 ///
 /// - Named: every one with `--attributes-only` or `--preserve=xattr`; with `-a` none; else
-///   (`--preserve=all`, `-p --preserve=...`) all but ENOTSUP, which says the destination
-///   takes no xattrs (libattr gathers those into one "setting attributes for" line).
+///   (`--preserve=all` without `-a`) all but ENOTSUP, which says the destination takes no
+///   xattrs (libattr gathers those into one "setting attributes for" line).
 /// - Failing: every one with `--preserve=xattr`. Else a failing device (EIO, ENOSPC, ...)
 ///   still fails the file, where cp goes on: a copy whose metadata the device refused is not
 ///   called complete. Only what the destination will not take, or the user may not read or
@@ -375,7 +375,11 @@ impl<'a> Failures<'a> {
 
     /// One failure; `passable`: one cp goes on without where xattrs are not required. Err
     /// where nothing is to be named and the entry fails now.
-    fn add(&mut self, err: Error, passable: bool) -> Result<(), Error> {
+    fn add(&mut self, mut err: Error, passable: bool) -> Result<(), Error> {
+        if self.naming == Naming::Unnamed {
+            // A failure of mimeo's own, where cp says nothing: named by its file.
+            err.attribute = None;
+        }
         if self.at_once {
             return Err(err);
         }
@@ -726,5 +730,56 @@ fn chmod(dst: Dst<'_>, perm: u32) -> sys::Result<()> {
         Dst::Fd(fd) => sys::fchmod(fd, perm),
         Dst::At { symlink: true, .. } => Ok(()),
         Dst::At { dir, name, .. } => sys::chmod_at_nofollow(dir, name, perm),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+
+    /// What `Failures` makes of one EPERM and one ENOTSUP that the copy may go on without,
+    /// and of one EIO: the lines named, and the failure left for the entry.
+    fn handled(opts: &Options) -> (Vec<String>, Option<String>) {
+        let said = RefCell::new(Vec::new());
+        let named = |e: Error| said.borrow_mut().push(e.to_string());
+        let mut f = Failures::new(opts, &named);
+        let perm = Error::sys(Op::SetXattr, "d", Errno::PERM).with_attribute("user.a");
+        f.add(perm, true).unwrap();
+        f.add(Error::sys(Op::SetXattr, "d", Errno::NOTSUP), true)
+            .unwrap();
+        let io = Error::sys(Op::SetXattr, "d", Errno::IO).with_attribute("user.b");
+        f.add(io, false).unwrap();
+        let left = f.finish().err().map(|e| e.to_string());
+        (said.into_inner(), left)
+    }
+
+    #[test]
+    fn xattr_failures_are_named_and_fail_as_the_options_say() {
+        let perm = "setting attribute 'user.a' for 'user.a': Operation not permitted";
+        let notsup = "setting attributes for 'd': Operation not supported";
+        let io = "setting attribute 'user.b' for 'user.b': Input/output error";
+        // -a: nothing named; the failing device fails the file, named by the file.
+        let a = Options::archive();
+        let io_file = "setting attributes for 'd': Input/output error";
+        assert_eq!(handled(&a), (vec![], Some(io_file.into())));
+        // --preserve=all: all but ENOTSUP.
+        let mut all = Options::archive();
+        all.preserve.xattr_quiet = false;
+        assert_eq!(handled(&all), (vec![perm.into()], Some(io.into())));
+        // --attributes-only: every one.
+        let mut only = Options::archive();
+        only.attributes_only = true;
+        assert_eq!(
+            handled(&only),
+            (vec![perm.into(), notsup.into()], Some(io.into()))
+        );
+        // --preserve=xattr: every one, the last failing the file.
+        let mut required = Options::archive();
+        required.preserve.xattr_required = true;
+        assert_eq!(
+            handled(&required),
+            (vec![perm.into(), notsup.into()], Some(io.into()))
+        );
     }
 }
