@@ -134,6 +134,8 @@ fn attributes(flags: &[AttrFlag]) -> Result<Attributes, ConfigError> {
         match flag {
             AttrFlag::Archive => {
                 apply_list(&mut a, "all", true)?;
+                // cp's reduced diagnostics, which nothing turns off again.
+                a.preserve.xattr_quiet = true;
                 a.dereference = Some(Dereference::Never);
             }
             AttrFlag::NoDerefPreserveLinks => {

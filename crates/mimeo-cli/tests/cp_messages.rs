@@ -846,6 +846,117 @@ fn xattrs_of_a_read_only_file_are_copied_as_cp_copies_them() {
     same_as_cp(dir.path(), &setup, &args, Some(NOBODY));
 }
 
+/// Sets the xattrs `names` (value "1") on `p`.
+fn xattrs(p: &Path, names: &[&str]) {
+    for name in names {
+        rustix::fs::setxattr(p, *name, b"1", rustix::fs::XattrFlags::empty()).unwrap();
+    }
+}
+
+/// Drains the FIFO `p` once a writer opens it, so that a copy written into it never blocks.
+fn drained(p: &Path) {
+    let p = p.to_path_buf();
+    std::thread::spawn(move || {
+        use std::io::Read;
+        let mut sink = Vec::new();
+        fs::File::open(p).and_then(|mut f| f.read_to_end(&mut sink))
+    });
+}
+
+/// xattrs the destination will not take (user.* on a FIFO written into, or on a symlink `-s`
+/// makes) are named in cp's words, the attribute's name twice (cp quotes both names into one
+/// buffer): every one with --attributes-only or --preserve=xattr, none with -a, all but an
+/// ENOTSUP with --preserve=all; only --preserve=xattr fails the copy, and then the times and
+/// a node's mode are still set.
+#[test]
+fn xattrs_the_destination_will_not_take_are_named_as_cp_names_them() {
+    let dir = scratch();
+    let fifo = |d: &Path| {
+        write(&d.join("f"), "x");
+        fs::set_permissions(d.join("f"), fs::Permissions::from_mode(0o640)).unwrap();
+        xattrs(&d.join("f"), &["user.a", "user.b"]);
+        util::tree::fixed_times(&d.join("f"));
+        mkfifo(&d.join("d"));
+        drained(&d.join("d"));
+    };
+    // With whether the source's times are kept.
+    let cases: [(&[&str], bool); 7] = [
+        (&["--preserve=xattr", "f", "d"], false),
+        (&["--preserve=all", "f", "d"], true),
+        (&["-a", "f", "d"], true),
+        (&["-a", "--attributes-only", "f", "d"], true),
+        (&["--preserve=xattr,all", "f", "d"], true),
+        (&["--preserve=xattr", "-a", "f", "d"], true),
+        (&["-p", "--preserve=xattr", "f", "d"], true),
+    ];
+    for (i, (args, times)) in cases.into_iter().enumerate() {
+        let ours = case_as_cp(dir.path(), i, &fifo, args, None);
+        let named = ours
+            .stderr
+            .contains("setting attribute 'user.a' for 'user.a'");
+        assert_eq!(
+            named,
+            args[0] != "-a" || args[1] != "f",
+            "{args:?}: {ours:?}"
+        );
+        // The times are set before the xattrs fail.
+        let base = dir.path().join(i.to_string());
+        let mtime = |side: &str| fs::metadata(base.join(side).join("d")).unwrap().modified();
+        if times {
+            assert_eq!(mtime("cp").unwrap(), mtime("ours").unwrap(), "{args:?}");
+        }
+    }
+    let link = |d: &Path| {
+        write(&d.join("f"), "x");
+        xattrs(&d.join("f"), &["user.a"]);
+    };
+    let cases: [&[&str]; 4] = [
+        &["-s", "--preserve=xattr", "f", "l"],
+        &["-s", "--preserve=all", "f", "l"],
+        &["-s", "-a", "f", "l"],
+        &["-s", "-a", "--attributes-only", "f", "l"],
+    ];
+    for (i, args) in cases.into_iter().enumerate() {
+        let ours = case_as_cp(dir.path(), 10 + i, &link, args, None);
+        let named = ours
+            .stderr
+            .contains("setting attribute 'user.a' for 'user.a'");
+        assert_eq!(
+            named,
+            args[1] != "-a" || args.len() == 5,
+            "{args:?}: {ours:?}"
+        );
+    }
+}
+
+/// As `nobody`, the xattrs of a source directory it may not read (nor list) are named as cp
+/// names them ("getting attribute"), where cp names them.
+#[test]
+fn xattrs_of_an_unreadable_directory_are_named_as_cp_names_them() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("s/x")).unwrap();
+        write(&d.join("s/f"), "y");
+        xattrs(&d.join("s/x"), &["user.k", "user.j"]);
+        for p in ["s", "s/x", "s/f"] {
+            std::os::unix::fs::chown(d.join(p), Some(NOBODY), None).unwrap();
+        }
+        fs::set_permissions(d.join("s/x"), fs::Permissions::from_mode(0o311)).unwrap();
+    };
+    let cases: [&[&str]; 3] = [
+        &["-a", "--attributes-only", "s", "d"],
+        &["-a", "s", "d"],
+        &["-r", "--preserve=all", "s", "d"],
+    ];
+    for (i, args) in cases.into_iter().enumerate() {
+        let ours = case_as_cp(dir.path(), i, &setup, args, Some(NOBODY));
+        let named = ours
+            .stderr
+            .contains("getting attribute 'user.k' of 'user.k'");
+        assert_eq!(named, i != 1, "{args:?}: {ours:?}");
+    }
+}
+
 /// `-l` and `-s` failures name what the link would point to, and a relative `-s` outside the
 /// working directory names the link quoted only where it must be (gnulib's `quotef`); `-v`
 /// says "removed" only where cp removes first (not with `--attributes-only`).

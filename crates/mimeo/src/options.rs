@@ -49,6 +49,10 @@ pub struct Preserve {
     /// Whether a failure to preserve xattrs that the destination cannot hold is an error
     /// (`--preserve=xattr` asked explicitly) or silently tolerated (`-a`), as in cp.
     pub xattr_required: bool,
+    /// `-a`: a failure to copy an xattr that the copy goes on without is not named (cp's
+    /// reduced diagnostics); `--preserve=all` names those that do not say the destination
+    /// takes no xattrs, and `--attributes-only` or `--preserve=xattr` name every one.
+    pub xattr_quiet: bool,
     /// With `mode` off: new entries get the default mode, 0666 (0777 for directories and
     /// sockets) less the umask, rather than the source's bits less the umask. This is
     /// `cp --no-preserve=mode`, which makes writable copies of read-only files. Existing
@@ -67,6 +71,7 @@ impl Preserve {
             links: true,
             sharing: true,
             xattr_required: false,
+            xattr_quiet: true,
             default_mode: false,
         }
     }

@@ -141,28 +141,118 @@ pub(crate) enum Dst<'a> {
 }
 
 /// Extended attributes read from a source entry.
-pub(crate) type Xattrs = Vec<(CString, Vec<u8>)>;
+pub(crate) type Xattrs = Vec<Xattr>;
+
+/// One extended attribute: its name and value.
+pub(crate) type Xattr = (CString, Vec<u8>);
 
 /// The xattrs of a source entry that the options ask to keep: the POSIX ACLs with
 /// `--preserve=mode` only (ACLs are part of the mode, as in cp), every other one with
-/// `--preserve=xattr`. One list call when there are none.
+/// `--preserve=xattr`. One list call when there are none. One that cannot be read is named
+/// through `named` and left out where cp would go on without it (see [`Failures`]).
 pub(crate) fn source_xattrs(
     opts: &Options,
     src: XattrTarget<'_>,
     path: &dyn Fn() -> PathBuf,
+    named: Named<'_>,
 ) -> Result<Xattrs, Error> {
     let p = opts.preserve;
     if !(p.xattr || p.mode) {
         return Ok(Vec::new());
     }
     // XFS shows root the ACLs under its own names too; those are never copied (as cp).
-    read_xattrs(src, path, |n| {
+    let wanted = |n: &[u8]| {
         if is_acl(n) {
             p.mode && n.starts_with(b"system.posix_acl_")
         } else {
             p.xattr
         }
-    })
+    };
+    let mut failures = Failures::new(opts, named);
+    let out = read_xattrs_with(src, path, wanted, &mut failures)?;
+    failures.finish().map(|()| out)
+}
+
+/// The xattrs of a source entry that cp copies onto a symlink it makes for `-s` with
+/// `--preserve=xattr`: all but the ACLs (cp's xattr copy leaves those to the mode, which a
+/// symlink does not get).
+pub(crate) fn link_xattrs(
+    opts: &Options,
+    src: XattrTarget<'_>,
+    path: &dyn Fn() -> PathBuf,
+    named: Named<'_>,
+) -> Result<Xattrs, Error> {
+    if !opts.preserve.xattr {
+        return Ok(Vec::new());
+    }
+    let mut failures = Failures::new(opts, named);
+    let out = read_xattrs_with(src, path, |n| !is_acl(n), &mut failures)?;
+    failures.finish().map(|()| out)
+}
+
+/// Sets `xattrs` on `dst`: those kept from a file replaced, then the source's. Where xattrs
+/// were not asked for by name (-a, --preserve=all), cp goes on past an attribute the
+/// destination will not take: one it cannot hold, a node that takes no user.* ones, an
+/// unprivileged user's lack of access to trusted.* and security.*, or to an entry it may not
+/// write (ACLs too). An ACL is otherwise the mode's, whose failure fails the copy. The source's
+/// other failures go to [`Failures`], which names them as cp does.
+pub(crate) fn set_xattrs(
+    opts: &Options,
+    process: &Process,
+    dst: Dst<'_>,
+    (kept, xattrs): (&[Xattr], &[Xattr]),
+    path: &dyn Fn() -> PathBuf,
+    named: Named<'_>,
+) -> Result<(), Error> {
+    let proc_path;
+    let target = match dst {
+        Dst::Fd(fd) => XattrTarget::Fd(fd),
+        Dst::At { dir, name, .. } => {
+            proc_path = sys::proc_fd_path(dir, Some(name));
+            XattrTarget::NoFollow(&proc_path)
+        }
+    };
+    let required = opts.preserve.xattr_required;
+    let passed_over = |name: &CStr, e: Errno| match e {
+        Errno::PERM | Errno::ACCESS if !required && process.euid != 0 => true,
+        Errno::NOTSUP | Errno::PERM | Errno::ACCESS => !required && !is_acl(name.to_bytes()),
+        _ => false,
+    };
+    for (name, value) in kept {
+        match sys::set_xattr(target, name, value) {
+            Err(e) if !passed_over(name, e) => return Err(Error::sys(Op::SetXattr, path(), e)),
+            _ => {}
+        }
+    }
+    let mut failures = Failures::new(opts, named);
+    // libattr names one that the destination cannot hold (ENOTSUP) once, after the others.
+    let mut unsupported = false;
+    // The ACLs last, as cp sets them with the mode after the other xattrs: an ACL that takes
+    // the owner's write permission away (a read-only file) would make the kernel refuse a
+    // user other than root the user.* ones after it (EACCES). The listing's order is the
+    // filesystem's (btrfs, XFS: ACL first).
+    let (acls, others): (Vec<_>, Vec<_>) = xattrs.iter().partition(|(n, _)| is_acl(n.to_bytes()));
+    for (name, value) in others.into_iter().chain(acls) {
+        let Err(e) = sys::set_xattr(target, name, value) else {
+            continue;
+        };
+        if is_acl(name.to_bytes()) {
+            if passed_over(name, e) {
+                continue;
+            }
+            return Err(Error::sys(Op::SetXattr, path(), e));
+        }
+        if e == Errno::NOTSUP {
+            unsupported = true;
+            continue;
+        }
+        let err = Error::sys(Op::SetXattr, path(), e).with_attribute(attr_name(name));
+        failures.add(err, passed_over(name, e))?;
+    }
+    if unsupported {
+        failures.add(Error::sys(Op::SetXattr, path(), Errno::NOTSUP), true)?;
+    }
+    failures.finish()
 }
 
 /// The POSIX ACLs of a source entry (access and default), as cp copies them where it keeps
@@ -178,6 +268,17 @@ fn read_xattrs(
     src: XattrTarget<'_>,
     path: &dyn Fn() -> PathBuf,
     wanted: impl Fn(&[u8]) -> bool,
+) -> Result<Xattrs, Error> {
+    read_xattrs_with(src, path, wanted, &mut Failures::fatal())
+}
+
+/// Reads the xattrs `wanted` of `src`. One that cannot be read goes to `failures`, unless it is
+/// an ACL: that is the mode's, whose failure fails the copy.
+fn read_xattrs_with(
+    src: XattrTarget<'_>,
+    path: &dyn Fn() -> PathBuf,
+    wanted: impl Fn(&[u8]) -> bool,
+    failures: &mut Failures<'_>,
 ) -> Result<Xattrs, Error> {
     let mut names = Vec::new();
     match sys::list_xattrs(src, &mut names) {
@@ -196,10 +297,116 @@ fn read_xattrs(
             Ok(()) => out.push((name, value)),
             // Removed between list and get: nothing to copy.
             Err(Errno::NODATA) => {}
-            Err(e) => return Err(Error::sys(Op::GetXattr, path(), e)),
+            Err(e) if is_acl(name.to_bytes()) => {
+                return Err(Error::sys(Op::GetXattr, path(), e));
+            }
+            Err(e) => {
+                let err = Error::sys(Op::GetXattr, path(), e).with_attribute(attr_name(&name));
+                // One the user may not read; a failing device fails the file.
+                failures.add(err, matches!(e, Errno::ACCESS | Errno::PERM))?;
+            }
         }
     }
     Ok(out)
+}
+
+/// Where a failure to copy an xattr that the copy goes on without is named (as a warning).
+pub(crate) type Named<'a> = &'a dyn Fn(Error);
+
+/// A name as an [`Error`] names the attribute.
+fn attr_name(name: &CStr) -> std::ffi::OsString {
+    use std::os::unix::ffi::OsStrExt;
+    std::ffi::OsStr::from_bytes(name.to_bytes()).to_owned()
+}
+
+/// The failures of one entry's xattr copy, handled as cp's (coreutils' `copy_attr`, through
+/// libattr) are: each is named or not, and fails the entry or not, by the options; the
+/// attributes after one that failed are still copied.
+///
+/// - Named: every one with `--attributes-only` or `--preserve=xattr`; with `-a` none; else
+///   (`--preserve=all` without `-a`) all but ENOTSUP, which says the destination takes no
+///   xattrs (libattr gathers those into one "setting attributes for" line).
+/// - Failing: every one with `--preserve=xattr`. Else a failing device (EIO, ENOSPC, ...)
+///   still fails the file, where cp goes on: a copy whose metadata the device refused is not
+///   called complete. Only what the destination will not take, or the user may not read or
+///   set, is passed over.
+pub(crate) struct Failures<'a> {
+    naming: Naming,
+    required: bool,
+    /// The first failure fails the entry at once, unnamed (xattrs cp does not copy, such as
+    /// those kept from a file replaced).
+    at_once: bool,
+    named: Named<'a>,
+    /// The last failure that fails the entry; the earlier ones were named.
+    fatal: Option<Error>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Naming {
+    All,
+    Supported,
+    Unnamed,
+}
+
+impl<'a> Failures<'a> {
+    pub fn new(opts: &Options, named: Named<'a>) -> Self {
+        let p = opts.preserve;
+        let naming = if opts.attributes_only || p.xattr_required {
+            Naming::All
+        } else if p.xattr_quiet {
+            Naming::Unnamed
+        } else {
+            Naming::Supported
+        };
+        Failures {
+            naming,
+            required: p.xattr_required,
+            at_once: false,
+            named,
+            fatal: None,
+        }
+    }
+
+    /// Every failure fails the entry at once.
+    fn fatal() -> Failures<'static> {
+        Failures {
+            naming: Naming::Unnamed,
+            required: true,
+            at_once: true,
+            named: &|_| {},
+            fatal: None,
+        }
+    }
+
+    /// One failure; `passable`: one cp goes on without where xattrs are not required. Err
+    /// where nothing is to be named and the entry fails now.
+    fn add(&mut self, mut err: Error, passable: bool) -> Result<(), Error> {
+        if self.naming == Naming::Unnamed {
+            // A failure of mimeo's own, where cp says nothing: named by its file.
+            err.attribute = None;
+        }
+        if self.at_once {
+            return Err(err);
+        }
+        if self.required || !passable {
+            if let Some(earlier) = self.fatal.replace(err) {
+                (self.named)(earlier);
+            }
+            return Ok(());
+        }
+        let unsupported = err.errno() == Some(libc::EOPNOTSUPP);
+        match self.naming {
+            Naming::All => (self.named)(err),
+            Naming::Supported if !unsupported => (self.named)(err),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The failure that fails the entry, if any.
+    pub fn finish(self) -> Result<(), Error> {
+        self.fatal.map_or(Ok(()), Err)
+    }
 }
 
 /// The metadata step for one destination entry.
@@ -234,6 +441,13 @@ pub(crate) struct Apply<'a> {
     /// A new directory made where a default ACL stands in for the umask: the permission bits
     /// the ACL lets it keep (see `final_perm`).
     pub acl_perm: Option<u32>,
+    /// How many of the xattrs given to [`Apply::run`], from the first, are kept from a file
+    /// replaced rather than copied from the source: cp names no failure of theirs.
+    pub kept: usize,
+    /// A FIFO or device the data was written into: an xattr that fails it leaves the times
+    /// and mode still to set, as cp's copy of a file's data goes on to them (a node carries
+    /// no incomplete mark that the mode must keep).
+    pub written_node: bool,
 }
 
 impl<'a> Apply<'a> {
@@ -260,6 +474,8 @@ impl<'a> Apply<'a> {
             keep_perm: None,
             kept_special: 0,
             acl_perm: None,
+            kept: 0,
+            written_node: false,
         }
     }
 
@@ -277,16 +493,20 @@ impl<'a> Apply<'a> {
             keep_perm: None,
             kept_special: 0,
             acl_perm: None,
+            kept: 0,
+            written_node: false,
         }
     }
 
     /// Applies owner, xattrs, times and mode to `dst`. `path` names it in errors; it is only
-    /// built when one happens.
+    /// built when one happens. An xattr the copy goes on without is named through `named`
+    /// where cp names it.
     pub fn run(
         &self,
         dst: Dst<'_>,
         xattrs: &Xattrs,
         path: &dyn Fn() -> PathBuf,
+        named: Named<'_>,
     ) -> Result<(), Error> {
         let p = self.opts.preserve;
         // Without --preserve=ownership the owner is still the source's when the entry was
@@ -300,8 +520,36 @@ impl<'a> Apply<'a> {
             )
         };
         let opened_up = !xattrs.is_empty() && self.open_up_for_xattrs(dst);
+        // cp sets the times before the xattrs, and goes no further where it cannot: the
+        // xattrs' failures are named once the times are set.
+        let later = std::cell::RefCell::new(Vec::new());
+        let set_times = || {
+            self.set_times(dst, path)?;
+            later.take().into_iter().for_each(named);
+            Ok::<(), Error>(())
+        };
         if !xattrs.is_empty() {
-            self.set_xattrs(dst, xattrs, path)?;
+            let at = self.kept.min(xattrs.len());
+            let keep = |e| later.borrow_mut().push(e);
+            let set = set_xattrs(
+                self.opts,
+                self.process,
+                dst,
+                xattrs.split_at(at),
+                path,
+                &keep,
+            );
+            if let Err(e) = set {
+                // The mode stays as it is (a file marked incomplete by its mode stays so),
+                // but for a node's, which cp's copy of a file's data goes on to set.
+                set_times()?;
+                if self.written_node
+                    && let Some(perm) = self.final_perm(owner_kept, chowned)
+                {
+                    chmod(dst, perm).map_err(|e| Error::sys(Op::Chmod, path(), e))?;
+                }
+                return Err(e);
+            }
         }
         // cp sets the mode outright with --preserve=mode and --no-preserve=mode: an ACL the
         // entry inherited from its directory goes. So it does from a file that takes the
@@ -312,14 +560,7 @@ impl<'a> Apply<'a> {
         if inherited {
             self.strip_inherited_acls(dst, xattrs, path)?;
         }
-        if p.timestamps {
-            let (a, m) = (self.src.atime, self.src.mtime);
-            let r = match dst {
-                Dst::Fd(fd) => sys::futimens(fd, a, m),
-                Dst::At { dir, name, .. } => sys::lutimens_at(dir, name, a, m),
-            };
-            r.map_err(|e| Error::sys(Op::SetTimes, path(), e))?;
-        }
+        set_times()?;
         let perm = self.final_perm(owner_kept, chowned);
         // An inherited ACL gave the entry bits other than those it was made with; xattrs set
         // on a read-only entry opened it up for a moment.
@@ -329,6 +570,19 @@ impl<'a> Apply<'a> {
             chmod(dst, perm).map_err(|e| Error::sys(Op::Chmod, path(), e))?;
         }
         Ok(())
+    }
+
+    /// The source's times, with --preserve=timestamps.
+    fn set_times(&self, dst: Dst<'_>, path: &dyn Fn() -> PathBuf) -> Result<(), Error> {
+        if !self.opts.preserve.timestamps {
+            return Ok(());
+        }
+        let (a, m) = (self.src.atime, self.src.mtime);
+        let r = match dst {
+            Dst::Fd(fd) => sys::futimens(fd, a, m),
+            Dst::At { dir, name, .. } => sys::lutimens_at(dir, name, a, m),
+        };
+        r.map_err(|e| Error::sys(Op::SetTimes, path(), e))
     }
 
     /// As cp lets a user other than root set the xattrs of a regular file it made without
@@ -355,45 +609,6 @@ impl<'a> Apply<'a> {
             }
             Err(e) => Err(Error::sys(Op::Chown, path(), e)),
         }
-    }
-
-    fn set_xattrs(
-        &self,
-        dst: Dst<'_>,
-        xattrs: &Xattrs,
-        path: &dyn Fn() -> PathBuf,
-    ) -> Result<(), Error> {
-        let proc_path;
-        let target = match dst {
-            Dst::Fd(fd) => XattrTarget::Fd(fd),
-            Dst::At { dir, name, .. } => {
-                proc_path = sys::proc_fd_path(dir, Some(name));
-                XattrTarget::NoFollow(&proc_path)
-            }
-        };
-        // The ACLs last, as cp sets them with the mode after the other xattrs: an ACL that
-        // takes the owner's write permission away (a read-only file) would make the kernel
-        // refuse a user other than root the user.* ones after it (EACCES), which are then
-        // passed over. The listing's order is the filesystem's (btrfs, XFS: ACL first).
-        let (acls, others): (Vec<_>, Vec<_>) =
-            xattrs.iter().partition(|(n, _)| is_acl(n.to_bytes()));
-        for (name, value) in others.into_iter().chain(acls) {
-            match sys::set_xattr(target, name, value) {
-                Ok(()) => {}
-                // Where xattrs were not asked for by name (-a, --preserve=all), cp goes on
-                // past an attribute the destination will not take: one it cannot hold, a
-                // node that takes no user.* ones, an unprivileged user's lack of access to
-                // trusted.* and security.*, or to an entry it may not write (ACLs too). An
-                // ACL is otherwise the mode's, whose failure fails the copy. A failing
-                // device (EIO, ENOSPC), which cp would pass over too, fails the file.
-                Err(Errno::PERM | Errno::ACCESS)
-                    if !self.opts.preserve.xattr_required && self.process.euid != 0 => {}
-                Err(Errno::NOTSUP | Errno::PERM | Errno::ACCESS)
-                    if !self.opts.preserve.xattr_required && !is_acl(name.to_bytes()) => {}
-                Err(e) => return Err(Error::sys(Op::SetXattr, path(), e)),
-            }
-        }
-        Ok(())
     }
 
     /// Removes the ACLs an entry inherited from its directory's default ACL that the source
@@ -520,5 +735,56 @@ fn chmod(dst: Dst<'_>, perm: u32) -> sys::Result<()> {
         Dst::Fd(fd) => sys::fchmod(fd, perm),
         Dst::At { symlink: true, .. } => Ok(()),
         Dst::At { dir, name, .. } => sys::chmod_at_nofollow(dir, name, perm),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+
+    /// What `Failures` makes of one EPERM and one ENOTSUP that the copy may go on without,
+    /// and of one EIO: the lines named, and the failure left for the entry.
+    fn handled(opts: &Options) -> (Vec<String>, Option<String>) {
+        let said = RefCell::new(Vec::new());
+        let named = |e: Error| said.borrow_mut().push(e.to_string());
+        let mut f = Failures::new(opts, &named);
+        let perm = Error::sys(Op::SetXattr, "d", Errno::PERM).with_attribute("user.a");
+        f.add(perm, true).unwrap();
+        f.add(Error::sys(Op::SetXattr, "d", Errno::NOTSUP), true)
+            .unwrap();
+        let io = Error::sys(Op::SetXattr, "d", Errno::IO).with_attribute("user.b");
+        f.add(io, false).unwrap();
+        let left = f.finish().err().map(|e| e.to_string());
+        (said.into_inner(), left)
+    }
+
+    #[test]
+    fn xattr_failures_are_named_and_fail_as_the_options_say() {
+        let perm = "setting attribute 'user.a' for 'user.a': Operation not permitted";
+        let notsup = "setting attributes for 'd': Operation not supported";
+        let io = "setting attribute 'user.b' for 'user.b': Input/output error";
+        // -a: nothing named; the failing device fails the file, named by the file.
+        let a = Options::archive();
+        let io_file = "setting attributes for 'd': Input/output error";
+        assert_eq!(handled(&a), (vec![], Some(io_file.into())));
+        // --preserve=all: all but ENOTSUP.
+        let mut all = Options::archive();
+        all.preserve.xattr_quiet = false;
+        assert_eq!(handled(&all), (vec![perm.into()], Some(io.into())));
+        // --attributes-only: every one.
+        let mut only = Options::archive();
+        only.attributes_only = true;
+        assert_eq!(
+            handled(&only),
+            (vec![perm.into(), notsup.into()], Some(io.into()))
+        );
+        // --preserve=xattr: every one, the last failing the file.
+        let mut required = Options::archive();
+        required.preserve.xattr_required = true;
+        assert_eq!(
+            handled(&required),
+            (vec![perm.into(), notsup.into()], Some(io.into()))
+        );
     }
 }

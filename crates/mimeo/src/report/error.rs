@@ -1,6 +1,7 @@
 //! Typed errors: every failure names the path and the operation, and its cause is either an
 //! errno or a [`Refusal`] that callers can match on.
 
+use std::ffi::OsString;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -144,9 +145,10 @@ impl Op {
             Op::Chown => "failed to preserve ownership for",
             Op::Chmod => "setting permissions for",
             Op::SetTimes => "preserving times for",
-            Op::ListXattr => "failed to list extended attributes of",
+            // libattr's words, which cp prints (see `Error::attribute` for one attribute's).
+            Op::ListXattr => "listing attributes of",
             Op::GetXattr => "failed to read extended attributes of",
-            Op::SetXattr => "failed to set extended attributes of",
+            Op::SetXattr => "setting attributes for",
             Op::Vanished => "source vanished:",
             Op::Refuse => "refusing to copy",
             Op::Changed => "source changed while copying",
@@ -285,6 +287,9 @@ pub struct Error {
     /// point to, which cp names too ("failed to clone 'd' from 's'", "cannot create hard
     /// link 'd' to 's'").
     pub from: Option<PathBuf>,
+    /// The extended attribute a failed [`Op::GetXattr`] or [`Op::SetXattr`] was about, which
+    /// cp names in place of the path (see [`Error::with_attribute`]).
+    pub attribute: Option<OsString>,
 }
 
 impl Error {
@@ -295,6 +300,7 @@ impl Error {
             op,
             cause: Cause::Os(errno),
             from: None,
+            attribute: None,
         }
     }
 
@@ -315,12 +321,22 @@ impl Error {
             op,
             cause: Cause::Refused(why),
             from: None,
+            attribute: None,
         }
     }
 
     /// The error, naming `src` as the source it was about (the `from` field).
     pub fn from_source(mut self, src: impl Into<PathBuf>) -> Self {
         self.from = Some(src.into());
+        self
+    }
+
+    /// The error, about the extended attribute `name` of its path. cp names such a failure
+    /// through libattr, whose two quoted arguments share one buffer (quoteaf's), so that
+    /// both show the name it quoted last: "setting attribute 'user.k' for 'user.k'", "getting
+    /// attribute 'user.k' of 'user.k'". The path is kept for JSON.
+    pub fn with_attribute(mut self, name: impl Into<OsString>) -> Self {
+        self.attribute = Some(name.into());
         self
     }
 
@@ -504,6 +520,14 @@ impl fmt::Display for Error {
         match &self.cause {
             Cause::Refused(r) => f.write_str(&self.refusal_sentence(r)),
             Cause::Os(e) => {
+                if let Some(name) = &self.attribute {
+                    let name = quoted(Path::new(name));
+                    let (verb, link) = match self.op {
+                        Op::GetXattr => ("getting", "of"),
+                        _ => ("setting", "for"),
+                    };
+                    return write!(f, "{verb} attribute {name} {link} {name}: {}", strerror(*e));
+                }
                 match self.op.phrase() {
                     "" => write!(f, "{}", quoted(&self.path))?,
                     phrase => write!(f, "{phrase} {}", quoted(&self.path))?,
@@ -578,6 +602,21 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "cannot make directory 'd/a': Permission denied"
+        );
+        let e = Error::os(Op::SetXattr, "d", libc::EPERM).with_attribute("user.k");
+        assert_eq!(
+            e.to_string(),
+            "setting attribute 'user.k' for 'user.k': Operation not permitted"
+        );
+        let e = Error::os(Op::GetXattr, "s", libc::EACCES).with_attribute("user.a b");
+        assert_eq!(
+            e.to_string(),
+            "getting attribute 'user.a b' of 'user.a b': Permission denied"
+        );
+        let e = Error::os(Op::SetXattr, "d", libc::EOPNOTSUPP);
+        assert_eq!(
+            e.to_string(),
+            "setting attributes for 'd': Operation not supported"
         );
         let e = Error::os(Op::Open, "a b", libc::ENOENT);
         assert_eq!(e.cat_sentence(), "'a b': No such file or directory");

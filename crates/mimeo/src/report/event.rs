@@ -90,6 +90,10 @@ pub enum Warning {
         /// It is a directory.
         directory: bool,
     },
+    /// An extended attribute that could not be read or set where the copy goes on without
+    /// it, which cp names (with `--attributes-only`, or xattrs kept without `-a`): the
+    /// failure, in cp's words.
+    Attribute(Error),
 }
 
 impl std::fmt::Display for Warning {
@@ -102,6 +106,7 @@ impl std::fmt::Display for Warning {
                 if *directory { "directory" } else { "file" },
                 super::quote::quote(src)
             ),
+            Warning::Attribute(e) => std::fmt::Display::fmt(e, f),
         }
     }
 }

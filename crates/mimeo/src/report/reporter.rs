@@ -74,6 +74,11 @@ impl<'a> Reporter<'a> {
         self.observer.event(Event::Warning(warning));
     }
 
+    /// An extended attribute the copy goes on without, named as cp names it.
+    pub fn attribute(&self, err: Error) {
+        self.warn(Warning::Attribute(err));
+    }
+
     /// An entry copied completely.
     pub fn copied(
         &self,

@@ -231,13 +231,30 @@ fn dir_xattrs_at(
         return Vec::new();
     }
     match sys::open_dir(dir, name, false) {
-        Ok(fd) => plain(
-            meta::source_xattrs(ctx.opts, XattrTarget::Fd(fd.as_fd()), path).unwrap_or_else(|e| {
-                ctx.report.fail(e);
-                Vec::new()
-            }),
-        ),
-        Err(_) => Vec::new(),
+        Ok(fd) => source_xattrs(ctx, XattrTarget::Fd(fd.as_fd()), path),
+        // One that cannot be opened is read by name, as cp reads every directory's: cp names
+        // the xattrs it may not read (a directory its owner may not list).
+        Err(_) => {
+            let at = sys::proc_fd_path(dir, Some(name));
+            source_xattrs(ctx, XattrTarget::NoFollow(&at), path)
+        }
+    }
+}
+
+/// The xattrs to give the copy of a source directory. A failure that fails the directory is
+/// reported now: the directory is still made, and filled, as cp does.
+fn source_xattrs(
+    ctx: &Ctx<'_>,
+    src: XattrTarget<'_>,
+    path: &dyn Fn() -> std::path::PathBuf,
+) -> XattrList {
+    let named = |e| ctx.report.attribute(e);
+    match meta::source_xattrs(ctx.opts, src, path, &named) {
+        Ok(xattrs) => plain(xattrs),
+        Err(e) => {
+            ctx.report.fail(e);
+            Vec::new()
+        }
     }
 }
 
@@ -281,13 +298,24 @@ fn open_src(ctx: &Ctx<'_>, root: &Root, rel: &[u8]) -> Option<OwnedFd> {
         .ok()
 }
 
-/// The metadata of the source directory `rel` below a root that could not be opened (no read
-/// permission), looked at from its parent as `open_src` would reach it.
-fn stat_unopened(ctx: &Ctx<'_>, root: &Root, rel: &[u8]) -> Option<Meta> {
+/// The metadata and xattrs of the source directory `rel` below a root that could not be
+/// opened (no read permission), looked at from its parent as `open_src` would reach it. Its
+/// xattrs are read by name, as cp reads them: those it may not read are named.
+fn unopened_source(
+    ctx: &Ctx<'_>,
+    root: &Root,
+    rel: &[u8],
+    path: &dyn Fn() -> std::path::PathBuf,
+) -> Option<(Stat, XattrList)> {
     let (anchor, _) = root.dirs();
     if rel.is_empty() {
         // A root we may not list: its anchor is a handle that needs no permission.
-        return sys::fstat(anchor).ok().filter(|m| m.is_dir());
+        let m = sys::fstat(anchor).ok().filter(|m| m.is_dir())?;
+        let at = sys::proc_fd_path(anchor, Some(c"."));
+        return Some((
+            m.into(),
+            source_xattrs(ctx, XattrTarget::NoFollow(&at), path),
+        ));
     }
     let split = rel.iter().rposition(|&b| b == b'/');
     let (parent, name) = split.map_or((&b""[..], rel), |i| (&rel[..i], &rel[i + 1..]));
@@ -296,8 +324,18 @@ fn stat_unopened(ctx: &Ctx<'_>, root: &Root, rel: &[u8]) -> Option<Meta> {
     }
     let look = look(ctx);
     let parent = look.open(anchor, parent).ok()?;
-    let m = sys::stat_at(parent.as_fd(), &sys::cstring(name), look.follow).ok()?;
-    m.is_dir().then_some(m)
+    let name = sys::cstring(name);
+    let m = sys::stat_at(parent.as_fd(), &name, look.follow)
+        .ok()
+        .filter(|m| m.is_dir())?;
+    // Under -L it may be a symlink's name, whose own xattrs are not the directory's.
+    let xattrs = if look.follow {
+        Vec::new()
+    } else {
+        let at = sys::proc_fd_path(parent.as_fd(), Some(&name));
+        source_xattrs(ctx, XattrTarget::NoFollow(&at), path)
+    };
+    Some((m.into(), xattrs))
 }
 
 /// Whether the source directory `src` (with metadata `m`) may be read but not searched:
@@ -356,8 +394,9 @@ pub(crate) fn pass(
         source: None,
     };
     let Some(src) = open_src(ctx, root, rel) else {
-        // A directory that cannot be read still gets its mode and times, as from cp.
-        done.source = stat_unopened(ctx, root, rel).map(|m| (m.into(), Vec::new()));
+        // A directory that cannot be read still gets its mode, times and xattrs, as from cp.
+        let path = || rel_path(&root.src_path, rel);
+        done.source = unopened_source(ctx, root, rel, &path);
         return done;
     };
     let lineage = read_source(ctx, src.as_fd(), &mut done);
@@ -451,11 +490,7 @@ fn read_source(ctx: &Ctx<'_>, src: BorrowedFd<'_>, done: &mut DirDone) -> Lineag
             return lineage;
         }
     };
-    let xattrs =
-        meta::source_xattrs(ctx.opts, XattrTarget::Fd(src), &src_path).unwrap_or_else(|e| {
-            ctx.report.fail(e);
-            Vec::new()
-        });
+    let xattrs = source_xattrs(ctx, XattrTarget::Fd(src), &src_path);
     lineage.sgid = if ctx.opts.preserve.mode {
         m.mode & sys::S_ISGID != 0
     } else if done.info.created {
@@ -464,7 +499,7 @@ fn read_source(ctx: &Ctx<'_>, src: BorrowedFd<'_>, done: &mut DirDone) -> Lineag
         done.info.dst_setgid
     };
     lineage.ancestors = look(ctx).ancestors(&done.info.lineage, m.id());
-    done.source = Some((m.into(), plain(xattrs)));
+    done.source = Some((m.into(), xattrs));
     lineage
 }
 
@@ -784,6 +819,8 @@ pub(crate) fn complete(ctx: &Ctx<'_>, w: &mut Buffers, done: DirDone) {
         inherited_acl: info.default_acl && (info.created || ctx.opts.preserve.mode),
         // What the default ACL it was made under lets it keep, as mkdir would have.
         acl_perm: info.created.then_some(info.acl_perm).flatten(),
+        kept: 0,
+        written_node: false,
     };
     let flushed = || {
         if ctx.opts.sync {
@@ -793,7 +830,9 @@ pub(crate) fn complete(ctx: &Ctx<'_>, w: &mut Buffers, done: DirDone) {
         }
     };
     match apply
-        .run(Dst::Fd(fd.as_fd()), &xattrs, &dst_path)
+        .run(Dst::Fd(fd.as_fd()), &xattrs, &dst_path, &|e| {
+            ctx.report.attribute(e)
+        })
         .and_then(|()| flushed())
     {
         Ok(()) if info.created => ctx

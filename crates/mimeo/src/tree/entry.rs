@@ -178,7 +178,9 @@ impl<'a> Made<'a, '_> {
         } else {
             let p = sys::proc_fd_path(here.src_dir, Some(self.name));
             let src_path = || here.src_path(self.name);
-            meta::source_xattrs(ctx.opts, XattrTarget::NoFollow(&p), &src_path)?
+            meta::source_xattrs(ctx.opts, XattrTarget::NoFollow(&p), &src_path, &|e| {
+                ctx.report.attribute(e)
+            })?
         };
         // Where cp sets a mode after making the entry, the umask takes part, never a default
         // ACL: that one only acts through the kernel at creation.
@@ -196,7 +198,7 @@ impl<'a> Made<'a, '_> {
             name: made,
             symlink,
         };
-        if let Err(e) = apply.run(dst, &xattrs, &dst_path) {
+        if let Err(e) = apply.run(dst, &xattrs, &dst_path, &|e| ctx.report.attribute(e)) {
             if temp.is_some() {
                 let _ = sys::unlink(here.dst_dir, made, false);
             }
@@ -398,14 +400,49 @@ fn link_entry(
     }
     first_done(first, here, dst_name);
     here.made();
-    // cp gives a symlink it made for -s the source's times under -p (and nothing else of
-    // it): the link itself, never what it points to.
-    if kind == LinkInstead::Symbolic && ctx.opts.preserve.timestamps {
-        sys::lutimens_at(here.dst_dir, dst_name, meta.atime, meta.mtime)
-            .map_err(|e| Error::sys(Op::SetTimes, dst_path(), e))?;
+    if kind == LinkInstead::Symbolic {
+        link_metadata(ctx, here, name, dst_name, &meta)?;
     }
     ctx.report.copied(src_path, dst_path, entry, None);
     Ok(())
+}
+
+/// What cp gives a symlink it made for `-s`: under -p the source's times, and with
+/// `--preserve=xattr` the source's xattrs (which a symlink takes only as root, and not the
+/// `user.*` ones: cp names those failures as where it copies them), and nothing else of it:
+/// the link itself, never what it points to.
+fn link_metadata(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    name: &CStr,
+    dst_name: &CStr,
+    meta: &Meta,
+) -> Result<(), Error> {
+    let dst_path = || here.dst_path(dst_name);
+    if ctx.opts.preserve.timestamps {
+        sys::lutimens_at(here.dst_dir, dst_name, meta.atime, meta.mtime)
+            .map_err(|e| Error::sys(Op::SetTimes, dst_path(), e))?;
+    }
+    if !ctx.opts.preserve.xattr {
+        return Ok(());
+    }
+    let named = |e| ctx.report.attribute(e);
+    let src = sys::proc_fd_path(here.src_dir, Some(name));
+    let src_path = || here.src_path(name);
+    let xattrs = meta::link_xattrs(ctx.opts, XattrTarget::NoFollow(&src), &src_path, &named)?;
+    let dst = Dst::At {
+        dir: here.dst_dir,
+        name: dst_name,
+        symlink: true,
+    };
+    meta::set_xattrs(
+        ctx.opts,
+        &ctx.process,
+        dst,
+        (&[], &xattrs),
+        &dst_path,
+        &named,
+    )
 }
 
 /// `-s` where a relative link cannot be made (`e`): cp looks at an existing destination

@@ -388,7 +388,8 @@ impl<'a, 'c> RegularFile<'a, 'c> {
     /// The source's xattrs (those the options preserve).
     fn read_xattrs(&self) -> Result<meta::Xattrs, Error> {
         let src = XattrTarget::Fd(self.src.as_fd());
-        meta::source_xattrs(self.ctx.opts, src, &|| self.src_path())
+        let named = |e| self.ctx.report.attribute(e);
+        meta::source_xattrs(self.ctx.opts, src, &|| self.src_path(), &named)
     }
 
     /// Whether no existing file can make a copy here be skipped: the run replaces what it
@@ -820,9 +821,13 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             node::stream_into(src, &dst, buf, ctx.opts.buffer_size, control)
         }
         .map_err(|e| data_error(e, src_path, dst_path))?;
-        let xattrs = meta::source_xattrs(ctx.opts, XattrTarget::Fd(src), &src_path)?;
-        let apply = Apply::for_existing(ctx.opts, &ctx.process, &self.meta);
-        apply.run(Dst::Fd(dst.as_fd()), &xattrs, &dst_path)?;
+        let named = |e| ctx.report.attribute(e);
+        let xattrs = meta::source_xattrs(ctx.opts, XattrTarget::Fd(src), &src_path, &named)?;
+        let apply = Apply {
+            written_node: true,
+            ..Apply::for_existing(ctx.opts, &ctx.process, &self.meta)
+        };
+        apply.run(Dst::Fd(dst.as_fd()), &xattrs, &dst_path, &named)?;
         let outcome = FileOutcome::new(Method::Stream, bytes, 0);
         here.made();
         ctx.report
@@ -990,11 +995,12 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         let (ctx, here) = (self.ctx, self.here);
         let dst_path = || self.dst_path();
         let mut xattrs = std::mem::take(&mut p.placed.kept_xattrs);
+        let kept = xattrs.len();
         xattrs.extend(match p.src_xattrs.take() {
             Some(x) => x,
             None => self.read_xattrs().map_err(|e| self.discard(&p, e))?,
         });
-        self.apply_metadata(&p, xattrs, outcome)
+        self.apply_metadata(&p, (xattrs, kept), outcome)
             .map_err(|e| self.discard(&p, e))?;
         if p.placed.marked {
             // The last metadata step: the copy is complete.
@@ -1038,12 +1044,12 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         Ok(outcome)
     }
 
-    /// Xattrs (`xattrs`: kept from the file replaced, then the source's; then the origin
-    /// record), owner, mode and times, in the guarantees' order.
+    /// Xattrs (`xattrs`: the first `kept` kept from the file replaced, then the source's;
+    /// then the origin record), owner, mode and times, in the guarantees' order.
     fn apply_metadata(
         &self,
         p: &Placement<'_>,
-        mut xattrs: meta::Xattrs,
+        (mut xattrs, kept): (meta::Xattrs, usize),
         outcome: FileOutcome,
     ) -> Result<(), Error> {
         let (ctx, here) = (self.ctx, self.here);
@@ -1073,8 +1079,11 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             keep_perm: p.placed.keep_perm,
             kept_special: p.placed.kept_special,
             acl_perm: None,
+            kept,
+            written_node: false,
         };
-        apply.run(Dst::Fd(p.dst.as_fd()), &xattrs, &|| self.dst_path())
+        let named = |e| ctx.report.attribute(e);
+        apply.run(Dst::Fd(p.dst.as_fd()), &xattrs, &|| self.dst_path(), &named)
     }
 }
 

@@ -200,8 +200,10 @@ fn finish_parent(parent: &Parent, opts: &Options, process: &Process) -> Result<(
     };
     let dst = Dst::Fd(fd.as_fd());
     let path = || parent.dst.clone();
+    // Only ACLs are set here, whose failures are never passed over with a word.
+    let named = |_| {};
     if !opts.preserve.mode {
-        return apply.run(dst, &Vec::new(), &path);
+        return apply.run(dst, &Vec::new(), &path, &named);
     }
     // cp 9.1 reads the ACLs of an absolute source's directory under its name less the
     // leading slash, relative to the working directory, after setting times and owner:
@@ -214,7 +216,7 @@ fn finish_parent(parent: &Parent, opts: &Options, process: &Process) -> Result<(
             meta::source_acls(XattrTarget::NoFollow(&at), &|| source.clone())
         });
     match acls {
-        Ok(acls) => apply.run(dst, &acls, &path),
+        Ok(acls) => apply.run(dst, &acls, &path, &named),
         Err(e) => {
             let mut kept = opts.clone();
             kept.preserve.mode = false;
@@ -223,7 +225,7 @@ fn finish_parent(parent: &Parent, opts: &Options, process: &Process) -> Result<(
                 keep_perm: Some(made_perm(parent, opts, process)),
                 ..apply
             };
-            times_and_owner.run(dst, &Vec::new(), &path)?;
+            times_and_owner.run(dst, &Vec::new(), &path, &named)?;
             Err(e)
         }
     }
