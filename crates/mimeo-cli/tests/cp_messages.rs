@@ -1219,7 +1219,8 @@ fn a_destination_that_cannot_be_removed_is_reported_as_cp() {
 }
 
 /// Under -i, cp asks about a file before it goes on to the next source: a later source that
-/// is omitted or missing is reported after the question.
+/// is omitted or missing is reported after the question, also where a source after that goes
+/// to the same name (asked about again, or refused as just made).
 #[test]
 fn questions_come_before_a_later_sources_failure_as_in_cp() {
     let dir = scratch();
@@ -1230,10 +1231,19 @@ fn questions_come_before_a_later_sources_failure_as_in_cp() {
         fs::create_dir(d.join("d")).unwrap();
         write(&d.join("d/f"), "old");
         write(&d.join("d/g"), "old");
+        for p in ["a", "b", "e"] {
+            fs::create_dir(d.join(p)).unwrap();
+        }
+        write(&d.join("a/f"), "1");
+        write(&d.join("b/f"), "2");
     };
     for (i, args) in [
         &["-i", "f", "dir", "missing", "d"][..],
         &["-i", "f", "missing", "g", "dir", "d"],
+        &["-i", "-b", "f", "dir", "f", "d"],
+        &["-i", "-bl", "f", "dir", "f", "d/"],
+        &["-i", "a/f", "dir", "b/f", "e"],
+        &["-i", "-b", "a/f", "missing", "a/f", "e"],
     ]
     .into_iter()
     .enumerate()

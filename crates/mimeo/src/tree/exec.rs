@@ -174,7 +174,7 @@ impl<'a> Executor<'a> {
                 if let Some(e) = super::roots::made_over(opts, &root) {
                     // The files before it, and their failures, come first (a rare case:
                     // the pool waits for them).
-                    run_files_now(&ctx, &mut items, &pairs[n + 1..]);
+                    run_files_now(&ctx, &mut items);
                     root.finish_parents(opts, &ctx.report);
                     ctx.report.fail(e);
                     continue;
@@ -185,6 +185,11 @@ impl<'a> Executor<'a> {
                     .iter()
                     .position(|i| i.root == e as u32 && matches!(i.kind, WorkKind::Root))
             });
+            if let (Some(e), None) = (earlier, earlier_item) {
+                // The earlier one ran already (see `run_files_now`): what it made, this one
+                // will not replace.
+                just_made_by(&ctx, e, &root);
+            }
             let queue = Queue {
                 items: &mut items,
                 dests: &mut dests,
@@ -703,7 +708,7 @@ fn root_failed(
         _ => false,
     };
     if opts.interactive {
-        run_files_now(ctx, items, &pairs[1..]);
+        run_files_now(ctx, items);
     }
     if twice {
         let src = pair.src.clone();
@@ -718,23 +723,29 @@ fn root_failed(
 }
 
 /// Copies the file roots queued so far, in order, before the pool runs (a file it splits has
-/// no helpers: its splitter copies every range). A root whose destination a `later` source
-/// names again stays queued, so that the later one still meets it as just made; the same
-/// file named again need not (it is skipped as named twice, without backups).
-fn run_files_now(ctx: &Ctx<'_>, items: &mut Vec<WorkItem>, later: &[CopyPair]) {
-    let (files, rest) = std::mem::take(items).into_iter().partition(|i| {
-        let root = &ctx.roots[i.root as usize];
-        let twice = |p: &CopyPair| {
-            ctx.opts.backup.is_none()
-                && root_file_key(root, &mut None)
-                    .is_some_and(|k| file_source_id(ctx.opts, &p.src) == Some(k))
-        };
-        let met = |p: &CopyPair| p.dst == root.dst_path && !twice(p);
-        matches!(i.kind, WorkKind::Root) && !later.iter().any(met)
-    });
+/// no helpers: its splitter copies every range). A later source of the same destination
+/// still meets what these made as just made (see [`just_made_by`]).
+fn run_files_now(ctx: &Ctx<'_>, items: &mut Vec<WorkItem>) {
+    let (files, rest) = std::mem::take(items)
+        .into_iter()
+        .partition(|i| matches!(i.kind, WorkKind::Root));
     *items = rest;
     for item in files {
         dir::root_entry(ctx, &mut Buffers::new(), item.root, &mut |_| {});
+    }
+}
+
+/// `root` goes where the file root `lead` (and its followers) went, which ran already: where
+/// one of them made the destination, `root` will not replace it (cp's "will not overwrite
+/// just-created"), as a follower run after them would not.
+fn just_made_by(ctx: &Ctx<'_>, lead: usize, root: &Root) {
+    let made = |i: usize| ctx.roots[i].made.load(std::sync::atomic::Ordering::Relaxed);
+    let lead_root = &ctx.roots[lead];
+    let mut chain = std::iter::once(lead).chain(lead_root.followers.iter().map(|&f| f as usize));
+    if chain.any(made) {
+        if let Ok(m) = sys::stat_at(lead_root.dst_parent.as_fd(), &lead_root.dst_name, false) {
+            let _ = root.just_created.set(m.id());
+        }
     }
 }
 
