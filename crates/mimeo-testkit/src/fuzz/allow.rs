@@ -57,7 +57,8 @@ pub const ALLOWLIST: &[Allowed] = &[
     },
     Allowed {
         name: "message-order",
-        reason: "workers copy in parallel, so lines come in another order; the lines are the same",
+        reason: "workers copy in parallel, so lines (and -i's questions about the entries of a \
+                 tree) come in another order; the lines are the same",
         docs: DOCS,
         apply: message_order,
         last: true,
@@ -453,13 +454,17 @@ fn strip_backup_note(text: &str) -> String {
 fn message_order(o: &mut Outcome) -> bool {
     let same = |o: &Outcome| (o.cp.stdout == o.ours.stdout, o.cp.stderr == o.ours.stderr);
     let before = same(o);
+    // Workers walk trees in parallel: -i's questions about the entries of a tree come in
+    // their order too. (Roots are taken in command-line order, so without -r questions and
+    // messages stay in cp's.)
+    let trees = o.plan.has("recursive") || o.plan.has("archive");
     for text in [
         &mut o.cp.stdout,
         &mut o.cp.stderr,
         &mut o.ours.stdout,
         &mut o.ours.stderr,
     ] {
-        *text = sorted_lines(text);
+        *text = sorted_lines(text, trees);
     }
     same(o) != before
 }
@@ -610,8 +615,26 @@ fn linked_destination(o: &mut Outcome) -> bool {
     true
 }
 
-fn sorted_lines(text: &str) -> String {
-    let mut lines: Vec<&str> = text.split_inclusive('\n').collect();
+/// The lines of `text` in sorted order; with `questions`, each of -i's questions (which end
+/// in "? " and no newline) counts as a line of its own.
+fn sorted_lines(text: &str, questions: bool) -> String {
+    let mut lines: Vec<&str> = Vec::new();
+    for line in text.split_inclusive('\n') {
+        let mut rest = line;
+        // A question ends where the next message begins (or the text ends).
+        while let Some(at) = questions
+            .then(|| rest.match_indices("? ").map(|(at, _)| at + 2))
+            .into_iter()
+            .flatten()
+            .find(|&at| rest[at..].is_empty() || rest[at..].starts_with("cp: "))
+        {
+            lines.push(&rest[..at]);
+            rest = &rest[at..];
+        }
+        if !rest.is_empty() {
+            lines.push(rest);
+        }
+    }
     lines.sort_unstable();
     lines.concat()
 }
@@ -1071,6 +1094,25 @@ mod tests {
             left: left.into(),
             right: right.into(),
         }
+    }
+
+    #[test]
+    fn questions_about_a_tree_may_come_in_another_order() {
+        let cp = "cp: overwrite 'd/a'? cp: overwrite 'd/s/b'? cp: -r not specified\n";
+        let ours = "cp: -r not specified\ncp: overwrite 'd/s/b'? cp: overwrite 'd/a'? ";
+        let mut o = outcome(cp, ours);
+        assert!(message_order(&mut o));
+        assert_eq!(o.cp.stderr, o.ours.stderr);
+        // Without -r, a question is not moved: roots are taken in command-line order.
+        let mut o = outcome(cp, ours);
+        o.plan.opts = vec!["interactive"];
+        message_order(&mut o);
+        assert_ne!(o.cp.stderr, o.ours.stderr);
+        // A question mark inside a name does not end a question.
+        assert_eq!(
+            sorted_lines("cp: overwrite 'a? b'? cp: overwrite 'a'? ", true),
+            "cp: overwrite 'a'? cp: overwrite 'a? b'? "
+        );
     }
 
     #[test]
