@@ -328,6 +328,8 @@ fn verbose_says_removed_where_cp_removes_a_destination() {
         // A directory nobody may not change: cp's removal there fails.
         fs::create_dir(d.join("ro")).unwrap();
         symlink("f", d.join("ro/l")).unwrap();
+        // A symlink to a file nobody may not write: cp cannot open it, and removes it.
+        symlink("g", d.join("d/lg")).unwrap();
     };
     for (i, (args, user)) in [
         (&["-v", "--remove-destination", "f", "d/g"][..], None),
@@ -336,6 +338,11 @@ fn verbose_says_removed_where_cp_removes_a_destination() {
         (&["-v", "-f", "f", "d/g"], Some(NOBODY)),
         (&["-v", "-f", "f", "d/g"], None),
         (&["-v", "-d", "-f", "l", "ro/l"], Some(NOBODY)),
+        (&["-v", "-f", "f", "d/lg"], Some(NOBODY)),
+        (
+            &["--attributes-only", "-v", "-f", "-P", "f", "d/lg"],
+            Some(NOBODY),
+        ),
         // One failure per case: two sources' messages come in the workers' order
         // (message-order in docs/cp.md).
         (&["-v", "-d", "-f", "l", "ro"], Some(NOBODY)),

@@ -343,10 +343,21 @@ fn looked_through(opts: &Options, src: &Meta, d: &Meta) -> bool {
     d.is_symlink() && src.is_reg() && !fresh && opts.link.is_none()
 }
 
-/// `-f` onto a destination symlink that cp cannot look through (a loop): it opens it, which
-/// fails, then removes it (saying "removed" under -v) and makes a new file.
-pub(crate) fn loop_removed(opts: &Options, src: &Meta, d: &Meta, look: &Lookups<'_>) -> bool {
-    opts.force && looked_through(opts, src, d) && matches!((look.dst_target)(), Err(Errno::LOOP))
+/// `-f` onto a destination symlink that cp looks through but cannot open for writing (a loop,
+/// or a file or node this user may not write): the open fails, so cp removes the symlink
+/// (saying "removed" under -v) and makes a new file.
+pub(crate) fn symlink_removed(rules: &Rules<'_>, src: &Meta, d: &Meta, look: &Lookups<'_>) -> bool {
+    let opts = rules.opts;
+    if !opts.force || !looked_through(opts, src, d) {
+        return false;
+    }
+    match (look.dst_target)() {
+        Err(e) => e == Errno::LOOP,
+        Ok(t) => {
+            let opened = t.is_reg() || is_node(&t);
+            opened && rules.process.euid != 0 && !(rules.writable)()
+        }
+    }
 }
 
 /// Whether cp removes the existing destination `d` before it copies `src` there, and says
