@@ -389,6 +389,11 @@ fn copy_reached_again(o: &mut Outcome) -> bool {
     let on_the_way = |l: &str| !said.contains(l) && sources.iter().any(|s| l.contains(s.as_str()));
     o.cp.stderr = keep(&o.cp.stderr, &on_the_way);
     o.ours.stderr = keep(&o.ours.stderr, &|l| ours.iter().any(|r| r == l));
+    // And the -v lines of what cp copied of it (the copy again, deeper each time).
+    let lines: Vec<String> = o.ours.stdout.lines().map(String::from).collect();
+    let copied =
+        |l: &str| !lines.iter().any(|o| o == l) && sources.iter().any(|s| l.starts_with(s));
+    o.cp.stdout = keep(&o.cp.stdout, &copied);
     // Which path first meets a symlink loop depends on how far each went into the copy.
     let cyclic = |l: &str| l.contains("cannot copy cyclic symbolic link");
     o.cp.stderr = keep(&o.cp.stderr, &cyclic);
@@ -961,9 +966,17 @@ fn into_itself(o: &mut Outcome) -> bool {
     let before = (o.cp.clone(), o.tree.len());
     let ours = (o.ours.stdout.clone(), o.ours.stderr.clone());
     // Also where cp names them bare (its relative -s refusal: "cp: s/d/x: can make ...").
+    // Or unquoted, as -v names the directories --parents makes ("s -> s/d/s").
     let mentions = |l: &str| {
-        let bare = |s: &String| l.starts_with(&format!("cp: {}", s.trim_start_matches('\'')));
-        starts.iter().any(|s| l.contains(s.as_str()) || bare(s))
+        fn plain(s: &str) -> &str {
+            s.trim_start_matches('\'')
+        }
+        let bare = |s: &String| l.starts_with(&format!("cp: {}", plain(s)));
+        let parent =
+            |s: &String| !l.starts_with('\'') && l.contains(" -> ") && l.contains(plain(s));
+        starts
+            .iter()
+            .any(|s| l.contains(s.as_str()) || bare(s) || parent(s))
     };
     let only_cp = |text: &str, other: &str| -> String {
         let others: Vec<&str> = other.split_inclusive('\n').collect();
@@ -1094,6 +1107,26 @@ mod tests {
             left: left.into(),
             right: right.into(),
         }
+    }
+
+    #[test]
+    fn what_cp_made_of_a_copy_into_itself_is_not_judged_in_its_verbose_lines() {
+        // --parents: cp makes the copy's parent, says so unquoted, then refuses.
+        let refused = "cp: cannot copy a directory, 's/d', into itself, 's/d/s/d'\n";
+        let mut o = outcome(refused, refused);
+        o.plan.opts = vec!["parents", "verbose", "recursive"];
+        o.cp.stdout = "s -> s/d/s\n".into();
+        assert!(into_itself(&mut o));
+        assert_eq!(o.cp.stdout, "");
+        // -L through a symlink loop: cp copies the copy into itself until the names are too
+        // long; mimeo refuses it at once.
+        let long = "cp: cannot stat 'ls/ls/ls/x': File name too long\n";
+        let ours = "cp: cannot copy a directory, 'ls', into itself, 'ls/ls'\n";
+        let mut o = outcome(long, ours);
+        o.cp.stdout = "'ls' -> 'ls/ls'\n'ls/ls/x' -> 'ls/ls/ls/x'\n'f' -> 'ls/f'\n".into();
+        o.ours.stdout = "'f' -> 'ls/f'\n".into();
+        assert!(copy_reached_again(&mut o));
+        assert_eq!(o.cp.stdout, o.ours.stdout);
     }
 
     #[test]
