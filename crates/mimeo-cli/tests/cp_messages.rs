@@ -954,6 +954,32 @@ fn a_target_directory_with_trailing_slashes_is_joined_as_cp_joins_it() {
     }
 }
 
+/// Below a source or destination that ends in slashes, cp joins names with one slash (`a//`
+/// and `b` make `a/b`), and keeps the slashes inside it (`a//b/` and `f` make `a//b/f`).
+#[test]
+fn names_below_a_root_that_ends_in_slashes_are_joined_as_cp_joins_them() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("a/b")).unwrap();
+        write(&d.join("a/b/f"), "f\n");
+        write(&d.join("a/g"), "g\n");
+        fs::create_dir(d.join("d")).unwrap();
+    };
+    for (i, args) in [
+        &["-rv", "a//", "new"][..],
+        &["-rv", "a//b/", "new"],
+        &["-rv", "a", "new//"],
+        &["-rv", "a///", "d"],
+        &["-r", "-v", "--parents", "a//b//", "d"],
+        &["-rv", "--no-preserve=mode", "a//", "d///"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        case_as_cp(dir.path(), i, &setup, args, None);
+    }
+}
+
 /// A FIFO read as a file keeps cp waiting in its open until a writer comes, before it looks
 /// at the destination: a writer that comes later still meets a reader, also where the
 /// destination is then refused (a dangling symlink).

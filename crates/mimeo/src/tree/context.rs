@@ -576,7 +576,7 @@ impl<'a> Here<'a> {
 
 /// `base/rel/name`: the display path of an entry below a root.
 pub(crate) fn join(base: &Path, rel: &[u8], name: &CStr) -> PathBuf {
-    let mut p = rel_path(base, rel);
+    let mut p = trimmed(base).join(OsStr::from_bytes(rel));
     p.push(OsStr::from_bytes(name.to_bytes()));
     p
 }
@@ -586,8 +586,16 @@ pub(crate) fn rel_path(base: &Path, rel: &[u8]) -> PathBuf {
     if rel.is_empty() {
         base.to_path_buf()
     } else {
-        base.join(OsStr::from_bytes(rel))
+        trimmed(base).join(OsStr::from_bytes(rel))
     }
+}
+
+/// A root's path to join names to: as cp joins them, its trailing slashes give way to one
+/// (`a//` and `b` make `a/b`; slashes inside it stay, `a//b/` and `f` make `a//b/f`).
+fn trimmed(base: &Path) -> &Path {
+    let bytes = base.as_os_str().as_bytes();
+    let end = bytes.iter().rposition(|&b| b != b'/').map_or(1, |i| i + 1);
+    Path::new(OsStr::from_bytes(&bytes[..end.min(bytes.len())]))
 }
 
 /// `-s`: whether a link to the relative source path `target` would be made in `dir`, a
