@@ -954,6 +954,34 @@ fn a_target_directory_with_trailing_slashes_is_joined_as_cp_joins_it() {
     }
 }
 
+/// A later source that an earlier one copies too, to the same place (`s/.` and `s/x/` into
+/// `d`): cp makes its directories in the earlier copy, and names them there under -v; the
+/// later one merges into them, and names only its files.
+#[test]
+fn verbose_names_a_directory_in_the_copy_that_cp_makes_it_in() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("s/x/y/z")).unwrap();
+        write(&d.join("s/x/f"), "f\n");
+        write(&d.join("s/x/y/g"), "g\n");
+        write(&d.join("s/h"), "h\n");
+        write(&d.join("f"), "f\n");
+        fs::create_dir(d.join("d")).unwrap();
+        symlink("d", d.join("dl")).unwrap();
+    };
+    for (i, args) in [
+        &["-rv", "s/.", "s/x/", "d"][..],
+        &["-rv", "s/.", "s/x", "s/x/y/", "d"],
+        &["-rv", "s/.", "-L", "f", "s/x/", "dl"],
+        &["-av", "s/.", "s/x", "d"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        case_as_cp(dir.path(), i, &setup, args, None);
+    }
+}
+
 /// Below a source or destination that ends in slashes, cp joins names with one slash (`a//`
 /// and `b` make `a/b`), and keeps the slashes inside it (`a//b/` and `f` make `a//b/f`).
 #[test]

@@ -74,6 +74,11 @@ pub(crate) struct Ctx<'a> {
     /// The directory roots named on the command line, in order (see [`NamedDir`]). cp will
     /// not copy such a directory again when a later root holds it.
     pub named_dirs: Vec<NamedDir>,
+    /// Directories a later directory root made (up front, or in its walk) that cp, copying
+    /// its sources in order, made in an earlier root's walk (see [`Root::made_early`]): by
+    /// (dev, ino), that earlier root's index. Claimed (taken out) by that walk, which names
+    /// it under `-v`.
+    pub early_dirs: std::sync::Mutex<std::collections::HashMap<(u64, u64), u32>>,
 }
 
 impl<'a> Ctx<'a> {
@@ -95,6 +100,7 @@ impl<'a> Ctx<'a> {
             sweep: Sweep::of(opts),
             made_dirs: Default::default(),
             named_dirs: Vec::new(),
+            early_dirs: Default::default(),
             roots: Vec::new(),
             overlapping_roots: false,
             hooks,
@@ -224,6 +230,11 @@ pub(crate) struct Root {
     pub reached_copy: std::sync::atomic::AtomicBool,
     /// A file named before on the command line: cp skips it with a warning, in its turn.
     pub named_twice: bool,
+    /// The earlier directory root whose walk copies this root's source to the same place
+    /// (`cp -r s/. s/x/ d`: `s/./x` to `d/./x`): cp made the directories there in that walk,
+    /// before it came to this root, and named them there under `-v`; those this root makes
+    /// are that walk's to name (see [`Ctx::early_dirs`]).
+    pub made_early: Option<u32>,
 }
 
 impl Root {

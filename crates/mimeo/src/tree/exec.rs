@@ -539,6 +539,46 @@ fn open_root_dirs(
     })
 }
 
+/// The directory root `root` has just made its destination: where an earlier directory
+/// root's walk copies the same entry to the same place (`cp -r s/. s/x/ d`: `s/./x` to
+/// `d/./x`), cp made it in that walk, before it came to this root, and named it there under
+/// -v. The lines of the directories this root makes go to that walk (see
+/// [`Root::made_early`]).
+fn made_early(ctx: &mut Ctx<'_>, root: &mut Root) {
+    let id = |fd: BorrowedFd<'_>| sys::fstat(fd).ok().map(|m| m.id());
+    // The name in its source directory (less the slashes that name it as one).
+    let name = root.src_name.to_bytes();
+    let name = &name[..name.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1)];
+    if !ctx.report.wants_entries() || name != root.dst_name.to_bytes() {
+        return;
+    }
+    let (Some(src_parent), Some(dst_parent)) =
+        (id(root.src_parent.as_fd()), id(root.dst_parent.as_fd()))
+    else {
+        return;
+    };
+    // The walk meets the entry as a directory: a symlink only where it follows them.
+    let follows = ctx.opts.dereference == Dereference::Always;
+    let walked = sys::stat_at(root.src_parent.as_fd(), &sys::cstring(name), follows);
+    if !walked.is_ok_and(|m| m.is_dir()) {
+        return;
+    }
+    // (A root's own stat is its source directory's: no call for the roots of other sources.)
+    let earlier = ctx.roots.iter().position(|r| {
+        r.dirs
+            .as_ref()
+            .is_some_and(|(_, d)| r.meta.id() == src_parent && id(d.as_fd()) == Some(dst_parent))
+    });
+    let (Some(earlier), Some(dirs)) = (earlier, root.dirs.as_ref()) else {
+        return;
+    };
+    if let Some(made) = id(dirs.1.as_fd()) {
+        root.made_early = Some(earlier as u32);
+        let mut early = ctx.early_dirs.lock().unwrap_or_else(|e| e.into_inner());
+        early.insert(made, earlier as u32);
+    }
+}
+
 /// Where a root goes: its destination parent's (dev, ino) and name.
 fn dest_of(root: &Root) -> Option<Dest> {
     let parent = sys::fstat(root.dst_parent.as_fd()).ok()?;
@@ -659,6 +699,7 @@ impl Queue<'_> {
                     // Made now, in its parent (later --parents sources see that write).
                     if matches!(&kind, WorkKind::Dir(info) if info.created) {
                         root.made.store(true, std::sync::atomic::Ordering::Relaxed);
+                        made_early(ctx, &mut root);
                     }
                     kind
                 }

@@ -145,6 +145,7 @@ impl Root {
             into_itself,
             reached_copy: std::sync::atomic::AtomicBool::new(false),
             named_twice: false,
+            made_early: None,
         })
     }
 
