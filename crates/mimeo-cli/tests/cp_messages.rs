@@ -956,7 +956,8 @@ fn a_target_directory_with_trailing_slashes_is_joined_as_cp_joins_it() {
 
 /// A later source that an earlier one copies too, to the same place (`s/.` and `s/x/` into
 /// `d`): cp makes its directories in the earlier copy, and names them there under -v; the
-/// later one merges into them, and names only its files.
+/// later one merges into them (and into the directories `--parents` makes on the way), and
+/// names only its files.
 #[test]
 fn verbose_names_a_directory_in_the_copy_that_cp_makes_it_in() {
     let dir = scratch();
@@ -974,6 +975,10 @@ fn verbose_names_a_directory_in_the_copy_that_cp_makes_it_in() {
         &["-rv", "s/.", "s/x", "s/x/y/", "d"],
         &["-rv", "s/.", "-L", "f", "s/x/", "dl"],
         &["-av", "s/.", "s/x", "d"],
+        // --parents: what the later one makes on the way, the earlier one's copy makes.
+        &["-rv", "--parents", "s", "s/./x/y", "d"],
+        &["-rv", "--parents", "s", "s/./x/y/z", "d"],
+        &["-rv", "--parents", "s/x", "s/./x/y", "d"],
     ]
     .into_iter()
     .enumerate()

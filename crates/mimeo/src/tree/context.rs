@@ -77,9 +77,13 @@ pub(crate) struct Ctx<'a> {
     /// Directories a later directory root made (up front, or in its walk) that cp, copying
     /// its sources in order, made in an earlier root's walk (see [`Root::made_early`]): by
     /// (dev, ino), that earlier root's index. Claimed (taken out) by that walk, which names
-    /// it under `-v`.
-    pub early_dirs: std::sync::Mutex<std::collections::HashMap<(u64, u64), u32>>,
+    /// it under `-v`. With each, its source directory's (dev, ino), where known.
+    pub early_dirs: std::sync::Mutex<EarlyDirs>,
 }
+
+/// Directories made early (see [`Ctx::early_dirs`]): by (dev, ino), the earlier root that
+/// names each, and its source directory's (dev, ino).
+pub type EarlyDirs = std::collections::HashMap<(u64, u64), (u32, (u64, u64))>;
 
 impl<'a> Ctx<'a> {
     pub fn new(opts: &'a Options, report: Reporter<'a>, hooks: HookSet<'a>) -> Self {
@@ -252,6 +256,9 @@ pub(crate) struct Parent {
     pub dst: PathBuf,
     /// Made by this run (an existing one keeps its mode unless modes are preserved).
     pub created: bool,
+    /// Made where an earlier root's walk makes it too: that walk names it under `-v` (see
+    /// [`Root::made_early`]).
+    pub early: bool,
 }
 
 /// Whether the source of one of `roots` is a directory root or lies below one (cp copies

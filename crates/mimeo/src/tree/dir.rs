@@ -158,8 +158,9 @@ fn subdir(
     if let (true, Some(root)) = (created, here.root.and_then(|r| r.made_early)) {
         // An earlier root's walk names it (see `Root::made_early`).
         if let Ok(m) = sys::stat_at(here.dst_dir, name, false) {
+            let src = meta.map_or((0, 0), |s| s.id());
             let mut early = ctx.early_dirs.lock().unwrap_or_else(|e| e.into_inner());
-            early.insert(m.id(), root);
+            early.insert(m.id(), (root, src));
         }
     }
     let info = DirInfo {
@@ -847,7 +848,7 @@ fn made_early_for(ctx: &Ctx<'_>, root: u32, fd: BorrowedFd<'_>) -> bool {
     let Ok(m) = sys::fstat(fd) else {
         return false;
     };
-    if early.get(&m.id()) == Some(&root) {
+    if early.get(&m.id()).is_some_and(|&(r, _)| r == root) {
         early.remove(&m.id());
         return true;
     }

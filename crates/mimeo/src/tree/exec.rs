@@ -135,7 +135,10 @@ impl<'a> Executor<'a> {
         let mut dir_seen: DirSeen = None;
         for (n, pair) in pairs.iter().enumerate() {
             let mut root = match resolve_root(opts, pair, &ctx.report, &mut new_dst) {
-                Ok(root) => root,
+                Ok(mut root) => {
+                    parents_made_early(&ctx, &mut root);
+                    root
+                }
                 // Making a non-directory where its parent is missing, or at "d/" naming a
                 // dangling symlink: cp names it on its -v line before the call fails.
                 Err((e, counted)) => {
@@ -544,39 +547,94 @@ fn open_root_dirs(
 /// `d/./x`), cp made it in that walk, before it came to this root, and named it there under
 /// -v. The lines of the directories this root makes go to that walk (see
 /// [`Root::made_early`]).
-fn made_early(ctx: &mut Ctx<'_>, root: &mut Root) {
-    let id = |fd: BorrowedFd<'_>| sys::fstat(fd).ok().map(|m| m.id());
-    // The name in its source directory (less the slashes that name it as one).
-    let name = root.src_name.to_bytes();
-    let name = &name[..name.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1)];
-    if !ctx.report.wants_entries() || name != root.dst_name.to_bytes() {
+fn made_early(ctx: &Ctx<'_>, root: &mut Root) {
+    if !ctx.report.wants_entries() {
         return;
     }
+    let id = |fd: BorrowedFd<'_>| sys::fstat(fd).ok().map(|m| m.id());
     let (Some(src_parent), Some(dst_parent)) =
         (id(root.src_parent.as_fd()), id(root.dst_parent.as_fd()))
     else {
         return;
     };
-    // The walk meets the entry as a directory: a symlink only where it follows them.
-    let follows = ctx.opts.dereference == Dereference::Always;
-    let walked = sys::stat_at(root.src_parent.as_fd(), &sys::cstring(name), follows);
-    if !walked.is_ok_and(|m| m.is_dir()) {
-        return;
-    }
-    // (A root's own stat is its source directory's: no call for the roots of other sources.)
-    let earlier = ctx.roots.iter().position(|r| {
-        r.dirs
-            .as_ref()
-            .is_some_and(|(_, d)| r.meta.id() == src_parent && id(d.as_fd()) == Some(dst_parent))
-    });
-    let (Some(earlier), Some(dirs)) = (earlier, root.dirs.as_ref()) else {
+    // The name in its source directory (less the slashes that name it as one).
+    let name = root.src_name.to_bytes();
+    let name = &name[..name.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1)];
+    let walked = (name == root.dst_name.to_bytes())
+        .then(|| walked_dir(ctx, root.src_parent.as_fd(), &sys::cstring(name)))
+        .flatten();
+    let made = root.dirs.as_ref().and_then(|(_, d)| id(d.as_fd()));
+    let (Some(src), Some(made)) = (walked, made) else {
         return;
     };
-    if let Some(made) = id(dirs.1.as_fd()) {
-        root.made_early = Some(earlier as u32);
+    if let Some(earlier) = early_walk(ctx, src_parent, dst_parent) {
+        root.made_early = Some(earlier);
         let mut early = ctx.early_dirs.lock().unwrap_or_else(|e| e.into_inner());
-        early.insert(made, earlier as u32);
+        early.insert(made, (earlier, src));
     }
+}
+
+/// `--parents`: the directories `root` made on the way that an earlier root's walk makes too
+/// (`cp -r --parents s s/./x/y d`: `d/s/./x`) are named by that walk, as cp names them (see
+/// [`made_early`]).
+fn parents_made_early(ctx: &Ctx<'_>, root: &mut Root) {
+    if !ctx.report.wants_entries() || !root.parents.iter().any(|p| p.created) {
+        return;
+    }
+    let stat = |p: &std::path::Path| {
+        let path = sys::cstring(p.as_os_str().as_bytes());
+        sys::stat_at(sys::CWD, &path, true).ok().map(|m| m.id())
+    };
+    let dir_of = |p: &std::path::Path| match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    for parent in root.parents.iter_mut().filter(|p| p.created) {
+        let (src, dst) = (&parent.src_path, &parent.dst);
+        let named = src.file_name().is_some() && src.file_name() == dst.file_name();
+        let (Some(src_parent), Some(dst_parent), Some(made)) =
+            (stat(&dir_of(src)), stat(&dir_of(dst)), stat(dst))
+        else {
+            continue;
+        };
+        let name = sys::cstring(src.file_name().unwrap_or_default().as_bytes());
+        let dir = sys::open_dir_path(
+            sys::CWD,
+            &sys::cstring(dir_of(src).as_os_str().as_bytes()),
+            true,
+        );
+        let walked = dir.ok().and_then(|d| walked_dir(ctx, d.as_fd(), &name));
+        let (true, Some(src)) = (named, walked) else {
+            continue;
+        };
+        if let Some(earlier) = early_walk(ctx, src_parent, dst_parent) {
+            parent.early = true;
+            let mut early = ctx.early_dirs.lock().unwrap_or_else(|e| e.into_inner());
+            early.insert(made, (earlier, src));
+        }
+    }
+}
+
+/// The (dev, ino) of the directory `name` in `dir` as a walk meets it: a symlink only where
+/// the walk follows them.
+fn walked_dir(ctx: &Ctx<'_>, dir: BorrowedFd<'_>, name: &std::ffi::CStr) -> Option<(u64, u64)> {
+    let follows = ctx.opts.dereference == Dereference::Always;
+    let m = sys::stat_at(dir, name, follows).ok()?;
+    m.is_dir().then(|| m.id())
+}
+
+/// The earlier directory root whose walk copies the source directory `src` into the
+/// destination directory `dst` (its own root, or a directory made early for it).
+fn early_walk(ctx: &Ctx<'_>, src: (u64, u64), dst: (u64, u64)) -> Option<u32> {
+    let id = |fd: BorrowedFd<'_>| sys::fstat(fd).ok().map(|m| m.id());
+    // (A root's own stat is its source directory's: no call for the roots of other sources.)
+    let root = ctx.roots.iter().position(|r| {
+        let dst_dir = r.dirs.as_ref().map(|(_, d)| d.as_fd());
+        r.meta.id() == src && dst_dir.is_some_and(|d| id(d) == Some(dst))
+    });
+    let early = ctx.early_dirs.lock().unwrap_or_else(|e| e.into_inner());
+    root.map(|r| r as u32)
+        .or_else(|| early.get(&dst).filter(|&&(_, s)| s == src).map(|&(r, _)| r))
 }
 
 /// Where a root goes: its destination parent's (dev, ino) and name.
