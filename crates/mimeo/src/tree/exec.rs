@@ -188,7 +188,8 @@ impl<'a> Executor<'a> {
                     .iter()
                     .position(|i| i.root == e as u32 && matches!(i.kind, WorkKind::Root))
             });
-            if let (Some(e), None) = (earlier, earlier_item) {
+            let file_lead = earlier.is_some_and(|e| !ctx.roots[e].meta.is_dir());
+            if let (Some(e), None, true) = (earlier, earlier_item, file_lead) {
                 // The earlier one ran already (see `run_files_now`): what it made, this one
                 // will not replace.
                 just_made_by(&ctx, e, &root);
