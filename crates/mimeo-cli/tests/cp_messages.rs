@@ -355,6 +355,41 @@ fn verbose_says_removed_where_cp_removes_a_destination() {
     }
 }
 
+/// cp's "removed" comes before the copy's `-v` line where it removes the destination first
+/// (`--remove-destination`), and after it where it removes what it could not open for
+/// writing (`-f`: a file this user may not write, a symlink to one, a symlink loop). One
+/// source each, so the order is cp's line for line.
+#[test]
+fn verbose_says_removed_in_cps_order() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "new");
+        fs::create_dir(d.join("d")).unwrap();
+        fs::set_permissions(d.join("d"), fs::Permissions::from_mode(0o777)).unwrap();
+        write(&d.join("d/g"), "old");
+        fs::set_permissions(d.join("d/g"), fs::Permissions::from_mode(0o644)).unwrap();
+        symlink("g", d.join("d/lg")).unwrap();
+        symlink("loop", d.join("d/loop")).unwrap();
+    };
+    for (i, (args, user)) in [
+        (&["-v", "--remove-destination", "f", "d/g"][..], None),
+        (&["-v", "-f", "f", "d/g"], Some(NOBODY)),
+        (&["-v", "-f", "f", "d/lg"], Some(NOBODY)),
+        (&["-v", "-f", "f", "d/loop"], None),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
+        let (cp, ours, what) = run_both(&base, &setup, &args, user);
+        assert_eq!(cp.code, ours.code, "exit status: {what}");
+        assert_eq!(cp.stdout, ours.stdout, "stdout, in order: {what}");
+        assert_eq!(cp.stderr, ours.stderr, "stderr: {what}");
+    }
+}
+
 /// cp prints an entry's `-v` line once its destination is decided, before it opens, makes or
 /// writes anything: a copy that then fails (a hard link onto an entry, a source it may not
 /// read, a directory it may not write into, a dangling symlink) has its line, one refused by

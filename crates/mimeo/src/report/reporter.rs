@@ -9,6 +9,13 @@ use super::summary::{Counters, Summary};
 use std::path::PathBuf;
 use std::time::Duration;
 
+thread_local! {
+    /// The destination whose removal this worker says after the entry's `-v` line (see
+    /// [`Reporter::removed_after_open`]).
+    static REMOVED_AFTER_OPEN: std::cell::RefCell<Option<PathBuf>> =
+        const { std::cell::RefCell::new(None) };
+}
+
 /// Where one run reports.
 pub(crate) struct Reporter<'a> {
     observer: &'a dyn Observer,
@@ -35,6 +42,7 @@ impl<'a> Reporter<'a> {
         if err.op == Op::Interrupted {
             return;
         }
+        self.said_removed();
         self.counters.error(&err);
         self.observer.event(Event::Failed(err));
     }
@@ -66,6 +74,7 @@ impl<'a> Reporter<'a> {
                 src: src(),
                 dst: dst(),
             });
+            self.said_removed();
         }
     }
 
@@ -91,6 +100,7 @@ impl<'a> Reporter<'a> {
                 kind,
                 outcome,
             });
+            self.said_removed();
         }
     }
 
@@ -110,6 +120,23 @@ impl<'a> Reporter<'a> {
     pub fn removed(&self, path: impl FnOnce() -> PathBuf) {
         if self.wants_entries {
             self.observer.event(Event::Removed { path: path() });
+        }
+    }
+
+    /// An existing destination removed because cp could not open it for writing: cp tried
+    /// the open after its `-v` line, so its "removed 'x'" follows that line, or comes before
+    /// the failure of a copy that has none. Held by this worker until then.
+    pub fn removed_after_open(&self, path: impl FnOnce() -> PathBuf) {
+        if self.wants_entries {
+            let path = path();
+            REMOVED_AFTER_OPEN.with(|r| *r.borrow_mut() = Some(path));
+        }
+    }
+
+    /// Sends the removal [`Reporter::removed_after_open`] holds, if any.
+    fn said_removed(&self) {
+        if let Some(path) = REMOVED_AFTER_OPEN.with(|r| r.borrow_mut().take()) {
+            self.observer.event(Event::Removed { path });
         }
     }
 
