@@ -3551,6 +3551,79 @@ fn dry_run_agrees_with_the_copy_on_existing_destinations() {
     }
 }
 
+/// A dry run applies cp's rules for a source named twice as the copy does: the directory or
+/// file named again is listed once, with cp's warning; a directory named again elsewhere, or
+/// met again below a later source, is refused or skipped. What the dry run lists is what the
+/// copy then does, with the same warnings, errors and status.
+#[test]
+fn dry_run_agrees_with_the_copy_on_sources_named_twice() {
+    let base = tempfile::tempdir().unwrap();
+    let setup = |d: &Path| {
+        write(d, "s/f", "f\n", 0o644);
+        write(d, "s/sub/g", "g\n", 0o600);
+        write(d, "x", "x\n", 0o644);
+        // Another name of x: another source to cp, refused as just created.
+        fs::hard_link(d.join("x"), d.join("s/x")).unwrap();
+        fs::create_dir(d.join("D")).unwrap();
+    };
+    // The entries made or refused, the warnings, and the status. A directory merged into is
+    // listed by the dry run only.
+    let did = |run: &util::Run| {
+        let merged: Vec<_> = run
+            .json
+            .iter()
+            .filter(|v| v["type"] == "planned" && v["action"] == "merge")
+            .map(|v| ("write".to_string(), v["dst"].as_str().unwrap().to_string()))
+            .collect();
+        let mut done = outcomes(run);
+        done.retain(|o| !merged.contains(o));
+        let mut warnings: Vec<String> = run
+            .json
+            .iter()
+            .filter(|v| v["type"] == "warning")
+            .map(|v| v["message"].to_string())
+            .collect();
+        warnings.sort();
+        (run.code, done, warnings)
+    };
+    for (i, a) in [
+        &["-r", "s", "s", "D"][..],
+        &["-a", "x", "x", "D"],
+        &["-a", "x", "./x", "D"],
+        &["-a", "s", "s/.", "D"],
+        &["-a", "s/.", "s", "D"],
+        &["-r", "s/sub", "s", "D"],
+        &["-r", "s/sub", "s/.", "D"],
+        &["-rL", "s/sub", "s", "D"],
+        &["-a", "x", "s/x", "D"],
+        &["-a", "--parents", "x", "./x", "D"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        let mut results = Vec::new();
+        for dry in [true, false] {
+            let d = base.path().join(format!("twice{i}{dry}"));
+            fs::create_dir(&d).unwrap();
+            setup(&d);
+            let mut args: Vec<&str> = vec!["-v", "--json"];
+            if dry {
+                args.push("--dry-run");
+            }
+            args.extend(a.iter().copied());
+            results.push(did(&util::run_in(Some(&d), &args)));
+        }
+        assert_eq!(results[0], results[1], "{a:?}: dry run, then copy");
+        let warned = results[1].2.iter().any(|w| w.contains("more than once"));
+        assert_eq!(
+            warned,
+            i <= 2 || i == 6 || i == 9,
+            "{a:?}: {:?}",
+            results[1]
+        );
+    }
+}
+
 #[test]
 fn a_file_the_user_may_not_write_is_kept_unless_forced_as_by_cp() {
     let Some(fs) = loop_fs(FsKind::Ext4) else {

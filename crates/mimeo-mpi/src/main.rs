@@ -2,8 +2,9 @@
 //! [OPTION]... SOURCE... DEST`, or `srun`), on a filesystem every rank sees.
 //!
 //! Every rank parses the same command line as `mimeo`. Rank 0 resolves the targets, creates
-//! the destination roots and hands every rank the resolved pairs and the initial work items;
-//! the other ranks open the same roots. Work then spreads by stealing (`sched`), hard-link
+//! the destination roots and hands every rank the resolved pairs, the sources named twice as
+//! cp counts them, the roots that follow another to its destination, and the initial work
+//! items; the other ranks open the same roots. Work then spreads by stealing (`sched`), hard-link
 //! groups are kept by their owner rank (`links`), and at the end rank 0 merges every rank's
 //! summary, prints it as `mimeo` does and gives the job's exit status to every rank.
 
@@ -13,7 +14,7 @@ mod ranges;
 mod sched;
 
 use links::DistLinks;
-use mimeo::work::{Executor, WorkItem};
+use mimeo::work::{Executor, Named, WorkItem};
 use mimeo::{CopyPair, Scheduler, Summary};
 use mimeo_cli::config::{Config, ConfigError};
 use mimeo_cli::{EXIT_FAILED, EXIT_USAGE, args, config, exit_code, output, progress, signals};
@@ -35,9 +36,13 @@ enum Start {
     Exit(u8),
     /// A dry run, done by rank 0 alone.
     DryRun,
-    /// Copy: the resolved pairs (as bytes) and the initial items.
+    /// Copy: the resolved pairs (as bytes), the sources cp counts as named (for its "specified
+    /// more than once" rules, whichever rank meets them), the roots that follow each root to
+    /// its destination (run with it, wherever it runs) and the initial items.
     Copy {
         pairs: Vec<(Vec<u8>, Vec<u8>)>,
+        named: Named,
+        followers: Vec<Vec<u32>>,
         items: Vec<WorkItem>,
     },
 }
@@ -174,13 +179,20 @@ fn run(world: &SimpleCommunicator, control: Arc<mimeo::Control>, stopped: &signa
             world,
             &Start::Copy {
                 pairs,
+                named: exec.named(),
+                followers: exec.followers(),
                 items: items.clone(),
             },
         );
         (exec, items)
     } else {
-        let pairs = match start {
-            Some(Start::Copy { pairs, .. }) => pairs,
+        let (pairs, named, followers) = match start {
+            Some(Start::Copy {
+                pairs,
+                named,
+                followers,
+                ..
+            }) => (pairs, named, followers),
             Some(Start::Exit(code)) => return code,
             _ => return 0,
         };
@@ -189,7 +201,7 @@ fn run(world: &SimpleCommunicator, control: Arc<mimeo::Control>, stopped: &signa
             .map(|(s, d)| CopyPair::new(OsString::from_vec(s), OsString::from_vec(d)))
             .collect();
         match Executor::attach(&pairs, &config.options, &printer, &control) {
-            Ok(exec) => (exec, Vec::new()),
+            Ok(exec) => (exec.with_named(named).with_followers(followers), Vec::new()),
             Err(e) => {
                 output::error(&format!("rank {rank}: {e}"));
                 world.abort(i32::from(EXIT_FAILED));

@@ -621,3 +621,128 @@ fn a_failed_source_gives_mimeos_status_and_rank_0_still_prints_the_summary() {
     assert_eq!(r.stderr.matches("--interactive").count(), 1, "{r:#?}");
     assert!(!into.join("src").exists());
 }
+
+/// Subtrees `s/a0` to `s/a7`, each with a directory `n0`.. `n7` and enough files to spread
+/// the directories over the ranks, a file `x` and `D` to copy into.
+fn spread_tree(d: &Path) {
+    for i in 0..8 {
+        let a = d.join(format!("s/a{i}"));
+        fs::create_dir_all(a.join(format!("n{i}"))).unwrap();
+        fs::write(a.join(format!("n{i}/h")), "h\n").unwrap();
+        for f in 0..100 {
+            fs::write(a.join(format!("f{f}")), format!("{i}/{f}\n")).unwrap();
+        }
+    }
+    fs::write(d.join("x"), "x\n").unwrap();
+    fs::create_dir(d.join("D")).unwrap();
+}
+
+/// Runs `/bin/cp ARGS` and `mimeo-mpi ARGS` on 2 and 4 ranks, each in a tree of its own made
+/// by `setup`, and checks that they end alike: status, messages (in order of their text: the
+/// ranks' order is theirs) and what `D` holds. Returns the messages, and whether a rank
+/// other than 0 copied directories in some run.
+#[track_caller]
+fn mpi_same_as_cp(tmp: &Path, setup: &dyn Fn(&Path), args: &[String]) -> (Vec<String>, bool) {
+    let said = |stderr: &str, prog: &str| {
+        let mut lines: Vec<String> = stderr
+            .lines()
+            .filter_map(|l| l.strip_prefix(prog))
+            .map(String::from)
+            .collect();
+        lines.sort();
+        lines
+    };
+    let tree = |d: &Path| {
+        let mut paths = BTreeMap::new();
+        let mut stack = vec![d.join("D")];
+        while let Some(dir) = stack.pop() {
+            for e in fs::read_dir(&dir).unwrap().flatten() {
+                let is_dir = e.file_type().unwrap().is_dir();
+                let data = (!is_dir).then(|| fs::read(e.path()).unwrap());
+                paths.insert(e.path().strip_prefix(d).unwrap().to_path_buf(), data);
+                if is_dir {
+                    stack.push(e.path());
+                }
+            }
+        }
+        paths
+    };
+    let cp_dir = tmp.join("cp");
+    setup(&cp_dir);
+    let cp = Command::new("/bin/cp")
+        .args(args)
+        .current_dir(&cp_dir)
+        .output()
+        .unwrap();
+    let cp_said = said(&String::from_utf8_lossy(&cp.stderr), "/bin/cp: ");
+    let mut spread = false;
+    for np in [2, 4] {
+        let d = tmp.join(format!("mpi{np}"));
+        setup(&d);
+        let mut cmd = mpirun(np, &[]);
+        cmd.args(args).current_dir(&d);
+        let r = parse(cmd.output().unwrap());
+        let what = format!("{args:?} on {np} ranks");
+        assert_eq!(r.code, cp.status.code(), "{what}: {r:#?}");
+        assert_eq!(said(&r.stderr, "mimeo-mpi: "), cp_said, "{what}: {r:#?}");
+        assert_eq!(tree(&d), tree(&cp_dir), "{what}");
+        spread |= r
+            .ranks
+            .iter()
+            .any(|(&rank, v)| rank != 0 && v["directories"].as_u64() > Some(0));
+    }
+    (cp_said, spread)
+}
+
+/// cp's rules for a source named twice hold whichever rank meets it: a directory named twice
+/// is copied once, a file named twice likewise, each with one warning (not one per rank),
+/// and a directory named before is refused where a later source holds it, also where another
+/// rank lists that source's directories. Messages, status and tree as cp's.
+#[test]
+fn sources_named_twice_are_met_as_cp_meets_them_on_every_rank() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut args: Vec<String> = vec!["-a".into()];
+    args.extend((0..8).map(|i| format!("s/a{i}/n{i}")));
+    args.extend(["s", "s", "x", "x", "D"].map(String::from));
+    let (said, spread) = mpi_same_as_cp(tmp.path(), &spread_tree, &args);
+    // Eight refusals, and one warning for each source named twice.
+    assert_eq!(said.len(), 10, "{said:?}");
+    assert!(spread, "the directories were all copied by rank 0");
+}
+
+/// Sources that go to one destination are copied in command-line order whichever rank runs
+/// the first of them: the later one finds what the first made, as in cp ("will not overwrite
+/// just-created"; with backups, the first copy becomes the backup).
+#[test]
+fn sources_that_go_to_one_destination_are_copied_in_order_on_every_rank() {
+    let tmp = tempfile::tempdir().unwrap();
+    let setup = |d: &Path| {
+        spread_tree(d);
+        // Another name of x (another source to cp), and another file of that name.
+        fs::hard_link(d.join("x"), d.join("s/x")).unwrap();
+        fs::write(d.join("s/a0/x"), "other x\n").unwrap();
+    };
+    for (i, a) in [
+        &["-a", "s/a1", "s/a2", "s/a3", "x", "s/x", "s/a0/x", "D"][..],
+        &[
+            "-a",
+            "--backup=numbered",
+            "s/a1",
+            "s/a2",
+            "s/a3",
+            "x",
+            "s/a0/x",
+            "D",
+        ],
+    ]
+    .iter()
+    .enumerate()
+    {
+        let args: Vec<String> = a.iter().map(|f| f.to_string()).collect();
+        let dir = tmp.path().join(format!("case{i}"));
+        let (said, _) = mpi_same_as_cp(&dir, &setup, &args);
+        // Refused as just made; with backups, the first copy kept as a backup.
+        let backup = dir.join("cp/D/x.~1~");
+        assert_eq!(said.is_empty(), backup.exists(), "{args:?}: {said:?}");
+    }
+}

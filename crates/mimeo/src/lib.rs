@@ -95,6 +95,7 @@
 //! | `mimeo-cat` ([`concat()`]) | · | · | `data/concat.rs` | · |
 //! | reading a directory: listing in inode order, when to stat, `-x`, cycles | `tree/listing.rs` (used by `tree/dir.rs` and `tree/walk.rs`) | · | · | `sys/linux.rs` (`DirReader`) |
 //! | dry run, progress totals (visitors of the parallel walker) | `tree/plan.rs`, `sched/plan.rs` | `place/decide.rs` | · | · |
+//! | a source named twice (cp's "specified more than once"; copy, dry run, other processes) | `tree/named.rs` (used by `tree/exec.rs`, `tree/dir.rs`, `tree/plan.rs`) | · | · | · |
 //! | `mimeo-du`, `mimeo-dedupe` ([`space`]) | `tree/walk.rs` | · | · | `sys/dedupe.rs` |
 
 #![deny(missing_docs)]
@@ -124,13 +125,14 @@ pub use tree::{CopyPair, Hooked, Hooks, NoHooks, Totals, copy_file, copy_file_wi
 
 /// The unit of work and its executor, for schedulers other than the local pool (another
 /// process, another host): see [`Scheduler`]. A process's share of such a run can still run
-/// on a thread pool ([`Pool`](work::Pool)), and hard-link groups can be kept where every
-/// process agrees on them ([`LinkGroups`](work::LinkGroups)).
+/// on a thread pool ([`Pool`](work::Pool)), hard-link groups can be kept where every
+/// process agrees on them ([`LinkGroups`](work::LinkGroups)), and every process applies cp's
+/// rules for a source named twice as the first one counted them ([`Named`](work::Named)).
 pub mod work {
     pub use crate::place::links::{LinkClaim, LinkGroups, LinkLoc, Sighting};
     pub use crate::sched::{Feed, Pool, Spawner};
     pub use crate::tree::{
-        DirDone, DirInfo, EntryType, Executor, FileRange, Lineage, RangeDone, Stat, WorkItem,
-        WorkKind, Worker, XattrList,
+        DirDone, DirInfo, EntryType, Executor, FileRange, Lineage, Named, RangeDone, Stat,
+        WorkItem, WorkKind, Worker, XattrList,
     };
 }

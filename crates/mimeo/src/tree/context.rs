@@ -2,6 +2,7 @@
 //! entry is being copied ([`Here`]).
 
 use super::hooks::HookSet;
+use super::named::Named;
 use super::split_state::Splits;
 use super::work::{DirInfo, WorkItem};
 use crate::data::copy::{DataPlan, NoCloneDevs};
@@ -71,9 +72,9 @@ pub(crate) struct Ctx<'a> {
     /// Under `-L`, the directories this run made: a symlink that leads back into the copy
     /// must not make it copy itself into itself without end.
     pub made_dirs: std::sync::Mutex<std::collections::HashSet<(u64, u64)>>,
-    /// The directory roots named on the command line, in order (see [`NamedDir`]). cp will
-    /// not copy such a directory again when a later root holds it.
-    pub named_dirs: Vec<NamedDir>,
+    /// The sources named on the command line (see [`Named`]): cp will not copy a directory
+    /// root again when a later root holds it.
+    pub named: Named,
     /// Directories a later directory root made (up front, or in its walk) that cp, copying
     /// its sources in order, made in an earlier root's walk (see [`Root::made_early`]): by
     /// (dev, ino), that earlier root's index. Claimed (taken out) by that walk, which names
@@ -103,20 +104,12 @@ impl<'a> Ctx<'a> {
             canon: CanonMap::default(),
             sweep: Sweep::of(opts),
             made_dirs: Default::default(),
-            named_dirs: Vec::new(),
+            named: Named::default(),
             early_dirs: Default::default(),
             roots: Vec::new(),
             overlapping_roots: false,
             hooks,
         }
-    }
-
-    /// The directory root named before root `root` that the directory `id`, met below that
-    /// root, is: cp remembers the command-line directories it copies.
-    pub fn named_earlier(&self, root: u32, id: (u64, u64)) -> Option<&NamedDir> {
-        self.named_dirs
-            .iter()
-            .find(|n| n.before <= root && n.id == id)
     }
 
     /// The rules of the overwrite decision for an entry `here` (no `-i` question: the caller
@@ -187,16 +180,6 @@ impl<'a> Ctx<'a> {
             }
         }
     }
-}
-
-/// A directory root named on the command line.
-pub(crate) struct NamedDir {
-    /// The index of the first root after it (its own, where it runs).
-    pub before: u32,
-    pub id: (u64, u64),
-    /// Where it went: its path, and its parent's (dev, ino) and name there.
-    pub dst_path: PathBuf,
-    pub dest: Option<((u64, u64), Vec<u8>)>,
 }
 
 /// A command-line source, resolved to parent directory + name on both sides.

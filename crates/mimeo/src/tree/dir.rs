@@ -7,10 +7,11 @@
 //! only under `-L`), so a directory swapped for a symlink mid-run is refused rather than
 //! followed, and no worker keeps more than a few descriptors open.
 
-use super::context::{Buffers, Ctx, Here, NamedDir, Root, Spawn, Spawner, rel_path};
+use super::context::{Buffers, Ctx, Here, Root, Spawn, Spawner, rel_path};
 use super::entry::{Changed, copy_entry, entry_kind};
 use super::hooks::Hooked;
 use super::listing::{self, Descent, Listed, Look, Want};
+use super::named;
 use super::roots::{open_error, stat_error};
 use super::work::{
     DirDone, DirInfo, EntryType, Lineage, Stat, WorkItem, WorkKind, XattrList, join_rel,
@@ -201,9 +202,7 @@ fn subdir(
 }
 
 /// What cp says of the directory `name` below root `root` if it is a directory root named
-/// before: going where that one went (`s/sub` and `s/.` into one directory), the later root
-/// is named twice, with a warning; elsewhere, it is refused (but copied again where cp
-/// follows every symlink, as under `-L`).
+/// before (see [`named::met_below`]).
 fn named_earlier(
     ctx: &Ctx<'_>,
     here: &Here<'_>,
@@ -212,36 +211,21 @@ fn named_earlier(
     meta: Option<Meta>,
     follow: bool,
 ) -> Option<Result<Warning, Error>> {
-    // Only a root named before this one, or this one met again through a symlink followed
-    // below it (-L), can be met here: a single directory root looks at nothing more.
-    let follows = ctx.opts.dereference == Dereference::Always;
-    let could_be = |n: &NamedDir| n.before < root || n.before == root && follows;
-    if !ctx.named_dirs.iter().any(could_be) {
+    let dirs = &ctx.named.dirs;
+    if !named::may_meet(ctx.opts, dirs, root) {
         return None;
     }
     let id = match meta {
         Some(m) => m.id(),
         None => sys::stat_at(here.src_dir, name, follow).ok()?.id(),
     };
-    let earlier = ctx.named_earlier(root, id)?;
     let dest = sys::fstat(here.dst_dir)
         .ok()
         .map(|p| (p.id(), name.to_bytes().to_vec()));
-    if dest.is_some() && dest == earlier.dest {
-        let src = ctx.root(root).src_path.clone();
-        return Some(Ok(Warning::SourceTwice {
-            src,
-            directory: true,
-        }));
-    }
-    if ctx.opts.dereference == Dereference::Always {
-        return None;
-    }
-    let refusal = Refusal::DirectoryTwice {
-        earlier: earlier.dst_path.clone(),
-    };
-    let dst = here.dst_path(name);
-    Some(Err(Error::refused(Op::Refuse, dst, refusal)))
+    let root_src = &ctx.root(root).src_path;
+    named::met_below(ctx.opts, dirs, (root, root_src), id, dest, || {
+        here.dst_path(name)
+    })
 }
 
 /// A directory's xattrs, read through a descriptor of its own.

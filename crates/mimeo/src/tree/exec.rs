@@ -3,12 +3,13 @@
 use super::context::{Buffers, Ctx, Here, Root};
 use super::dir::{self, make_dst_dir};
 use super::hooks::{HookSet, Hooks, NoHooks};
-use super::roots::{CopyPair, DirSeen, FileKey, file_source_id, open_error, root_file_key};
+use super::named::{Dest, Named};
+use super::roots::{CopyPair, file_source_id, open_error, root_file_key};
 use super::split;
 use super::work::{DirDone, DirInfo, Lineage, RangeDone, Stat, WorkItem, WorkKind};
 use crate::options::{Dereference, Options};
 use crate::place::links::LinkGroups;
-use crate::report::{Control, Error, Method, Observer, Op, Refusal, Reporter, Summary, Warning};
+use crate::report::{Control, Error, Method, Observer, Op, Reporter, Summary, Warning};
 use crate::sys;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::collections::HashMap;
@@ -125,14 +126,10 @@ impl<'a> Executor<'a> {
         // Where each root goes: its destination parent's (dev, ino) and name. Only looked at
         // when there are several sources, which may share a destination.
         let mut dests: Vec<Option<Dest>> = Vec::new();
-        // Every directory root so far, copied or refused as a copy into itself.
-        let mut named: Vec<Named> = Vec::new();
+        // The sources cp counts as named so far (see [`Named`]).
+        let mut named = Named::default();
         // cp's flag that a --parents destination is new, kept from one source to the next.
         let mut new_dst = false;
-        // The sources so far that are not directories, by [`FileKey`]: cp copies each once,
-        // wherever it goes, and warns of it named again (without backups).
-        let mut seen_files: Vec<FileKey> = Vec::new();
-        let mut dir_seen: DirSeen = None;
         for (n, pair) in pairs.iter().enumerate() {
             let mut root = match resolve_root(opts, pair, &ctx.report, &mut new_dst) {
                 Ok(mut root) => {
@@ -142,22 +139,14 @@ impl<'a> Executor<'a> {
                 // Making a non-directory where its parent is missing, or at "d/" naming a
                 // dangling symlink: cp names it on its -v line before the call fails.
                 Err((e, counted)) => {
-                    root_failed(&ctx, &mut items, &mut seen_files, &pairs[n..], e, counted);
+                    root_failed(&ctx, &mut items, &mut named, &pairs[n..], e, counted);
                     continue;
                 }
             };
+            let index = ctx.roots.len() as u32;
             // The same file named again, wherever it goes: cp skips it with a warning, in its
             // turn (see `dir::root_entry`).
-            let key = (pairs.len() > 1 && opts.backup.is_none())
-                .then(|| root_file_key(&root, &mut dir_seen))
-                .flatten();
-            if let Some(key) = key {
-                root.named_twice = seen_files.contains(&key);
-                if !root.named_twice {
-                    seen_files.push(key);
-                }
-            }
-            let index = ctx.roots.len() as u32;
+            root.named_twice = pairs.len() > 1 && named.file_again(opts, &root, index);
             let dest = (pairs.len() > 1).then(|| dest_of(&root)).flatten();
             // An earlier source that is not a directory goes to the same name: cp copies in
             // command-line order, and the later one must find what the earlier one made.
@@ -168,16 +157,12 @@ impl<'a> Executor<'a> {
                 .and_then(|dest| dests.iter().position(|d| d.as_ref() == Some(dest)));
             // A destination cp takes to be new is made without a look (after cp's check
             // for a source named twice).
-            let twice = earlier.is_some()
-                || root.named_twice
-                || named
-                    .iter()
-                    .any(|n| n.id == root.meta.id() && dest.is_some() && n.dest == dest);
+            let twice = earlier.is_some() || root.named_twice || named.went(root.meta.id(), &dest);
             if new_dst && !twice {
                 if let Some(e) = super::roots::made_over(opts, &root) {
                     // The files before it, and their failures, come first (a rare case:
                     // the pool waits for them).
-                    run_files_now(&ctx, &mut items);
+                    run_files_now(&ctx, &mut items, &pairs[n + 1..]);
                     root.finish_parents(opts, &ctx.report);
                     ctx.report.fail(e);
                     continue;
@@ -202,15 +187,7 @@ impl<'a> Executor<'a> {
             queue.add(&mut ctx, root, index, dest, earlier_item);
         }
         ctx.overlapping_roots = super::context::roots_overlap(&ctx.roots);
-        ctx.named_dirs = named
-            .into_iter()
-            .map(|n| super::context::NamedDir {
-                before: n.index,
-                id: n.id,
-                dst_path: n.dst_path,
-                dest: n.dest,
-            })
-            .collect();
+        ctx.named = named;
         (Executor { ctx, start }, items)
     }
 
@@ -260,6 +237,43 @@ impl<'a> Executor<'a> {
             .iter()
             .map(|r| CopyPair::new(&r.src_path, &r.dst_path))
             .collect()
+    }
+
+    /// The sources this executor counts as named, as cp does for its "specified more than
+    /// once" rules: what [`Executor::with_named`] needs in another process.
+    pub fn named(&self) -> Named {
+        self.ctx.named.clone()
+    }
+
+    /// In an executor made by [`Executor::attach`]: `named` is the first executor's
+    /// [`Executor::named`], so that a root named twice is skipped, and a directory root named
+    /// before is not copied again below a later one, whichever process runs it. Call it
+    /// before the first [`Executor::run`].
+    pub fn with_named(mut self, named: Named) -> Self {
+        for &i in &named.files_twice {
+            if let Some(root) = self.ctx.roots.get_mut(i as usize) {
+                root.named_twice = true;
+            }
+        }
+        self.ctx.named = named;
+        self
+    }
+
+    /// For each root (by index), the later roots with the same destination that follow it:
+    /// cp copies them right after it, and refuses to overwrite what it just made. What
+    /// [`Executor::with_followers`] needs in another process.
+    pub fn followers(&self) -> Vec<Vec<u32>> {
+        self.ctx.roots.iter().map(|r| r.followers.clone()).collect()
+    }
+
+    /// In an executor made by [`Executor::attach`]: `followers` are the first executor's
+    /// [`Executor::followers`], so that whichever process runs a root also runs the roots
+    /// that follow it. Call it before the first [`Executor::run`].
+    pub fn with_followers(mut self, followers: Vec<Vec<u32>>) -> Self {
+        for (root, f) in self.ctx.roots.iter_mut().zip(followers) {
+            root.followers = f;
+        }
+        self
     }
 
     /// Keeps the run's hard-link groups in `groups` instead of this executor's own map: a run
@@ -476,9 +490,6 @@ fn touch_parents_written_into(ctx: &Ctx<'_>) {
     }
 }
 
-/// Where a root goes: its destination parent's (dev, ino), and the name in it.
-type Dest = ((u64, u64), Vec<u8>);
-
 /// Why a directory root has no pass (each is reported already).
 enum NoPass {
     /// Its destination directory could not be made (cp then forgets the root was named).
@@ -644,62 +655,6 @@ fn dest_of(root: &Root) -> Option<Dest> {
     Some((parent.id(), root.dst_name.to_bytes().to_vec()))
 }
 
-/// A directory root named on the command line: where it goes, and what it is.
-struct Named {
-    /// The index the root has (or the next root has, where it was refused).
-    index: u32,
-    dest: Option<Dest>,
-    id: (u64, u64),
-    dst_path: PathBuf,
-}
-
-/// What cp says of the directory root `root` (going to `dest`) if it was named before, and
-/// records it otherwise. Named before to the same place: copied once, with a warning; to
-/// another place: refused, unless command-line symlinks are followed (`-H`, `-L`), where cp
-/// copies it again. A root refused as a copy into itself counts as named.
-fn named_before(
-    opts: &Options,
-    named: &mut Vec<Named>,
-    dest: Option<Dest>,
-    root: &Root,
-    index: u32,
-) -> Option<Result<Warning, Error>> {
-    let id = root.meta.id();
-    // cp looks at the destination first: the source itself, or not a directory, is reported
-    // as such later, and the root is not counted. (Only with several sources, `dest`.)
-    let there = || sys::stat_at(root.dst_parent.as_fd(), &root.dst_name, false);
-    if dest.is_some() && there().is_ok_and(|m| m.id() == id || !m.is_dir()) {
-        return None;
-    }
-    let same = named.iter().filter(|n| n.id == id);
-    // cp remembers the first destination of a directory only: under -H and -L, one copied
-    // again elsewhere is not counted there.
-    if dest.is_some() && same.clone().next().is_some_and(|n| n.dest == dest) {
-        let src = root.src_path.clone();
-        return Some(Ok(Warning::SourceTwice {
-            src,
-            directory: true,
-        }));
-    }
-    let elsewhere = same.map(|n| n.dst_path.clone()).next();
-    if let Some(earlier) = elsewhere.filter(|_| opts.dereference == Dereference::Never) {
-        let refusal = Refusal::DirectoryTwice { earlier };
-        return Some(Err(Error::refused(
-            Op::Refuse,
-            root.dst_path.clone(),
-            refusal,
-        )));
-    }
-    let dst_path = root.dst_path.clone();
-    named.push(Named {
-        index,
-        dest,
-        id,
-        dst_path,
-    });
-    None
-}
-
 /// Resolves one command-line pair to its root, making the source's parents at the
 /// destination first with `--parents`. A failure tells whether cp counts the source as
 /// named (it does not where its parents could not be made).
@@ -734,8 +689,8 @@ struct Queue<'q> {
     items: &'q mut Vec<WorkItem>,
     /// Where each root goes (see [`Executor::with_hooks`]).
     dests: &'q mut Vec<Option<Dest>>,
-    /// Every directory root so far, copied or refused as a copy into itself.
-    named: &'q mut Vec<Named>,
+    /// The sources named so far.
+    named: &'q mut Named,
 }
 
 impl Queue<'_> {
@@ -791,24 +746,17 @@ impl Queue<'_> {
 fn root_failed(
     ctx: &Ctx<'_>,
     items: &mut Vec<WorkItem>,
-    seen_files: &mut Vec<FileKey>,
+    named: &mut Named,
     pairs: &[CopyPair],
     e: Error,
     counted: bool,
 ) {
-    let opts = ctx.opts;
     let pair = &pairs[0];
-    let id = (counted && opts.backup.is_none()).then(|| file_source_id(opts, &pair.src));
-    let twice = match id {
-        Some(Some(id)) if seen_files.contains(&id) => true,
-        Some(Some(id)) => {
-            seen_files.push(id);
-            false
-        }
-        _ => false,
-    };
-    if opts.interactive {
-        run_files_now(ctx, items);
+    let twice = counted && named.failed_file_again(ctx.opts, &pair.src);
+    if ctx.opts.interactive {
+        // Every question before this failure, also about a file a later source names again
+        // (which then meets it as just made, see `just_made_by`). -i runs in one process.
+        run_files_now(ctx, items, &[]);
     }
     if twice {
         let src = pair.src.clone();
@@ -823,12 +771,21 @@ fn root_failed(
 }
 
 /// Copies the file roots queued so far, in order, before the pool runs (a file it splits has
-/// no helpers: its splitter copies every range). A later source of the same destination
-/// still meets what these made as just made (see [`just_made_by`]).
-fn run_files_now(ctx: &Ctx<'_>, items: &mut Vec<WorkItem>) {
-    let (files, rest) = std::mem::take(items)
-        .into_iter()
-        .partition(|i| matches!(i.kind, WorkKind::Root));
+/// no helpers: its splitter copies every range). A root whose destination a `later` source
+/// names again stays queued, so that the later one still meets it as just made (and runs
+/// with it wherever it runs); the same file named again need not (it is skipped as named
+/// twice, without backups). With no `later` ones, all run (see [`just_made_by`]).
+fn run_files_now(ctx: &Ctx<'_>, items: &mut Vec<WorkItem>, later: &[CopyPair]) {
+    let (files, rest) = std::mem::take(items).into_iter().partition(|i| {
+        let root = &ctx.roots[i.root as usize];
+        let twice = |p: &CopyPair| {
+            ctx.opts.backup.is_none()
+                && root_file_key(root, &mut None)
+                    .is_some_and(|k| file_source_id(ctx.opts, &p.src) == Some(k))
+        };
+        let met = |p: &CopyPair| p.dst == root.dst_path && !twice(p);
+        matches!(i.kind, WorkKind::Root) && !later.iter().any(met)
+    });
     *items = rest;
     for item in files {
         dir::root_entry(ctx, &mut Buffers::new(), item.root, &mut |_| {});
@@ -855,7 +812,7 @@ fn just_made_by(ctx: &Ctx<'_>, lead: usize, root: &Root) {
 /// nothing to run.
 fn dir_root(
     ctx: &Ctx<'_>,
-    named: &mut Vec<Named>,
+    named: &mut Named,
     dest: Option<Dest>,
     root: Root,
     index: u32,
@@ -864,26 +821,18 @@ fn dir_root(
 ) -> Option<(Root, WorkKind)> {
     // The same directory named again into the same place: cp copies it once, and says so (a
     // backup would otherwise keep the first copy's files).
-    let named_before_this = named.len();
-    if let Some(e) = named_before(ctx.opts, named, dest, &root, index) {
+    let mark = named.mark();
+    if let Some(e) = named.dir_again(ctx.opts, dest, &root, index) {
         match e {
             Ok(warning) => ctx.report.warn(warning),
             Err(e) => ctx.report.fail(e),
         }
         return None;
     }
-    // cp finds a copy into itself only once it has made the copy: where it cannot make it,
-    // it forgets the directory, which named again is tried again.
-    let unmakeable = root.into_itself
-        && sys::stat_at(root.dst_parent.as_fd(), &root.dst_name, false).is_err()
-        && !sys::may_write(root.dst_parent.as_fd(), c".");
-    let mut root = match root.refuse_into_itself() {
+    let mut root = match named.refuse_into_itself(root, mark) {
         Ok(root) => root,
         Err(e) => {
             ctx.report.fail(e);
-            if unmakeable {
-                named.truncate(named_before_this);
-            }
             return None;
         }
     };
@@ -900,8 +849,7 @@ fn dir_root(
     match info {
         Ok(info) => Some((root, WorkKind::Dir(info))),
         Err(NoPass::Unmade) => {
-            // cp forgets a directory it could not make: named again, it is tried again.
-            named.truncate(named_before_this);
+            named.forget_since(mark);
             None
         }
         Err(NoPass::Failed) => None,

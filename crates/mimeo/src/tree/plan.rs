@@ -10,6 +10,7 @@
 use super::context::{Root, join, relative_symlink_elsewhere, same_entry};
 use super::entry::entry_kind;
 use super::listing::{Descent, Look, Want};
+use super::named::{self, Named, NamedDir};
 use super::roots::{CopyPair, parent_dirs, parent_source};
 use super::walk::{Entry, Roots, Visitor, WalkOptions, WalkRoot};
 use super::work::WorkItem;
@@ -158,12 +159,15 @@ pub(crate) struct DryRun<'a> {
     /// The directory roots to walk, and their destinations (`dests[i]` for root `i`).
     pub roots: Roots,
     dests: Vec<Dest>,
+    /// The directory roots named on the command line, which cp does not copy again below a
+    /// later root.
+    named: Vec<NamedDir>,
     pub wopts: WalkOptions,
 }
 
-/// Root entries planned so far, by destination: parent (dev, ino), name, the source that
-/// would be copied there, and the destination path.
-type Made = Vec<((u64, u64), Vec<u8>, Meta, PathBuf)>;
+/// Root entries planned so far, by destination: parent (dev, ino), name, and the source that
+/// would be copied there.
+type Made = Vec<((u64, u64), Vec<u8>, Meta)>;
 
 impl<'a> DryRun<'a> {
     /// Plans the roots of `pairs`, in order, and returns the dry run with the work items of
@@ -181,16 +185,21 @@ impl<'a> DryRun<'a> {
             process: Process::current(),
             roots: Roots::default(),
             dests: Vec::new(),
+            named: Vec::new(),
             wopts,
         };
         let mut list = Vec::new();
         let mut made = Made::new();
+        // The sources cp counts as named, as the copy counts them (see `Executor::new`).
+        let mut named = Named::default();
         for pair in pairs {
-            if let Some((root, dest)) = dry.plan_root(pair, pairs.len() > 1, &mut made) {
+            let taken = (&mut made, &mut named, list.len() as u32);
+            if let Some((root, dest)) = dry.plan_root(pair, pairs.len() > 1, taken) {
                 list.push(walk_root(root));
                 dry.dests.push(dest);
             }
         }
+        dry.named = named.dirs;
         let (roots, items) = Roots::new(list, &dry.wopts, &mut |e| dry.report.fail(e));
         dry.roots = roots;
         (dry, items)
@@ -202,46 +211,63 @@ impl<'a> DryRun<'a> {
     }
 
     /// Plans one command-line pair's root entry (and, with `--parents`, the directories on
-    /// the way). Returns the root and its destination when the walk is to plan below it.
-    fn plan_root(&self, pair: &CopyPair, several: bool, made: &mut Made) -> Option<(Root, Dest)> {
+    /// the way), which would be the `index`th root of the walk. Returns the root and its
+    /// destination when the walk is to plan below it.
+    fn plan_root(
+        &self,
+        pair: &CopyPair,
+        several: bool,
+        (made, named, index): (&mut Made, &mut Named, u32),
+    ) -> Option<(Root, Dest)> {
+        let opts = self.opts;
         let missing = self.plan_parents(pair)?;
-        let root = Root::resolve_planned(self.opts, pair, missing)
-            .map_err(|e| self.report.fail(e))
-            .ok()?;
+        let root = match Root::resolve_planned(opts, pair, missing) {
+            Ok(root) => root,
+            // cp counted the source as named before it failed.
+            Err(_) if named.failed_file_again(opts, &pair.src) => {
+                self.source_twice(&pair.src, false);
+                return None;
+            }
+            Err(e) => {
+                self.report.fail(e);
+                return None;
+            }
+        };
+        // The same file named again, wherever it goes: skipped with a warning.
+        if several && named.file_again(opts, &root, index) {
+            self.source_twice(&root.src_path, false);
+            return None;
+        }
         let key = (several && !missing)
             .then(|| sys::fstat(root.dst_parent.as_fd()).ok())
             .flatten()
             .map(|m| (m.id(), root.dst_name.to_bytes().to_vec()));
-        if let Some((parent, name)) = key {
-            // A directory meets only itself named again: into another one it is merged.
-            let dir = root.meta.is_dir();
-            let earlier = made.iter().find(|(p, n, m, _)| {
-                *p == parent && *n == name && (!dir || m.id() == root.meta.id())
-            });
-            if let Some(&(_, _, meta, _)) = earlier {
-                self.plan_over_earlier(&root, meta);
-                return None;
-            }
-            // The same directory named before, to another place (see `Executor::new`).
-            let follows = self.opts.dereference != Dereference::Never;
-            let elsewhere = made
-                .iter()
-                .find(|(_, _, m, _)| dir && !follows && m.is_dir() && m.id() == root.meta.id());
-            let there = || sys::stat_at(root.dst_parent.as_fd(), &root.dst_name, false);
-            let reported_later = || there().is_ok_and(|m| m.id() == root.meta.id() || !m.is_dir());
-            if let Some((_, _, _, earlier)) = elsewhere.filter(|_| !reported_later()) {
-                let earlier = earlier.clone();
-                let refusal = Refusal::DirectoryTwice { earlier };
-                let dst = root.dst_path.clone();
-                self.report.fail(Error::refused(Op::Refuse, dst, refusal));
-                return None;
-            }
-            made.push((parent, name, root.meta, root.dst_path.clone()));
+        let dir = root.meta.is_dir();
+        // An earlier root that is not a directory would have made this one's destination:
+        // decided against that (a directory is merged into one).
+        let earlier = key.as_ref().and_then(|(parent, name)| {
+            made.iter()
+                .find(|(p, n, _)| !dir && p == parent && n == name)
+        });
+        if let Some(&(_, _, meta)) = earlier {
+            self.plan_over_earlier(&root, meta);
+            return None;
         }
-        let root = root
-            .refuse_into_itself()
+        let mark = named.mark();
+        if dir && let Some(twice) = named.dir_again(opts, key.clone(), &root, index) {
+            match twice {
+                Ok(warning) => self.report.warn(warning),
+                Err(e) => self.report.fail(e),
+            }
+            return None;
+        }
+        let root = named
+            .refuse_into_itself(root, mark)
             .map_err(|e| self.report.fail(e))
             .ok()?;
+        if let Some((parent, name)) = key {
+            made.push((parent, name, root.meta));
+        }
         let at = (!missing).then_some(At {
             src_dir: root.src_parent.as_fd(),
             src_name: &root.src_name,
@@ -252,7 +278,7 @@ impl<'a> DryRun<'a> {
         });
         let (src, dst) = (root.src_path.clone(), root.dst_path.clone());
         let descend = self.plan(src, dst, at, &root.meta);
-        if !(descend && root.meta.is_dir() && self.opts.recursive) {
+        if !(descend && dir && opts.recursive) {
             return None;
         }
         let dir = (!missing)
@@ -260,6 +286,12 @@ impl<'a> DryRun<'a> {
             .flatten();
         let path = root.dst_path.clone();
         Some((root, Dest { path, dir }))
+    }
+
+    /// cp's warning that `src` is named twice (a directory or not).
+    fn source_twice(&self, src: &Path, directory: bool) {
+        let src = src.to_path_buf();
+        self.report.warn(Warning::SourceTwice { src, directory });
     }
 
     /// `--parents`: plans the directories the copy would make on the way. Returns whether
@@ -290,14 +322,6 @@ impl<'a> DryRun<'a> {
     /// against that (see `Executor::new`).
     fn plan_over_earlier(&self, root: &Root, earlier: Meta) {
         let (src, dst) = (root.src_path.clone(), root.dst_path.clone());
-        if earlier.id() == root.meta.id() && (earlier.is_dir() || self.opts.backup.is_none()) {
-            // The same source named again: copied once (a file is copied again with backups).
-            self.report.warn(Warning::SourceTwice {
-                src,
-                directory: root.meta.is_dir(),
-            });
-            return;
-        }
         // What the earlier one would have made: its source's kind and size, its times if
         // kept (else now), under an identity no existing entry has.
         let now = std::time::SystemTime::now()
@@ -405,6 +429,27 @@ impl<'a> DryRun<'a> {
         }
     }
 
+    /// Reports what cp says of the directory `e` (to go to `dst_path`, in `dst`'s directory)
+    /// if it is a directory root named before (see [`named::met_below`]); returns whether
+    /// it did, and then the directory is not planned.
+    fn named_earlier(&self, dst: &DstDir, e: &Entry<'_>, meta: Meta, dst_path: &Path) -> bool {
+        if !self.opts.recursive || !named::may_meet(self.opts, &self.named, e.root) {
+            return false;
+        }
+        let dest = dst.fd.as_ref().and_then(|fd| sys::fstat(fd.as_fd()).ok());
+        let dest = dest.map(|p| (p.id(), e.name.to_bytes().to_vec()));
+        let root = (e.root, self.roots.root(e.root).path.as_path());
+        let twice = named::met_below(self.opts, &self.named, root, meta.id(), dest, || {
+            dst_path.to_path_buf()
+        });
+        match twice {
+            Some(Ok(warning)) => self.report.warn(warning),
+            Some(Err(e)) => self.report.fail(e),
+            None => return false,
+        }
+        true
+    }
+
     /// Points a worker's `dst` at the destination directory of the entries of `rel` below
     /// root `root` (opened once per work item).
     fn open_dst(&self, dst: &mut DstDir, root: u32, rel: &[u8]) {
@@ -445,12 +490,20 @@ impl Visitor for DryRun<'_> {
     }
 
     fn entry(&self, dst: &mut DstDir, e: &Entry<'_>) -> bool {
-        // A root was planned before the walk; the walk refuses a cycle, as the copy does.
-        if e.is_root || e.descent == Descent::Cycle {
+        // A root was planned before the walk.
+        if e.is_root {
             return true;
         }
         self.open_dst(dst, e.root, e.dir_rel);
         let meta = e.meta.expect("a dry run looks at every entry");
+        let dst_path = join(&self.dests[e.root as usize].path, e.dir_rel, e.name);
+        if meta.is_dir() && self.named_earlier(dst, e, meta, &dst_path) {
+            return false;
+        }
+        // The walk refuses a cycle, as the copy does.
+        if e.descent == Descent::Cycle {
+            return true;
+        }
         let at = dst.fd.as_ref().map(|fd| At {
             src_dir: e.dir,
             src_name: e.name,
@@ -459,7 +512,6 @@ impl Visitor for DryRun<'_> {
             suspect: dst.suspect,
             follows: e.follow,
         });
-        let dst_path = join(&self.dests[e.root as usize].path, e.dir_rel, e.name);
         self.plan(e.path(&self.roots), dst_path, at, &meta)
     }
 

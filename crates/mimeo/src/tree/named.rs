@@ -1,0 +1,241 @@
+//! cp's rules for a source named more than once, which the copy ([`super::exec`], also in
+//! every process of a run spread over several) and the dry run ([`super::plan`]) apply
+//! alike: a file named again is skipped with "source file ... specified more than once"; a
+//! directory named again into the same place likewise, and into another place refused
+//! ("will not create hard link"), also where a later source holds it.
+
+use super::context::Root;
+use super::roots::{DirSeen, FileKey, file_source_id, root_file_key};
+use crate::options::{Dereference, Options};
+use crate::report::{Error, Op, Refusal, Warning};
+use crate::sys;
+use rustix::fd::AsFd;
+use std::path::{Path, PathBuf};
+
+/// Where a root goes: its destination parent's (dev, ino), and the name in it.
+pub(crate) type Dest = ((u64, u64), Vec<u8>);
+
+/// A directory root named on the command line.
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub(crate) struct NamedDir {
+    /// The index of the first root after it (its own, where it runs).
+    pub before: u32,
+    pub id: (u64, u64),
+    /// Where it went: its path, and its parent's (dev, ino) and name there.
+    #[cfg_attr(feature = "serde", serde(with = "path_bytes"))]
+    pub dst_path: PathBuf,
+    pub dest: Option<Dest>,
+}
+
+/// The sources of a run that cp counts as named, in command-line order: what its "specified
+/// more than once" rules look at. The other processes of a run need it to run the roots:
+/// see [`Executor::with_named`](super::Executor::with_named).
+#[derive(Debug, Clone, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Named {
+    /// The sources so far that are not directories: cp copies each once, wherever it goes.
+    #[cfg_attr(feature = "serde", serde(skip))]
+    files: Vec<FileKey>,
+    #[cfg_attr(feature = "serde", serde(skip))]
+    dir_seen: DirSeen,
+    /// Every directory root so far, copied or refused as a copy into itself.
+    pub(crate) dirs: Vec<NamedDir>,
+    /// The roots (by index) that are files named before: skipped with a warning in their
+    /// turn.
+    pub(crate) files_twice: Vec<u32>,
+}
+
+impl Named {
+    /// Whether `root`, the `index`th root and not a directory, was named before (known by
+    /// its [`FileKey`]). Only with `several` sources, and not with backups, where cp copies it
+    /// again.
+    pub(crate) fn file_again(&mut self, opts: &Options, root: &Root, index: u32) -> bool {
+        if opts.backup.is_some() {
+            return false;
+        }
+        let Some(key) = root_file_key(root, &mut self.dir_seen) else {
+            return false;
+        };
+        let again = self.files.contains(&key);
+        if again {
+            self.files_twice.push(index);
+        } else {
+            self.files.push(key);
+        }
+        again
+    }
+
+    /// [`Named::file_again`] for a source that failed before it had a root: cp counted it
+    /// as named before it looked at the destination.
+    pub(crate) fn failed_file_again(&mut self, opts: &Options, src: &Path) -> bool {
+        if opts.backup.is_some() {
+            return false;
+        }
+        let Some(key) = file_source_id(opts, src) else {
+            return false;
+        };
+        let again = self.files.contains(&key);
+        if !again {
+            self.files.push(key);
+        }
+        again
+    }
+
+    /// What cp says of the directory root `root` (going to `dest`, known with several
+    /// sources only) if it was named before, and records it otherwise, as the `index`th root.
+    /// Named before to the same place: copied once, with a warning; to another place:
+    /// refused, unless command-line symlinks are followed (`-H`, `-L`), where cp copies it
+    /// again. A root refused as a copy into itself counts as named.
+    pub(crate) fn dir_again(
+        &mut self,
+        opts: &Options,
+        dest: Option<Dest>,
+        root: &Root,
+        index: u32,
+    ) -> Option<Result<Warning, Error>> {
+        let id = root.meta.id();
+        // cp looks at the destination first: the source itself, or not a directory, is
+        // reported as such later, and the root is not counted.
+        let there = || sys::stat_at(root.dst_parent.as_fd(), &root.dst_name, false);
+        if dest.is_some() && there().is_ok_and(|m| m.id() == id || !m.is_dir()) {
+            return None;
+        }
+        let same = self.dirs.iter().filter(|n| n.id == id);
+        // cp remembers the first destination of a directory only: under -H and -L, one copied
+        // again elsewhere is not counted there.
+        if dest.is_some() && same.clone().next().is_some_and(|n| n.dest == dest) {
+            let src = root.src_path.clone();
+            return Some(Ok(Warning::SourceTwice {
+                src,
+                directory: true,
+            }));
+        }
+        let elsewhere = same.map(|n| n.dst_path.clone()).next();
+        if let Some(earlier) = elsewhere.filter(|_| opts.dereference == Dereference::Never) {
+            let refusal = Refusal::DirectoryTwice { earlier };
+            let dst = root.dst_path.clone();
+            return Some(Err(Error::refused(Op::Refuse, dst, refusal)));
+        }
+        self.dirs.push(NamedDir {
+            before: index,
+            dest,
+            id,
+            dst_path: root.dst_path.clone(),
+        });
+        None
+    }
+
+    /// Whether a directory `id` going to `dest` was named before to that place.
+    pub(crate) fn went(&self, id: (u64, u64), dest: &Option<Dest>) -> bool {
+        dest.is_some() && self.dirs.iter().any(|n| n.id == id && n.dest == *dest)
+    }
+
+    /// How many directories are named so far: what [`Named::forget_since`] goes back to.
+    pub(crate) fn mark(&self) -> usize {
+        self.dirs.len()
+    }
+
+    /// cp forgets a directory it could not make: named again, it is tried again.
+    pub(crate) fn forget_since(&mut self, mark: usize) {
+        self.dirs.truncate(mark);
+    }
+
+    /// The directory root `root` that [`Named::dir_again`] counted (at `mark`), or cp's error
+    /// for a copy into itself. cp finds that only once it has made the copy: where it cannot
+    /// make it, it forgets the directory.
+    pub(crate) fn refuse_into_itself(&mut self, root: Root, mark: usize) -> Result<Root, Error> {
+        let unmakeable = root.into_itself
+            && sys::stat_at(root.dst_parent.as_fd(), &root.dst_name, false).is_err()
+            && !sys::may_write(root.dst_parent.as_fd(), c".");
+        root.refuse_into_itself().inspect_err(|_| {
+            if unmakeable {
+                self.forget_since(mark);
+            }
+        })
+    }
+}
+
+/// What cp says of a directory `id` met below root `root` (whose source is `root_src`) if it
+/// is a directory root named before: going where that one went (`dest`; `s/sub` and `s/.`
+/// into one directory), the later root is named twice, with a warning; elsewhere (at `dst`),
+/// it is refused (but copied again where cp follows every symlink, as under `-L`).
+pub(crate) fn met_below(
+    opts: &Options,
+    dirs: &[NamedDir],
+    (root, root_src): (u32, &Path),
+    id: (u64, u64),
+    dest: Option<Dest>,
+    dst: impl FnOnce() -> PathBuf,
+) -> Option<Result<Warning, Error>> {
+    let earlier = dirs.iter().find(|n| n.before <= root && n.id == id)?;
+    if dest.is_some() && dest == earlier.dest {
+        return Some(Ok(Warning::SourceTwice {
+            src: root_src.to_path_buf(),
+            directory: true,
+        }));
+    }
+    if opts.dereference == Dereference::Always {
+        return None;
+    }
+    let refusal = Refusal::DirectoryTwice {
+        earlier: earlier.dst_path.clone(),
+    };
+    Some(Err(Error::refused(Op::Refuse, dst(), refusal)))
+}
+
+/// Whether a directory met below root `root` may be one named before ([`met_below`]): only a
+/// root named before it, or itself met again through a symlink followed below it (`-L`). A
+/// single directory root looks at nothing more.
+pub(crate) fn may_meet(opts: &Options, dirs: &[NamedDir], root: u32) -> bool {
+    let follows = opts.dereference == Dereference::Always;
+    dirs.iter()
+        .any(|n| n.before < root || n.before == root && follows)
+}
+
+/// A path as its bytes: a name need not be UTF-8.
+#[cfg(feature = "serde")]
+mod path_bytes {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::ffi::OsString;
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    use std::path::{Path, PathBuf};
+
+    pub fn serialize<S: Serializer>(p: &Path, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(p.as_os_str().as_bytes())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<PathBuf, D::Error> {
+        Vec::<u8>::deserialize(d).map(|b| PathBuf::from(OsString::from_vec(b)))
+    }
+}
+
+#[cfg(all(test, feature = "serde"))]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+
+    /// What the other processes of a run are given keeps a destination that is not UTF-8.
+    #[test]
+    fn named_directories_travel_with_names_that_are_not_utf8() {
+        let dst_path = PathBuf::from(OsStr::from_bytes(b"D/\xff\xfe"));
+        let named = Named {
+            dirs: vec![NamedDir {
+                before: 1,
+                id: (2, 3),
+                dst_path: dst_path.clone(),
+                dest: Some(((4, 5), b"\xff\xfe".to_vec())),
+            }],
+            files_twice: vec![7],
+            ..Named::default()
+        };
+        let text = serde_json::to_string(&named).unwrap();
+        let back: Named = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.files_twice, vec![7]);
+        let dir = &back.dirs[0];
+        assert_eq!((dir.before, dir.id), (1, (2, 3)));
+        assert_eq!(dir.dst_path, dst_path);
+        assert_eq!(dir.dest, Some(((4, 5), b"\xff\xfe".to_vec())));
+    }
+}
