@@ -9,19 +9,15 @@ use super::summary::{Counters, Summary};
 use std::path::PathBuf;
 use std::time::Duration;
 
-thread_local! {
-    /// The destination whose removal this worker says after the entry's `-v` line (see
-    /// [`Reporter::removed_after_open`]).
-    static REMOVED_AFTER_OPEN: std::cell::RefCell<Option<PathBuf>> =
-        const { std::cell::RefCell::new(None) };
-}
-
 /// Where one run reports.
 pub(crate) struct Reporter<'a> {
     observer: &'a dyn Observer,
     wants_entries: bool,
     counters: Counters,
     asking: std::sync::Mutex<()>,
+    /// Destinations whose removal is said after their entry's `-v` line (see
+    /// [`Reporter::removed_after_open`]).
+    removed_after: std::sync::Mutex<Vec<PathBuf>>,
     pub control: &'a Control,
 }
 
@@ -32,6 +28,7 @@ impl<'a> Reporter<'a> {
             wants_entries: observer.wants_entries(),
             counters: Counters::default(),
             asking: std::sync::Mutex::new(()),
+            removed_after: std::sync::Mutex::new(Vec::new()),
             control,
         }
     }
@@ -42,7 +39,9 @@ impl<'a> Reporter<'a> {
         if err.op == Op::Interrupted {
             return;
         }
-        self.said_removed();
+        if self.wants_entries {
+            self.said_removed(&err.path);
+        }
         self.counters.error(&err);
         self.observer.event(Event::Failed(err));
     }
@@ -57,10 +56,12 @@ impl<'a> Reporter<'a> {
         err: Error,
     ) {
         if self.wants_entries && err.begun() {
+            let dst = dst();
             self.observer.event(Event::Begun {
                 src: src(),
-                dst: dst(),
+                dst: dst.clone(),
             });
+            self.said_removed(&dst);
         }
         self.fail(err);
     }
@@ -70,11 +71,12 @@ impl<'a> Reporter<'a> {
     /// failure, which [`Reporter::entry_failed`] would not name.
     pub fn begun(&self, src: impl FnOnce() -> PathBuf, dst: impl FnOnce() -> PathBuf) {
         if self.wants_entries {
+            let dst = dst();
             self.observer.event(Event::Begun {
                 src: src(),
-                dst: dst(),
+                dst: dst.clone(),
             });
-            self.said_removed();
+            self.said_removed(&dst);
         }
     }
 
@@ -94,13 +96,14 @@ impl<'a> Reporter<'a> {
         self.counters.entry(kind, outcome.as_ref());
         self.control.add_entry();
         if self.wants_entries {
+            let dst = dst();
             self.observer.event(Event::Copied {
                 src: src(),
-                dst: dst(),
+                dst: dst.clone(),
                 kind,
                 outcome,
             });
-            self.said_removed();
+            self.said_removed(&dst);
         }
     }
 
@@ -125,17 +128,20 @@ impl<'a> Reporter<'a> {
 
     /// An existing destination removed because cp could not open it for writing: cp tried
     /// the open after its `-v` line, so its "removed 'x'" follows that line, or comes before
-    /// the failure of a copy that has none. Held by this worker until then.
+    /// the failure of a copy that has none. Held until then (or the end of the run).
     pub fn removed_after_open(&self, path: impl FnOnce() -> PathBuf) {
         if self.wants_entries {
-            let path = path();
-            REMOVED_AFTER_OPEN.with(|r| *r.borrow_mut() = Some(path));
+            let mut held = self.removed_after.lock().unwrap_or_else(|e| e.into_inner());
+            held.push(path());
         }
     }
 
-    /// Sends the removal [`Reporter::removed_after_open`] holds, if any.
-    fn said_removed(&self) {
-        if let Some(path) = REMOVED_AFTER_OPEN.with(|r| r.borrow_mut().take()) {
+    /// Sends the removal of `path` that [`Reporter::removed_after_open`] holds, if any.
+    fn said_removed(&self, path: &std::path::Path) {
+        let mut held = self.removed_after.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(at) = held.iter().position(|p| p == path) {
+            let path = held.swap_remove(at);
+            drop(held);
             self.observer.event(Event::Removed { path });
         }
     }
@@ -171,6 +177,12 @@ impl<'a> Reporter<'a> {
 
     /// The counts so far, and tells the observer the run has finished.
     pub fn finish(&self, elapsed: Duration) -> Summary {
+        // Removals whose entry said nothing more.
+        let held =
+            std::mem::take(&mut *self.removed_after.lock().unwrap_or_else(|e| e.into_inner()));
+        for path in held {
+            self.observer.event(Event::Removed { path });
+        }
         self.observer.finished();
         let mut summary = self.counters.summary(elapsed);
         summary.interrupted = self.control.is_stopped();
