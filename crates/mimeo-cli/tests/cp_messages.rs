@@ -404,6 +404,8 @@ fn verbose_says_removed_where_cp_removes_a_destination() {
         // A directory nobody may not change: cp's removal there fails.
         fs::create_dir(d.join("ro")).unwrap();
         symlink("f", d.join("ro/l")).unwrap();
+        // A symlink to a file nobody may not write: cp cannot open it, and removes it.
+        symlink("g", d.join("d/lg")).unwrap();
     };
     for (i, (args, user)) in [
         (&["-v", "--remove-destination", "f", "d/g"][..], None),
@@ -412,6 +414,11 @@ fn verbose_says_removed_where_cp_removes_a_destination() {
         (&["-v", "-f", "f", "d/g"], Some(NOBODY)),
         (&["-v", "-f", "f", "d/g"], None),
         (&["-v", "-d", "-f", "l", "ro/l"], Some(NOBODY)),
+        (&["-v", "-f", "f", "d/lg"], Some(NOBODY)),
+        (
+            &["--attributes-only", "-v", "-f", "-P", "f", "d/lg"],
+            Some(NOBODY),
+        ),
         // One failure per case: two sources' messages come in the workers' order
         // (message-order in docs/cp.md).
         (&["-v", "-d", "-f", "l", "ro"], Some(NOBODY)),
@@ -421,6 +428,41 @@ fn verbose_says_removed_where_cp_removes_a_destination() {
     .enumerate()
     {
         case_as_cp(dir.path(), i, &setup, args, user);
+    }
+}
+
+/// cp's "removed" comes before the copy's `-v` line where it removes the destination first
+/// (`--remove-destination`), and after it where it removes what it could not open for
+/// writing (`-f`: a file this user may not write, a symlink to one, a symlink loop). One
+/// source each, so the order is cp's line for line.
+#[test]
+fn verbose_says_removed_in_cps_order() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "new");
+        fs::create_dir(d.join("d")).unwrap();
+        fs::set_permissions(d.join("d"), fs::Permissions::from_mode(0o777)).unwrap();
+        write(&d.join("d/g"), "old");
+        fs::set_permissions(d.join("d/g"), fs::Permissions::from_mode(0o644)).unwrap();
+        symlink("g", d.join("d/lg")).unwrap();
+        symlink("loop", d.join("d/loop")).unwrap();
+    };
+    for (i, (args, user)) in [
+        (&["-v", "--remove-destination", "f", "d/g"][..], None),
+        (&["-v", "-f", "f", "d/g"], Some(NOBODY)),
+        (&["-v", "-f", "f", "d/lg"], Some(NOBODY)),
+        (&["-v", "-f", "f", "d/loop"], None),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
+        let (cp, ours, what) = run_both(&base, &setup, &args, user);
+        assert_eq!(cp.code, ours.code, "exit status: {what}");
+        assert_eq!(cp.stdout, ours.stdout, "stdout, in order: {what}");
+        assert_eq!(cp.stderr, ours.stderr, "stderr: {what}");
     }
 }
 
@@ -1134,6 +1176,65 @@ fn a_target_directory_with_trailing_slashes_is_joined_as_cp_joins_it() {
     }
 }
 
+/// A later source that an earlier one copies too, to the same place (`s/.` and `s/x/` into
+/// `d`): cp makes its directories in the earlier copy, and names them there under -v; the
+/// later one merges into them (and into the directories `--parents` makes on the way), and
+/// names only its files.
+#[test]
+fn verbose_names_a_directory_in_the_copy_that_cp_makes_it_in() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("s/x/y/z")).unwrap();
+        write(&d.join("s/x/f"), "f\n");
+        write(&d.join("s/x/y/g"), "g\n");
+        write(&d.join("s/h"), "h\n");
+        write(&d.join("f"), "f\n");
+        fs::create_dir(d.join("d")).unwrap();
+        symlink("d", d.join("dl")).unwrap();
+    };
+    for (i, args) in [
+        &["-rv", "s/.", "s/x/", "d"][..],
+        &["-rv", "s/.", "s/x", "s/x/y/", "d"],
+        &["-rv", "s/.", "-L", "f", "s/x/", "dl"],
+        &["-av", "s/.", "s/x", "d"],
+        // --parents: what the later one makes on the way, the earlier one's copy makes.
+        &["-rv", "--parents", "s", "s/./x/y", "d"],
+        &["-rv", "--parents", "s", "s/./x/y/z", "d"],
+        &["-rv", "--parents", "s/x", "s/./x/y", "d"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        case_as_cp(dir.path(), i, &setup, args, None);
+    }
+}
+
+/// Below a source or destination that ends in slashes, cp joins names with one slash (`a//`
+/// and `b` make `a/b`), and keeps the slashes inside it (`a//b/` and `f` make `a//b/f`).
+#[test]
+fn names_below_a_root_that_ends_in_slashes_are_joined_as_cp_joins_them() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("a/b")).unwrap();
+        write(&d.join("a/b/f"), "f\n");
+        write(&d.join("a/g"), "g\n");
+        fs::create_dir(d.join("d")).unwrap();
+    };
+    for (i, args) in [
+        &["-rv", "a//", "new"][..],
+        &["-rv", "a//b/", "new"],
+        &["-rv", "a", "new//"],
+        &["-rv", "a///", "d"],
+        &["-r", "-v", "--parents", "a//b//", "d"],
+        &["-rv", "--no-preserve=mode", "a//", "d///"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        case_as_cp(dir.path(), i, &setup, args, None);
+    }
+}
+
 /// A FIFO read as a file keeps cp waiting in its open until a writer comes, before it looks
 /// at the destination: a writer that comes later still meets a reader, also where the
 /// destination is then refused (a dangling symlink).
@@ -1406,7 +1507,8 @@ fn a_destination_that_cannot_be_removed_is_reported_as_cp() {
 }
 
 /// Under -i, cp asks about a file before it goes on to the next source: a later source that
-/// is omitted or missing is reported after the question.
+/// is omitted or missing is reported after the question, also where a source after that goes
+/// to the same name (asked about again, or refused as just made).
 #[test]
 fn questions_come_before_a_later_sources_failure_as_in_cp() {
     let dir = scratch();
@@ -1417,10 +1519,19 @@ fn questions_come_before_a_later_sources_failure_as_in_cp() {
         fs::create_dir(d.join("d")).unwrap();
         write(&d.join("d/f"), "old");
         write(&d.join("d/g"), "old");
+        for p in ["a", "b", "e"] {
+            fs::create_dir(d.join(p)).unwrap();
+        }
+        write(&d.join("a/f"), "1");
+        write(&d.join("b/f"), "2");
     };
     for (i, args) in [
         &["-i", "f", "dir", "missing", "d"][..],
         &["-i", "f", "missing", "g", "dir", "d"],
+        &["-i", "-b", "f", "dir", "f", "d"],
+        &["-i", "-bl", "f", "dir", "f", "d/"],
+        &["-i", "a/f", "dir", "b/f", "e"],
+        &["-i", "-b", "a/f", "missing", "a/f", "e"],
     ]
     .into_iter()
     .enumerate()

@@ -57,7 +57,8 @@ pub const ALLOWLIST: &[Allowed] = &[
     },
     Allowed {
         name: "message-order",
-        reason: "workers copy in parallel, so lines come in another order; the lines are the same",
+        reason: "workers copy in parallel, so lines (and -i's questions about the entries of a \
+                 tree) come in another order; the lines are the same",
         docs: DOCS,
         apply: message_order,
         last: true,
@@ -486,6 +487,11 @@ fn copy_reached_again(o: &mut Outcome) -> bool {
     let on_the_way = |l: &str| !said.contains(l) && sources.iter().any(|s| l.contains(s.as_str()));
     o.cp.stderr = keep(&o.cp.stderr, &on_the_way);
     o.ours.stderr = keep(&o.ours.stderr, &|l| ours.iter().any(|r| r == l));
+    // And the -v lines of what cp copied of it (the copy again, deeper each time).
+    let lines: Vec<String> = o.ours.stdout.lines().map(String::from).collect();
+    let copied =
+        |l: &str| !lines.iter().any(|o| o == l) && sources.iter().any(|s| l.starts_with(s));
+    o.cp.stdout = keep(&o.cp.stdout, &copied);
     // Which path first meets a symlink loop depends on how far each went into the copy.
     let cyclic = |l: &str| l.contains("cannot copy cyclic symbolic link");
     o.cp.stderr = keep(&o.cp.stderr, &cyclic);
@@ -551,13 +557,17 @@ fn strip_backup_note(text: &str) -> String {
 fn message_order(o: &mut Outcome) -> bool {
     let same = |o: &Outcome| (o.cp.stdout == o.ours.stdout, o.cp.stderr == o.ours.stderr);
     let before = same(o);
+    // Workers walk trees in parallel: -i's questions about the entries of a tree come in
+    // their order too. (Roots are taken in command-line order, so without -r questions and
+    // messages stay in cp's.)
+    let trees = o.plan.has("recursive") || o.plan.has("archive");
     for text in [
         &mut o.cp.stdout,
         &mut o.cp.stderr,
         &mut o.ours.stdout,
         &mut o.ours.stderr,
     ] {
-        *text = sorted_lines(text);
+        *text = sorted_lines(text, trees);
     }
     same(o) != before
 }
@@ -708,8 +718,26 @@ fn linked_destination(o: &mut Outcome) -> bool {
     true
 }
 
-fn sorted_lines(text: &str) -> String {
-    let mut lines: Vec<&str> = text.split_inclusive('\n').collect();
+/// The lines of `text` in sorted order; with `questions`, each of -i's questions (which end
+/// in "? " and no newline) counts as a line of its own.
+fn sorted_lines(text: &str, questions: bool) -> String {
+    let mut lines: Vec<&str> = Vec::new();
+    for line in text.split_inclusive('\n') {
+        let mut rest = line;
+        // A question ends where the next message begins (or the text ends).
+        while let Some(at) = questions
+            .then(|| rest.match_indices("? ").map(|(at, _)| at + 2))
+            .into_iter()
+            .flatten()
+            .find(|&at| rest[at..].is_empty() || rest[at..].starts_with("cp: "))
+        {
+            lines.push(&rest[..at]);
+            rest = &rest[at..];
+        }
+        if !rest.is_empty() {
+            lines.push(rest);
+        }
+    }
     lines.sort_unstable();
     lines.concat()
 }
@@ -1036,13 +1064,22 @@ fn into_itself(o: &mut Outcome) -> bool {
     let before = (o.cp.clone(), o.tree.len());
     let ours = (o.ours.stdout.clone(), o.ours.stderr.clone());
     // Also where cp names them bare (its relative -s refusal: "cp: s/d/x: can make ..."),
-    // or not at all: an xattr of what it copied into the copy, which cp names by the
-    // attribute alone (libattr's "getting attribute 'user.k' of 'user.k'").
+    // or unquoted, as -v names the directories --parents makes ("s -> s/d/s"), or not at
+    // all: an xattr of what it copied into the copy, which cp names by the attribute alone
+    // (libattr's "getting attribute 'user.k' of 'user.k'").
     let mentions = |l: &str| {
-        let bare = |s: &String| l.starts_with(&format!("cp: {}", s.trim_start_matches('\'')));
+        fn plain(s: &str) -> &str {
+            s.trim_start_matches('\'')
+        }
+        let bare = |s: &String| l.starts_with(&format!("cp: {}", plain(s)));
+        let parent =
+            |s: &String| !l.starts_with('\'') && l.contains(" -> ") && l.contains(plain(s));
         let attribute =
             l.starts_with("cp: getting attribute ") || l.starts_with("cp: setting attribute ");
-        attribute || starts.iter().any(|s| l.contains(s.as_str()) || bare(s))
+        attribute
+            || starts
+                .iter()
+                .any(|s| l.contains(s.as_str()) || bare(s) || parent(s))
     };
     let only_cp = |text: &str, other: &str| -> String {
         let others: Vec<&str> = other.split_inclusive('\n').collect();
@@ -1197,6 +1234,45 @@ mod tests {
             o.tree = vec![diff("lf", Field::Presence, "absent", "symlink")];
             assert!(!source_path_kept(&mut o));
         }
+    }
+
+    #[test]
+    fn what_cp_made_of_a_copy_into_itself_is_not_judged_in_its_verbose_lines() {
+        // --parents: cp makes the copy's parent, says so unquoted, then refuses.
+        let refused = "cp: cannot copy a directory, 's/d', into itself, 's/d/s/d'\n";
+        let mut o = outcome(refused, refused);
+        o.plan.opts = vec!["parents", "verbose", "recursive"];
+        o.cp.stdout = "s -> s/d/s\n".into();
+        assert!(into_itself(&mut o));
+        assert_eq!(o.cp.stdout, "");
+        // -L through a symlink loop: cp copies the copy into itself until the names are too
+        // long; mimeo refuses it at once.
+        let long = "cp: cannot stat 'ls/ls/ls/x': File name too long\n";
+        let ours = "cp: cannot copy a directory, 'ls', into itself, 'ls/ls'\n";
+        let mut o = outcome(long, ours);
+        o.cp.stdout = "'ls' -> 'ls/ls'\n'ls/ls/x' -> 'ls/ls/ls/x'\n'f' -> 'ls/f'\n".into();
+        o.ours.stdout = "'f' -> 'ls/f'\n".into();
+        assert!(copy_reached_again(&mut o));
+        assert_eq!(o.cp.stdout, o.ours.stdout);
+    }
+
+    #[test]
+    fn questions_about_a_tree_may_come_in_another_order() {
+        let cp = "cp: overwrite 'd/a'? cp: overwrite 'd/s/b'? cp: -r not specified\n";
+        let ours = "cp: -r not specified\ncp: overwrite 'd/s/b'? cp: overwrite 'd/a'? ";
+        let mut o = outcome(cp, ours);
+        assert!(message_order(&mut o));
+        assert_eq!(o.cp.stderr, o.ours.stderr);
+        // Without -r, a question is not moved: roots are taken in command-line order.
+        let mut o = outcome(cp, ours);
+        o.plan.opts = vec!["interactive"];
+        message_order(&mut o);
+        assert_ne!(o.cp.stderr, o.ours.stderr);
+        // A question mark inside a name does not end a question.
+        assert_eq!(
+            sorted_lines("cp: overwrite 'a? b'? cp: overwrite 'a'? ", true),
+            "cp: overwrite 'a'? cp: overwrite 'a? b'? "
+        );
     }
 
     #[test]

@@ -343,30 +343,44 @@ fn looked_through(opts: &Options, src: &Meta, d: &Meta) -> bool {
     d.is_symlink() && src.is_reg() && !fresh && opts.link.is_none()
 }
 
-/// `-f` onto a destination symlink that cp cannot look through (a loop): it opens it, which
-/// fails, then removes it (saying "removed" under -v) and makes a new file.
-pub(crate) fn loop_removed(opts: &Options, src: &Meta, d: &Meta, look: &Lookups<'_>) -> bool {
-    opts.force && looked_through(opts, src, d) && matches!((look.dst_target)(), Err(Errno::LOOP))
+/// `-f` onto a destination symlink that cp looks through but cannot open for writing (a loop,
+/// or a file or node this user may not write): the open fails, so cp removes the symlink
+/// (saying "removed" under -v) and makes a new file.
+pub(crate) fn symlink_removed(rules: &Rules<'_>, src: &Meta, d: &Meta, look: &Lookups<'_>) -> bool {
+    let opts = rules.opts;
+    if !opts.force || !looked_through(opts, src, d) {
+        return false;
+    }
+    match (look.dst_target)() {
+        Err(e) => e == Errno::LOOP,
+        Ok(t) => {
+            let opened = t.is_reg() || is_node(&t);
+            opened && rules.process.euid != 0 && !(rules.writable)()
+        }
+    }
 }
 
 /// Whether cp removes the existing destination `d` before it copies `src` there, and says
-/// "removed 'd'" under -v (a run that goes on to copy): with `--remove-destination`, for a
-/// link group it keeps (`--preserve=links`), or for a source that is not a regular file
-/// under `-P`, unless a backup takes the name first; and with `-f` for a file it could not
-/// open for writing.
+/// "removed 'd'" under -v (a run that goes on to copy), before the copy's own line: with
+/// `--remove-destination`, for a link group it keeps (`--preserve=links`), or for a source
+/// that is not a regular file under `-P`, unless a backup takes the name first.
 pub(crate) fn removed_first(rules: &Rules<'_>, src: &Meta, d: &Meta) -> bool {
     let opts = rules.opts;
-    if d.is_dir() || opts.backup.is_some() {
-        return false;
-    }
-    let before = removed_before(opts, src, d);
-    let unopened = opts.force
+    !d.is_dir() && opts.backup.is_none() && removed_before(opts, src, d)
+}
+
+/// Whether cp, with `-f`, removes the existing file or node `d` it could not open for
+/// writing: it says "removed 'd'" under -v after the copy's own line (it tried the open
+/// first).
+pub(crate) fn unopened_removed(rules: &Rules<'_>, src: &Meta, d: &Meta) -> bool {
+    let opts = rules.opts;
+    opts.force
+        && opts.backup.is_none()
         && opts.link.is_none()
         && src.is_reg()
         && (d.is_reg() || is_node(d))
         && rules.process.euid != 0
-        && !(rules.writable)();
-    before || unopened
+        && !(rules.writable)()
 }
 
 /// cp's rule for removing an existing non-directory `d` before it copies `src` there (no

@@ -15,6 +15,9 @@ pub(crate) struct Reporter<'a> {
     wants_entries: bool,
     counters: Counters,
     asking: std::sync::Mutex<()>,
+    /// Destinations whose removal is said after their entry's `-v` line (see
+    /// [`Reporter::removed_after_open`]).
+    removed_after: std::sync::Mutex<Vec<PathBuf>>,
     pub control: &'a Control,
 }
 
@@ -25,6 +28,7 @@ impl<'a> Reporter<'a> {
             wants_entries: observer.wants_entries(),
             counters: Counters::default(),
             asking: std::sync::Mutex::new(()),
+            removed_after: std::sync::Mutex::new(Vec::new()),
             control,
         }
     }
@@ -34,6 +38,9 @@ impl<'a> Reporter<'a> {
     pub fn fail(&self, err: Error) {
         if err.op == Op::Interrupted {
             return;
+        }
+        if self.wants_entries {
+            self.said_removed(&err.path);
         }
         self.counters.error(&err);
         self.observer.event(Event::Failed(err));
@@ -49,10 +56,12 @@ impl<'a> Reporter<'a> {
         err: Error,
     ) {
         if self.wants_entries && err.begun() {
+            let dst = dst();
             self.observer.event(Event::Begun {
                 src: src(),
-                dst: dst(),
+                dst: dst.clone(),
             });
+            self.said_removed(&dst);
         }
         self.fail(err);
     }
@@ -62,10 +71,12 @@ impl<'a> Reporter<'a> {
     /// failure, which [`Reporter::entry_failed`] would not name.
     pub fn begun(&self, src: impl FnOnce() -> PathBuf, dst: impl FnOnce() -> PathBuf) {
         if self.wants_entries {
+            let dst = dst();
             self.observer.event(Event::Begun {
                 src: src(),
-                dst: dst(),
+                dst: dst.clone(),
             });
+            self.said_removed(&dst);
         }
     }
 
@@ -90,12 +101,14 @@ impl<'a> Reporter<'a> {
         self.counters.entry(kind, outcome.as_ref());
         self.control.add_entry();
         if self.wants_entries {
+            let dst = dst();
             self.observer.event(Event::Copied {
                 src: src(),
-                dst: dst(),
+                dst: dst.clone(),
                 kind,
                 outcome,
             });
+            self.said_removed(&dst);
         }
     }
 
@@ -115,6 +128,26 @@ impl<'a> Reporter<'a> {
     pub fn removed(&self, path: impl FnOnce() -> PathBuf) {
         if self.wants_entries {
             self.observer.event(Event::Removed { path: path() });
+        }
+    }
+
+    /// An existing destination removed because cp could not open it for writing: cp tried
+    /// the open after its `-v` line, so its "removed 'x'" follows that line, or comes before
+    /// the failure of a copy that has none. Held until then (or the end of the run).
+    pub fn removed_after_open(&self, path: impl FnOnce() -> PathBuf) {
+        if self.wants_entries {
+            let mut held = self.removed_after.lock().unwrap_or_else(|e| e.into_inner());
+            held.push(path());
+        }
+    }
+
+    /// Sends the removal of `path` that [`Reporter::removed_after_open`] holds, if any.
+    fn said_removed(&self, path: &std::path::Path) {
+        let mut held = self.removed_after.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(at) = held.iter().position(|p| p == path) {
+            let path = held.swap_remove(at);
+            drop(held);
+            self.observer.event(Event::Removed { path });
         }
     }
 
@@ -149,6 +182,12 @@ impl<'a> Reporter<'a> {
 
     /// The counts so far, and tells the observer the run has finished.
     pub fn finish(&self, elapsed: Duration) -> Summary {
+        // Removals whose entry said nothing more.
+        let held =
+            std::mem::take(&mut *self.removed_after.lock().unwrap_or_else(|e| e.into_inner()));
+        for path in held {
+            self.observer.event(Event::Removed { path });
+        }
         self.observer.finished();
         let mut summary = self.counters.summary(elapsed);
         summary.interrupted = self.control.is_stopped();

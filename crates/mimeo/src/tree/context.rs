@@ -75,7 +75,16 @@ pub(crate) struct Ctx<'a> {
     /// The sources named on the command line (see [`Named`]): cp will not copy a directory
     /// root again when a later root holds it.
     pub named: Named,
+    /// Directories a later directory root made (up front, or in its walk) that cp, copying
+    /// its sources in order, made in an earlier root's walk (see [`Root::made_early`]): by
+    /// (dev, ino), that earlier root's index. Claimed (taken out) by that walk, which names
+    /// it under `-v`. With each, its source directory's (dev, ino), where known.
+    pub early_dirs: std::sync::Mutex<EarlyDirs>,
 }
+
+/// Directories made early (see [`Ctx::early_dirs`]): by (dev, ino), the earlier root that
+/// names each, and its source directory's (dev, ino).
+pub type EarlyDirs = std::collections::HashMap<(u64, u64), (u32, (u64, u64))>;
 
 impl<'a> Ctx<'a> {
     pub fn new(opts: &'a Options, report: Reporter<'a>, hooks: HookSet<'a>) -> Self {
@@ -96,6 +105,7 @@ impl<'a> Ctx<'a> {
             sweep: Sweep::of(opts),
             made_dirs: Default::default(),
             named: Named::default(),
+            early_dirs: Default::default(),
             roots: Vec::new(),
             overlapping_roots: false,
             hooks,
@@ -207,6 +217,11 @@ pub(crate) struct Root {
     pub reached_copy: std::sync::atomic::AtomicBool,
     /// A file named before on the command line: cp skips it with a warning, in its turn.
     pub named_twice: bool,
+    /// The earlier directory root whose walk copies this root's source to the same place
+    /// (`cp -r s/. s/x/ d`: `s/./x` to `d/./x`): cp made the directories there in that walk,
+    /// before it came to this root, and named them there under `-v`; those this root makes
+    /// are that walk's to name (see [`Ctx::early_dirs`]).
+    pub made_early: Option<u32>,
 }
 
 impl Root {
@@ -224,6 +239,9 @@ pub(crate) struct Parent {
     pub dst: PathBuf,
     /// Made by this run (an existing one keeps its mode unless modes are preserved).
     pub created: bool,
+    /// Made where an earlier root's walk makes it too: that walk names it under `-v` (see
+    /// [`Root::made_early`]).
+    pub early: bool,
 }
 
 /// Whether the source of one of `roots` is a directory root or lies below one (cp copies
@@ -559,7 +577,7 @@ impl<'a> Here<'a> {
 
 /// `base/rel/name`: the display path of an entry below a root.
 pub(crate) fn join(base: &Path, rel: &[u8], name: &CStr) -> PathBuf {
-    let mut p = rel_path(base, rel);
+    let mut p = trimmed(base).join(OsStr::from_bytes(rel));
     p.push(OsStr::from_bytes(name.to_bytes()));
     p
 }
@@ -569,8 +587,16 @@ pub(crate) fn rel_path(base: &Path, rel: &[u8]) -> PathBuf {
     if rel.is_empty() {
         base.to_path_buf()
     } else {
-        base.join(OsStr::from_bytes(rel))
+        trimmed(base).join(OsStr::from_bytes(rel))
     }
+}
+
+/// A root's path to join names to: as cp joins them, its trailing slashes give way to one
+/// (`a//` and `b` make `a/b`; slashes inside it stay, `a//b/` and `f` make `a//b/f`).
+fn trimmed(base: &Path) -> &Path {
+    let bytes = base.as_os_str().as_bytes();
+    let end = bytes.iter().rposition(|&b| b != b'/').map_or(1, |i| i + 1);
+    Path::new(OsStr::from_bytes(&bytes[..end.min(bytes.len())]))
 }
 
 /// `-s`: whether a link to the relative source path `target` would be made in `dir`, a

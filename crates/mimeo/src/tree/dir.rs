@@ -156,6 +156,14 @@ fn subdir(
         return None;
     }
     let (created, dst_setgid) = make_dst_dir(ctx, here, name, name, meta, follow)?;
+    if let (true, Some(root)) = (created, here.root.and_then(|r| r.made_early)) {
+        // An earlier root's walk names it (see `Root::made_early`).
+        if let Ok(m) = sys::stat_at(here.dst_dir, name, false) {
+            let src = meta.map_or((0, 0), |s| s.id());
+            let mut early = ctx.early_dirs.lock().unwrap_or_else(|e| e.into_inner());
+            early.insert(m.id(), (root, src));
+        }
+    }
     let info = DirInfo {
         created,
         dst_setgid,
@@ -835,14 +843,39 @@ pub(crate) fn complete(ctx: &Ctx<'_>, w: &mut Buffers, done: DirDone) {
         })
         .and_then(|()| flushed())
     {
-        Ok(()) if info.created => ctx
-            .report
-            .copied(src_path, dst_path, EntryKind::Directory, None),
+        // One made by a later root is named by the earlier walk that cp made it in (see
+        // `Root::made_early`).
+        Ok(()) if info.created && root.made_early.is_none() => {
+            ctx.report
+                .copied(src_path, dst_path, EntryKind::Directory, None)
+        }
+        Ok(()) if !info.created && made_early_for(ctx, done.root, fd.as_fd()) => {
+            ctx.report
+                .copied(src_path, dst_path, EntryKind::Directory, None)
+        }
         // A directory merged into is counted, but not reported as made: cp's -v names
         // only the directories it creates.
         Ok(()) => ctx.report.merged(),
         Err(e) => ctx.report.fail(e),
     }
+}
+
+/// Whether the directory `fd`, merged into by the walk of root `root`, is one a later root
+/// made that cp made in this walk (see `Root::made_early`); it is claimed. One fstat, only
+/// where a later root made such directories.
+fn made_early_for(ctx: &Ctx<'_>, root: u32, fd: BorrowedFd<'_>) -> bool {
+    let mut early = ctx.early_dirs.lock().unwrap_or_else(|e| e.into_inner());
+    if early.is_empty() {
+        return false;
+    }
+    let Ok(m) = sys::fstat(fd) else {
+        return false;
+    };
+    if early.get(&m.id()).is_some_and(|&(r, _)| r == root) {
+        early.remove(&m.id());
+        return true;
+    }
+    false
 }
 
 /// The set-id and sticky bits the destination directory has before its mode is set, which a

@@ -7,13 +7,14 @@ use super::named::{Dest, Named};
 use super::roots::{CopyPair, file_source_id, open_error, root_file_key};
 use super::split;
 use super::work::{DirDone, DirInfo, Lineage, RangeDone, Stat, WorkItem, WorkKind};
-use crate::options::Options;
+use crate::options::{Dereference, Options};
 use crate::place::links::LinkGroups;
 use crate::report::{Control, Error, Method, Observer, Op, Reporter, Summary, Warning};
 use crate::sys;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
 use std::time::Instant;
 
 /// Work that a scheduler drives: plain [`WorkItem`]s, each run on some worker, spawning more,
@@ -131,7 +132,10 @@ impl<'a> Executor<'a> {
         let mut new_dst = false;
         for (n, pair) in pairs.iter().enumerate() {
             let mut root = match resolve_root(opts, pair, &ctx.report, &mut new_dst) {
-                Ok(root) => root,
+                Ok(mut root) => {
+                    parents_made_early(&ctx, &mut root);
+                    root
+                }
                 // Making a non-directory where its parent is missing, or at "d/" naming a
                 // dangling symlink: cp names it on its -v line before the call fails.
                 Err((e, counted)) => {
@@ -169,6 +173,12 @@ impl<'a> Executor<'a> {
                     .iter()
                     .position(|i| i.root == e as u32 && matches!(i.kind, WorkKind::Root))
             });
+            let file_lead = earlier.is_some_and(|e| !ctx.roots[e].meta.is_dir());
+            if let (Some(e), None, true) = (earlier, earlier_item, file_lead) {
+                // The earlier one ran already (see `run_files_now`): what it made, this one
+                // will not replace.
+                just_made_by(&ctx, e, &root);
+            }
             let queue = Queue {
                 items: &mut items,
                 dests: &mut dests,
@@ -544,6 +554,101 @@ fn open_root_dirs(
     })
 }
 
+/// The directory root `root` has just made its destination: where an earlier directory
+/// root's walk copies the same entry to the same place (`cp -r s/. s/x/ d`: `s/./x` to
+/// `d/./x`), cp made it in that walk, before it came to this root, and named it there under
+/// -v. The lines of the directories this root makes go to that walk (see
+/// [`Root::made_early`]).
+fn made_early(ctx: &Ctx<'_>, root: &mut Root) {
+    if !ctx.report.wants_entries() {
+        return;
+    }
+    let id = |fd: BorrowedFd<'_>| sys::fstat(fd).ok().map(|m| m.id());
+    let (Some(src_parent), Some(dst_parent)) =
+        (id(root.src_parent.as_fd()), id(root.dst_parent.as_fd()))
+    else {
+        return;
+    };
+    // The name in its source directory (less the slashes that name it as one).
+    let name = root.src_name.to_bytes();
+    let name = &name[..name.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1)];
+    let walked = (name == root.dst_name.to_bytes())
+        .then(|| walked_dir(ctx, root.src_parent.as_fd(), &sys::cstring(name)))
+        .flatten();
+    let made = root.dirs.as_ref().and_then(|(_, d)| id(d.as_fd()));
+    let (Some(src), Some(made)) = (walked, made) else {
+        return;
+    };
+    if let Some(earlier) = early_walk(ctx, src_parent, dst_parent) {
+        root.made_early = Some(earlier);
+        let mut early = ctx.early_dirs.lock().unwrap_or_else(|e| e.into_inner());
+        early.insert(made, (earlier, src));
+    }
+}
+
+/// `--parents`: the directories `root` made on the way that an earlier root's walk makes too
+/// (`cp -r --parents s s/./x/y d`: `d/s/./x`) are named by that walk, as cp names them (see
+/// [`made_early`]).
+fn parents_made_early(ctx: &Ctx<'_>, root: &mut Root) {
+    if !ctx.report.wants_entries() || !root.parents.iter().any(|p| p.created) {
+        return;
+    }
+    let stat = |p: &std::path::Path| {
+        let path = sys::cstring(p.as_os_str().as_bytes());
+        sys::stat_at(sys::CWD, &path, true).ok().map(|m| m.id())
+    };
+    let dir_of = |p: &std::path::Path| match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    for parent in root.parents.iter_mut().filter(|p| p.created) {
+        let (src, dst) = (&parent.src_path, &parent.dst);
+        let named = src.file_name().is_some() && src.file_name() == dst.file_name();
+        let (Some(src_parent), Some(dst_parent), Some(made)) =
+            (stat(&dir_of(src)), stat(&dir_of(dst)), stat(dst))
+        else {
+            continue;
+        };
+        let name = sys::cstring(src.file_name().unwrap_or_default().as_bytes());
+        let dir = sys::open_dir_path(
+            sys::CWD,
+            &sys::cstring(dir_of(src).as_os_str().as_bytes()),
+            true,
+        );
+        let walked = dir.ok().and_then(|d| walked_dir(ctx, d.as_fd(), &name));
+        let (true, Some(src)) = (named, walked) else {
+            continue;
+        };
+        if let Some(earlier) = early_walk(ctx, src_parent, dst_parent) {
+            parent.early = true;
+            let mut early = ctx.early_dirs.lock().unwrap_or_else(|e| e.into_inner());
+            early.insert(made, (earlier, src));
+        }
+    }
+}
+
+/// The (dev, ino) of the directory `name` in `dir` as a walk meets it: a symlink only where
+/// the walk follows them.
+fn walked_dir(ctx: &Ctx<'_>, dir: BorrowedFd<'_>, name: &std::ffi::CStr) -> Option<(u64, u64)> {
+    let follows = ctx.opts.dereference == Dereference::Always;
+    let m = sys::stat_at(dir, name, follows).ok()?;
+    m.is_dir().then(|| m.id())
+}
+
+/// The earlier directory root whose walk copies the source directory `src` into the
+/// destination directory `dst` (its own root, or a directory made early for it).
+fn early_walk(ctx: &Ctx<'_>, src: (u64, u64), dst: (u64, u64)) -> Option<u32> {
+    let id = |fd: BorrowedFd<'_>| sys::fstat(fd).ok().map(|m| m.id());
+    // (A root's own stat is its source directory's: no call for the roots of other sources.)
+    let root = ctx.roots.iter().position(|r| {
+        let dst_dir = r.dirs.as_ref().map(|(_, d)| d.as_fd());
+        r.meta.id() == src && dst_dir.is_some_and(|d| id(d) == Some(dst))
+    });
+    let early = ctx.early_dirs.lock().unwrap_or_else(|e| e.into_inner());
+    root.map(|r| r as u32)
+        .or_else(|| early.get(&dst).filter(|&&(_, s)| s == src).map(|&(r, _)| r))
+}
+
 /// Where a root goes: its destination parent's (dev, ino) and name.
 fn dest_of(root: &Root) -> Option<Dest> {
     let parent = sys::fstat(root.dst_parent.as_fd()).ok()?;
@@ -608,6 +713,7 @@ impl Queue<'_> {
                     // Made now, in its parent (later --parents sources see that write).
                     if matches!(&kind, WorkKind::Dir(info) if info.created) {
                         root.made.store(true, std::sync::atomic::Ordering::Relaxed);
+                        made_early(ctx, &mut root);
                     }
                     kind
                 }
@@ -648,7 +754,9 @@ fn root_failed(
     let pair = &pairs[0];
     let twice = counted && named.failed_file_again(ctx.opts, &pair.src);
     if ctx.opts.interactive {
-        run_files_now(ctx, items, &pairs[1..]);
+        // Every question before this failure, also about a file a later source names again
+        // (which then meets it as just made, see `just_made_by`). -i runs in one process.
+        run_files_now(ctx, items, &[]);
     }
     if twice {
         let src = pair.src.clone();
@@ -664,8 +772,9 @@ fn root_failed(
 
 /// Copies the file roots queued so far, in order, before the pool runs (a file it splits has
 /// no helpers: its splitter copies every range). A root whose destination a `later` source
-/// names again stays queued, so that the later one still meets it as just made; the same
-/// file named again need not (it is skipped as named twice, without backups).
+/// names again stays queued, so that the later one still meets it as just made (and runs
+/// with it wherever it runs); the same file named again need not (it is skipped as named
+/// twice, without backups). With no `later` ones, all run (see [`just_made_by`]).
 fn run_files_now(ctx: &Ctx<'_>, items: &mut Vec<WorkItem>, later: &[CopyPair]) {
     let (files, rest) = std::mem::take(items).into_iter().partition(|i| {
         let root = &ctx.roots[i.root as usize];
@@ -680,6 +789,20 @@ fn run_files_now(ctx: &Ctx<'_>, items: &mut Vec<WorkItem>, later: &[CopyPair]) {
     *items = rest;
     for item in files {
         dir::root_entry(ctx, &mut Buffers::new(), item.root, &mut |_| {});
+    }
+}
+
+/// `root` goes where the file root `lead` (and its followers) went, which ran already: where
+/// one of them made the destination, `root` will not replace it (cp's "will not overwrite
+/// just-created"), as a follower run after them would not.
+fn just_made_by(ctx: &Ctx<'_>, lead: usize, root: &Root) {
+    let made = |i: usize| ctx.roots[i].made.load(std::sync::atomic::Ordering::Relaxed);
+    let lead_root = &ctx.roots[lead];
+    let mut chain = std::iter::once(lead).chain(lead_root.followers.iter().map(|&f| f as usize));
+    if chain.any(made) {
+        if let Ok(m) = sys::stat_at(lead_root.dst_parent.as_fd(), &lead_root.dst_name, false) {
+            let _ = root.just_created.set(m.id());
+        }
     }
 }
 

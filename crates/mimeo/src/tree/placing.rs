@@ -5,7 +5,9 @@
 use super::context::{Ctx, Here, Loc};
 use crate::data::copy::DataError;
 use crate::options::{Dereference, Overwrite};
-use crate::place::decide::{Decision, Lookups, decide, loop_removed, removed_first};
+use crate::place::decide::{
+    Decision, Lookups, decide, removed_first, symlink_removed, unopened_removed,
+};
 use crate::place::links::{FirstCopy, LinkClaim, LinkLoc, Sighting};
 use crate::place::{backup, crash};
 use crate::report::{EntryKind, Error, Op};
@@ -49,10 +51,18 @@ pub(super) fn decide_existing(
         Decision::Refuse(c) => Err(c.error(here.src_path(name), here.dst_path(dst_name))),
         Decision::Skip => Ok(Decision::Skip),
         other => {
-            let removed = || removed_first(&rules, src, d) || loop_removed(ctx.opts, src, d, &look);
             // In a directory the user may not change, cp's removal fails ("cannot remove").
-            if ctx.report.wants_entries() && removed() && changeable() {
-                ctx.report.removed(|| here.dst_path(dst_name));
+            if ctx.report.wants_entries() {
+                let path = || here.dst_path(dst_name);
+                let after_open =
+                    || unopened_removed(&rules, src, d) || symlink_removed(&rules, src, d, &look);
+                if removed_first(&rules, src, d) {
+                    if changeable() {
+                        ctx.report.removed(path);
+                    }
+                } else if after_open() && changeable() {
+                    ctx.report.removed_after_open(path);
+                }
             }
             Ok(other)
         }

@@ -145,6 +145,7 @@ impl Root {
             into_itself,
             reached_copy: std::sync::atomic::AtomicBool::new(false),
             named_twice: false,
+            made_early: None,
         })
     }
 
@@ -171,7 +172,7 @@ pub(crate) fn finish_parents(parents: &[Parent], opts: &Options, report: &Report
             report.fail(e);
             failed = true;
         }
-        if parent.created {
+        if parent.created && !parent.early {
             report.copied(
                 || parent.src_path.clone(),
                 || parent.dst.clone(),
@@ -310,6 +311,7 @@ pub(crate) fn make_parents(
             src_path: s.to_path_buf(),
             dst: d.to_path_buf(),
             created,
+            early: false,
         });
     }
     // cp's last look is at the parent as named: "." or ".." there is no new directory.
