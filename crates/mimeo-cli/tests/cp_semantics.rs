@@ -764,6 +764,39 @@ fn parents_of_an_absolute_source_fail_on_their_acl_as_cp() {
     }
 }
 
+/// The same failure leaves the times of the directories above the deepest as cp made them:
+/// it stopped before their turn, and nothing later gives them their sources' times.
+#[test]
+fn parents_above_a_failed_acl_keep_their_new_times_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    write(base, "abs/src/f", "f\n", 0o644);
+    let old = filetime(978_307_200);
+    for dir in ["abs/src", "abs"] {
+        set_mtime(&base.join(dir), old);
+    }
+    let src = base.join("abs/src/f");
+    let src = src.to_str().unwrap();
+    let dest = |d: &Path| fs::create_dir(d.join("d")).unwrap();
+    let a = ["--parents", "-a", src, "d"];
+    let ((_, _, cp), (_, _, ours)) = run_each(base, "abstimes", &dest, &args(&a));
+    // Which of the copies of abs and abs/src have their source's times.
+    let kept = |d: &Path| {
+        let at = d
+            .join("d")
+            .join(base.strip_prefix("/").unwrap())
+            .join("abs");
+        [at.clone(), at.join("src")].map(|p| {
+            let m = fs::metadata(p).unwrap();
+            (m.atime() == old.0, m.mtime() == old.0)
+        })
+    };
+    assert_eq!(kept(&cp), [(false, false), (true, true)], "cp");
+    assert_eq!(kept(&cp), kept(&ours), "{a:?}");
+}
+
 #[test]
 fn a_node_written_into_is_its_link_groups_copy_as_cp() {
     // cp writes a file into the device node in its place, and links the other members of

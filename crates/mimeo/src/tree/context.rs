@@ -241,6 +241,9 @@ pub(crate) struct Parent {
     pub dst: PathBuf,
     /// Made by this run (an existing one keeps its mode unless modes are preserved).
     pub created: bool,
+    /// Given its source's times: cp stops at the first parent it fails on, after its times,
+    /// and those above keep the times they have.
+    pub timed: std::sync::atomic::AtomicBool,
 }
 
 /// Whether the source of one of `roots` is a directory root or lies below one (cp copies

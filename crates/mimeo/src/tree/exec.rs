@@ -14,6 +14,7 @@ use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 /// Work that a scheduler drives: plain [`WorkItem`]s, each run on some worker, spawning more,
@@ -445,11 +446,15 @@ fn touch_parents_written_into(ctx: &Ctx<'_>) {
     // Per directory: an open handle, and its last event (Some(times): set; None: written).
     let mut last: HashMap<(u64, u64), (OwnedFd, Option<sys::Meta>)> = HashMap::new();
     for root in &ctx.roots {
-        let made = root.made.load(std::sync::atomic::Ordering::Relaxed);
+        let made = root.made.load(Ordering::Relaxed);
         if made && let Some(event) = id(root.dst_parent.as_fd()).and_then(|d| last.get_mut(&d)) {
             event.1 = None;
         }
-        for parent in &root.parents {
+        let timed = root
+            .parents
+            .iter()
+            .filter(|p| p.timed.load(Ordering::Relaxed));
+        for parent in timed {
             let name = sys::cstring(parent.dst.as_os_str().as_bytes());
             let Ok(fd) = sys::open_dir(sys::CWD, &name, false) else {
                 continue;

@@ -12,6 +12,7 @@ use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::{CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// One source and the exact destination path it is copied to (cp's target rules already
 /// applied by the caller).
@@ -167,9 +168,12 @@ pub(crate) fn finish_parents(parents: &[Parent], opts: &Options, report: &Report
             let name = sys::cstring(parent.dst.as_os_str().as_bytes());
             let _ = sys::chmod_at_nofollow(sys::CWD, &name, made_perm(parent, opts, &process));
         }
-        if !failed && let Err(e) = finish_parent(parent, opts, &process) {
-            report.fail(e);
-            failed = true;
+        if !failed {
+            parent.timed.store(true, Ordering::Relaxed);
+            if let Err(e) = finish_parent(parent, opts, &process) {
+                report.fail(e);
+                failed = true;
+            }
         }
         if parent.created {
             report.copied(
@@ -308,6 +312,7 @@ pub(crate) fn make_parents(
             src_path: s.to_path_buf(),
             dst: d.to_path_buf(),
             created,
+            timed: AtomicBool::new(false),
         });
     }
     // cp's last look is at the parent as named: "." or ".." there is no new directory.
