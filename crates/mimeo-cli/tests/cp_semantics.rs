@@ -1166,7 +1166,8 @@ fn parents_directories_get_cps_modes_also_where_the_copy_fails() {
 
 /// cp gives the directories --parents made their sources' times after each source; a later
 /// source that writes into one (its parents all there) leaves it the time of that write,
-/// and its access time as set. Sources run in parallel here, and must end as cp's order does.
+/// and its access time as set, and a directory copied onto one gives it its own times.
+/// Sources run in parallel here, and must end as cp's order does.
 #[test]
 fn parents_directories_a_later_source_writes_into_get_its_time_as_cp() {
     let Some(fs) = loop_fs(FsKind::Ext4) else {
@@ -1197,6 +1198,9 @@ fn parents_directories_a_later_source_writes_into_get_its_time_as_cp() {
         &["-rp", "--parents", "a/sub", "a/f", "D"],
         &["-rp", "--parents", "a/g", "a/sub/h", "a/f", "D"],
         &["-p", "--parents", "a/f", "D"],
+        // The copy of the directory named last sets its times after the others' writes.
+        &["-rp", "--parents", "a/f", "a/g", "a", "D"],
+        &["-rp", "--parents", "a/f", "a", "a/g", "D"],
     ]
     .iter()
     .enumerate()

@@ -436,7 +436,8 @@ fn touch_written_into(ctx: &Ctx<'_>) {
 
 /// The same for the directories `--parents` gave their sources' times: cp sets them after each
 /// source, and a later source that writes into one without parents of its own to set (they
-/// were all there) leaves it the time of that write. The last of these in cp's order decides.
+/// were all there) leaves it the time of that write, and a directory root copied onto one gives
+/// it that root's times. The last of these in cp's order decides.
 fn touch_parents_written_into(ctx: &Ctx<'_>) {
     let opts = ctx.opts;
     if !(opts.parents && opts.preserve.timestamps) || ctx.report.control.is_stopped() {
@@ -449,6 +450,11 @@ fn touch_parents_written_into(ctx: &Ctx<'_>) {
         let made = root.made.load(Ordering::Relaxed);
         if made && let Some(event) = id(root.dst_parent.as_fd()).and_then(|d| last.get_mut(&d)) {
             event.1 = None;
+        }
+        // A directory copied onto one: its copy ends by setting its own source's times.
+        let onto = root.dirs.as_ref().and_then(|(_, d)| id(d.as_fd()));
+        if let Some(event) = onto.and_then(|d| last.get_mut(&d)) {
+            event.1 = Some(root.meta);
         }
         let timed = root
             .parents
