@@ -177,7 +177,9 @@ pub const ALLOWLIST: &[Allowed] = &[
         name: "failed-clone-leaves-nothing",
         reason: "a --reflink=always copy whose clone fails leaves no file (no half file that \
                  looks whole), where cp leaves an empty one; a file written in place is left \
-                 empty with the sticky bit that marks it incomplete",
+                 empty with the sticky bit that marks it incomplete; the file a destination \
+                 symlink leads to is left alone, where cp empties it (an empty one gets the \
+                 time of that)",
         docs: "docs/cp.md, Differences from cp, \"An existing file is replaced atomically\"",
         apply: failed_clone_leaves_nothing,
         last: false,
@@ -267,6 +269,13 @@ fn failed_clone_leaves_nothing(o: &mut Outcome) -> bool {
         Field::Size => d.left == "0",
         _ => false,
     };
+    // The file a destination symlink leads to (`f`, `t`), empty before: cp's truncation
+    // through the symlink gave it the time of that, mimeo left it as it was.
+    let fixed = format!("{FIXED_TIME}.000000000");
+    let target = |d: &crate::compare::Difference| {
+        let through = d.path == Path::new("f") || d.path == Path::new("t");
+        through && d.field == Field::Mtime && d.right == fixed && d.left != fixed
+    };
     let octal = |s: &str| u32::from_str_radix(s, 8).ok();
     let marked = |d: &crate::compare::Difference| match (octal(&d.left), octal(&d.right)) {
         (Some(cp), Some(ours)) => d.field == Field::Mode && cp & 0o1000 == 0 && ours == cp | 0o1000,
@@ -282,7 +291,8 @@ fn failed_clone_leaves_nothing(o: &mut Outcome) -> bool {
     let holds = |p: &Path| left.iter().any(|l| l.parent() == Some(p));
     let n = o.tree.len();
     o.tree.retain(|d| {
-        !(left.contains(&d.path) || d.field == Field::Mtime && holds(&d.path) || marked(d))
+        let kept = target(d) || marked(d);
+        !(left.contains(&d.path) || d.field == Field::Mtime && holds(&d.path) || kept)
     });
     o.tree.len() != n
 }
@@ -1339,6 +1349,26 @@ mod tests {
         assert!(failed_clone_leaves_nothing(&mut o));
         let left: Vec<_> = o.tree.iter().map(|d| d.path.clone()).collect();
         assert_eq!(left, [Path::new("td/g")]);
+    }
+    /// `cp --reflink=always s/m d` where d/m leads to the empty file f: cp empties f through
+    /// the symlink before its clone fails, which gives f a new mtime; mimeo leaves f alone.
+    /// Another file's time still fails.
+    #[test]
+    fn a_failed_clone_leaves_a_destination_symlinks_target_alone() {
+        let said = "cp: failed to clone 'd/m' from 's/m': Operation not supported\n";
+        let mut o = outcome(said, said);
+        let fixed = format!("{FIXED_TIME}.000000000");
+        o.tree = vec![
+            diff("f", Field::Mtime, "1795772898.950743605", &fixed),
+            diff("s/g", Field::Mtime, "1795772898.950743605", &fixed),
+        ];
+        assert!(failed_clone_leaves_nothing(&mut o));
+        let left: Vec<_> = o.tree.iter().map(|d| d.path.clone()).collect();
+        assert_eq!(left, [Path::new("s/g")]);
+        // Not without the failed clone.
+        let mut o = outcome("", "");
+        o.tree = vec![diff("f", Field::Mtime, "1795772898.950743605", &fixed)];
+        assert!(!failed_clone_leaves_nothing(&mut o));
     }
     /// `cp -a lf s/. s/x d`: s/. gives d the source's times, then s/x replaces d/x, which
     /// gives d the current time on mimeo's side only.
