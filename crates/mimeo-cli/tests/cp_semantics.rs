@@ -2993,6 +2993,38 @@ fn a_directory_a_later_source_writes_into_gets_the_time_of_that_write_as_cp() {
     }
 }
 
+/// A directory linked onto itself (`-l s/. s`) after an earlier source wrote into it: cp
+/// looks at the source when its turn comes, after that write, so the times it gives the
+/// directory are the write's mtime and the access time as it was.
+#[test]
+fn a_directory_linked_onto_itself_keeps_an_earlier_sources_write_time_as_cp() {
+    use std::time::{Duration, SystemTime};
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let old = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+    let setup = |d: &Path| {
+        write(d, "s/e", "e\n", 0o644);
+        write(d, "f", "f\n", 0o644);
+        let times = fs::FileTimes::new().set_accessed(old).set_modified(old);
+        let s = fs::File::open(d.join("s")).unwrap();
+        s.set_times(times).unwrap();
+    };
+    let a = ["-a", "-l", "f", "s/.", "s"];
+    let ours = same_as_cp(base, "onto-itself", &setup, &args(&a));
+    for dir in [base.join("onto-itself-cp"), ours] {
+        let m = fs::metadata(dir.join("s")).unwrap();
+        let (atime, mtime) = (m.accessed().unwrap(), m.modified().unwrap());
+        assert_eq!(
+            (atime == old, mtime == old),
+            (true, false),
+            "in {}",
+            dir.display()
+        );
+    }
+}
+
 /// `-l` onto the very directory being linked has nothing to do: cp leaves it without a word.
 #[test]
 fn links_onto_the_source_directory_itself_do_nothing_as_cp() {

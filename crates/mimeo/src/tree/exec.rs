@@ -424,7 +424,10 @@ fn touch_written_into(ctx: &Ctx<'_>) {
             .filter(|&&(j, w)| j != i && w == dir)
             .map(|&(j, _)| j)
             .collect();
-        let _ = if into.iter().any(|&j| j > i) {
+        // A directory copied onto itself (`-l s/. s`) has as its source's mtime, when cp
+        // looks at it in its turn, that of an earlier root's write.
+        let onto_itself = root.meta.id() == dir;
+        let _ = if into.iter().any(|&j| j > i) || onto_itself && !into.is_empty() {
             sys::touch_mtime(dst.as_fd())
         } else if !into.is_empty() {
             sys::futimens(dst.as_fd(), root.meta.atime, root.meta.mtime)
