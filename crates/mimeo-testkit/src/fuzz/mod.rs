@@ -70,6 +70,9 @@ pub struct Outcome {
     pub cp: Ran,
     pub ours: Ran,
     pub tree: Vec<Difference>,
+    /// Where the symlinks cp's side kept and mimeo's replaced lead inside the case: the
+    /// files cp wrote through them (relative to the case's place).
+    pub through: Vec<PathBuf>,
 }
 
 /// A kind of difference: the same message shapes, exit codes and fields.
@@ -263,6 +266,7 @@ fn cp_case(cfg: &Config, ours_path: &OsString, seed: u64) -> io::Result<Outcome>
     for d in tree.iter_mut() {
         mark_one_file_targets(d, &place, [&left, &right]);
     }
+    let through = replaced_link_targets(&tree, &place, &left);
     remove(&left)?;
     remove(&right)?;
     Ok(Outcome {
@@ -270,6 +274,7 @@ fn cp_case(cfg: &Config, ours_path: &OsString, seed: u64) -> io::Result<Outcome>
         cp,
         ours,
         tree,
+        through,
     })
 }
 
@@ -308,6 +313,37 @@ fn mark_one_file_targets(d: &mut Difference, place: &Path, roots: [&Path; 2]) {
         d.left.clone_from(&both);
         d.right = both;
     }
+}
+
+/// Where each symlink of cp's tree that is another type in mimeo's (a destination symlink
+/// mimeo replaced) leads, relative to the case's place, where that is inside it: cp wrote
+/// into that file. `root` is cp's tree, which was the place.
+fn replaced_link_targets(tree: &[Difference], place: &Path, root: &Path) -> Vec<PathBuf> {
+    tree.iter()
+        .filter(|d| d.field == Field::Type && d.left == "symlink")
+        .filter_map(|d| {
+            let t = fs::read_link(root.join(&d.path)).ok()?;
+            let joined = match t.strip_prefix(place) {
+                Ok(rel) => rel.to_path_buf(),
+                Err(_) if t.is_absolute() => return None,
+                Err(_) => d.path.parent().unwrap_or(Path::new("")).join(t),
+            };
+            // Lexically: the case's own symlinks do not lead up through others.
+            let mut out = PathBuf::new();
+            for c in joined.components() {
+                match c {
+                    std::path::Component::ParentDir => {
+                        if !out.pop() {
+                            return None;
+                        }
+                    }
+                    std::path::Component::Normal(n) => out.push(n),
+                    _ => {}
+                }
+            }
+            Some(out)
+        })
+        .collect()
 }
 
 fn now() -> i64 {
@@ -566,5 +602,33 @@ mod tests {
         let mut d = diff("n");
         mark_one_file_targets(&mut d, &place, roots);
         assert_ne!(d.left, d.right);
+    }
+
+    #[test]
+    fn replaced_symlinks_name_the_files_they_lead_to_inside_the_case() {
+        let dir = tempfile::tempdir().unwrap();
+        let place = dir.path().join("case");
+        let root = dir.path().join("cp");
+        fs::create_dir_all(root.join("d")).unwrap();
+        symlink(place.join("s/x"), root.join("d/abs")).unwrap();
+        symlink("../f", root.join("d/rel")).unwrap();
+        symlink("/elsewhere/f", root.join("d/out")).unwrap();
+        symlink("../../up", root.join("d/up")).unwrap();
+        symlink("f", root.join("d/kept")).unwrap();
+        let diff = |path: &str, field: Field| Difference {
+            path: path.into(),
+            field,
+            left: "symlink".into(),
+            right: "file".into(),
+        };
+        let tree = [
+            diff("d/abs", Field::Type),
+            diff("d/rel", Field::Type),
+            diff("d/out", Field::Type),
+            diff("d/up", Field::Type),
+            diff("d/kept", Field::Presence),
+        ];
+        let through = replaced_link_targets(&tree, &place, &root);
+        assert_eq!(through, [Path::new("s/x"), Path::new("f")]);
     }
 }
