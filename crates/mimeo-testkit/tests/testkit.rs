@@ -305,6 +305,7 @@ fn the_destination_is_found_where_options_follow_it() {
         ours: ran,
         tree: vec![diff("s", Field::Mtime), diff("s/x", Field::Atime)],
         through: Vec::new(),
+        regular: Vec::new(),
     };
     let entry = allow::ALLOWLIST
         .iter()
@@ -364,6 +365,7 @@ fn a_simple_backup_in_the_working_directory_is_allowed() {
             other.clone(),
         ],
         through: Vec::new(),
+        regular: Vec::new(),
     };
     let entry = allow::ALLOWLIST
         .iter()
@@ -412,6 +414,7 @@ fn a_refused_relative_link_with_a_suffix_alone_is_allowed() {
             right: "1500000000.000000000".into(),
         }],
         through: Vec::new(),
+        regular: Vec::new(),
     };
     let entry = allow::ALLOWLIST
         .iter()

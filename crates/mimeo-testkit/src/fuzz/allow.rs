@@ -202,7 +202,32 @@ pub const ALLOWLIST: &[Allowed] = &[
         apply: foreign_set_id_dropped,
         last: false,
     },
+    Allowed {
+        name: "sticky-mark-not-kept",
+        reason: "with the mode kept, a regular file copied onto one that has the sticky bit, \
+                 from a source without it, does not keep the bit: on a regular file it is \
+                 mimeo's mark of an incomplete copy, which no complete copy carries; cp sets \
+                 the mode through the ACL, which leaves the old file's sticky bit",
+        docs: "docs/cp.md, Differences from cp, \"An old file's sticky bit\"",
+        apply: sticky_mark_not_kept,
+        last: false,
+    },
 ];
+
+/// A regular file whose mode differs by the sticky bit alone, which cp's has.
+fn sticky_mark_not_kept(o: &mut Outcome) -> bool {
+    let octal = |s: &str| u32::from_str_radix(s, 8).ok();
+    let n = o.tree.len();
+    let regular = &o.regular;
+    o.tree.retain(|d| {
+        let sticky = match (octal(&d.left), octal(&d.right)) {
+            (Some(cp), Some(ours)) => ours & 0o1000 == 0 && cp == ours | 0o1000,
+            _ => false,
+        };
+        !(d.field == Field::Mode && sticky && regular.contains(&d.path))
+    });
+    o.tree.len() != n
+}
 
 /// Set-id (and sticky) bits on cp's side only, where the owner may not have been kept: the
 /// rest of the mode must still be the same.
@@ -1074,6 +1099,7 @@ mod tests {
             ours: ran(1, ours),
             tree: Vec::new(),
             through: Vec::new(),
+            regular: Vec::new(),
         }
     }
 
@@ -1130,6 +1156,7 @@ mod tests {
                 diff("d/g", Field::Size, "0", "1"),
             ],
             through: Vec::new(),
+            regular: Vec::new(),
         };
         assert!(symlink_replaced(&mut o));
         let left: Vec<_> = o.tree.iter().map(|d| d.path.clone()).collect();
@@ -1395,6 +1422,21 @@ mod tests {
         let mut o = outcome("", "");
         o.tree = vec![diff("f", Field::Mtime, "1795772898.950743605", &fixed)];
         assert!(!failed_clone_leaves_nothing(&mut o));
+    }
+    /// `cp -a s/h s/x` where s/x, empty, has the sticky bit: cp keeps it, mimeo drops its
+    /// own mark. Not on a directory, nor another bit.
+    #[test]
+    fn an_old_files_sticky_bit_may_be_dropped() {
+        let mut o = outcome("", "");
+        o.tree = vec![
+            diff("s/x", Field::Mode, "1640", "0640"),
+            diff("s/y", Field::Mode, "2640", "0640"),
+            diff("s/d", Field::Mode, "1755", "0755"),
+        ];
+        o.regular = vec!["s/x".into(), "s/y".into()];
+        assert!(sticky_mark_not_kept(&mut o));
+        let left: Vec<_> = o.tree.iter().map(|d| d.path.clone()).collect();
+        assert_eq!(left, [Path::new("s/y"), Path::new("s/d")]);
     }
     /// `cp -a lf s/. s/x d`: s/. gives d the source's times, then s/x replaces d/x, which
     /// gives d the current time on mimeo's side only.

@@ -276,6 +276,7 @@ fn cat_case(cfg: &Config, seed: u64) -> io::Result<Result<Outcome, Broken>> {
         ours,
         tree,
         through: Vec::new(),
+        regular: Vec::new(),
     }))
 }
 
@@ -287,6 +288,7 @@ fn empty(plan: CatPlan) -> Outcome {
         ours: Ran::default(),
         tree: Vec::new(),
         through: Vec::new(),
+        regular: Vec::new(),
     }
 }
 

@@ -73,6 +73,8 @@ pub struct Outcome {
     /// Where the symlinks cp's side kept and mimeo's replaced lead inside the case: the
     /// files cp wrote through them (relative to the case's place).
     pub through: Vec<PathBuf>,
+    /// The paths of `tree` that are regular files on both sides.
+    pub regular: Vec<PathBuf>,
 }
 
 /// A kind of difference: the same message shapes, exit codes and fields.
@@ -267,6 +269,7 @@ fn cp_case(cfg: &Config, ours_path: &OsString, seed: u64) -> io::Result<Outcome>
         mark_one_file_targets(d, &place, [&left, &right]);
     }
     let through = replaced_link_targets(&tree, &place, &left);
+    let regular = regular_on_both(&tree, [&left, &right]);
     remove(&left)?;
     remove(&right)?;
     Ok(Outcome {
@@ -275,6 +278,7 @@ fn cp_case(cfg: &Config, ours_path: &OsString, seed: u64) -> io::Result<Outcome>
         ours,
         tree,
         through,
+        regular,
     })
 }
 
@@ -344,6 +348,20 @@ fn replaced_link_targets(tree: &[Difference], place: &Path, root: &Path) -> Vec<
             Some(out)
         })
         .collect()
+}
+
+/// The paths of `tree` that are regular files in both `roots`.
+fn regular_on_both(tree: &[Difference], roots: [&Path; 2]) -> Vec<PathBuf> {
+    let regular = |root: &Path, p: &Path| {
+        fs::symlink_metadata(root.join(p)).is_ok_and(|m| m.file_type().is_file())
+    };
+    let mut out: Vec<PathBuf> = tree
+        .iter()
+        .map(|d| d.path.clone())
+        .filter(|p| roots.iter().all(|r| regular(r, p)))
+        .collect();
+    out.dedup();
+    out
 }
 
 fn now() -> i64 {
@@ -602,6 +620,27 @@ mod tests {
         let mut d = diff("n");
         mark_one_file_targets(&mut d, &place, roots);
         assert_ne!(d.left, d.right);
+    }
+
+    #[test]
+    fn only_paths_that_are_files_on_both_sides_are_regular() {
+        let dir = tempfile::tempdir().unwrap();
+        let roots = [dir.path().join("cp"), dir.path().join("ours")];
+        for root in &roots {
+            fs::create_dir_all(root.join("d")).unwrap();
+            fs::write(root.join("f"), "f").unwrap();
+        }
+        fs::write(roots[0].join("g"), "g").unwrap();
+        symlink("f", roots[1].join("g")).unwrap();
+        let diff = |path: &str| Difference {
+            path: path.into(),
+            field: Field::Mode,
+            left: "1644".into(),
+            right: "0644".into(),
+        };
+        let tree = [diff("d"), diff("f"), diff("f"), diff("g")];
+        let regular = regular_on_both(&tree, [roots[0].as_path(), roots[1].as_path()]);
+        assert_eq!(regular, [Path::new("f")]);
     }
 
     #[test]
