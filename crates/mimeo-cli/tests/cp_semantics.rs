@@ -1164,6 +1164,42 @@ fn parents_directories_get_cps_modes_also_where_the_copy_fails() {
     }
 }
 
+/// cp gives the directories on the way their sources' modes through the ACL, which leaves
+/// the set-id and sticky bits they have: a new one's set-gid bit from a set-gid parent, an
+/// existing one's own.
+#[test]
+fn parents_directories_keep_their_set_id_and_sticky_bits_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "s/a/b/f", "f\n", 0o644);
+        fs::create_dir_all(d.join("E/s/a")).unwrap();
+        fs::create_dir(d.join("D")).unwrap();
+        for (dir, mode) in [("D", 0o2777), ("E/s", 0o3755), ("E/s/a", 0o1755)] {
+            fs::set_permissions(d.join(dir), fs::Permissions::from_mode(mode)).unwrap();
+        }
+    };
+    for (i, a) in [
+        &["-a", "--parents", "s/a/b/f", "D"][..],
+        &["-a", "--parents", "s/a/b/f", "E"],
+        &["--preserve=mode", "--parents", "s/a/b/f", "D"],
+        &["--preserve=mode", "--parents", "s/a/b/f", "E"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        same_as_cp(base, &format!("psgid{i}"), &setup, &args(a));
+        // A user outside D's group: the kernel takes the inherited set-gid bit away.
+        let foreign = Run {
+            foreign_user: true,
+            ..args(a)
+        };
+        same_as_cp(base, &format!("psgid-user{i}"), &setup, &foreign);
+    }
+}
+
 /// cp gives the directories --parents made their sources' times after each source; a later
 /// source that writes into one (its parents all there) leaves it the time of that write,
 /// and its access time as set, and a directory copied onto one gives it its own times.

@@ -197,9 +197,17 @@ fn finish_parent(parent: &Parent, opts: &Options, process: &Process) -> Result<(
     .map_err(|e| Error::sys(Op::Open, &parent.dst, e))?;
     // With --no-preserve=mode, cp makes it 0777 less the umask, not as a copy of the source.
     let default_mode = opts.preserve.default_mode && parent.created;
+    // cp sets the source's mode through the ACL, which leaves the set-id and sticky bits the
+    // directory has: a new one's set-gid bit from its parent, an existing one's own.
+    let kept_special = if opts.preserve.mode {
+        sys::fstat(fd.as_fd()).map_or(0, |m| m.perm() & 0o7000)
+    } else {
+        0
+    };
     let apply = Apply {
         created: parent.created,
         keep_perm: default_mode.then_some(0o777 & !process.umask),
+        kept_special,
         ..Apply::for_existing(opts, process, &parent.src)
     };
     let dst = Dst::Fd(fd.as_fd());
