@@ -2353,6 +2353,40 @@ fn remove_destination_and_attributes_only_as_cp() {
 /// GNU's tests/cp/attr-existing.sh: `--attributes-only` never writes, truncates or replaces
 /// a file's data, whatever other names the file has, and a source that is not a regular file
 /// is refused where something exists (unless told to remove it).
+/// `--attributes-only` writes nothing, so the kernel leaves a user's file its set-id bits:
+/// cp keeps them without a mode to set, and a preserved mode without such bits leaves them
+/// (cp sets it through the ACL). Only a change of owner takes them away.
+#[test]
+fn attributes_only_leaves_the_set_id_bits_no_write_clears_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        // The mode after the owner, whose change would take the set-id bits away.
+        for (name, mode) in [("f", 0o644), ("d", 0o4755), ("g", 0o2775)] {
+            write(d, name, "x\n", 0o644);
+            chown(d.join(name), Some(FOREIGN_UID), Some(FOREIGN_GID)).unwrap();
+            fs::set_permissions(d.join(name), fs::Permissions::from_mode(mode)).unwrap();
+        }
+    };
+    for (i, a) in [
+        &["--attributes-only", "f", "d"][..],
+        &["--attributes-only", "--preserve=ownership", "f", "d"],
+        &["--attributes-only", "-p", "f", "g"],
+        &["--attributes-only", "--preserve=mode", "f", "d"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        let how = Run {
+            foreign_user: true,
+            ..args(a)
+        };
+        same_as_cp(base, &format!("ao-setid{i}"), &setup, &how);
+    }
+}
+
 #[test]
 fn attributes_only_never_replaces_data_as_cp() {
     for kind in FsKind::ALL {

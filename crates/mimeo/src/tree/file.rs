@@ -693,7 +693,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
     /// into it.
     fn kept_perm(&self, d: &Meta) -> u32 {
         let ctx = self.ctx;
-        let perm = meta::written_perm(d, &self.meta, ctx.opts, &ctx.process);
+        let perm = meta::written_perm(d, &self.meta, ctx.opts, &ctx.process, true);
         if crash::marked_incomplete(d, &self.meta) {
             perm & !sys::S_ISVTX
         } else {
@@ -724,7 +724,12 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         let process = &ctx.process;
         let p = ctx.opts.preserve;
         let data = !ctx.opts.attributes_only;
-        let kept = self.kept_perm(d);
+        // Without data nothing is written: only a change of owner takes set-id bits away.
+        let kept = if data {
+            self.kept_perm(d)
+        } else {
+            meta::written_perm(d, src, ctx.opts, process, false)
+        };
         let mut perm = if data { kept } else { d.perm() };
         if data && (process.euid == 0 || process.euid == d.uid) {
             // The chmod that marks it also takes away, while the new data is written, what the
