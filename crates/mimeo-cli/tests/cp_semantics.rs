@@ -3046,6 +3046,10 @@ fn a_directory_a_later_source_writes_into_gets_the_time_of_that_write_as_cp() {
             (&["-a", "s/.", "f", "d"][..], false),
             (&["-rp", "s/.", "f", "d"], false),
             (&["-a", "f", "s/.", "d"], true),
+            // A later source skipped (-n: the first made it) writes nothing there, also where
+            // it runs before the directory's copy reaches that entry (the last one).
+            (&["-rpn", "s/.", "s/e0", "d"], true),
+            (&["-rpn", "s/.", "s/e199", "d"], true),
         ]
         .into_iter()
         .enumerate()
