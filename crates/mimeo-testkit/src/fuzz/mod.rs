@@ -336,11 +336,7 @@ fn replaced_link_targets(tree: &[Difference], place: &Path, root: &Path) -> Vec<
             let mut out = PathBuf::new();
             for c in joined.components() {
                 match c {
-                    std::path::Component::ParentDir => {
-                        if !out.pop() {
-                            return None;
-                        }
-                    }
+                    std::path::Component::ParentDir if !out.pop() => return None,
                     std::path::Component::Normal(n) => out.push(n),
                     _ => {}
                 }
