@@ -877,7 +877,9 @@ fn replaced_times(o: &mut Outcome) -> bool {
         let old = d.left == fixed
             || d.field == Field::Atime && Some(&d.path) == dest.as_ref()
             || d.field == Field::Mtime && Some(&d.path) == parent.as_ref()
-            || d.field == Field::Mtime && onto_itself && Some(&d.path) == dest.as_ref();
+            || d.field == Field::Mtime && onto_itself && Some(&d.path) == dest.as_ref()
+            // The same where the destination is a symlink to the directory (`d` to `td`).
+            || d.field == Field::Mtime && onto_itself && d.path == o.plan.target_dir();
         !(matches!(d.field, Field::Mtime | Field::Atime) && old && clock)
     });
     o.tree.len() != n
@@ -1437,6 +1439,22 @@ mod tests {
         assert!(sticky_mark_not_kept(&mut o));
         let left: Vec<_> = o.tree.iter().map(|d| d.path.clone()).collect();
         assert_eq!(left, [Path::new("s/y"), Path::new("s/d")]);
+    }
+    /// `cp -a s/. s/x d` where d leads to td: the same as below, at td.
+    #[test]
+    fn a_file_replaced_in_a_symlinked_directory_that_took_a_sources_times_may_change_them() {
+        let mut o = outcome("", "");
+        o.plan.dest = DestState::SymlinkToDir;
+        o.plan.target = "d".into();
+        o.plan.sources = vec!["s/.".into(), "s/x".into()];
+        let (old, new) = ("4117636603.844509584", "1795774066.909767349");
+        o.tree = vec![diff("td", Field::Mtime, old, new)];
+        assert!(replaced_times(&mut o));
+        assert_eq!(o.tree, []);
+        // Not where td is not where the destination leads.
+        o.plan.dest = DestState::Dir;
+        o.tree = vec![diff("td", Field::Mtime, old, new)];
+        assert!(!replaced_times(&mut o));
     }
     /// `cp -a lf s/. s/x d`: s/. gives d the source's times, then s/x replaces d/x, which
     /// gives d the current time on mimeo's side only.
