@@ -2387,6 +2387,35 @@ fn attributes_only_leaves_the_set_id_bits_no_write_clears_as_cp() {
     }
 }
 
+/// A file written in place (its directory is not the user's) by two sources at once, the
+/// file and the directory it is in (`cp -r s/x s/. d`), where the source has the sticky bit:
+/// cp writes into it twice and it keeps its mode. The mark of a file being written, the
+/// sticky bit, means nothing for such a source and must not be taken for the file's own
+/// mode by the other source. Repeated, as the two run in parallel.
+#[test]
+fn a_file_written_in_place_twice_from_a_sticky_source_keeps_its_mode_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Xfs) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "s/x", "new\n", 0o644);
+        write(d, "d/x", "old\n", 0o644);
+        for p in ["s", "s/x", "d/x"] {
+            chown(d.join(p), Some(FOREIGN_UID), Some(FOREIGN_GID)).unwrap();
+        }
+        fs::set_permissions(d.join("s/x"), fs::Permissions::from_mode(0o1644)).unwrap();
+    };
+    for i in 0..12 {
+        let a = ["-r", "s/x", "s/.", "d"];
+        let how = Run {
+            foreign_user: true,
+            ..args(&a)
+        };
+        same_as_cp(base, &format!("twice{i}"), &setup, &how);
+    }
+}
+
 #[test]
 fn attributes_only_never_replaces_data_as_cp() {
     for kind in FsKind::ALL {

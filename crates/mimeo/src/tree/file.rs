@@ -739,7 +739,15 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             if p.mode {
                 during &= src.perm() | !0o777;
             }
-            let marked = during | sys::S_ISVTX;
+            // A source with the sticky bit of its own cannot be told incomplete by it (see
+            // `crash::marked_incomplete`): the bit would only pass for the file's own mode
+            // to another source written onto the same file meanwhile.
+            let mark = if src.mode & sys::S_ISVTX == 0 {
+                sys::S_ISVTX
+            } else {
+                0
+            };
+            let marked = during | mark;
             if sys::fchmod(fd.as_fd(), marked).is_ok() {
                 perm = marked;
             }
