@@ -6,7 +6,7 @@ use super::hooks::{HookSet, Hooks, NoHooks};
 use super::roots::{CopyPair, DirSeen, FileKey, file_source_id, open_error, root_file_key};
 use super::split;
 use super::work::{DirDone, DirInfo, Lineage, RangeDone, Stat, WorkItem, WorkKind};
-use crate::options::{Dereference, Options, Overwrite};
+use crate::options::{Dereference, Options};
 use crate::place::links::LinkGroups;
 use crate::report::{Control, Error, Method, Observer, Op, Refusal, Reporter, Summary, Warning};
 use crate::sys;
@@ -14,7 +14,6 @@ use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 /// Work that a scheduler drives: plain [`WorkItem`]s, each run on some worker, spawning more,
@@ -414,7 +413,7 @@ fn touch_written_into(ctx: &Ctx<'_>) {
         .iter()
         .enumerate()
         .filter_map(|(i, r)| {
-            let made = r.made.load(Ordering::Relaxed);
+            let made = r.made.load(std::sync::atomic::Ordering::Relaxed);
             Some((i, id(r.dst_parent.as_fd())?, made))
         })
         .collect();
@@ -422,10 +421,8 @@ fn touch_written_into(ctx: &Ctx<'_>) {
     // copied under its own name into that root's destination (`s/. s/x d`), finds there in
     // cp's order what the directory's copy made, and writes nothing; here it may have run
     // first.
-    let skips = matches!(
-        ctx.opts.overwrite,
-        Overwrite::NoClobber | Overwrite::Update | Overwrite::NoneFail
-    );
+    use crate::options::Overwrite as O;
+    let skips = matches!(ctx.opts.overwrite, O::NoClobber | O::Update | O::NoneFail);
     let made_by = |src: BorrowedFd<'_>, j: usize| {
         let r = &ctx.roots[j];
         skips && r.src_name == r.dst_name && id(r.src_parent.as_fd()) == id(src)
@@ -472,7 +469,7 @@ fn touch_parents_written_into(ctx: &Ctx<'_>) {
     // Per directory: an open handle, and its last event (Some(times): set; None: written).
     let mut last: HashMap<(u64, u64), (OwnedFd, Option<sys::Meta>)> = HashMap::new();
     for root in &ctx.roots {
-        let made = root.made.load(Ordering::Relaxed);
+        let made = root.made.load(std::sync::atomic::Ordering::Relaxed);
         if made && let Some(event) = id(root.dst_parent.as_fd()).and_then(|d| last.get_mut(&d)) {
             event.1 = None;
         }
@@ -484,7 +481,7 @@ fn touch_parents_written_into(ctx: &Ctx<'_>) {
         let timed = root
             .parents
             .iter()
-            .filter(|p| p.timed.load(Ordering::Relaxed));
+            .filter(|p| p.timed.load(std::sync::atomic::Ordering::Relaxed));
         for parent in timed {
             let name = sys::cstring(parent.dst.as_os_str().as_bytes());
             let Ok(fd) = sys::open_dir(sys::CWD, &name, false) else {
