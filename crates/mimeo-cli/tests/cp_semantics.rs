@@ -798,6 +798,39 @@ fn parents_of_an_absolute_source_fail_on_their_acl_as_cp() {
     }
 }
 
+/// The same failure leaves the times of the directories above the deepest as cp made them:
+/// it stopped before their turn, and nothing later gives them their sources' times.
+#[test]
+fn parents_above_a_failed_acl_keep_their_new_times_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    write(base, "abs/src/f", "f\n", 0o644);
+    let old = filetime(978_307_200);
+    for dir in ["abs/src", "abs"] {
+        set_mtime(&base.join(dir), old);
+    }
+    let src = base.join("abs/src/f");
+    let src = src.to_str().unwrap();
+    let dest = |d: &Path| fs::create_dir(d.join("d")).unwrap();
+    let a = ["--parents", "-a", src, "d"];
+    let ((_, _, cp), (_, _, ours)) = run_each(base, "abstimes", &dest, &args(&a));
+    // Which of the copies of abs and abs/src have their source's times.
+    let kept = |d: &Path| {
+        let at = d
+            .join("d")
+            .join(base.strip_prefix("/").unwrap())
+            .join("abs");
+        [at.clone(), at.join("src")].map(|p| {
+            let m = fs::metadata(p).unwrap();
+            (m.atime() == old.0, m.mtime() == old.0)
+        })
+    };
+    assert_eq!(kept(&cp), [(false, false), (true, true)], "cp");
+    assert_eq!(kept(&cp), kept(&ours), "{a:?}");
+}
+
 #[test]
 fn a_node_written_into_is_its_link_groups_copy_as_cp() {
     // cp writes a file into the device node in its place, and links the other members of
@@ -1165,9 +1198,46 @@ fn parents_directories_get_cps_modes_also_where_the_copy_fails() {
     }
 }
 
+/// cp gives the directories on the way their sources' modes through the ACL, which leaves
+/// the set-id and sticky bits they have: a new one's set-gid bit from a set-gid parent, an
+/// existing one's own.
+#[test]
+fn parents_directories_keep_their_set_id_and_sticky_bits_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "s/a/b/f", "f\n", 0o644);
+        fs::create_dir_all(d.join("E/s/a")).unwrap();
+        fs::create_dir(d.join("D")).unwrap();
+        for (dir, mode) in [("D", 0o2777), ("E/s", 0o3755), ("E/s/a", 0o1755)] {
+            fs::set_permissions(d.join(dir), fs::Permissions::from_mode(mode)).unwrap();
+        }
+    };
+    for (i, a) in [
+        &["-a", "--parents", "s/a/b/f", "D"][..],
+        &["-a", "--parents", "s/a/b/f", "E"],
+        &["--preserve=mode", "--parents", "s/a/b/f", "D"],
+        &["--preserve=mode", "--parents", "s/a/b/f", "E"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        same_as_cp(base, &format!("psgid{i}"), &setup, &args(a));
+        // A user outside D's group: the kernel takes the inherited set-gid bit away.
+        let foreign = Run {
+            foreign_user: true,
+            ..args(a)
+        };
+        same_as_cp(base, &format!("psgid-user{i}"), &setup, &foreign);
+    }
+}
+
 /// cp gives the directories --parents made their sources' times after each source; a later
 /// source that writes into one (its parents all there) leaves it the time of that write,
-/// and its access time as set. Sources run in parallel here, and must end as cp's order does.
+/// and its access time as set, and a directory copied onto one gives it its own times.
+/// Sources run in parallel here, and must end as cp's order does.
 #[test]
 fn parents_directories_a_later_source_writes_into_get_its_time_as_cp() {
     let Some(fs) = loop_fs(FsKind::Ext4) else {
@@ -1198,6 +1268,9 @@ fn parents_directories_a_later_source_writes_into_get_its_time_as_cp() {
         &["-rp", "--parents", "a/sub", "a/f", "D"],
         &["-rp", "--parents", "a/g", "a/sub/h", "a/f", "D"],
         &["-p", "--parents", "a/f", "D"],
+        // The copy of the directory named last sets its times after the others' writes.
+        &["-rp", "--parents", "a/f", "a/g", "a", "D"],
+        &["-rp", "--parents", "a/f", "a", "a/g", "D"],
     ]
     .iter()
     .enumerate()
@@ -2449,6 +2522,69 @@ fn remove_destination_and_attributes_only_as_cp() {
 /// GNU's tests/cp/attr-existing.sh: `--attributes-only` never writes, truncates or replaces
 /// a file's data, whatever other names the file has, and a source that is not a regular file
 /// is refused where something exists (unless told to remove it).
+/// `--attributes-only` writes nothing, so the kernel leaves a user's file its set-id bits:
+/// cp keeps them without a mode to set, and a preserved mode without such bits leaves them
+/// (cp sets it through the ACL). Only a change of owner takes them away.
+#[test]
+fn attributes_only_leaves_the_set_id_bits_no_write_clears_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        // The mode after the owner, whose change would take the set-id bits away.
+        for (name, mode) in [("f", 0o644), ("d", 0o4755), ("g", 0o2775)] {
+            write(d, name, "x\n", 0o644);
+            chown(d.join(name), Some(FOREIGN_UID), Some(FOREIGN_GID)).unwrap();
+            fs::set_permissions(d.join(name), fs::Permissions::from_mode(mode)).unwrap();
+        }
+    };
+    for (i, a) in [
+        &["--attributes-only", "f", "d"][..],
+        &["--attributes-only", "--preserve=ownership", "f", "d"],
+        &["--attributes-only", "-p", "f", "g"],
+        &["--attributes-only", "--preserve=mode", "f", "d"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        let how = Run {
+            foreign_user: true,
+            ..args(a)
+        };
+        same_as_cp(base, &format!("ao-setid{i}"), &setup, &how);
+    }
+}
+
+/// A file written in place (its directory is not the user's) by two sources at once, the
+/// file and the directory it is in (`cp -r s/x s/. d`), where the source has the sticky bit:
+/// cp writes into it twice and it keeps its mode. The mark of a file being written, the
+/// sticky bit, means nothing for such a source and must not be taken for the file's own
+/// mode by the other source. Repeated, as the two run in parallel.
+#[test]
+fn a_file_written_in_place_twice_from_a_sticky_source_keeps_its_mode_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Xfs) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "s/x", "new\n", 0o644);
+        write(d, "d/x", "old\n", 0o644);
+        for p in ["s", "s/x", "d/x"] {
+            chown(d.join(p), Some(FOREIGN_UID), Some(FOREIGN_GID)).unwrap();
+        }
+        fs::set_permissions(d.join("s/x"), fs::Permissions::from_mode(0o1644)).unwrap();
+    };
+    for i in 0..12 {
+        let a = ["-r", "s/x", "s/.", "d"];
+        let how = Run {
+            foreign_user: true,
+            ..args(&a)
+        };
+        same_as_cp(base, &format!("twice{i}"), &setup, &how);
+    }
+}
+
 #[test]
 fn attributes_only_never_replaces_data_as_cp() {
     for kind in FsKind::ALL {
@@ -3108,6 +3244,10 @@ fn a_directory_a_later_source_writes_into_gets_the_time_of_that_write_as_cp() {
             (&["-a", "s/.", "f", "d"][..], false),
             (&["-rp", "s/.", "f", "d"], false),
             (&["-a", "f", "s/.", "d"], true),
+            // A later source skipped (-n: the first made it) writes nothing there, also where
+            // it runs before the directory's copy reaches that entry (the last one).
+            (&["-rpn", "s/.", "s/e0", "d"], true),
+            (&["-rpn", "s/.", "s/e199", "d"], true),
         ]
         .into_iter()
         .enumerate()
@@ -3122,6 +3262,38 @@ fn a_directory_a_later_source_writes_into_gets_the_time_of_that_write_as_cp() {
                 assert_eq!(mtime == old, kept, "{a:?} in {}: mtime", dir.display());
             }
         }
+    }
+}
+
+/// A directory linked onto itself (`-l s/. s`) after an earlier source wrote into it: cp
+/// looks at the source when its turn comes, after that write, so the times it gives the
+/// directory are the write's mtime and the access time as it was.
+#[test]
+fn a_directory_linked_onto_itself_keeps_an_earlier_sources_write_time_as_cp() {
+    use std::time::{Duration, SystemTime};
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let old = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+    let setup = |d: &Path| {
+        write(d, "s/e", "e\n", 0o644);
+        write(d, "f", "f\n", 0o644);
+        let times = fs::FileTimes::new().set_accessed(old).set_modified(old);
+        let s = fs::File::open(d.join("s")).unwrap();
+        s.set_times(times).unwrap();
+    };
+    let a = ["-a", "-l", "f", "s/.", "s"];
+    let ours = same_as_cp(base, "onto-itself", &setup, &args(&a));
+    for dir in [base.join("onto-itself-cp"), ours] {
+        let m = fs::metadata(dir.join("s")).unwrap();
+        let (atime, mtime) = (m.accessed().unwrap(), m.modified().unwrap());
+        assert_eq!(
+            (atime == old, mtime == old),
+            (true, false),
+            "in {}",
+            dir.display()
+        );
     }
 }
 

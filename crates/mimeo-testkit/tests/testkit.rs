@@ -304,6 +304,8 @@ fn the_destination_is_found_where_options_follow_it() {
         cp: ran.clone(),
         ours: ran,
         tree: vec![diff("s", Field::Mtime), diff("s/x", Field::Atime)],
+        through: Vec::new(),
+        regular: Vec::new(),
     };
     let entry = allow::ALLOWLIST
         .iter()
@@ -362,6 +364,8 @@ fn a_simple_backup_in_the_working_directory_is_allowed() {
             diff("x~", Field::Presence, "file", "absent"),
             other.clone(),
         ],
+        through: Vec::new(),
+        regular: Vec::new(),
     };
     let entry = allow::ALLOWLIST
         .iter()
@@ -409,6 +413,8 @@ fn a_refused_relative_link_with_a_suffix_alone_is_allowed() {
             left: "1795749932.680892034".into(),
             right: "1500000000.000000000".into(),
         }],
+        through: Vec::new(),
+        regular: Vec::new(),
     };
     let entry = allow::ALLOWLIST
         .iter()

@@ -179,7 +179,9 @@ pub const ALLOWLIST: &[Allowed] = &[
         name: "failed-clone-leaves-nothing",
         reason: "a --reflink=always copy whose clone fails leaves no file (no half file that \
                  looks whole), where cp leaves an empty one; a file written in place is left \
-                 empty with the sticky bit that marks it incomplete",
+                 empty with the sticky bit that marks it incomplete; the file a destination \
+                 symlink leads to is left alone, where cp empties it (an empty one gets the \
+                 time of that)",
         docs: "docs/cp.md, Differences from cp, \"An existing file is replaced atomically\"",
         apply: failed_clone_leaves_nothing,
         last: false,
@@ -211,6 +213,16 @@ pub const ALLOWLIST: &[Allowed] = &[
         docs: "docs/cp.md, Differences from cp, \"A copy that fails before it is made touches \
                nothing\"",
         apply: source_path_kept,
+        last: false,
+    },
+    Allowed {
+        name: "sticky-mark-not-kept",
+        reason: "with the mode kept, a regular file copied onto one that has the sticky bit, \
+                 from a source without it, does not keep the bit: on a regular file it is \
+                 mimeo's mark of an incomplete copy, which no complete copy carries; cp sets \
+                 the mode through the ACL, which leaves the old file's sticky bit",
+        docs: "docs/cp.md, Differences from cp, \"An old file's sticky bit\"",
+        apply: sticky_mark_not_kept,
         last: false,
     },
 ];
@@ -250,6 +262,21 @@ fn source_path_kept(o: &mut Outcome) -> bool {
             .filter(|l| !l.starts_with("removed ") || ours.contains(*l))
             .collect();
     true
+}
+
+/// A regular file whose mode differs by the sticky bit alone, which cp's has.
+fn sticky_mark_not_kept(o: &mut Outcome) -> bool {
+    let octal = |s: &str| u32::from_str_radix(s, 8).ok();
+    let n = o.tree.len();
+    let regular = &o.regular;
+    o.tree.retain(|d| {
+        let sticky = match (octal(&d.left), octal(&d.right)) {
+            (Some(cp), Some(ours)) => ours & 0o1000 == 0 && cp == ours | 0o1000,
+            _ => false,
+        };
+        !(d.field == Field::Mode && sticky && regular.contains(&d.path))
+    });
+    o.tree.len() != n
 }
 
 /// Set-id (and sticky) bits on cp's side only, where the owner may not have been kept: the
@@ -317,6 +344,13 @@ fn failed_clone_leaves_nothing(o: &mut Outcome) -> bool {
         Field::Size => d.left == "0",
         _ => false,
     };
+    // The file a destination symlink leads to (`f`, `t`), empty before: cp's truncation
+    // through the symlink gave it the time of that, mimeo left it as it was.
+    let fixed = format!("{FIXED_TIME}.000000000");
+    let target = |d: &crate::compare::Difference| {
+        let through = d.path == Path::new("f") || d.path == Path::new("t");
+        through && d.field == Field::Mtime && d.right == fixed && d.left != fixed
+    };
     let octal = |s: &str| u32::from_str_radix(s, 8).ok();
     let marked = |d: &crate::compare::Difference| match (octal(&d.left), octal(&d.right)) {
         (Some(cp), Some(ours)) => d.field == Field::Mode && cp & 0o1000 == 0 && ours == cp | 0o1000,
@@ -332,7 +366,8 @@ fn failed_clone_leaves_nothing(o: &mut Outcome) -> bool {
     let holds = |p: &Path| left.iter().any(|l| l.parent() == Some(p));
     let n = o.tree.len();
     o.tree.retain(|d| {
-        !(left.contains(&d.path) || d.field == Field::Mtime && holds(&d.path) || marked(d))
+        let kept = target(d) || marked(d);
+        !(left.contains(&d.path) || d.field == Field::Mtime && holds(&d.path) || kept)
     });
     o.tree.len() != n
 }
@@ -784,6 +819,8 @@ fn symlink_replaced(o: &mut Outcome) -> bool {
     };
     o.tree.retain(|d| {
         let target = d.path == Path::new("t") || d.path == Path::new("f");
+        // The file a replaced symlink led to elsewhere in the case (one of the source's).
+        let target = target || o.through.contains(&d.path);
         let link = d.field == Field::Type && d.left == "symlink";
         // A later copy of a target that cp wrote through the symlink has what cp wrote.
         let copy = copies.contains(&d.path);
@@ -966,7 +1003,9 @@ fn replaced_times(o: &mut Outcome) -> bool {
         let old = d.left == fixed
             || d.field == Field::Atime && Some(&d.path) == dest.as_ref()
             || d.field == Field::Mtime && Some(&d.path) == parent.as_ref()
-            || d.field == Field::Mtime && onto_itself && Some(&d.path) == dest.as_ref();
+            || d.field == Field::Mtime && onto_itself && Some(&d.path) == dest.as_ref()
+            // The same where the destination is a symlink to the directory (`d` to `td`).
+            || d.field == Field::Mtime && onto_itself && d.path == o.plan.target_dir();
         !(matches!(d.field, Field::Mtime | Field::Atime) && old && clock)
     });
     o.tree.len() != n
@@ -1200,6 +1239,8 @@ mod tests {
             cp: ran(1, cp),
             ours: ran(1, ours),
             tree: Vec::new(),
+            through: Vec::new(),
+            regular: Vec::new(),
         }
     }
 
@@ -1318,10 +1359,34 @@ mod tests {
                 diff("d/f", Field::Size, "0", "1"),
                 diff("d/g", Field::Size, "0", "1"),
             ],
+            through: Vec::new(),
+            regular: Vec::new(),
         };
         assert!(symlink_replaced(&mut o));
         let left: Vec<_> = o.tree.iter().map(|d| d.path.clone()).collect();
         assert_eq!(left, [Path::new("d/g")]);
+    }
+
+    /// `cp f s/l` where s/l is an absolute symlink to s/x: cp writes f into s/x, mimeo
+    /// replaces s/l; s/x keeps what it had on mimeo's side. Another file still fails.
+    #[test]
+    fn a_replaced_symlink_leaves_the_file_it_leads_to_as_it_was() {
+        let mut o = outcome("", "");
+        o.tree = vec![
+            diff("s/l", Field::Type, "symlink", "file"),
+            diff("s/x", Field::Size, "5000", "6786"),
+            diff(
+                "s/x",
+                Field::Mtime,
+                "1795772989.276459428",
+                "1701490311.647083053",
+            ),
+            diff("s/y", Field::Size, "5000", "6786"),
+        ];
+        o.through = vec!["s/x".into()];
+        assert!(symlink_replaced(&mut o));
+        let left: Vec<_> = o.tree.iter().map(|d| d.path.clone()).collect();
+        assert_eq!(left, [Path::new("s/y")]);
     }
 
     /// `cp -r s s/x` as a user who may not write into an existing `s/x`: cp fails to make
@@ -1592,6 +1657,57 @@ mod tests {
         assert!(failed_clone_leaves_nothing(&mut o));
         let left: Vec<_> = o.tree.iter().map(|d| d.path.clone()).collect();
         assert_eq!(left, [Path::new("td/g")]);
+    }
+    /// `cp --reflink=always s/m d` where d/m leads to the empty file f: cp empties f through
+    /// the symlink before its clone fails, which gives f a new mtime; mimeo leaves f alone.
+    /// Another file's time still fails.
+    #[test]
+    fn a_failed_clone_leaves_a_destination_symlinks_target_alone() {
+        let said = "cp: failed to clone 'd/m' from 's/m': Operation not supported\n";
+        let mut o = outcome(said, said);
+        let fixed = format!("{FIXED_TIME}.000000000");
+        o.tree = vec![
+            diff("f", Field::Mtime, "1795772898.950743605", &fixed),
+            diff("s/g", Field::Mtime, "1795772898.950743605", &fixed),
+        ];
+        assert!(failed_clone_leaves_nothing(&mut o));
+        let left: Vec<_> = o.tree.iter().map(|d| d.path.clone()).collect();
+        assert_eq!(left, [Path::new("s/g")]);
+        // Not without the failed clone.
+        let mut o = outcome("", "");
+        o.tree = vec![diff("f", Field::Mtime, "1795772898.950743605", &fixed)];
+        assert!(!failed_clone_leaves_nothing(&mut o));
+    }
+    /// `cp -a s/h s/x` where s/x, empty, has the sticky bit: cp keeps it, mimeo drops its
+    /// own mark. Not on a directory, nor another bit.
+    #[test]
+    fn an_old_files_sticky_bit_may_be_dropped() {
+        let mut o = outcome("", "");
+        o.tree = vec![
+            diff("s/x", Field::Mode, "1640", "0640"),
+            diff("s/y", Field::Mode, "2640", "0640"),
+            diff("s/d", Field::Mode, "1755", "0755"),
+        ];
+        o.regular = vec!["s/x".into(), "s/y".into()];
+        assert!(sticky_mark_not_kept(&mut o));
+        let left: Vec<_> = o.tree.iter().map(|d| d.path.clone()).collect();
+        assert_eq!(left, [Path::new("s/y"), Path::new("s/d")]);
+    }
+    /// `cp -a s/. s/x d` where d leads to td: the same as below, at td.
+    #[test]
+    fn a_file_replaced_in_a_symlinked_directory_that_took_a_sources_times_may_change_them() {
+        let mut o = outcome("", "");
+        o.plan.dest = DestState::SymlinkToDir;
+        o.plan.target = "d".into();
+        o.plan.sources = vec!["s/.".into(), "s/x".into()];
+        let (old, new) = ("4117636603.844509584", "1795774066.909767349");
+        o.tree = vec![diff("td", Field::Mtime, old, new)];
+        assert!(replaced_times(&mut o));
+        assert_eq!(o.tree, []);
+        // Not where td is not where the destination leads.
+        o.plan.dest = DestState::Dir;
+        o.tree = vec![diff("td", Field::Mtime, old, new)];
+        assert!(!replaced_times(&mut o));
     }
     /// `cp -a lf s/. s/x d`: s/. gives d the source's times, then s/x replaces d/x, which
     /// gives d the current time on mimeo's side only.

@@ -275,6 +275,8 @@ fn cat_case(cfg: &Config, seed: u64) -> io::Result<Result<Outcome, Broken>> {
         cp: cat,
         ours,
         tree,
+        through: Vec::new(),
+        regular: Vec::new(),
     }))
 }
 
@@ -285,6 +287,8 @@ fn empty(plan: CatPlan) -> Outcome {
         cp: Ran::default(),
         ours: Ran::default(),
         tree: Vec::new(),
+        through: Vec::new(),
+        regular: Vec::new(),
     }
 }
 

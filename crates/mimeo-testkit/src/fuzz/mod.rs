@@ -70,6 +70,11 @@ pub struct Outcome {
     pub cp: Ran,
     pub ours: Ran,
     pub tree: Vec<Difference>,
+    /// Where the symlinks cp's side kept and mimeo's replaced lead inside the case: the
+    /// files cp wrote through them (relative to the case's place).
+    pub through: Vec<PathBuf>,
+    /// The paths of `tree` that are regular files on both sides.
+    pub regular: Vec<PathBuf>,
 }
 
 /// A kind of difference: the same message shapes, exit codes and fields.
@@ -263,6 +268,8 @@ fn cp_case(cfg: &Config, ours_path: &OsString, seed: u64) -> io::Result<Outcome>
     for d in tree.iter_mut() {
         mark_one_file_targets(d, &place, [&left, &right]);
     }
+    let through = replaced_link_targets(&tree, &place, &left);
+    let regular = regular_on_both(&tree, [&left, &right]);
     remove(&left)?;
     remove(&right)?;
     Ok(Outcome {
@@ -270,6 +277,8 @@ fn cp_case(cfg: &Config, ours_path: &OsString, seed: u64) -> io::Result<Outcome>
         cp,
         ours,
         tree,
+        through,
+        regular,
     })
 }
 
@@ -308,6 +317,47 @@ fn mark_one_file_targets(d: &mut Difference, place: &Path, roots: [&Path; 2]) {
         d.left.clone_from(&both);
         d.right = both;
     }
+}
+
+/// Where each symlink of cp's tree that is another type in mimeo's (a destination symlink
+/// mimeo replaced) leads, relative to the case's place, where that is inside it: cp wrote
+/// into that file. `root` is cp's tree, which was the place.
+fn replaced_link_targets(tree: &[Difference], place: &Path, root: &Path) -> Vec<PathBuf> {
+    tree.iter()
+        .filter(|d| d.field == Field::Type && d.left == "symlink")
+        .filter_map(|d| {
+            let t = fs::read_link(root.join(&d.path)).ok()?;
+            let joined = match t.strip_prefix(place) {
+                Ok(rel) => rel.to_path_buf(),
+                Err(_) if t.is_absolute() => return None,
+                Err(_) => d.path.parent().unwrap_or(Path::new("")).join(t),
+            };
+            // Lexically: the case's own symlinks do not lead up through others.
+            let mut out = PathBuf::new();
+            for c in joined.components() {
+                match c {
+                    std::path::Component::ParentDir if !out.pop() => return None,
+                    std::path::Component::Normal(n) => out.push(n),
+                    _ => {}
+                }
+            }
+            Some(out)
+        })
+        .collect()
+}
+
+/// The paths of `tree` that are regular files in both `roots`.
+fn regular_on_both(tree: &[Difference], roots: [&Path; 2]) -> Vec<PathBuf> {
+    let regular = |root: &Path, p: &Path| {
+        fs::symlink_metadata(root.join(p)).is_ok_and(|m| m.file_type().is_file())
+    };
+    let mut out: Vec<PathBuf> = tree
+        .iter()
+        .map(|d| d.path.clone())
+        .filter(|p| roots.iter().all(|r| regular(r, p)))
+        .collect();
+    out.dedup();
+    out
 }
 
 fn now() -> i64 {
@@ -566,5 +616,54 @@ mod tests {
         let mut d = diff("n");
         mark_one_file_targets(&mut d, &place, roots);
         assert_ne!(d.left, d.right);
+    }
+
+    #[test]
+    fn only_paths_that_are_files_on_both_sides_are_regular() {
+        let dir = tempfile::tempdir().unwrap();
+        let roots = [dir.path().join("cp"), dir.path().join("ours")];
+        for root in &roots {
+            fs::create_dir_all(root.join("d")).unwrap();
+            fs::write(root.join("f"), "f").unwrap();
+        }
+        fs::write(roots[0].join("g"), "g").unwrap();
+        symlink("f", roots[1].join("g")).unwrap();
+        let diff = |path: &str| Difference {
+            path: path.into(),
+            field: Field::Mode,
+            left: "1644".into(),
+            right: "0644".into(),
+        };
+        let tree = [diff("d"), diff("f"), diff("f"), diff("g")];
+        let regular = regular_on_both(&tree, [roots[0].as_path(), roots[1].as_path()]);
+        assert_eq!(regular, [Path::new("f")]);
+    }
+
+    #[test]
+    fn replaced_symlinks_name_the_files_they_lead_to_inside_the_case() {
+        let dir = tempfile::tempdir().unwrap();
+        let place = dir.path().join("case");
+        let root = dir.path().join("cp");
+        fs::create_dir_all(root.join("d")).unwrap();
+        symlink(place.join("s/x"), root.join("d/abs")).unwrap();
+        symlink("../f", root.join("d/rel")).unwrap();
+        symlink("/elsewhere/f", root.join("d/out")).unwrap();
+        symlink("../../up", root.join("d/up")).unwrap();
+        symlink("f", root.join("d/kept")).unwrap();
+        let diff = |path: &str, field: Field| Difference {
+            path: path.into(),
+            field,
+            left: "symlink".into(),
+            right: "file".into(),
+        };
+        let tree = [
+            diff("d/abs", Field::Type),
+            diff("d/rel", Field::Type),
+            diff("d/out", Field::Type),
+            diff("d/up", Field::Type),
+            diff("d/kept", Field::Presence),
+        ];
+        let through = replaced_link_targets(&tree, &place, &root);
+        assert_eq!(through, [Path::new("s/x"), Path::new("f")]);
     }
 }

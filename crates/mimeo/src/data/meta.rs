@@ -71,13 +71,19 @@ pub(crate) fn creation_mode(
 
 /// The mode an existing file has after cp writes into it without --preserve=mode: its own,
 /// less the set-id bits that the kernel clears when a process without `CAP_FSETID` (anyone
-/// but root, here) writes to a file, or when cp gives it the source's owner
-/// (--preserve=ownership), which clears them for root too. Set-gid goes only where group
-/// execution is on.
-pub(crate) fn written_perm(existing: &Meta, src: &Meta, opts: &Options, process: &Process) -> u32 {
+/// but root, here) writes to a file (`wrote`: not under --attributes-only), or when cp gives
+/// it the source's owner (--preserve=ownership), which clears them for root too. Set-gid goes
+/// only where group execution is on.
+pub(crate) fn written_perm(
+    existing: &Meta,
+    src: &Meta,
+    opts: &Options,
+    process: &Process,
+    wrote: bool,
+) -> u32 {
     let perm = existing.perm();
     let chowned = opts.preserve.ownership && (existing.uid, existing.gid) != (src.uid, src.gid);
-    if process.euid == 0 && !chowned {
+    if (process.euid == 0 || !wrote) && !chowned {
         return perm;
     }
     let mut cleared = sys::S_ISUID;

@@ -242,6 +242,9 @@ pub(crate) struct Parent {
     /// Made where an earlier root's walk makes it too: that walk names it under `-v` (see
     /// [`Root::made_early`]).
     pub early: bool,
+    /// Given its source's times: cp stops at the first parent it fails on, after its times,
+    /// and those above keep the times they have.
+    pub timed: std::sync::atomic::AtomicBool,
 }
 
 /// Whether the source of one of `roots` is a directory root or lies below one (cp copies

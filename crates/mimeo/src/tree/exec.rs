@@ -418,35 +418,58 @@ impl<'a> Executor<'a> {
 /// run in parallel here, so where another root writes into the destination directory of a
 /// directory root (`s/.` merged into `d`), that directory's times are set again once all are
 /// done, as cp's order leaves them: a later root's write gives it the time of that write (the
-/// clock; its access time stays as set), and after earlier ones only, it has its source's.
+/// clock; its access time stays as set), and after earlier ones only, or ones that wrote
+/// nothing there, it has its source's.
 fn touch_written_into(ctx: &Ctx<'_>) {
     if !ctx.opts.preserve.timestamps || ctx.report.control.is_stopped() {
         return;
     }
+    if ctx.roots.len() < 2 || !ctx.roots.iter().any(|r| r.dirs.is_some()) {
+        return;
+    }
     let id = |fd: BorrowedFd<'_>| sys::fstat(fd).ok().map(|m| m.id());
-    let written: Vec<(usize, (u64, u64))> = ctx
+    // Every root's destination directory, and whether it wrote there: one that wrote nothing
+    // (`-n` finding its entry there) may still have disturbed its mtime with its marker,
+    // which cp's order of sources does not know.
+    let into_dirs: Vec<(usize, (u64, u64), bool)> = ctx
         .roots
         .iter()
         .enumerate()
-        .filter(|(_, r)| r.made.load(std::sync::atomic::Ordering::Relaxed))
-        .filter_map(|(i, r)| Some((i, id(r.dst_parent.as_fd())?)))
+        .filter_map(|(i, r)| {
+            let made = r.made.load(std::sync::atomic::Ordering::Relaxed);
+            Some((i, id(r.dst_parent.as_fd())?, made))
+        })
         .collect();
-    if written.is_empty() {
-        return;
-    }
+    // Under -n or -u, a later root that is an entry of an earlier directory root's source,
+    // copied under its own name into that root's destination (`s/. s/x d`), finds there in
+    // cp's order what the directory's copy made, and writes nothing; here it may have run
+    // first.
+    use crate::options::Overwrite as O;
+    let skips = matches!(ctx.opts.overwrite, O::NoClobber | O::Update | O::NoneFail);
+    let made_by = |src: BorrowedFd<'_>, j: usize| {
+        let r = &ctx.roots[j];
+        skips && r.src_name == r.dst_name && id(r.src_parent.as_fd()) == id(src)
+    };
     for (i, root) in ctx.roots.iter().enumerate() {
-        let Some((_, dst)) = &root.dirs else {
+        let Some((src, dst)) = &root.dirs else {
             continue;
         };
         let Some(dir) = id(dst.as_fd()) else {
             continue;
         };
-        let into: Vec<usize> = written
+        let into: Vec<(usize, bool)> = into_dirs
             .iter()
-            .filter(|&&(j, w)| j != i && w == dir)
-            .map(|&(j, _)| j)
+            .filter(|&&(j, w, _)| j != i && w == dir)
+            .map(|&(j, _, made)| (j, made))
             .collect();
-        let _ = if into.iter().any(|&j| j > i) {
+        let wrote = into.iter().any(|&(_, made)| made);
+        // A directory copied onto itself (`-l s/. s`) has as its source's mtime, when cp
+        // looks at it in its turn, that of an earlier root's write.
+        let onto_itself = root.meta.id() == dir;
+        let later = into
+            .iter()
+            .any(|&(j, made)| made && j > i && !made_by(src.as_fd(), j));
+        let _ = if later || onto_itself && wrote {
             sys::touch_mtime(dst.as_fd())
         } else if !into.is_empty() {
             sys::futimens(dst.as_fd(), root.meta.atime, root.meta.mtime)
@@ -458,7 +481,8 @@ fn touch_written_into(ctx: &Ctx<'_>) {
 
 /// The same for the directories `--parents` gave their sources' times: cp sets them after each
 /// source, and a later source that writes into one without parents of its own to set (they
-/// were all there) leaves it the time of that write. The last of these in cp's order decides.
+/// were all there) leaves it the time of that write, and a directory root copied onto one gives
+/// it that root's times. The last of these in cp's order decides.
 fn touch_parents_written_into(ctx: &Ctx<'_>) {
     let opts = ctx.opts;
     if !(opts.parents && opts.preserve.timestamps) || ctx.report.control.is_stopped() {
@@ -472,7 +496,16 @@ fn touch_parents_written_into(ctx: &Ctx<'_>) {
         if made && let Some(event) = id(root.dst_parent.as_fd()).and_then(|d| last.get_mut(&d)) {
             event.1 = None;
         }
-        for parent in &root.parents {
+        // A directory copied onto one: its copy ends by setting its own source's times.
+        let onto = root.dirs.as_ref().and_then(|(_, d)| id(d.as_fd()));
+        if let Some(event) = onto.and_then(|d| last.get_mut(&d)) {
+            event.1 = Some(root.meta);
+        }
+        let timed = root
+            .parents
+            .iter()
+            .filter(|p| p.timed.load(std::sync::atomic::Ordering::Relaxed));
+        for parent in timed {
             let name = sys::cstring(parent.dst.as_os_str().as_bytes());
             let Ok(fd) = sys::open_dir(sys::CWD, &name, false) else {
                 continue;

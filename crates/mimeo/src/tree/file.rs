@@ -712,7 +712,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
     /// into it.
     fn kept_perm(&self, d: &Meta) -> u32 {
         let ctx = self.ctx;
-        let perm = meta::written_perm(d, &self.meta, ctx.opts, &ctx.process);
+        let perm = meta::written_perm(d, &self.meta, ctx.opts, &ctx.process, true);
         if crash::marked_incomplete(d, &self.meta) {
             perm & !sys::S_ISVTX
         } else {
@@ -743,7 +743,12 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         let process = &ctx.process;
         let p = ctx.opts.preserve;
         let data = !ctx.opts.attributes_only;
-        let kept = self.kept_perm(d);
+        // Without data nothing is written: only a change of owner takes set-id bits away.
+        let kept = if data {
+            self.kept_perm(d)
+        } else {
+            meta::written_perm(d, src, ctx.opts, process, false)
+        };
         let mut perm = if data { kept } else { d.perm() };
         if data && (process.euid == 0 || process.euid == d.uid) {
             // The chmod that marks it also takes away, while the new data is written, what the
@@ -753,7 +758,15 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             if p.mode {
                 during &= src.perm() | !0o777;
             }
-            let marked = during | sys::S_ISVTX;
+            // A source with the sticky bit of its own cannot be told incomplete by it (see
+            // `crash::marked_incomplete`): the bit would only pass for the file's own mode
+            // to another source written onto the same file meanwhile.
+            let mark = if src.mode & sys::S_ISVTX == 0 {
+                sys::S_ISVTX
+            } else {
+                0
+            };
+            let marked = during | mark;
             if sys::fchmod(fd.as_fd(), marked).is_ok() {
                 perm = marked;
             }

@@ -12,6 +12,7 @@ use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::{CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// One source and the exact destination path it is copied to (cp's target rules already
 /// applied by the caller).
@@ -168,9 +169,12 @@ pub(crate) fn finish_parents(parents: &[Parent], opts: &Options, report: &Report
             let name = sys::cstring(parent.dst.as_os_str().as_bytes());
             let _ = sys::chmod_at_nofollow(sys::CWD, &name, made_perm(parent, opts, &process));
         }
-        if !failed && let Err(e) = finish_parent(parent, opts, &process) {
-            report.fail(e);
-            failed = true;
+        if !failed {
+            parent.timed.store(true, Ordering::Relaxed);
+            if let Err(e) = finish_parent(parent, opts, &process) {
+                report.fail(e);
+                failed = true;
+            }
         }
         if parent.created && !parent.early {
             report.copied(
@@ -194,9 +198,17 @@ fn finish_parent(parent: &Parent, opts: &Options, process: &Process) -> Result<(
     .map_err(|e| Error::sys(Op::Open, &parent.dst, e))?;
     // With --no-preserve=mode, cp makes it 0777 less the umask, not as a copy of the source.
     let default_mode = opts.preserve.default_mode && parent.created;
+    // cp sets the source's mode through the ACL, which leaves the set-id and sticky bits the
+    // directory has: a new one's set-gid bit from its parent, an existing one's own.
+    let kept_special = if opts.preserve.mode {
+        sys::fstat(fd.as_fd()).map_or(0, |m| m.perm() & 0o7000)
+    } else {
+        0
+    };
     let apply = Apply {
         created: parent.created,
         keep_perm: default_mode.then_some(0o777 & !process.umask),
+        kept_special,
         ..Apply::for_existing(opts, process, &parent.src)
     };
     let dst = Dst::Fd(fd.as_fd());
@@ -312,6 +324,7 @@ pub(crate) fn make_parents(
             dst: d.to_path_buf(),
             created,
             early: false,
+            timed: AtomicBool::new(false),
         });
     }
     // cp's last look is at the parent as named: "." or ".." there is no new directory.
