@@ -745,6 +745,37 @@ fn unreadable_source_directories_as_cp_copies_them() {
     }
 }
 
+/// As `nobody`, a destination directory it may write and search but not list takes the
+/// copies, and a file named twice in a directory it may only search is the same file, as
+/// cp says (not a failed stat of the directory).
+#[test]
+fn destinations_in_directories_that_cannot_be_listed_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("s/in")).unwrap();
+        write(&d.join("s/f"), "x");
+        write(&d.join("s/in/g"), "y");
+        fs::create_dir(d.join("w")).unwrap();
+        fs::create_dir(d.join("x")).unwrap();
+        write(&d.join("x/f"), "z");
+        fs::set_permissions(d.join("w"), fs::Permissions::from_mode(0o333)).unwrap();
+        fs::set_permissions(d.join("x"), fs::Permissions::from_mode(0o111)).unwrap();
+    };
+    for (i, args) in [
+        &["s/f", "w/n"][..],
+        &["s/f", "w/"],
+        &["-r", "s", "w"],
+        &["-a", "s/in", "w/"],
+        &["x/f", "x/f"],
+        &["-f", "x/f", "x/./f"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        case_as_cp(dir.path(), i, &setup, args, Some(NOBODY));
+    }
+}
+
 /// As a user other than root, the xattrs of a read-only file are copied as cp copies them
 /// (it gives the owner write permission for the time it takes).
 #[test]

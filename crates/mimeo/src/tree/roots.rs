@@ -86,7 +86,7 @@ impl Root {
             return Err(Error::refused(Op::Refuse, src_path, Refusal::NotRecursive));
         }
         let (dst_parent_path, dst_name) = split(dst_path);
-        let dst_parent = match sys::open_dir(sys::CWD, &dst_parent_path, true) {
+        let dst_parent = match sys::open_dir_to_use(sys::CWD, &dst_parent_path, true) {
             Err(Errno::NOENT) if parent_missing => sys::open_dir(src_parent.as_fd(), c".", false)
                 .map_err(|e| stat_error(src_path.clone(), e))?,
             // cp looks at the destination first: only a missing one goes on to be created,
