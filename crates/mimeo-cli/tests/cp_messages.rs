@@ -776,6 +776,44 @@ fn destinations_in_directories_that_cannot_be_listed_as_cp() {
     }
 }
 
+/// As `nobody`, into a destination directory it may list and write but not search, cp's
+/// look at each destination fails first ("cannot stat"), not the making of it: for a file,
+/// a FIFO, a link, a symlink and a directory, named or met in a tree.
+#[test]
+fn destinations_in_directories_that_cannot_be_searched_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("s/in/sub")).unwrap();
+        write(&d.join("s/in/f"), "x");
+        mkfifo(&d.join("s/in/p"));
+        symlink("f", d.join("s/in/l")).unwrap();
+        fs::create_dir_all(d.join("t/in/sub")).unwrap();
+        fs::create_dir_all(d.join("u/in")).unwrap();
+        write(&d.join("u/in/g"), "y");
+        fs::create_dir_all(d.join("d/t/in")).unwrap();
+        fs::create_dir_all(d.join("d/u/in")).unwrap();
+        fs::create_dir(d.join("w")).unwrap();
+        for p in ["w", "d/t/in", "d/u/in"] {
+            fs::set_permissions(d.join(p), fs::Permissions::from_mode(0o666)).unwrap();
+        }
+    };
+    // One failure a case: the failures of a tree are reported as they happen, in no fixed order.
+    for (i, args) in [
+        &["s/in/f", "w/n"][..],
+        &["-R", "s/in/p", "w"],
+        &["-R", "s/in/l", "w"],
+        &["-l", "s/in/f", "w"],
+        &["-r", "s/in/sub", "w"],
+        &["-r", "t", "d"],
+        &["-r", "u", "d"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        case_as_cp(dir.path(), i, &setup, args, Some(NOBODY));
+    }
+}
+
 /// As a user other than root, the xattrs of a read-only file are copied as cp copies them
 /// (it gives the owner write permission for the time it takes).
 #[test]
