@@ -1320,6 +1320,30 @@ fn a_destination_that_is_the_source_or_no_directory_is_reported_before_into_itse
     }
 }
 
+/// A directory source whose destination name an earlier source of the same run made: cp
+/// copies that one first, and then finds what it made there. A symlink to the source
+/// directory is the same file (not a copy into itself), a file is a non-directory in the way.
+#[test]
+fn what_an_earlier_source_made_is_met_before_into_itself_as_cp() {
+    let base = tempfile::tempdir().unwrap();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("s")).unwrap();
+        symlink("..", d.join("s/up")).unwrap();
+        write(d, "x/up", "a file\n", 0o644);
+        fs::create_dir(d.join("d")).unwrap();
+    };
+    for (i, a) in [
+        &["-a", "s/up", "s/", "s/up/", "d"][..],
+        &["-r", "s/up", "s/up/", "d"],
+        &["-r", "x/up", "s/up/", "d"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        same_as_cp(base.path(), &format!("earlier-made{i}"), &setup, &args(a));
+    }
+}
+
 /// A source directory refused as a copy into itself still counts as named: named again to
 /// the same place it is warned about, to another place refused, and onto itself reported as
 /// the same file, in cp's order. (What cp leaves of the copy into itself is a documented

@@ -761,6 +761,17 @@ fn dir_root(
         }
         return None;
     }
+    let mut root = root;
+    if let Some(at) = earlier_item {
+        // The earlier one runs first, now, before this directory is made or refused: what
+        // it made is what cp then finds at the destination (a symlink to the source there
+        // is the same file, not a copy into itself).
+        let item = items.remove(at);
+        // Before the pool runs: a file it splits has no helpers, its splitter copies every
+        // range.
+        dir::root_entry(ctx, &mut Buffers::new(), item.root, &mut |_| {});
+        root.look_again_into_itself();
+    }
     // cp finds a copy into itself only once it has made the copy: where it cannot make it,
     // it forgets the directory, which named again is tried again.
     let unmakeable = root.into_itself
@@ -776,13 +787,6 @@ fn dir_root(
             return None;
         }
     };
-    if let Some(at) = earlier_item {
-        // The earlier one runs first, now, before this directory is made.
-        let item = items.remove(at);
-        // Before the pool runs: a file it splits has no helpers, its splitter copies every
-        // range.
-        dir::root_entry(ctx, &mut Buffers::new(), item.root, &mut |_| {});
-    }
     let info = open_root_dirs(ctx, index, &mut root);
     // Nothing more is made in its parents.
     root.finish_parents(ctx.opts, &ctx.report);

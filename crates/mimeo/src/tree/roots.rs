@@ -58,6 +58,15 @@ impl Root {
         ))
     }
 
+    /// Looks again whether this directory root is copied into itself, after an earlier
+    /// root made something at its destination.
+    pub(crate) fn look_again_into_itself(&mut self) {
+        if self.into_itself {
+            let there = sys::stat_at(self.dst_parent.as_fd(), &self.dst_name, false).ok();
+            self.into_itself = into_itself(self.dst_parent.as_fd(), there, self.meta.id());
+        }
+    }
+
     /// [`Root::resolve`] for a plan, where the destination's parent may be one that the copy
     /// would make first (`--parents`): it then stands in for the source's parent, and the
     /// plan must not look at the destination. A copy into itself is left to the caller, as
