@@ -745,6 +745,35 @@ fn unreadable_source_directories_as_cp_copies_them() {
     }
 }
 
+/// A destination below a symlink loop: cp cannot stat it, and under -f goes on to replace
+/// it, so the making fails for the loop, and for a file the removal -f then tries.
+#[test]
+fn forced_below_a_symlink_loop_fails_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("s/sub")).unwrap();
+        write(&d.join("f"), "x");
+        mkfifo(&d.join("p"));
+        symlink("f", d.join("l")).unwrap();
+        symlink("jn", d.join("s/jn")).unwrap();
+    };
+    for (i, args) in [
+        &["-f", "f", "s/jn/d"][..],
+        &["-f", "-n", "f", "s/jn/d"],
+        &["-f", "-r", "p", "s/jn/d"],
+        &["-f", "-P", "l", "s/jn/d"],
+        &["-f", "-l", "f", "s/jn/d"],
+        &["-f", "-r", "s/.", "s/jn/d"],
+        &["--attributes-only", "-f", "-r", "s", "s/jn/d"],
+        &["-r", "s", "s/jn/d"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        case_as_cp(dir.path(), i, &setup, args, None);
+    }
+}
+
 /// As `nobody`, a destination directory it may write and search but not list takes the
 /// copies, and a file named twice in a directory it may only search is the same file, as
 /// cp says (not a failed stat of the directory).

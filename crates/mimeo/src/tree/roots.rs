@@ -114,6 +114,18 @@ impl Root {
                     Errno::NOENT,
                 ));
             }
+            // Under -f cp goes on past a destination it cannot stat for a symlink loop, to
+            // replace it: making it fails for the same loop, and for a file (whose source
+            // it opens first) so does the removal -f then tries.
+            Err(Errno::LOOP) if opts.force => {
+                let op = create_op(opts, &meta).0;
+                if op != Op::Create {
+                    return Err(create_error(opts, &meta, (src_path, dst_path), Errno::LOOP));
+                }
+                sys::open_read(src_parent.as_fd(), &src_name, follow)
+                    .map_err(|e| Error::sys(Op::Open, src_path, e))?;
+                return Err(Error::sys(Op::Remove, dst_path, Errno::LOOP));
+            }
             other => other.map_err(|e| Error::sys(Op::Stat, dst_path, e))?,
         };
         let parent_meta =
