@@ -183,6 +183,17 @@ fn link_to_group(
                 ctx.report.skipped(|| here.src_path(src_name), dst_path);
                 return Ok(false);
             }
+            // The group's copy is this very entry (a source named again where a tree copied
+            // it): cp takes it away first (to its backup name, or removes it) and then fails
+            // to link what is gone; a backup is renamed back.
+            if decision != Decision::Skip
+                && loc_name.as_c_str() == dst_name
+                && same_dir(from, here.dst_dir)
+            {
+                before_failed_copy(ctx, here, dst_name, meta, &d)?;
+                let e = Error::sys(Op::Link, dst_path(), Errno::NOENT);
+                return Err(e.from_source(dst_path()));
+            }
             let ((), temp) = crash::with_temp(here.dst_prefix(), |t| {
                 sys::link(from, &loc_name, here.dst_dir, t)
             })
@@ -195,6 +206,11 @@ fn link_to_group(
         }
         Err(e) => Err(Error::sys(Op::Link, dst_path(), e)),
     }
+}
+
+/// Whether two directory handles are one directory.
+fn same_dir(a: BorrowedFd<'_>, b: BorrowedFd<'_>) -> bool {
+    matches!((sys::fstat(a), sys::fstat(b)), (Ok(x), Ok(y)) if x.id() == y.id())
 }
 
 /// Records where a group's first copy now lives, for the links that follow.
