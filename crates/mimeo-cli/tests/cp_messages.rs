@@ -759,7 +759,15 @@ fn a_link_named_again_onto_its_own_copy_fails_as_cp() {
     };
     for (i, args) in [
         &["--parents", "--backup", "-a", "s", "s/x", "d"][..],
-        &["--parents", "--backup", "--remove-destination", "-a", "s", "s/x", "d"],
+        &[
+            "--parents",
+            "--backup",
+            "--remove-destination",
+            "-a",
+            "s",
+            "s/x",
+            "d",
+        ],
         &["--parents", "-u", "-a", "s", "s/x", "d"],
     ]
     .into_iter()
