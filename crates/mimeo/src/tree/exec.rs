@@ -777,16 +777,15 @@ fn dir_root(
     let unmakeable = root.into_itself
         && sys::stat_at(root.dst_parent.as_fd(), &root.dst_name, false).is_err()
         && !sys::may_write(root.dst_parent.as_fd(), c".");
-    let mut root = match root.refuse_into_itself() {
-        Ok(root) => root,
-        Err(e) => {
-            ctx.report.fail(e);
-            if unmakeable {
-                named.truncate(named_before_this);
-            }
-            return None;
+    if root.into_itself {
+        ctx.report.fail(root.into_itself_error());
+        if unmakeable {
+            named.truncate(named_before_this);
         }
-    };
+        // cp gives the `--parents` directories it made their attributes all the same.
+        root.finish_parents(ctx.opts, &ctx.report);
+        return None;
+    }
     let info = open_root_dirs(ctx, index, &mut root);
     // Nothing more is made in its parents.
     root.finish_parents(ctx.opts, &ctx.report);

@@ -50,12 +50,17 @@ impl Root {
         if !self.into_itself {
             return Ok(self);
         }
+        Err(self.into_itself_error())
+    }
+
+    /// cp's error for this directory copied into itself.
+    pub(crate) fn into_itself_error(&self) -> Error {
         let dst = self.dst_path.clone();
-        Err(Error::refused(
+        Error::refused(
             Op::Refuse,
-            self.src_path,
+            self.src_path.clone(),
             Refusal::IntoItself { dst },
-        ))
+        )
     }
 
     /// Looks again whether this directory root is copied into itself, after an earlier
