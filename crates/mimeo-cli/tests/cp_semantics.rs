@@ -1390,6 +1390,31 @@ fn what_an_earlier_source_made_is_met_before_into_itself_as_cp() {
     }
 }
 
+/// A directory named again ("s/." then "s") into a destination where the earlier copy of it
+/// made a non-directory of that name: cp copied the earlier one first and finds it in the way
+/// (also where it would copy the directory again, under -L and -H).
+#[test]
+fn an_entry_an_earlier_copy_of_the_same_directory_made_is_in_the_way_as_cp() {
+    let base = tempfile::tempdir().unwrap();
+    let setup = |d: &Path| {
+        write(d, "s/s", "a file\n", 0o644);
+        write(d, "s/g", "g\n", 0o644);
+        fs::create_dir(d.join("td")).unwrap();
+        symlink("td", d.join("d")).unwrap();
+    };
+    for (i, a) in [
+        &["-r", "s/.", "s", "d"][..],
+        &["-rL", "s/.", "s", "d"],
+        &["-rH", "s/.", "s", "td"],
+        &["-a", "s/.", "s", "d/"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        same_as_cp(base.path(), &format!("in-the-way{i}"), &setup, &args(a));
+    }
+}
+
 /// A source directory refused as a copy into itself still counts as named: named again to
 /// the same place it is warned about, to another place refused, and onto itself reported as
 /// the same file, in cp's order. (What cp leaves of the copy into itself is a documented

@@ -567,6 +567,9 @@ fn named_before(
     if dest.is_some() && there().is_ok_and(|m| m.id() == id || !m.is_dir()) {
         return None;
     }
+    if let Some(e) = in_an_earlier_copys_way(opts, named, root) {
+        return Some(Err(e));
+    }
     let same = named.iter().filter(|n| n.id == id);
     // cp remembers the first destination of a directory only: under -H and -L, one copied
     // again elsewhere is not counted there.
@@ -594,6 +597,38 @@ fn named_before(
         dst_path,
     });
     None
+}
+
+/// A directory root whose destination is an entry of an earlier root's copy of this same
+/// directory ("s/." then "s", both into "d"): cp has copied the earlier one by then, which
+/// made that entry from the directory's own entry of that name. One that is not a directory
+/// is in the way, as cp finds it before anything else. None otherwise.
+fn in_an_earlier_copys_way(opts: &Options, named: &[Named], root: &Root) -> Option<Error> {
+    let id = root.meta.id();
+    if !named.iter().any(|n| n.id == id) {
+        return None;
+    }
+    let parent = sys::fstat(root.dst_parent.as_fd()).ok()?.id();
+    let into_parent = |n: &&Named| {
+        let dst = sys::cstring(n.dst_path.as_os_str().as_bytes());
+        n.id == id && sys::stat_at(sys::CWD, &dst, true).is_ok_and(|m| m.id() == parent)
+    };
+    named.iter().find(into_parent)?;
+    let name = root.dst_name.to_bytes();
+    let name = &name[..name.iter().rposition(|&c| c != b'/')? + 1];
+    let mut entry = root.src_path.as_os_str().as_bytes().to_vec();
+    entry.push(b'/');
+    entry.extend_from_slice(name);
+    let follow = opts.dereference == Dereference::Always;
+    let made = sys::stat_at(sys::CWD, &sys::cstring(&entry), follow).ok()?;
+    (!made.is_dir()).then(|| {
+        let src = root.src_path.clone();
+        Error::refused(
+            Op::CreateDir,
+            root.dst_path.clone(),
+            Refusal::NonDirectoryInTheWay { src },
+        )
+    })
 }
 
 /// Resolves one command-line pair to its root, making the source's parents at the
