@@ -813,7 +813,7 @@ fn dir_root(
         && sys::stat_at(root.dst_parent.as_fd(), &root.dst_name, false).is_err()
         && !sys::may_write(root.dst_parent.as_fd(), c".");
     if root.into_itself {
-        ctx.report.fail(root.into_itself_error());
+        ctx.report.fail(root.refusal_into_itself());
         if unmakeable {
             named.truncate(named_before_this);
         }

@@ -50,11 +50,11 @@ impl Root {
         if !self.into_itself {
             return Ok(self);
         }
-        Err(self.into_itself_error())
+        Err(self.refusal_into_itself())
     }
 
     /// cp's error for this directory copied into itself.
-    pub(crate) fn into_itself_error(&self) -> Error {
+    pub(crate) fn refusal_into_itself(&self) -> Error {
         let dst = self.dst_path.clone();
         Error::refused(
             Op::Refuse,
