@@ -194,9 +194,14 @@ pub(crate) fn open_dir(dir: BorrowedFd<'_>, name: &CStr, follow: bool) -> Result
 
 /// Opens a directory to work in: a readable handle, or an `O_PATH` one when the directory
 /// may be searched but not listed (cp copies into a directory it may write and search).
+/// One that may be neither fails as the readable open does.
 pub(crate) fn open_dir_to_use(dir: BorrowedFd<'_>, name: &CStr, follow: bool) -> Result<OwnedFd> {
     match open_dir(dir, name, follow) {
-        Err(Errno::ACCESS) => open_dir_path(dir, name, follow),
+        Err(Errno::ACCESS) => {
+            let fd = open_dir_path(dir, name, follow)?;
+            rfs::accessat(fd.as_fd(), c".", rfs::Access::EXEC_OK, AtFlags::EACCESS)?;
+            Ok(fd)
+        }
         other => other,
     }
 }
