@@ -1390,11 +1390,12 @@ fn what_an_earlier_source_made_is_met_before_into_itself_as_cp() {
     }
 }
 
-/// A directory named again ("s/." then "s") into a destination where the earlier copy of it
-/// made a non-directory of that name: cp copied the earlier one first and finds it in the way
-/// (also where it would copy the directory again, under -L and -H).
+/// A directory source whose destination an earlier source's copy made ("s/." then "s" or
+/// "s/up/"): cp copied the earlier one first, and finds what it made there before anything
+/// else. A non-directory is in the way (also where cp would copy a directory again, under -L
+/// and -H).
 #[test]
-fn an_entry_an_earlier_copy_of_the_same_directory_made_is_in_the_way_as_cp() {
+fn what_an_earlier_directory_copy_made_is_met_first_as_cp() {
     let base = tempfile::tempdir().unwrap();
     let setup = |d: &Path| {
         write(d, "s/s", "a file\n", 0o644);
@@ -1412,6 +1413,23 @@ fn an_entry_an_earlier_copy_of_the_same_directory_made_is_in_the_way_as_cp() {
     .enumerate()
     {
         same_as_cp(base.path(), &format!("in-the-way{i}"), &setup, &args(a));
+    }
+    // The entry the earlier copy made is a symlink that leads to this source, read from the
+    // destination: the same file, but under -n, where cp does not ask.
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("s")).unwrap();
+        symlink("..", d.join("s/up")).unwrap();
+        fs::create_dir(d.join("d")).unwrap();
+    };
+    for (i, a) in [
+        &["-R", "-t", "d", "s/.", "s/up/"][..],
+        &["-a", "s/.", "s/up/", "d"],
+        &["-Rn", "s/.", "s/up/", "d"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        same_as_cp(base.path(), &format!("made-link{i}"), &setup, &args(a));
     }
 }
 

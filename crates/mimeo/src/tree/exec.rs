@@ -6,7 +6,7 @@ use super::hooks::{HookSet, Hooks, NoHooks};
 use super::roots::{CopyPair, DirSeen, FileKey, file_source_id, open_error, root_file_key};
 use super::split;
 use super::work::{DirDone, DirInfo, Lineage, RangeDone, Stat, WorkItem, WorkKind};
-use crate::options::{Dereference, Options};
+use crate::options::{Dereference, Options, Overwrite};
 use crate::place::links::LinkGroups;
 use crate::report::{Control, Error, Method, Observer, Op, Refusal, Reporter, Summary, Warning};
 use crate::sys;
@@ -546,6 +546,7 @@ struct Named {
     index: u32,
     dest: Option<Dest>,
     id: (u64, u64),
+    src_path: PathBuf,
     dst_path: PathBuf,
 }
 
@@ -594,40 +595,51 @@ fn named_before(
         index,
         dest,
         id,
+        src_path: root.src_path.clone(),
         dst_path,
     });
     None
 }
 
-/// A directory root whose destination is an entry of an earlier root's copy of this same
-/// directory ("s/." then "s", both into "d"): cp has copied the earlier one by then, which
-/// made that entry from the directory's own entry of that name. One that is not a directory
-/// is in the way, as cp finds it before anything else. None otherwise.
+/// A directory root whose destination is an entry of an earlier directory root's copy
+/// ("s/." then "s" or "s/up/", all into "d"): cp has copied the earlier one by then, which
+/// made that entry from its source's entry of that name, and cp finds it there before
+/// anything else. A symlink that leads to this root's source is the same file (but under
+/// -n); anything else that is not a directory is in the way. None otherwise.
 fn in_an_earlier_copys_way(opts: &Options, named: &[Named], root: &Root) -> Option<Error> {
-    let id = root.meta.id();
-    if !named.iter().any(|n| n.id == id) {
+    if named.is_empty() {
         return None;
     }
     let parent = sys::fstat(root.dst_parent.as_fd()).ok()?.id();
     let into_parent = |n: &&Named| {
         let dst = sys::cstring(n.dst_path.as_os_str().as_bytes());
-        n.id == id && sys::stat_at(sys::CWD, &dst, true).is_ok_and(|m| m.id() == parent)
+        sys::stat_at(sys::CWD, &dst, true).is_ok_and(|m| m.id() == parent)
     };
-    named.iter().find(into_parent)?;
+    let earlier = named.iter().find(into_parent)?;
     let name = root.dst_name.to_bytes();
     let name = &name[..name.iter().rposition(|&c| c != b'/')? + 1];
-    let mut entry = root.src_path.as_os_str().as_bytes().to_vec();
+    let mut entry = earlier.src_path.as_os_str().as_bytes().to_vec();
     entry.push(b'/');
     entry.extend_from_slice(name);
+    let entry = sys::cstring(&entry);
     let follow = opts.dereference == Dereference::Always;
-    let made = sys::stat_at(sys::CWD, &sys::cstring(&entry), follow).ok()?;
-    (!made.is_dir()).then(|| {
-        let src = root.src_path.clone();
-        Error::refused(
-            Op::CreateDir,
-            root.dst_path.clone(),
-            Refusal::NonDirectoryInTheWay { src },
-        )
+    let made = sys::stat_at(sys::CWD, &entry, follow).ok()?;
+    if made.is_dir() {
+        return None;
+    }
+    let src = root.src_path.clone();
+    let dst = root.dst_path.clone();
+    // The copied symlink has the same target, read from the destination's directory.
+    let leads_here = made.is_symlink()
+        && opts.overwrite != Overwrite::NoClobber
+        && sys::readlink(sys::CWD, &entry).is_ok_and(|target| {
+            sys::stat_at(root.dst_parent.as_fd(), &target, true)
+                .is_ok_and(|m| m.id() == root.meta.id())
+        });
+    Some(if leads_here {
+        Error::refused(Op::Refuse, src, Refusal::SameFile { dst })
+    } else {
+        Error::refused(Op::CreateDir, dst, Refusal::NonDirectoryInTheWay { src })
     })
 }
 
