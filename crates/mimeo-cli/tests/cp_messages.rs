@@ -745,38 +745,6 @@ fn unreadable_source_directories_as_cp_copies_them() {
     }
 }
 
-/// A linked file named again after the tree that copied it (`--parents`): cp takes its
-/// earlier copy away first (to a backup name) and then fails to link the group's copy, which
-/// was that very entry; the backup is renamed back.
-#[test]
-fn a_link_named_again_onto_its_own_copy_fails_as_cp() {
-    let dir = scratch();
-    let setup = |d: &Path| {
-        fs::create_dir_all(d.join("s")).unwrap();
-        fs::create_dir(d.join("d")).unwrap();
-        write(&d.join("s/x"), "x");
-        fs::hard_link(d.join("s/x"), d.join("s/y")).unwrap();
-    };
-    for (i, args) in [
-        &["--parents", "--backup", "-a", "s", "s/x", "d"][..],
-        &[
-            "--parents",
-            "--backup",
-            "--remove-destination",
-            "-a",
-            "s",
-            "s/x",
-            "d",
-        ],
-        &["--parents", "-u", "-a", "s", "s/x", "d"],
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        case_as_cp(dir.path(), i, &setup, args, None);
-    }
-}
-
 /// A destination below a symlink loop: cp cannot stat it, and under -f goes on to replace
 /// it, so the making fails for the loop, and for a file the removal -f then tries.
 #[test]

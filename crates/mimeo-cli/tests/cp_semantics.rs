@@ -1433,6 +1433,41 @@ fn what_an_earlier_directory_copy_made_is_met_first_as_cp() {
     }
 }
 
+/// A linked file named again after the tree that copied it (`--parents`): cp takes its
+/// earlier copy away first (to a backup name, or removes it) and then fails to link the
+/// group's copy, which was that very entry; a backup is renamed back. mimeo runs one worker
+/// here, which copies the tree first, as cp does (with more, the later source may get there
+/// first, and the tree's entry then links to its copy).
+#[test]
+fn a_link_named_again_onto_its_own_copy_fails_as_cp() {
+    let base = tempfile::tempdir().unwrap();
+    let setup = |d: &Path| {
+        write(d, "s/x", "x\n", 0o644);
+        fs::hard_link(d.join("s/x"), d.join("s/y")).unwrap();
+        fs::create_dir(d.join("d")).unwrap();
+    };
+    let opts: [&[&str]; 4] = [
+        &["--backup"],
+        &["--backup", "--remove-destination"],
+        &[],
+        &["-u"],
+    ];
+    for (i, o) in opts.iter().enumerate() {
+        let a: Vec<&str> = ["--parents", "-a"]
+            .iter()
+            .chain(o.iter())
+            .chain(["s", "s/x", "d"].iter())
+            .copied()
+            .collect();
+        let ours: Vec<&str> = std::iter::once("-j1").chain(a.iter().copied()).collect();
+        let how = Run {
+            ours: Some(&ours),
+            ..args(&a)
+        };
+        same_as_cp(base.path(), &format!("own-copy{i}"), &setup, &how);
+    }
+}
+
 /// A source directory refused as a copy into itself still counts as named: named again to
 /// the same place it is warned about, to another place refused, and onto itself reported as
 /// the same file, in cp's order. (What cp leaves of the copy into itself is a documented
