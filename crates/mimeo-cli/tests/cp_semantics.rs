@@ -764,24 +764,29 @@ fn parents_of_an_absolute_source_fail_on_their_acl_as_cp() {
     }
 }
 
-/// An absolute source directory copied into itself under `--parents -p`: cp refuses the copy
-/// and then still gives the parents it made their attributes, which fails on the deepest's
-/// ACL, read under its name less the leading slash. (What cp leaves of the copy into itself
-/// is a documented difference: only the exit status and messages are compared.)
+/// An absolute source directory refused under `--parents -p`, as a copy into itself or as
+/// one named before into another place: cp refuses the copy and then still gives the parents
+/// it made their attributes, which fails on the deepest's ACL, read under its name less the
+/// leading slash. (What cp leaves of a copy into itself is a documented difference: there
+/// only the exit status and messages are compared.)
 #[test]
-fn parents_of_a_source_refused_into_itself_still_get_their_attributes_as_cp() {
+fn parents_of_a_refused_source_still_get_their_attributes_as_cp() {
     let base = tempfile::tempdir().unwrap();
-    let src = base.path().join("abs/s");
+    let abs = base.path().join("abs");
+    let src = abs.join("s");
     let src = src.to_str().unwrap();
-    for a in [
-        &["-R", "--parents", "-p", src, src][..],
-        &["-r", "--parents", "-a", src, src, src],
+    let slashed = format!("{src}/");
+    for (a, into_itself) in [
+        (&["-R", "--parents", "-p", src, src][..], true),
+        (&["-r", "--parents", "-a", src, src, src], true),
+        (&["-R", "--parents", "-p", "-t", "d", "s", &slashed], false),
     ] {
         let how = args(a);
         let [cp, ours] = ["cp", "mimeo"].map(|side| {
-            // The same absolute source for both, made afresh.
-            let _ = fs::remove_dir_all(base.path().join("abs"));
-            write(base.path(), "abs/s/f", "f\n", 0o644);
+            // The same absolute source for both, made afresh; both run in its directory.
+            let _ = fs::remove_dir_all(&abs);
+            write(&abs, "s/f", "f\n", 0o644);
+            fs::create_dir(abs.join("d")).unwrap();
             let d = base.path().join(side);
             fs::create_dir(&d).unwrap();
             let program = if side == "cp" {
@@ -791,10 +796,11 @@ fn parents_of_a_source_refused_into_itself_still_get_their_attributes_as_cp() {
                 symlink(util::mimeo().get_program(), &link).unwrap();
                 link
             };
-            let (ok, stderr) = run_tool(&program, &d, &how, a);
+            let (ok, stderr) = run_tool(&program, &abs, &how, a);
             let mut lines: Vec<String> = stderr.lines().map(str::to_owned).collect();
             lines.sort();
-            (ok, lines)
+            let made = (!into_itself).then(|| snapshot(&abs.join("d")));
+            (ok, lines, made)
         });
         assert!(
             !cp.0

@@ -806,6 +806,8 @@ fn dir_root(
             Ok(warning) => ctx.report.warn(warning),
             Err(e) => ctx.report.fail(e),
         }
+        // cp gives the `--parents` directories their attributes after the copy all the same.
+        root.finish_parents(ctx.opts, &ctx.report);
         return None;
     }
     let mut root = root;
