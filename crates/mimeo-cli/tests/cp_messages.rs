@@ -863,6 +863,104 @@ fn unreadable_source_directories_as_cp_copies_them() {
     }
 }
 
+/// A destination below a symlink loop: cp cannot stat it, and under -f goes on to replace
+/// it, so the making fails for the loop, and for a file the removal -f then tries.
+#[test]
+fn forced_below_a_symlink_loop_fails_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("s/sub")).unwrap();
+        write(&d.join("f"), "x");
+        mkfifo(&d.join("p"));
+        symlink("f", d.join("l")).unwrap();
+        symlink("jn", d.join("s/jn")).unwrap();
+    };
+    for (i, args) in [
+        &["-f", "f", "s/jn/d"][..],
+        &["-f", "-n", "f", "s/jn/d"],
+        &["-f", "-r", "p", "s/jn/d"],
+        &["-f", "-P", "l", "s/jn/d"],
+        &["-f", "-l", "f", "s/jn/d"],
+        &["-f", "-r", "s/.", "s/jn/d"],
+        &["--attributes-only", "-f", "-r", "s", "s/jn/d"],
+        &["-r", "s", "s/jn/d"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        case_as_cp(dir.path(), i, &setup, args, None);
+    }
+}
+
+/// As `nobody`, a destination directory it may write and search but not list takes the
+/// copies, and a file named twice in a directory it may only search is the same file, as
+/// cp says (not a failed stat of the directory).
+#[test]
+fn destinations_in_directories_that_cannot_be_listed_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("s/in")).unwrap();
+        write(&d.join("s/f"), "x");
+        write(&d.join("s/in/g"), "y");
+        fs::create_dir(d.join("w")).unwrap();
+        fs::create_dir(d.join("x")).unwrap();
+        write(&d.join("x/f"), "z");
+        fs::set_permissions(d.join("w"), fs::Permissions::from_mode(0o333)).unwrap();
+        fs::set_permissions(d.join("x"), fs::Permissions::from_mode(0o111)).unwrap();
+    };
+    for (i, args) in [
+        &["s/f", "w/n"][..],
+        &["s/f", "w/"],
+        &["-r", "s", "w"],
+        &["-a", "s/in", "w/"],
+        &["x/f", "x/f"],
+        &["-f", "x/f", "x/./f"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        case_as_cp(dir.path(), i, &setup, args, Some(NOBODY));
+    }
+}
+
+/// As `nobody`, into a destination directory it may list and write but not search, cp's
+/// look at each destination fails first ("cannot stat"), not the making of it: for a file,
+/// a FIFO, a link, a symlink and a directory, named or met in a tree.
+#[test]
+fn destinations_in_directories_that_cannot_be_searched_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("s/in/sub")).unwrap();
+        write(&d.join("s/in/f"), "x");
+        mkfifo(&d.join("s/in/p"));
+        symlink("f", d.join("s/in/l")).unwrap();
+        fs::create_dir_all(d.join("t/in/sub")).unwrap();
+        fs::create_dir_all(d.join("u/in")).unwrap();
+        write(&d.join("u/in/g"), "y");
+        fs::create_dir_all(d.join("d/t/in")).unwrap();
+        fs::create_dir_all(d.join("d/u/in")).unwrap();
+        fs::create_dir(d.join("w")).unwrap();
+        for p in ["w", "d/t/in", "d/u/in"] {
+            fs::set_permissions(d.join(p), fs::Permissions::from_mode(0o666)).unwrap();
+        }
+    };
+    // One failure a case: the failures of a tree are reported as they happen, in no fixed order.
+    for (i, args) in [
+        &["s/in/f", "w/n"][..],
+        &["-R", "s/in/p", "w"],
+        &["-R", "s/in/l", "w"],
+        &["-l", "s/in/f", "w"],
+        &["-r", "s/in/sub", "w"],
+        &["-r", "t", "d"],
+        &["-r", "u", "d"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        case_as_cp(dir.path(), i, &setup, args, Some(NOBODY));
+    }
+}
+
 /// As a user other than root, the xattrs of a read-only file are copied as cp copies them
 /// (it gives the owner write permission for the time it takes).
 #[test]

@@ -192,6 +192,20 @@ pub(crate) fn open_dir(dir: BorrowedFd<'_>, name: &CStr, follow: bool) -> Result
     rfs::openat(dir, name, flags, Mode::empty())
 }
 
+/// Opens a directory to work in: a readable handle, or an `O_PATH` one when the directory
+/// may be searched but not listed (cp copies into a directory it may write and search).
+/// One that may be neither fails as the readable open does.
+pub(crate) fn open_dir_to_use(dir: BorrowedFd<'_>, name: &CStr, follow: bool) -> Result<OwnedFd> {
+    match open_dir(dir, name, follow) {
+        Err(Errno::ACCESS) => {
+            let fd = open_dir_path(dir, name, follow)?;
+            rfs::accessat(fd.as_fd(), c".", rfs::Access::EXEC_OK, AtFlags::EACCESS)?;
+            Ok(fd)
+        }
+        other => other,
+    }
+}
+
 /// Longest path handed to one `openat2`; longer paths are opened a chunk at a time.
 const CHUNK: usize = 3072;
 
@@ -886,11 +900,14 @@ pub(crate) fn list_xattrs(t: XattrTarget<'_>, buf: &mut Vec<u8>) -> Result<()> {
 
 pub(crate) fn get_xattr(t: XattrTarget<'_>, name: &CStr, buf: &mut Vec<u8>) -> Result<()> {
     let mut cap = 256usize;
+    // Set once an `O_PATH` handle refused fgetxattr (EBADF): read through its /proc link.
+    let mut via_proc: Option<CString> = None;
     loop {
         let mut tmp: Vec<MaybeUninit<u8>> = vec![MaybeUninit::uninit(); cap];
-        let got = match t {
-            XattrTarget::Fd(fd) => rfs::fgetxattr(fd, name, &mut tmp[..]),
-            XattrTarget::NoFollow(p) => rfs::lgetxattr(p, name, &mut tmp[..]),
+        let got = match (t, &via_proc) {
+            (_, Some(p)) => rfs::getxattr(p.as_c_str(), name, &mut tmp[..]),
+            (XattrTarget::Fd(fd), None) => rfs::fgetxattr(fd, name, &mut tmp[..]),
+            (XattrTarget::NoFollow(p), None) => rfs::lgetxattr(p, name, &mut tmp[..]),
         };
         match got {
             Ok((init, _)) => {
@@ -899,6 +916,11 @@ pub(crate) fn get_xattr(t: XattrTarget<'_>, name: &CStr, buf: &mut Vec<u8>) -> R
                 return Ok(());
             }
             Err(Errno::RANGE) if cap < (1 << 24) => cap *= 4,
+            Err(Errno::BADF) if via_proc.is_none() && matches!(t, XattrTarget::Fd(_)) => {
+                if let XattrTarget::Fd(fd) = t {
+                    via_proc = Some(proc_fd_path(fd, None));
+                }
+            }
             Err(e) => return Err(e),
         }
     }
@@ -933,10 +955,12 @@ pub(crate) fn remove_own_xattr(fd: BorrowedFd<'_>, name: &CStr) -> Result<()> {
 /// Whether an open file has the xattr `name` (a zero-sized read: no value is copied).
 pub(crate) fn has_xattr(fd: BorrowedFd<'_>, name: &CStr) -> bool {
     let mut none: [MaybeUninit<u8>; 0] = [];
-    matches!(
-        rfs::fgetxattr(fd, name, &mut none[..]),
-        Ok(_) | Err(Errno::RANGE)
-    )
+    let got = match rfs::fgetxattr(fd, name, &mut none[..]).map(|_| ()) {
+        // An `O_PATH` handle: asked through its /proc link.
+        Err(Errno::BADF) => rfs::getxattr(proc_fd_path(fd, None), name, &mut none[..]).map(|_| ()),
+        other => other,
+    };
+    matches!(got, Ok(()) | Err(Errno::RANGE))
 }
 
 /// Removes the xattr `name`; a missing one is not an error.

@@ -8,7 +8,7 @@
 //! followed, and no worker keeps more than a few descriptors open.
 
 use super::context::{Buffers, Ctx, Here, Root, Spawn, Spawner, rel_path};
-use super::entry::{Changed, copy_entry, entry_kind};
+use super::entry::{Changed, copy_entry, entry_kind, looked_first};
 use super::hooks::Hooked;
 use super::listing::{self, Descent, Listed, Look, Want};
 use super::named;
@@ -58,7 +58,8 @@ pub(crate) fn make_dst_dir(
             }
         }
         Err(e) => {
-            ctx.report.fail(Error::sys(Op::CreateDir, dst_path(), e));
+            let e = looked_first(here, dst_name, Error::sys(Op::CreateDir, dst_path(), e));
+            ctx.report.fail(e);
             None
         }
     }

@@ -228,6 +228,7 @@ pub(crate) fn copy_entry(
 ) -> Result<(), Changed> {
     if let Some(kind) = ctx.opts.link {
         if let Err(e) = link_entry(ctx, here, name, dst_name, meta, follow, kind) {
+            let e = looked_first(here, dst_name, e);
             ctx.report
                 .entry_failed(|| here.src_path(name), || here.dst_path(dst_name), e);
         }
@@ -265,10 +266,27 @@ pub(crate) fn copy_entry(
         Some(_) => copy_special(ctx, here, name, dst_name, &meta.expect("stat")),
     };
     if let Err(e) = result {
+        let e = looked_first(here, dst_name, e);
         ctx.report
             .entry_failed(|| here.src_path(name), || here.dst_path(dst_name), e);
     }
     Ok(())
+}
+
+/// cp looks at a destination before it makes it: in a directory it may not search, that
+/// look fails first ("cannot stat"), not the making. Looked at again only on such a failure.
+pub(crate) fn looked_first(here: &Here<'_>, dst_name: &CStr, e: Error) -> Error {
+    let makes = matches!(
+        e.op,
+        Op::Create | Op::CreateDir | Op::MakeFifo | Op::MakeNode | Op::Symlink | Op::Link
+    );
+    if !makes || e.errno() != Some(libc::EACCES) {
+        return e;
+    }
+    match sys::stat_at(here.dst_dir, dst_name, false) {
+        Err(Errno::ACCESS) => Error::sys(Op::Stat, here.dst_path(dst_name), Errno::ACCESS),
+        _ => e,
+    }
 }
 
 /// A socket read as a file, which cannot be opened (ENXIO). cp looks at an existing

@@ -860,21 +860,26 @@ fn dir_root(
             Ok(warning) => ctx.report.warn(warning),
             Err(e) => ctx.report.fail(e),
         }
+        // cp gives the `--parents` directories their attributes after the copy all the same.
+        root.finish_parents(ctx.opts, &ctx.report);
         return None;
     }
-    let mut root = match named.refuse_into_itself(root, mark) {
-        Ok(root) => root,
-        Err(e) => {
-            ctx.report.fail(e);
-            return None;
-        }
-    };
+    let mut root = root;
     if let Some(at) = earlier_item {
-        // The earlier one runs first, now, before this directory is made.
+        // The earlier one runs first, now, before this directory is made or refused: what
+        // it made is what cp then finds at the destination (a symlink to the source there
+        // is the same file, not a copy into itself).
         let item = items.remove(at);
         // Before the pool runs: a file it splits has no helpers, its splitter copies every
         // range.
         dir::root_entry(ctx, &mut Buffers::new(), item.root, &mut |_| {});
+        root.look_again_into_itself();
+    }
+    if let Some(e) = named.refuse_into_itself(&root, mark) {
+        ctx.report.fail(e);
+        // cp gives the `--parents` directories it made their attributes all the same.
+        root.finish_parents(ctx.opts, &ctx.report);
+        return None;
     }
     let info = open_root_dirs(ctx, index, &mut root);
     // Nothing more is made in its parents.

@@ -6,10 +6,11 @@
 
 use super::context::Root;
 use super::roots::{DirSeen, FileKey, file_source_id, root_file_key};
-use crate::options::{Dereference, Options};
+use crate::options::{Dereference, Options, Overwrite};
 use crate::report::{Error, Op, Refusal, Warning};
 use crate::sys;
 use rustix::fd::AsFd;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// Where a root goes: its destination parent's (dev, ino), and the name in it.
@@ -26,6 +27,9 @@ pub(crate) struct NamedDir {
     #[cfg_attr(feature = "serde", serde(with = "path_bytes"))]
     pub dst_path: PathBuf,
     pub dest: Option<Dest>,
+    /// Its source's path as given: where an entry its copy makes comes from.
+    #[cfg_attr(feature = "serde", serde(with = "path_bytes"))]
+    pub src_path: PathBuf,
 }
 
 /// The sources of a run that cp counts as named, in command-line order: what its "specified
@@ -101,6 +105,9 @@ impl Named {
         if dest.is_some() && there().is_ok_and(|m| m.id() == id || !m.is_dir()) {
             return None;
         }
+        if let Some(e) = in_an_earlier_copys_way(opts, &self.dirs, root) {
+            return Some(Err(e));
+        }
         let same = self.dirs.iter().filter(|n| n.id == id);
         // cp remembers the first destination of a directory only: under -H and -L, one copied
         // again elsewhere is not counted there.
@@ -122,6 +129,7 @@ impl Named {
             dest,
             id,
             dst_path: root.dst_path.clone(),
+            src_path: root.src_path.clone(),
         });
         None
     }
@@ -144,16 +152,59 @@ impl Named {
     /// The directory root `root` that [`Named::dir_again`] counted (at `mark`), or cp's error
     /// for a copy into itself. cp finds that only once it has made the copy: where it cannot
     /// make it, it forgets the directory.
-    pub(crate) fn refuse_into_itself(&mut self, root: Root, mark: usize) -> Result<Root, Error> {
-        let unmakeable = root.into_itself
-            && sys::stat_at(root.dst_parent.as_fd(), &root.dst_name, false).is_err()
+    pub(crate) fn refuse_into_itself(&mut self, root: &Root, mark: usize) -> Option<Error> {
+        if !root.into_itself {
+            return None;
+        }
+        let unmakeable = sys::stat_at(root.dst_parent.as_fd(), &root.dst_name, false).is_err()
             && !sys::may_write(root.dst_parent.as_fd(), c".");
-        root.refuse_into_itself().inspect_err(|_| {
-            if unmakeable {
-                self.forget_since(mark);
-            }
-        })
+        if unmakeable {
+            self.forget_since(mark);
+        }
+        Some(root.refusal_into_itself())
     }
+}
+
+/// A directory root whose destination is an entry of an earlier directory root's copy
+/// ("s/." then "s" or "s/up/", all into "d"): cp has copied the earlier one by then, which
+/// made that entry from its source's entry of that name, and cp finds it there before
+/// anything else. A symlink that leads to this root's source is the same file (but under
+/// -n); anything else that is not a directory is in the way. None otherwise.
+fn in_an_earlier_copys_way(opts: &Options, dirs: &[NamedDir], root: &Root) -> Option<Error> {
+    if dirs.is_empty() {
+        return None;
+    }
+    let parent = sys::fstat(root.dst_parent.as_fd()).ok()?.id();
+    let into_parent = |n: &&NamedDir| {
+        let dst = sys::cstring(n.dst_path.as_os_str().as_bytes());
+        sys::stat_at(sys::CWD, &dst, true).is_ok_and(|m| m.id() == parent)
+    };
+    let earlier = dirs.iter().find(into_parent)?;
+    let name = root.dst_name.to_bytes();
+    let name = &name[..name.iter().rposition(|&c| c != b'/')? + 1];
+    let mut entry = earlier.src_path.as_os_str().as_bytes().to_vec();
+    entry.push(b'/');
+    entry.extend_from_slice(name);
+    let entry = sys::cstring(&entry);
+    let follow = opts.dereference == Dereference::Always;
+    let made = sys::stat_at(sys::CWD, &entry, follow).ok()?;
+    if made.is_dir() {
+        return None;
+    }
+    let src = root.src_path.clone();
+    let dst = root.dst_path.clone();
+    // The copied symlink has the same target, read from the destination's directory.
+    let leads_here = made.is_symlink()
+        && opts.overwrite != Overwrite::NoClobber
+        && sys::readlink(sys::CWD, &entry).is_ok_and(|target| {
+            sys::stat_at(root.dst_parent.as_fd(), &target, true)
+                .is_ok_and(|m| m.id() == root.meta.id())
+        });
+    Some(if leads_here {
+        Error::refused(Op::Refuse, src, Refusal::SameFile { dst })
+    } else {
+        Error::refused(Op::CreateDir, dst, Refusal::NonDirectoryInTheWay { src })
+    })
 }
 
 /// What cp says of a directory `id` met below root `root` (whose source is `root_src`) if it
@@ -226,6 +277,7 @@ mod tests {
                 id: (2, 3),
                 dst_path: dst_path.clone(),
                 dest: Some(((4, 5), b"\xff\xfe".to_vec())),
+                src_path: PathBuf::from(OsStr::from_bytes(b"s/\x80")),
             }],
             files_twice: vec![7],
             ..Named::default()
@@ -237,5 +289,6 @@ mod tests {
         assert_eq!((dir.before, dir.id), (1, (2, 3)));
         assert_eq!(dir.dst_path, dst_path);
         assert_eq!(dir.dest, Some(((4, 5), b"\xff\xfe".to_vec())));
+        assert_eq!(dir.src_path.as_os_str().as_bytes(), b"s/\x80");
     }
 }

@@ -2,7 +2,7 @@
 //! link to the group's copy), the one overwrite decision about an existing destination, and
 //! the commit of a finished temporary over it.
 
-use super::context::{Ctx, Here, Loc};
+use super::context::{Ctx, Here, Loc, join};
 use crate::data::copy::DataError;
 use crate::options::{Dereference, Overwrite};
 use crate::place::decide::{
@@ -193,6 +193,24 @@ fn link_to_group(
                 ctx.report.skipped(|| here.src_path(src_name), dst_path);
                 return Ok(false);
             }
+            // A root whose group's copy is this very entry, made by an earlier tree (a
+            // source named again where the tree copied it): cp takes it away first (to its
+            // backup name, or removes it) and then fails to link what is gone; a backup is
+            // renamed back. (cp copies the tree first. Where the root got there first, the
+            // tree's entry links to it as to any other copy: which of the group's entries the
+            // tree would have copied first is not known there.)
+            let own_copy = matches!(here.loc, Loc::Root(_))
+                && loc.dir.is_some()
+                && decision != Decision::Skip
+                && loc_name.as_c_str() == dst_name
+                && same_dir(from, here.dst_dir);
+            if own_copy {
+                before_failed_copy(ctx, here, dst_name, meta, &d)?;
+                let rel = loc.dir.as_deref().unwrap_or_default();
+                let earlier = join(&ctx.root(loc.root).dst_path, rel, &loc_name);
+                let e = Error::sys(Op::Link, dst_path(), Errno::NOENT);
+                return Err(e.from_source(earlier));
+            }
             let ((), temp) = crash::with_temp(here.dst_prefix(), |t| {
                 sys::link(from, &loc_name, here.dst_dir, t)
             })
@@ -205,6 +223,11 @@ fn link_to_group(
         }
         Err(e) => Err(Error::sys(Op::Link, dst_path(), e)),
     }
+}
+
+/// Whether two directory handles are one directory.
+fn same_dir(a: BorrowedFd<'_>, b: BorrowedFd<'_>) -> bool {
+    matches!((sys::fstat(a), sys::fstat(b)), (Ok(x), Ok(y)) if x.id() == y.id())
 }
 
 /// Records where a group's first copy now lives, for the links that follow.

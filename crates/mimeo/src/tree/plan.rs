@@ -261,10 +261,10 @@ impl<'a> DryRun<'a> {
             }
             return None;
         }
-        let root = named
-            .refuse_into_itself(root, mark)
-            .map_err(|e| self.report.fail(e))
-            .ok()?;
+        if let Some(e) = named.refuse_into_itself(&root, mark) {
+            self.report.fail(e);
+            return None;
+        }
         if let Some((parent, name)) = key {
             made.push((parent, name, root.meta));
         }

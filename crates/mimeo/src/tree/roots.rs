@@ -51,12 +51,26 @@ impl Root {
         if !self.into_itself {
             return Ok(self);
         }
+        Err(self.refusal_into_itself())
+    }
+
+    /// cp's error for this directory copied into itself.
+    pub(crate) fn refusal_into_itself(&self) -> Error {
         let dst = self.dst_path.clone();
-        Err(Error::refused(
+        Error::refused(
             Op::Refuse,
-            self.src_path,
+            self.src_path.clone(),
             Refusal::IntoItself { dst },
-        ))
+        )
+    }
+
+    /// Looks again whether this directory root is copied into itself, after an earlier
+    /// root made something at its destination.
+    pub(crate) fn look_again_into_itself(&mut self) {
+        if self.into_itself {
+            let there = sys::stat_at(self.dst_parent.as_fd(), &self.dst_name, false).ok();
+            self.into_itself = into_itself(self.dst_parent.as_fd(), there, self.meta.id());
+        }
     }
 
     /// [`Root::resolve`] for a plan, where the destination's parent may be one that the copy
@@ -87,7 +101,7 @@ impl Root {
             return Err(Error::refused(Op::Refuse, src_path, Refusal::NotRecursive));
         }
         let (dst_parent_path, dst_name) = split(dst_path);
-        let dst_parent = match sys::open_dir(sys::CWD, &dst_parent_path, true) {
+        let dst_parent = match sys::open_dir_to_use(sys::CWD, &dst_parent_path, true) {
             Err(Errno::NOENT) if parent_missing => sys::open_dir(src_parent.as_fd(), c".", false)
                 .map_err(|e| stat_error(src_path.clone(), e))?,
             // cp looks at the destination first: only a missing one goes on to be created,
@@ -105,6 +119,18 @@ impl Root {
                     (src_path, dst_path),
                     Errno::NOENT,
                 ));
+            }
+            // Under -f cp goes on past a destination it cannot stat for a symlink loop, to
+            // replace it: making it fails for the same loop, and for a file (whose source
+            // it opens first) so does the removal -f then tries.
+            Err(Errno::LOOP) if opts.force => {
+                let op = create_op(opts, &meta).0;
+                if op != Op::Create {
+                    return Err(create_error(opts, &meta, (src_path, dst_path), Errno::LOOP));
+                }
+                sys::open_read(src_parent.as_fd(), &src_name, follow)
+                    .map_err(|e| Error::sys(Op::Open, src_path, e))?;
+                return Err(Error::sys(Op::Remove, dst_path, Errno::LOOP));
             }
             other => other.map_err(|e| Error::sys(Op::Stat, dst_path, e))?,
         };
