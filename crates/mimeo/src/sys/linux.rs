@@ -872,9 +872,14 @@ pub(crate) enum XattrTarget<'a> {
 /// The xattr names of a target, NUL-separated; empty when it has none.
 pub(crate) fn list_xattrs(t: XattrTarget<'_>, buf: &mut Vec<u8>) -> Result<()> {
     // Appends the names the kernel wrote into `out` to `buf`.
+    // An `O_PATH` handle refuses flistxattr (EBADF): listed through its /proc link, which
+    // reaches the file without a look inside it (a directory its owner may not search).
     let list = |out: &mut [MaybeUninit<u8>], buf: &mut Vec<u8>| -> Result<()> {
         let (init, _) = match t {
-            XattrTarget::Fd(fd) => rfs::flistxattr(fd, out)?,
+            XattrTarget::Fd(fd) => match rfs::flistxattr(fd, &mut *out) {
+                Err(Errno::BADF) => rfs::listxattr(proc_fd_path(fd, None), out)?,
+                other => other?,
+            },
             XattrTarget::NoFollow(p) => rfs::llistxattr(p, out)?,
         };
         buf.extend_from_slice(init);

@@ -320,11 +320,7 @@ fn unopened_source(
     if rel.is_empty() {
         // A root we may not list: its anchor is a handle that needs no permission.
         let m = sys::fstat(anchor).ok().filter(|m| m.is_dir())?;
-        let at = sys::proc_fd_path(anchor, Some(c"."));
-        return Some((
-            m.into(),
-            source_xattrs(ctx, XattrTarget::NoFollow(&at), path),
-        ));
+        return Some((m.into(), source_xattrs(ctx, XattrTarget::Fd(anchor), path)));
     }
     let split = rel.iter().rposition(|&b| b == b'/');
     let (parent, name) = split.map_or((&b""[..], rel), |i| (&rel[..i], &rel[i + 1..]));
