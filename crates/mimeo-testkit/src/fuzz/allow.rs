@@ -616,14 +616,9 @@ fn quote_overrun(o: &mut Outcome) -> bool {
         (&mut o.cp.stderr, &o.ours.stderr),
     ] {
         let theirs: Vec<&str> = ours.split_inclusive('\n').collect();
-        let cut = |t: &str, l: &str| {
-            let (t, l) = (t.as_bytes(), l.as_bytes());
-            t.len() == l.len() + 1
-                && (0..t.len()).any(|i| t[i] == b'\'' && t[..i] == l[..i] && t[i + 1..] == l[i..])
-        };
         let fixed: String = cp
             .split_inclusive('\n')
-            .map(|l| match theirs.iter().find(|t| cut(t, l)) {
+            .map(|l| match theirs.iter().find(|t| quote_cut(t, l)) {
                 Some(t) if !theirs.contains(&l) => *t,
                 _ => l,
             })
@@ -632,6 +627,27 @@ fn quote_overrun(o: &mut Outcome) -> bool {
         *cp = fixed;
     }
     changed
+}
+
+/// Whether cp's line `l` is mimeo's `t` with one single quote cut, and in its place
+/// whatever followed cp's buffer in memory (nothing when that was a NUL byte). Bytes in its
+/// place are allowed only for the quote that closes a `$'..'` escape, where cp's buffer ends.
+fn quote_cut(t: &str, l: &str) -> bool {
+    let (t, l) = (t.as_bytes(), l.as_bytes());
+    let closes_escape = |before: &[u8]| {
+        before
+            .iter()
+            .rposition(|&c| c == b'\'')
+            .is_some_and(|p| p > 0 && before[p - 1] == b'$')
+    };
+    (0..t.len()).any(|i| {
+        let rest = &t[i + 1..];
+        t[i] == b'\''
+            && l.len() >= i + rest.len()
+            && t[..i] == l[..i]
+            && l.ends_with(rest)
+            && (l.len() == i + rest.len() || closes_escape(&t[..i]))
+    })
 }
 
 /// cp's raw `--parents` lines that hold a control character or bytes that are not UTF-8,
@@ -1450,6 +1466,30 @@ mod tests {
         let mut o = outcome(get, "");
         assert!(!into_itself(&mut o));
         assert_eq!(o.cp.stderr, get);
+    }
+
+    #[test]
+    fn a_quote_cp_cuts_may_leave_what_followed_its_buffer_in_its_place() {
+        let ours = "cp: cannot overwrite non-directory 'd' with directory 'a'\\''b'$'\\r'\n";
+        let cut = "cp: cannot overwrite non-directory 'd' with directory 'a'\\''b'$'\\r\n";
+        let filled =
+            "cp: cannot overwrite non-directory 'd' with directory 'a'\\''b'$'\\rQ\u{fffd}\u{1}\n";
+        assert!(quote_cut(ours, cut));
+        assert!(quote_cut(ours, filled));
+        // Other bytes for a quote that does not close an escape are a real difference.
+        let plain = "cp: cannot stat 'a'\\''b': No such file\n";
+        assert!(!quote_cut(
+            plain,
+            "cp: cannot stat 'a'\\''bX: No such file\n"
+        ));
+        assert!(!quote_cut(
+            ours,
+            "cp: cannot overwrite non-directory 'd' with directory 'x'\n"
+        ));
+
+        let mut o = outcome(filled, ours);
+        assert!(quote_overrun(&mut o));
+        assert_eq!(o.cp.stderr, ours);
     }
 
     #[test]
