@@ -824,7 +824,7 @@ fn symlink_replaced(o: &mut Outcome) -> bool {
                 .split_inclusive('\n')
                 .filter(|l| !l.contains(through))
                 .collect();
-        if o.cp.stderr.is_empty() && o.cp.code == Some(1) {
+        if only_warnings(&o.cp.stderr) && o.cp.code == Some(1) {
             o.cp.code = o.ours.code;
         }
     }
@@ -843,6 +843,12 @@ fn symlink_replaced(o: &mut Outcome) -> bool {
         !(link || (target || copy) && d.field != Field::Presence)
     });
     true
+}
+
+/// Whether what is left of cp's messages says of no failure (a warning, such as of a source
+/// named twice, leaves the exit status alone).
+fn only_warnings(stderr: &str) -> bool {
+    stderr.lines().all(|l| l.starts_with("cp: warning: "))
 }
 
 /// Where the sources that name a symlink's target (`f`, or `lf` followed) are copied into
@@ -873,7 +879,7 @@ fn dangling_refused(o: &mut Outcome) {
                 .split_inclusive('\n')
                 .filter(|l| !l.contains(dangling))
                 .collect();
-        if o.cp.stderr.is_empty() && o.cp.code == Some(1) {
+        if only_warnings(&o.cp.stderr) && o.cp.code == Some(1) {
             o.cp.code = o.ours.code;
         }
         // What mimeo said and printed instead: the -i question, and -v lines.
@@ -1385,6 +1391,25 @@ mod tests {
 
     /// `cp f s/l` where s/l is an absolute symlink to s/x: cp writes f into s/x, mimeo
     /// replaces s/l; s/x keeps what it had on mimeo's side. Another file still fails.
+    #[test]
+    fn a_symlink_cp_could_not_write_through_takes_its_exit_status_past_a_warning() {
+        let through = "cp: cannot create regular file 'd/x': Permission denied\n";
+        let warning = "cp: warning: source file 's/x' specified more than once\n";
+        let mut o = outcome(&format!("{through}{warning}"), warning);
+        o.ours.code = Some(0);
+        o.tree = vec![diff("td/x", Field::Type, "symlink", "file")];
+        assert!(symlink_replaced(&mut o));
+        assert_eq!((o.cp.stderr.as_str(), o.cp.code), (warning, Some(0)));
+
+        // Another failure of cp's keeps its status.
+        let other = "cp: cannot stat 's/y': No such file or directory\n";
+        let mut o = outcome(&format!("{through}{other}"), other);
+        o.ours.code = Some(0);
+        o.tree = vec![diff("td/x", Field::Type, "symlink", "file")];
+        assert!(symlink_replaced(&mut o));
+        assert_eq!(o.cp.code, Some(1));
+    }
+
     #[test]
     fn a_replaced_symlink_leaves_the_file_it_leads_to_as_it_was() {
         let mut o = outcome("", "");
