@@ -5,7 +5,8 @@
 //!   looked at while the copy waits on a FIFO source read with `--copy-contents`.
 //! - A source directory that cannot be listed or searched is copied as cp copies it when
 //!   run by an unprivileged user: the same messages and exit status, and its copy with the
-//!   same mode and times.
+//!   same mode and times; a destination directory the user may not list, merged into, gets
+//!   its times and mode as cp gives them by name.
 
 mod util;
 
@@ -378,6 +379,76 @@ fn unreadable_and_unsearchable_source_directories_are_copied_as_cp_copies_them()
                     let c = compare_trees(&l, &r, &opts).unwrap();
                     assert!(c.is_equal(), "{args:?} on {kind}:\n{c}");
                 }
+            }
+        }
+    }
+}
+
+/// A destination directory the user may not list, merged into, is completed as cp completes
+/// it by name: a source merged into itself (`-n -r src/. src/.`: cp cannot list it and says
+/// so once), and a copy that gives an earlier copy its source's times and mode (`-rp`).
+#[test]
+fn unlistable_destination_directories_merged_into_are_completed_as_cp_completes_them() {
+    let cases: [&[&str]; 3] = [
+        &["-n", "-r", "src/.", "src/."],
+        &["-rp", "src/.", "old"],
+        &["-r", "--preserve=timestamps", "src/.", "old"],
+    ];
+    for kind in FsKind::ALL {
+        let Some(fs) = util::scratch(kind) else {
+            continue;
+        };
+        eprintln!("on {kind}");
+        for (i, args) in cases.iter().enumerate() {
+            let dirs: Vec<PathBuf> = ["cp", "mimeo"]
+                .iter()
+                .map(|n| fs.path().join(format!("{n}{i}")))
+                .collect();
+            for d in &dirs {
+                fs::create_dir(d).unwrap();
+                unlistable_sources(d);
+                // An earlier copy, with other times, that the user owns.
+                run_ok(
+                    "/bin/cp",
+                    &[
+                        "-a",
+                        d.join("src").to_str().unwrap(),
+                        d.join("old").to_str().unwrap(),
+                    ],
+                );
+                run_ok(
+                    "chown",
+                    &[
+                        "-R",
+                        &format!("{FOREIGN_UID}:{FOREIGN_GID}"),
+                        d.join("old").to_str().unwrap(),
+                    ],
+                );
+                run_ok(
+                    "find",
+                    &[
+                        d.join("old").to_str().unwrap(),
+                        "-exec",
+                        "touch",
+                        "-h",
+                        "-d",
+                        "2010-01-01",
+                        "{}",
+                        "+",
+                    ],
+                );
+                chown(d, Some(FOREIGN_UID), Some(FOREIGN_GID)).unwrap();
+            }
+            let link = dirs[1].join("cp");
+            symlink(util::mimeo().get_program(), &link).unwrap();
+            let cp = as_user(Path::new("/bin/cp"), &dirs[0], args);
+            let ours = as_user(&link, &dirs[1], args);
+            assert_eq!(cp, ours, "{args:?} on {kind}");
+            fs::remove_file(&link).unwrap();
+            for out in ["src", "old"] {
+                let (l, r) = (dirs[0].join(out), dirs[1].join(out));
+                let c = compare_trees(&l, &r, &CompareOptions::archive()).unwrap();
+                assert!(c.is_equal(), "{args:?} on {kind}, {out}:\n{c}");
             }
         }
     }

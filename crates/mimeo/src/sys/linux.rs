@@ -226,6 +226,20 @@ pub(crate) fn open_dir_beneath(anchor: BorrowedFd<'_>, rel: &[u8]) -> Result<Own
     })
 }
 
+/// An `O_PATH` handle on the directory at `rel` strictly below `anchor`, resolved as
+/// [`open_dir_beneath`] resolves it: its metadata can be changed (through its /proc link,
+/// see [`fchmod`]) where the directory may not be listed, as cp changes it by name.
+pub(crate) fn open_dir_path_beneath(anchor: BorrowedFd<'_>, rel: &[u8]) -> Result<OwnedFd> {
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+    if rel.is_empty() {
+        return rfs::openat(anchor, c".", flags, Mode::empty());
+    }
+    open_in_chunks(anchor, rel, |base, part| {
+        rfs::openat2(base, part, flags, Mode::empty(), resolve)
+    })
+}
+
 /// An `O_PATH` handle on the directory `name` of `dir`: it needs no permission on the
 /// directory itself, so a directory that cannot be listed can still be looked at.
 pub(crate) fn open_dir_path(dir: BorrowedFd<'_>, name: &CStr, follow: bool) -> Result<OwnedFd> {
@@ -710,8 +724,13 @@ pub(crate) const ZFS_MAGIC: u64 = 0x2FC1_2FC1;
 // ---- metadata ----
 
 /// Changes owner and/or group of an open file; `None` leaves that id as it is.
+/// An `O_PATH` handle (EBADF) is changed through its /proc link, which leads to it.
 pub(crate) fn fchown(fd: BorrowedFd<'_>, uid: Option<u32>, gid: Option<u32>) -> Result<()> {
-    rfs::fchown(fd, uid.map(rfs::Uid::from_raw), gid.map(rfs::Gid::from_raw))
+    let (uid, gid) = (uid.map(rfs::Uid::from_raw), gid.map(rfs::Gid::from_raw));
+    match rfs::fchown(fd, uid, gid) {
+        Err(Errno::BADF) => rfs::chownat(CWD, proc_fd_path(fd, None), uid, gid, AtFlags::empty()),
+        other => other,
+    }
 }
 
 /// Changes the owner of `dir/name` itself, never a symlink's target.
@@ -730,8 +749,13 @@ pub(crate) fn lchown_at(
     )
 }
 
+/// An `O_PATH` handle (EBADF) is changed through its /proc link, which leads to it.
 pub(crate) fn fchmod(fd: BorrowedFd<'_>, mode: u32) -> Result<()> {
-    rfs::fchmod(fd, Mode::from_raw_mode(mode))
+    let mode = Mode::from_raw_mode(mode);
+    match rfs::fchmod(fd, mode) {
+        Err(Errno::BADF) => rfs::chmodat(CWD, proc_fd_path(fd, None), mode, AtFlags::empty()),
+        other => other,
+    }
 }
 
 /// chmod of `dir/name` that never follows a symlink: `fchmodat2(AT_SYMLINK_NOFOLLOW)`, or on
@@ -793,7 +817,12 @@ fn timestamps(atime: (i64, u32), mtime: (i64, u32)) -> rfs::Timestamps {
 
 pub(crate) fn futimens(fd: BorrowedFd<'_>, atime: (i64, u32), mtime: (i64, u32)) -> Result<()> {
     failpoint!("utimensat");
-    rfs::futimens(fd, &timestamps(atime, mtime))
+    let times = timestamps(atime, mtime);
+    match rfs::futimens(fd, &times) {
+        // An `O_PATH` handle: changed through its /proc link.
+        Err(Errno::BADF) => rfs::utimensat(CWD, proc_fd_path(fd, None), &times, AtFlags::empty()),
+        other => other,
+    }
 }
 
 /// Sets the modification time of `fd` to `mtime`, leaving its access time.
@@ -935,7 +964,11 @@ pub(crate) fn set_xattr(t: XattrTarget<'_>, name: &CStr, value: &[u8]) -> Result
     failpoint!("fsetxattr");
     let flags = rfs::XattrFlags::empty();
     match t {
-        XattrTarget::Fd(fd) => rfs::fsetxattr(fd, name, value, flags),
+        XattrTarget::Fd(fd) => match rfs::fsetxattr(fd, name, value, flags) {
+            // An `O_PATH` handle: set through its /proc link.
+            Err(Errno::BADF) => rfs::setxattr(proc_fd_path(fd, None), name, value, flags),
+            other => other,
+        },
         XattrTarget::NoFollow(p) => rfs::lsetxattr(p, name, value, flags),
     }
 }
@@ -971,7 +1004,10 @@ pub(crate) fn has_xattr(fd: BorrowedFd<'_>, name: &CStr) -> bool {
 /// Removes the xattr `name`; a missing one is not an error.
 pub(crate) fn remove_xattr(t: XattrTarget<'_>, name: &CStr) -> Result<()> {
     let r = match t {
-        XattrTarget::Fd(fd) => rfs::fremovexattr(fd, name),
+        XattrTarget::Fd(fd) => match rfs::fremovexattr(fd, name) {
+            Err(Errno::BADF) => rfs::removexattr(proc_fd_path(fd, None), name),
+            other => other,
+        },
         XattrTarget::NoFollow(p) => rfs::lremovexattr(p, name),
     };
     match r {

@@ -380,6 +380,27 @@ fn open_dst(ctx: &Ctx<'_>, root: &Root, rel: &[u8]) -> Option<OwnedFd> {
         .ok()
 }
 
+/// Opens the destination directory `rel` to apply its metadata. One the user may not list
+/// (a source directory that could not be read was merged into itself) gets an `O_PATH`
+/// handle, changed through its /proc link as cp changes it by name, without a failure cp
+/// does not have.
+fn open_dst_to_complete(ctx: &Ctx<'_>, root: &Root, rel: &[u8]) -> Option<OwnedFd> {
+    let (_, anchor) = root.dirs();
+    if !ctx.opts.keep_directory_symlink {
+        match sys::open_dir_beneath(anchor, rel) {
+            Ok(fd) => return Some(fd),
+            Err(Errno::ACCESS) => {
+                if let Ok(fd) = sys::open_dir_path_beneath(anchor, rel) {
+                    return Some(fd);
+                }
+            }
+            Err(_) => {}
+        }
+    }
+    // Reports the failure.
+    open_dst(ctx, root, rel)
+}
+
 /// One directory's own pass: lists its entries and copies them; subdirectories (and shares
 /// of a large directory's entries) are handed to `spawn`. Returns what completing the
 /// directory needs, once everything spawned is complete.
@@ -794,7 +815,7 @@ pub(crate) fn complete(ctx: &Ctx<'_>, w: &mut Buffers, done: DirDone) {
     let src_path = || rel_path(&root.src_path, &done.path);
     let fd = match w.last_dst.take() {
         Some((r, path, fd)) if r == done.root && path == done.path => fd,
-        _ => match open_dst(ctx, root, &done.path) {
+        _ => match open_dst_to_complete(ctx, root, &done.path) {
             Some(fd) => fd,
             None => return,
         },
@@ -829,7 +850,12 @@ pub(crate) fn complete(ctx: &Ctx<'_>, w: &mut Buffers, done: DirDone) {
     };
     let flushed = || {
         if ctx.opts.sync {
-            sys::fsync(fd.as_fd()).map_err(|e| Error::sys(Op::Sync, dst_path(), e))
+            match sys::fsync(fd.as_fd()) {
+                // An `O_PATH` handle on a directory that may not be read: nothing was written
+                // in it, so there is nothing to flush.
+                Err(Errno::BADF) => Ok(()),
+                other => other.map_err(|e| Error::sys(Op::Sync, dst_path(), e)),
+            }
         } else {
             Ok(())
         }
