@@ -127,7 +127,8 @@ pub const ALLOWLIST: &[Allowed] = &[
     Allowed {
         name: "hard-linked-destination-replaced",
         reason: "a hard-linked destination file is replaced by a new file (atomic rename), so \
-                 its other links keep the old bytes, where cp writes into the file",
+                 its other links keep the old bytes and attributes, where cp writes into the \
+                 file (and gives it the source's mode, owner and xattrs under -p)",
         docs: "docs/cp.md, Differences from cp, \"An existing file is replaced atomically\" \
                (Hard-linked destinations)",
         apply: linked_destination,
@@ -755,9 +756,18 @@ fn linked_destination(o: &mut Outcome) -> bool {
         return false;
     };
     let kept = |d: &crate::compare::Difference| {
+        // Its bytes, and the attributes -p gave the file cp wrote.
         let data = matches!(
             d.field,
-            Field::Size | Field::Content | Field::Mtime | Field::Atime | Field::Blocks
+            Field::Size
+                | Field::Content
+                | Field::Mtime
+                | Field::Atime
+                | Field::Blocks
+                | Field::Mode
+                | Field::Uid
+                | Field::Gid
+                | Field::Xattr
         );
         // A member of cp's group that mimeo's grouping (as seen where the split was found:
         // at the destination, or at another member) keeps apart from the destination.
@@ -1348,6 +1358,9 @@ mod tests {
                 diff(at, Field::HardLinks, group, right),
                 diff("s/a", Field::Size, "0", "7"),
                 diff("s/a", Field::Mtime, "1", "2"),
+                // The mode (and owner) -p gave cp's written file.
+                diff("s/a", Field::Mode, "0644", "0777"),
+                diff("s/a", Field::Uid, "0", "65534"),
                 diff("s/b", Field::Size, "0", "7"),
             ];
             assert!(linked_destination(&mut o), "{at}");
