@@ -6,7 +6,7 @@
 //!
 //! Known bugs are not here: they are in [`super::known`], temporary, and counted in every run.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::Outcome;
 use super::case::{DestState, FIXED_TIME};
@@ -1029,6 +1029,20 @@ fn replaced_times(o: &mut Outcome) -> bool {
             .sources
             .iter()
             .any(|s| Path::new(s).ends_with(".") || s.as_encoded_bytes().ends_with(b"/."));
+    // With --parents a later source is copied below the target along its own path, where an
+    // earlier source's copy may have made its directory (with its times) and the file.
+    let later_parents: Vec<PathBuf> = if o.plan.has("parents") {
+        let dir = o.plan.target_dir();
+        o.plan.sources[1.min(o.plan.sources.len())..]
+            .iter()
+            .filter_map(|s| {
+                let s: PathBuf = Path::new(s).components().collect();
+                dir.join(s).parent().map(Path::to_path_buf)
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     let n = o.tree.len();
     o.tree.retain(|d| {
         let clock = d.right.as_str() > fixed.as_str() && d.right.as_str() < "2000000000";
@@ -1037,7 +1051,8 @@ fn replaced_times(o: &mut Outcome) -> bool {
             || d.field == Field::Mtime && Some(&d.path) == parent.as_ref()
             || d.field == Field::Mtime && onto_itself && Some(&d.path) == dest.as_ref()
             // The same where the destination is a symlink to the directory (`d` to `td`).
-            || d.field == Field::Mtime && onto_itself && d.path == o.plan.target_dir();
+            || d.field == Field::Mtime && onto_itself && d.path == o.plan.target_dir()
+            || d.field == Field::Mtime && later_parents.contains(&d.path);
         !(matches!(d.field, Field::Mtime | Field::Atime) && old && clock)
     });
     o.tree.len() != n
@@ -1421,6 +1436,30 @@ mod tests {
         o.tree = vec![diff("td/x", Field::Type, "symlink", "file")];
         assert!(symlink_replaced(&mut o));
         assert_eq!(o.cp.code, Some(1));
+    }
+
+    #[test]
+    fn a_file_a_later_parents_source_replaces_gives_its_directory_a_new_mtime() {
+        let mut o = outcome("", "");
+        o.plan.opts = vec!["parents", "archive"];
+        o.plan.dest = DestState::SymlinkToDir;
+        o.plan.target = "d".into();
+        o.plan.sources = vec!["s".into(), "s/x".into()];
+        let new = "1795777447.094707578";
+        o.tree = vec![
+            diff("td/s", Field::Mtime, "28268838.823021733", new),
+            diff("td/s/sub", Field::Mtime, "28268838.823021733", new),
+        ];
+        assert!(replaced_times(&mut o));
+        assert_eq!(
+            o.tree,
+            vec![diff("td/s/sub", Field::Mtime, "28268838.823021733", new)]
+        );
+
+        // Without --parents the later source is copied into the target, not below.
+        o.plan.opts = vec!["archive"];
+        o.tree = vec![diff("td/s", Field::Mtime, "28268838.823021733", new)];
+        assert!(!replaced_times(&mut o));
     }
 
     #[test]
