@@ -1626,6 +1626,33 @@ fn a_link_named_before_the_tree_that_meets_it_is_copied_as_cp() {
     }
 }
 
+/// `cp -u a b d` with a and b links of one file and an up-to-date d/a and d/b: cp 9.1 makes
+/// d/b a link of d/a (its data gone); mimeo leaves both as -u says (a documented difference).
+#[test]
+fn update_leaves_a_skipped_link_alone() {
+    let base = tempfile::tempdir().unwrap();
+    for (i, program) in [PathBuf::from("cp"), util::mimeo().get_program().into()]
+        .iter()
+        .enumerate()
+    {
+        let d = base.path().join(format!("{i}"));
+        write(&d, "s/a", "a\n", 0o644);
+        fs::hard_link(d.join("s/a"), d.join("s/b")).unwrap();
+        set_mtime(&d.join("s/a"), filetime(946_684_800));
+        write(&d, "d/a", "A\n", 0o644);
+        write(&d, "d/b", "B\n", 0o644);
+        let out = Command::new(program)
+            .args(["-u", "s/a", "s/b", "d"])
+            .current_dir(&d)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let b = fs::read_to_string(d.join("d/b")).unwrap();
+        // cp's own behaviour, checked so that the difference stays a real one.
+        assert_eq!(b, if i == 0 { "A\n" } else { "B\n" }, "{program:?}");
+    }
+}
+
 /// A source directory refused as a copy into itself still counts as named: named again to
 /// the same place it is warned about, to another place refused, and onto itself reported as
 /// the same file, in cp's order. (What cp leaves of the copy into itself is a documented
