@@ -415,3 +415,43 @@ fn a_directory_s_files_are_copied_in_inode_order() {
         assert!(inos.is_sorted(), "{place:?}: copied out of inode order");
     }
 }
+
+/// `cp -a s/f s/. d` with f hard-linked outside s: the file root and the tree's entry for f
+/// are one destination. Whichever of the two work items gets there first (they run in
+/// parallel), the other finds its own copy and keeps it, as cp (which copies the file root
+/// first) does: no error, one d/f.
+#[test]
+fn a_file_root_and_a_later_tree_meeting_it_agree_in_either_order() {
+    for reversed in [false, true] {
+        let tmp = tempfile::tempdir().unwrap();
+        let (src, dst) = (tmp.path().join("s"), tmp.path().join("d"));
+        fs::create_dir(&src).unwrap();
+        fs::create_dir(&dst).unwrap();
+        fs::write(src.join("f"), b"f\n").unwrap();
+        fs::hard_link(src.join("f"), tmp.path().join("other")).unwrap();
+        let pairs = [
+            CopyPair::new(src.join("f"), dst.join("f")),
+            CopyPair::new(src.join("."), dst.join(".")),
+        ];
+        let (control, opts) = (Control::new(), Options::archive());
+        let (exec, mut initial) = Executor::new(&pairs, &opts, &mimeo::NoObserver, &control);
+        assert_eq!(initial.len(), 2);
+        if reversed {
+            // The tree's walk first: the order parallel workers may take.
+            initial.reverse();
+        }
+        run_serialized(&exec, initial);
+        let summary = exec.finish();
+        assert_eq!(summary.errors, 0, "reversed: {reversed}");
+        assert_eq!(
+            fs::read(dst.join("f")).unwrap(),
+            b"f\n",
+            "reversed: {reversed}"
+        );
+        let names: Vec<_> = fs::read_dir(&dst)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["f"], "reversed: {reversed}");
+    }
+}

@@ -226,7 +226,139 @@ pub const ALLOWLIST: &[Allowed] = &[
         apply: sticky_mark_not_kept,
         last: false,
     },
+    Allowed {
+        name: "own-copy-kept-in-its-group",
+        reason: "under --preserve=links, a tree entry whose group's copy is this very entry \
+                 (a file named on its own and again through its directory, cp -a s/f s/. d) \
+                 keeps that copy; cp removes it where another link of the group has joined \
+                 it already (which depends on its directory order), then fails to link to \
+                 what it removed, losing the name the run had copied",
+        docs: "docs/cp.md, Differences from cp, \"A file named again through its directory \
+               keeps its copy\"",
+        apply: own_copy_kept,
+        last: false,
+    },
+    Allowed {
+        name: "update-skip-not-relinked",
+        reason: "under -u without --preserve=links, a destination skipped as up to date is \
+                 left as it is; cp links it to the copy of an earlier name of the same source \
+                 file (replacing the data -u was told to keep, or failing to link a name to \
+                 itself)",
+        docs: "docs/cp.md, Differences from cp, \"`-u` leaves a skipped file alone\"",
+        apply: update_skip_not_relinked,
+        last: false,
+    },
 ];
+
+/// The two paths of a "cannot create hard link 'X' to 'Y': WHY" line of cp's alone.
+fn hard_link_pair(line: &str, why: &str) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+    let rest = line.strip_prefix("cp: cannot create hard link ")?;
+    let rest = rest.strip_suffix(why)?.strip_suffix(": ")?;
+    let mut at = 0;
+    while let Some(i) = rest[at..].find(" to ") {
+        let (x, y) = (&rest[..at + i], &rest[at + i + 4..]);
+        if let (Some(x), Some(y)) = (unquote(x), unquote(y)) {
+            return Some((x, y));
+        }
+        at += i + 4;
+    }
+    None
+}
+
+/// Takes cp's lines that `pick` chooses (and mimeo does not print) out of its stderr; the
+/// pairs they name. Where cp is left with nothing to say, its failure was those lines.
+fn drop_link_lines(
+    o: &mut Outcome,
+    pick: &dyn Fn(&str) -> Option<(std::path::PathBuf, std::path::PathBuf)>,
+) -> Vec<(std::path::PathBuf, std::path::PathBuf)> {
+    let mut pairs = Vec::new();
+    let ours = o.ours.stderr.clone();
+    let kept: String =
+        o.cp.stderr
+            .split_inclusive('\n')
+            .filter(|l| {
+                let line = l.trim_end_matches('\n');
+                match pick(line) {
+                    Some(p) if !ours.lines().any(|m| m == line) => {
+                        pairs.push(p);
+                        false
+                    }
+                    _ => true,
+                }
+            })
+            .collect();
+    o.cp.stderr = kept;
+    if !pairs.is_empty() && o.cp.stderr.is_empty() && o.ours.stderr.is_empty() {
+        o.cp.code = o.ours.code;
+    }
+    pairs
+}
+
+/// cp's failed link of a tree entry onto its own copy (`d/./f` to `d/f`), and the copy it
+/// removed first: absent on cp's side, left out of cp's group, its directory's time.
+fn own_copy_kept(o: &mut Outcome) -> bool {
+    let same = |x: &Path, y: &Path| x.components().eq(y.components());
+    let pick = |l: &str| {
+        hard_link_pair(l, "No such file or directory")
+            .filter(|(x, y)| x.as_os_str() != y.as_os_str() && same(x, y))
+    };
+    let pairs = drop_link_lines(o, &pick);
+    if pairs.is_empty() {
+        return false;
+    }
+    let named = |group: &str, p: &Path| group.contains(&format!("{p:?}"));
+    o.tree.retain(|d| {
+        !pairs.iter().any(|(_, y)| {
+            let gone = d.path == *y && d.field == Field::Presence && d.left == "absent";
+            let group = d.field == Field::HardLinks && named(&d.right, y) && !named(&d.left, y);
+            let dir = d.field == Field::Mtime && y.parent() == Some(d.path.as_path());
+            gone || group || dir
+        })
+    });
+    true
+}
+
+/// cp's links of skipped -u destinations to an earlier name's copy: the lines where that
+/// failed, and the groups cp made (with the data the linked names took on).
+fn update_skip_not_relinked(o: &mut Outcome) -> bool {
+    let links = ["link", "archive", "preserve", "d"]
+        .iter()
+        .any(|id| o.plan.has(id));
+    if !o.plan.has("update") || links {
+        return false;
+    }
+    let pick = |l: &str| {
+        let rest = l.strip_prefix("cp: cannot create hard link ")?;
+        let why = rest.rsplit_once(": ")?.1;
+        hard_link_pair(l, why)
+    };
+    let lines = !drop_link_lines(o, &pick).is_empty();
+    let named = |group: &str, p: &Path| group.contains(&format!("{p:?}"));
+    let groups: Vec<_> = o
+        .tree
+        .iter()
+        .filter(|d| d.field == Field::HardLinks && d.left.len() > d.right.len())
+        .cloned()
+        .collect();
+    let data = |f: Field| {
+        matches!(
+            f,
+            Field::Size
+                | Field::Content
+                | Field::Mtime
+                | Field::Atime
+                | Field::Blocks
+                | Field::Mode
+        )
+    };
+    let n = o.tree.len();
+    o.tree.retain(|d| {
+        !groups
+            .iter()
+            .any(|g| d == g || data(d.field) && named(&g.left, &d.path))
+    });
+    lines || o.tree.len() != n
+}
 
 /// A symlink on mimeo's side only, where cp removed it under --remove-destination and then
 /// failed to reach the source through it: the same words and status are required; the
@@ -1167,10 +1299,18 @@ fn into_itself(o: &mut Outcome) -> bool {
                 .iter()
                 .any(|s| l.contains(s.as_str()) || bare(s) || parent(s))
     };
+    // A line the other side says too is kept as often as it says it: cp's walk through the
+    // copy may fail the same way again (a --parents link to the same name).
     let only_cp = |text: &str, other: &str| -> String {
-        let others: Vec<&str> = other.split_inclusive('\n').collect();
+        let mut others: Vec<&str> = other.split_inclusive('\n').collect();
         text.split_inclusive('\n')
-            .filter(|l| others.contains(l) || !mentions(l))
+            .filter(|l| match others.iter().position(|o| o == l) {
+                Some(i) => {
+                    others.swap_remove(i);
+                    true
+                }
+                None => !mentions(l),
+            })
             .collect()
     };
     o.cp.stdout = only_cp(&o.cp.stdout, &ours.0);
@@ -1899,5 +2039,73 @@ mod tests {
         o.cp.stdout = "'d~' -> 'd' (unbackup)\n".into();
         assert!(!failed_copy_keeps_backups(&mut o));
         assert_eq!(o.cp.stdout, "'d~' -> 'd' (unbackup)\n");
+    }
+
+    /// `cp -a s/f s/. d` where another link of f joined d/f first: cp removes d/f and fails
+    /// to link d/./f to it. Only a link onto the entry's own copy is taken out.
+    #[test]
+    fn an_own_copy_cp_removed_is_allowed_only_for_its_own_name() {
+        let line = "cp: cannot create hard link 'd/./f' to 'd/f': No such file or directory\n";
+        let mut o = outcome(line, "");
+        o.cp.code = Some(1);
+        o.ours.code = Some(0);
+        o.tree = vec![
+            diff("d/f", Field::Presence, "absent", "file"),
+            diff("d/g", Field::Size, "1", "2"),
+        ];
+        assert!(own_copy_kept(&mut o));
+        assert_eq!((o.cp.stderr.as_str(), o.cp.code), ("", Some(0)));
+        let left: Vec<_> = o.tree.iter().map(|d| d.path.clone()).collect();
+        assert_eq!(left, [Path::new("d/g")]);
+        // A link to another name that cp could not make is not that.
+        let other = "cp: cannot create hard link 'd/./g' to 'd/f': No such file or directory\n";
+        let mut o = outcome(other, "");
+        assert!(!own_copy_kept(&mut o));
+        assert_eq!(o.cp.stderr, other);
+    }
+
+    /// `cp -u -s s/f s/. s/f d`: cp links the second d/f to the first, which fails; under
+    /// --preserve=links the same line is still judged.
+    #[test]
+    fn a_skipped_update_relinked_by_cp_is_allowed_only_without_preserved_links() {
+        let omit = "cp: -r not specified; omitting directory 's/.'\n";
+        let link = "cp: cannot create hard link 'd/f' to 'd/f': Operation not permitted\n";
+        let mut o = outcome(&format!("{omit}{link}"), omit);
+        o.plan.opts = vec!["update", "symbolic-link"];
+        assert!(update_skip_not_relinked(&mut o));
+        assert_eq!(o.cp.stderr, omit);
+        // cp -u a b d: d/b becomes a link of d/a, with its data.
+        let mut o = outcome("", "");
+        o.plan.opts = vec!["update"];
+        o.tree = vec![
+            diff("d/a", Field::HardLinks, "[\"d/a\", \"d/b\"]", "[]"),
+            diff("d/b", Field::Content, "keepA", "keepB"),
+            diff("d/c", Field::Content, "x", "y"),
+        ];
+        assert!(update_skip_not_relinked(&mut o));
+        let left: Vec<_> = o.tree.iter().map(|d| d.path.clone()).collect();
+        assert_eq!(left, [Path::new("d/c")]);
+        let mut o = outcome(&format!("{omit}{link}"), omit);
+        o.plan.opts = vec!["update", "archive"];
+        assert!(!update_skip_not_relinked(&mut o));
+    }
+
+    /// `cp -n -a --parents -l s/X/m s/X s/X` as a user who may not link m: cp fails to link
+    /// s/X/s/X/m once for the first source and again on its way through the copy of s/X into
+    /// itself, which mimeo refused; the repetition goes, the first line stays.
+    #[test]
+    fn a_line_cp_repeats_in_the_copy_into_itself_is_taken_once() {
+        let refused = "cp: cannot copy a directory, 's/X', into itself, 's/X/s/X'\n";
+        let link = "cp: cannot create hard link 's/X/s/X/m' to 's/X/m': Operation not permitted\n";
+        let mut o = outcome(
+            &format!("{refused}{link}{link}"),
+            &format!("{refused}{link}"),
+        );
+        assert!(into_itself(&mut o));
+        assert_eq!(o.cp.stderr, o.ours.stderr);
+        // Said once by each, it stays.
+        let mut o = outcome(&format!("{refused}{link}"), &format!("{refused}{link}"));
+        into_itself(&mut o);
+        assert_eq!(o.cp.stderr, format!("{refused}{link}"));
     }
 }

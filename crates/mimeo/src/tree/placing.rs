@@ -198,8 +198,10 @@ fn link_to_group(
             // backup name, or removes it) and then fails to link what is gone; a backup is
             // renamed back. (cp copies the tree first. Where the root got there first, the
             // tree's entry links to it as to any other copy: which of the group's entries the
-            // tree would have copied first is not known there.)
-            let own_copy = matches!(here.loc, Loc::Root(_))
+            // tree would have copied first is not known there.) A tree named after the root
+            // (cp -a s/f s/. d) is one cp copies after it, so its entry that got here first
+            // (roots run in parallel) is this root's copy as cp makes it.
+            let own_copy = matches!(here.loc, Loc::Root(i) if loc.root < i)
                 && loc.dir.is_some()
                 && decision != Decision::Skip
                 && loc_name.as_c_str() == dst_name
