@@ -169,7 +169,8 @@ impl Named {
 /// ("s/." then "s" or "s/up/", all into "d"): cp has copied the earlier one by then, which
 /// made that entry from its source's entry of that name, and cp finds it there before
 /// anything else. A symlink that leads to this root's source is the same file (but under
-/// -n); anything else that is not a directory is in the way. None otherwise.
+/// -n, -b, --remove-destination, -l, -s, -H and -L); anything else that is not a directory is
+/// in the way. None otherwise.
 fn in_an_earlier_copys_way(opts: &Options, dirs: &[NamedDir], root: &Root) -> Option<Error> {
     if dirs.is_empty() {
         return None;
@@ -193,9 +194,15 @@ fn in_an_earlier_copys_way(opts: &Options, dirs: &[NamedDir], root: &Root) -> Op
     }
     let src = root.src_path.clone();
     let dst = root.dst_path.clone();
-    // The copied symlink has the same target, read from the destination's directory.
+    // The copied symlink has the same target, read from the destination's directory. cp's
+    // same-file rule looks through it only where it copies symlinks as symlinks and would
+    // keep it: a backup, removal or link would not lose the source; under -H and -L it
+    // compares the directory with the symlink itself.
+    let keeps = opts.backup.is_none() && !opts.remove_destination && opts.link.is_none();
     let leads_here = made.is_symlink()
+        && keeps
         && opts.overwrite != Overwrite::NoClobber
+        && opts.dereference == Dereference::Never
         && sys::readlink(sys::CWD, &entry).is_ok_and(|target| {
             sys::stat_at(root.dst_parent.as_fd(), &target, true)
                 .is_ok_and(|m| m.id() == root.meta.id())
