@@ -1198,7 +1198,8 @@ fn parents_sources_lose_their_trailing_slashes_as_cp_strips_them() {
 
 /// cp keeps its flag that a --parents destination is new from one source to the next: a
 /// source without a directory in its path, after one whose parent cp made, is made without a
-/// look at what is there ("File exists"), unless it was named before.
+/// look at what is there ("File exists"), unless it was named before (without -b), also where
+/// an earlier source of that name made it.
 #[test]
 fn a_source_after_new_parents_finds_its_destination_there_as_cp() {
     let dir = scratch();
@@ -1211,6 +1212,9 @@ fn a_source_after_new_parents_finds_its_destination_there_as_cp() {
         write(&d.join("d/g"), "old\n");
         symlink("g", d.join("l")).unwrap();
         symlink("x", d.join("d/l")).unwrap();
+        write(&d.join("h"), "h\n");
+        write(&d.join("e"), "e\n");
+        fs::create_dir_all(d.join("d/e")).unwrap();
     };
     for (i, args) in [
         &["-r", "--parents", "a/b/f", "s", "d"][..],
@@ -1223,6 +1227,12 @@ fn a_source_after_new_parents_finds_its_destination_there_as_cp() {
         &["-r", "--parents", "g", "a/b/f", "g", "d"],
         &["-r", "--parents", "s", "a/b/f", "s", "d"],
         &["-r", "--parents", "a/b/f", "./s", "d"],
+        // A file named again under -b, after the flag was set: what the earlier copy made,
+        // or the directory it failed to replace, is found there all the same.
+        &["-b", "--parents", "a/b/f", "h", "h", "d"],
+        &["-b", "--parents", "a/b/f", "h", "h", "h", "d"],
+        &["-b", "--parents", "g", "a/b/f", "g", "d"],
+        &["-rb", "--parents", "e", "a/b/f", "e", "d"],
     ]
     .into_iter()
     .enumerate()

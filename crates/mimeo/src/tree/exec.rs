@@ -156,9 +156,15 @@ impl<'a> Executor<'a> {
                 .as_ref()
                 .and_then(|dest| dests.iter().position(|d| d.as_ref() == Some(dest)));
             // A destination cp takes to be new is made without a look (after cp's check
-            // for a source named twice).
-            let twice = earlier.is_some() || root.named_twice || named.went(root.meta.id(), &dest);
+            // for a source named twice), also where an earlier file (named again under
+            // -b, or another one of that name) went: what that one left there is found.
+            let file_lead = earlier.is_some_and(|e| !ctx.roots[e].meta.is_dir());
+            let dir_lead = earlier.is_some() && !file_lead;
+            let twice = dir_lead || root.named_twice || named.went(root.meta.id(), &dest);
             if new_dst && !twice {
+                if file_lead {
+                    run_files_now(&ctx, &mut items, &[]);
+                }
                 if let Some(e) = super::roots::made_over(opts, &root) {
                     // The files before it, and their failures, come first (a rare case:
                     // the pool waits for them).
@@ -173,7 +179,6 @@ impl<'a> Executor<'a> {
                     .iter()
                     .position(|i| i.root == e as u32 && matches!(i.kind, WorkKind::Root))
             });
-            let file_lead = earlier.is_some_and(|e| !ctx.roots[e].meta.is_dir());
             if let (Some(e), None, true) = (earlier, earlier_item, file_lead) {
                 // The earlier one ran already (see `run_files_now`): what it made, this one
                 // will not replace.
