@@ -1239,6 +1239,21 @@ fn a_source_after_new_parents_finds_its_destination_there_as_cp() {
     {
         case_as_cp(dir.path(), i, &setup, args, None);
     }
+    // A parent that cannot be made (`d` is root's) sets the flag all the same: cp sets it
+    // once it has looked at the source directory, before it tries to make the copy. (The
+    // parent's failure may come first: messages keep no order, docs/cp.md.)
+    let base = dir.path().join("nobody");
+    fs::create_dir(&base).unwrap();
+    let args = ["-rb", "--parents", "e", "a/b/f", "e", "d"].map(os);
+    let (cp, ours, what) = run_both(&base, &setup, &args, Some(NOBODY));
+    assert_eq!(cp.code, ours.code, "exit status: {what}");
+    let lines = |t: &str| {
+        let mut l: Vec<String> = t.lines().map(str::to_owned).collect();
+        l.sort_unstable();
+        l
+    };
+    assert_eq!(lines(&cp.stderr), lines(&ours.stderr), "stderr: {what}");
+    assert!(cp.stderr.contains("'d/e': File exists"), "{what}");
 }
 
 /// Without --strip-trailing-slashes too, cp names the destination of a `--parents` source
