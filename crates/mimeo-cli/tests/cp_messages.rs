@@ -1196,6 +1196,34 @@ fn parents_sources_lose_their_trailing_slashes_as_cp_strips_them() {
     same_output(&cp, &ours, &what);
 }
 
+/// A `--parents` source whose parent is where an earlier directory was refused as a copy
+/// into itself (`s/` then `s/.`, into `s`): cp made that copy, and finds it there (not new):
+/// the later one is named twice, or under -l copied into itself too. (cp fills the copy in
+/// part: the trees differ.)
+#[test]
+fn a_parent_where_a_copy_into_itself_went_is_found_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("s/x")).unwrap();
+        write(&d.join("s/f"), "f\n");
+    };
+    for (i, args) in [
+        &["--parents", "-R", "s/", "s/.", "s/"][..],
+        &["--parents", "-Rb", "s/", "s/.", "s/"],
+        &["--parents", "-Rl", "s/", "s/.", "s/"],
+        &["--parents", "-Rlb", "--attributes-only", "s/", "s/.", "s/"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
+        let (cp, ours, what) = run_both(&base, &setup, &args, None);
+        same_output(&cp, &ours, &what);
+    }
+}
+
 /// cp keeps its flag that a --parents destination is new from one source to the next: a
 /// source without a directory in its path, after one whose parent cp made, is made without a
 /// look at what is there ("File exists"), unless it was named before (without -b), also where

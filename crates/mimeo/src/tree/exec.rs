@@ -131,7 +131,7 @@ impl<'a> Executor<'a> {
         // cp's flag that a --parents destination is new, kept from one source to the next.
         let mut new_dst = false;
         for (n, pair) in pairs.iter().enumerate() {
-            let mut root = match resolve_root(opts, pair, &ctx.report, &mut new_dst) {
+            let mut root = match resolve_root(opts, pair, &ctx.report, &named, &mut new_dst) {
                 Ok(mut root) => {
                     parents_made_early(&ctx, &mut root);
                     root
@@ -700,6 +700,7 @@ fn resolve_root(
     opts: &Options,
     pair: &CopyPair,
     report: &Reporter<'_>,
+    named: &Named,
     new_dst: &mut bool,
 ) -> Result<Root, (Error, bool)> {
     let parents = if opts.parents {
@@ -708,8 +709,15 @@ fn resolve_root(
     } else {
         Vec::new()
     };
+    // cp made the copy of an earlier directory it refused as a copy into itself where the
+    // first of these was just made: it found that there, and takes nothing below it as new.
+    let first = parents.iter().find(|p| p.created);
+    let found = first.is_some_and(|p| named.copied_into_itself_at(&p.dst));
+    if found {
+        *new_dst = false;
+    }
     // Without -r, cp omits a directory before it looks at the destination.
-    if opts.recursive && super::roots::dot_after_new_parent(&pair.src, &parents) {
+    if opts.recursive && !found && super::roots::dot_after_new_parent(&pair.src, &parents) {
         super::roots::finish_parents(&parents, opts, report);
         let dst = super::roots::trimmed(&pair.dst);
         return Err((Error::sys(Op::CreateDir, dst, sys::Errno::EXIST), true));

@@ -48,6 +48,10 @@ pub struct Named {
     /// The roots (by index) that are files named before: skipped with a warning in their
     /// turn.
     pub(crate) files_twice: Vec<u32>,
+    /// Where the directory roots refused as copies into themselves go: cp makes each copy
+    /// there (filled until it meets itself); mimeo makes nothing.
+    #[cfg_attr(feature = "serde", serde(skip))]
+    into_itself: Vec<Dest>,
 }
 
 impl Named {
@@ -160,8 +164,32 @@ impl Named {
             && !sys::may_write(root.dst_parent.as_fd(), c".");
         if unmakeable {
             self.forget_since(mark);
+        } else if let Some(dest) = self.dirs.get(mark).and_then(|n| n.dest.clone()) {
+            self.into_itself.push(dest);
         }
         Some(root.refusal_into_itself())
+    }
+
+    /// Whether `dir`, a `--parents` directory just made, is where cp made the copy of a
+    /// directory root refused as a copy into itself: cp found it there, and took a later
+    /// destination below it for one that was there (not new).
+    pub(crate) fn copied_into_itself_at(&self, dir: &Path) -> bool {
+        if self.into_itself.is_empty() {
+            return false;
+        }
+        let Some(name) = dir.file_name() else {
+            return false;
+        };
+        let parent = match dir.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let parent = sys::cstring(parent.as_os_str().as_bytes());
+        let Ok(meta) = sys::stat_at(sys::CWD, &parent, true) else {
+            return false;
+        };
+        let dest = (meta.id(), name.as_bytes().to_vec());
+        self.into_itself.contains(&dest)
     }
 }
 
