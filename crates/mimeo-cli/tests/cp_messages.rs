@@ -1196,9 +1196,38 @@ fn parents_sources_lose_their_trailing_slashes_as_cp_strips_them() {
     same_output(&cp, &ours, &what);
 }
 
+/// A `--parents` source whose parent is where an earlier directory was refused as a copy
+/// into itself (`s/` then `s/.`, into `s`): cp made that copy, and finds it there (not new):
+/// the later one is named twice, or under -l copied into itself too. (cp fills the copy in
+/// part: the trees differ.)
+#[test]
+fn a_parent_where_a_copy_into_itself_went_is_found_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("s/x")).unwrap();
+        write(&d.join("s/f"), "f\n");
+    };
+    for (i, args) in [
+        &["--parents", "-R", "s/", "s/.", "s/"][..],
+        &["--parents", "-Rb", "s/", "s/.", "s/"],
+        &["--parents", "-Rl", "s/", "s/.", "s/"],
+        &["--parents", "-Rlb", "--attributes-only", "s/", "s/.", "s/"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
+        let (cp, ours, what) = run_both(&base, &setup, &args, None);
+        same_output(&cp, &ours, &what);
+    }
+}
+
 /// cp keeps its flag that a --parents destination is new from one source to the next: a
 /// source without a directory in its path, after one whose parent cp made, is made without a
-/// look at what is there ("File exists"), unless it was named before.
+/// look at what is there ("File exists"), unless it was named before (without -b), also where
+/// an earlier source of that name made it.
 #[test]
 fn a_source_after_new_parents_finds_its_destination_there_as_cp() {
     let dir = scratch();
@@ -1211,6 +1240,9 @@ fn a_source_after_new_parents_finds_its_destination_there_as_cp() {
         write(&d.join("d/g"), "old\n");
         symlink("g", d.join("l")).unwrap();
         symlink("x", d.join("d/l")).unwrap();
+        write(&d.join("h"), "h\n");
+        write(&d.join("e"), "e\n");
+        fs::create_dir_all(d.join("d/e")).unwrap();
     };
     for (i, args) in [
         &["-r", "--parents", "a/b/f", "s", "d"][..],
@@ -1223,12 +1255,33 @@ fn a_source_after_new_parents_finds_its_destination_there_as_cp() {
         &["-r", "--parents", "g", "a/b/f", "g", "d"],
         &["-r", "--parents", "s", "a/b/f", "s", "d"],
         &["-r", "--parents", "a/b/f", "./s", "d"],
+        // A file named again under -b, after the flag was set: what the earlier copy made,
+        // or the directory it failed to replace, is found there all the same.
+        &["-b", "--parents", "a/b/f", "h", "h", "d"],
+        &["-b", "--parents", "a/b/f", "h", "h", "h", "d"],
+        &["-b", "--parents", "g", "a/b/f", "g", "d"],
+        &["-rb", "--parents", "e", "a/b/f", "e", "d"],
     ]
     .into_iter()
     .enumerate()
     {
         case_as_cp(dir.path(), i, &setup, args, None);
     }
+    // A parent that cannot be made (`d` is root's) sets the flag all the same: cp sets it
+    // once it has looked at the source directory, before it tries to make the copy. (The
+    // parent's failure may come first: messages keep no order, docs/cp.md.)
+    let base = dir.path().join("nobody");
+    fs::create_dir(&base).unwrap();
+    let args = ["-rb", "--parents", "e", "a/b/f", "e", "d"].map(os);
+    let (cp, ours, what) = run_both(&base, &setup, &args, Some(NOBODY));
+    assert_eq!(cp.code, ours.code, "exit status: {what}");
+    let lines = |t: &str| {
+        let mut l: Vec<String> = t.lines().map(str::to_owned).collect();
+        l.sort_unstable();
+        l
+    };
+    assert_eq!(lines(&cp.stderr), lines(&ours.stderr), "stderr: {what}");
+    assert!(cp.stderr.contains("'d/e': File exists"), "{what}");
 }
 
 /// Without --strip-trailing-slashes too, cp names the destination of a `--parents` source

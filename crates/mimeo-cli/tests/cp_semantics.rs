@@ -1528,7 +1528,8 @@ fn what_an_earlier_directory_copy_made_is_met_first_as_cp() {
         same_as_cp(base.path(), &format!("in-the-way{i}"), &setup, &args(a));
     }
     // The entry the earlier copy made is a symlink that leads to this source, read from the
-    // destination: the same file, but under -n, where cp does not ask.
+    // destination: the same file, but under -n, where cp does not ask, and where replacing it
+    // would lose nothing (-b, --remove-destination) or cp compares the symlink itself (-H).
     let setup = |d: &Path| {
         fs::create_dir_all(d.join("s")).unwrap();
         symlink("..", d.join("s/up")).unwrap();
@@ -1538,6 +1539,10 @@ fn what_an_earlier_directory_copy_made_is_met_first_as_cp() {
         &["-R", "-t", "d", "s/.", "s/up/"][..],
         &["-a", "s/.", "s/up/", "d"],
         &["-Rn", "s/.", "s/up/", "d"],
+        &["-Rb", "s/.", "s/up/", "d"],
+        &["-pbR", "s/.", "s/up/", "d"],
+        &["-R", "--remove-destination", "s/.", "s/up/", "d"],
+        &["-RH", "s/.", "s/up/", "d"],
     ]
     .iter()
     .enumerate()

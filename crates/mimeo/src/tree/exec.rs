@@ -131,7 +131,7 @@ impl<'a> Executor<'a> {
         // cp's flag that a --parents destination is new, kept from one source to the next.
         let mut new_dst = false;
         for (n, pair) in pairs.iter().enumerate() {
-            let mut root = match resolve_root(opts, pair, &ctx.report, &mut new_dst) {
+            let mut root = match resolve_root(opts, pair, &ctx.report, &named, &mut new_dst) {
                 Ok(mut root) => {
                     parents_made_early(&ctx, &mut root);
                     root
@@ -156,9 +156,15 @@ impl<'a> Executor<'a> {
                 .as_ref()
                 .and_then(|dest| dests.iter().position(|d| d.as_ref() == Some(dest)));
             // A destination cp takes to be new is made without a look (after cp's check
-            // for a source named twice).
-            let twice = earlier.is_some() || root.named_twice || named.went(root.meta.id(), &dest);
+            // for a source named twice), also where an earlier file (named again under
+            // -b, or another one of that name) went: what that one left there is found.
+            let file_lead = earlier.is_some_and(|e| !ctx.roots[e].meta.is_dir());
+            let dir_lead = earlier.is_some() && !file_lead;
+            let twice = dir_lead || root.named_twice || named.went(root.meta.id(), &dest);
             if new_dst && !twice {
+                if file_lead {
+                    run_files_now(&ctx, &mut items, &[]);
+                }
                 if let Some(e) = super::roots::made_over(opts, &root) {
                     // The files before it, and their failures, come first (a rare case:
                     // the pool waits for them).
@@ -173,7 +179,6 @@ impl<'a> Executor<'a> {
                     .iter()
                     .position(|i| i.root == e as u32 && matches!(i.kind, WorkKind::Root))
             });
-            let file_lead = earlier.is_some_and(|e| !ctx.roots[e].meta.is_dir());
             if let (Some(e), None, true) = (earlier, earlier_item, file_lead) {
                 // The earlier one ran already (see `run_files_now`): what it made, this one
                 // will not replace.
@@ -695,6 +700,7 @@ fn resolve_root(
     opts: &Options,
     pair: &CopyPair,
     report: &Reporter<'_>,
+    named: &Named,
     new_dst: &mut bool,
 ) -> Result<Root, (Error, bool)> {
     let parents = if opts.parents {
@@ -703,8 +709,15 @@ fn resolve_root(
     } else {
         Vec::new()
     };
+    // cp made the copy of an earlier directory it refused as a copy into itself where the
+    // first of these was just made: it found that there, and takes nothing below it as new.
+    let first = parents.iter().find(|p| p.created);
+    let found = first.is_some_and(|p| named.copied_into_itself_at(&p.dst));
+    if found {
+        *new_dst = false;
+    }
     // Without -r, cp omits a directory before it looks at the destination.
-    if opts.recursive && super::roots::dot_after_new_parent(&pair.src, &parents) {
+    if opts.recursive && !found && super::roots::dot_after_new_parent(&pair.src, &parents) {
         super::roots::finish_parents(&parents, opts, report);
         let dst = super::roots::trimmed(&pair.dst);
         return Err((Error::sys(Op::CreateDir, dst, sys::Errno::EXIST), true));

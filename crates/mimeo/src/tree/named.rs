@@ -48,6 +48,10 @@ pub struct Named {
     /// The roots (by index) that are files named before: skipped with a warning in their
     /// turn.
     pub(crate) files_twice: Vec<u32>,
+    /// Where the directory roots refused as copies into themselves go: cp makes each copy
+    /// there (filled until it meets itself); mimeo makes nothing.
+    #[cfg_attr(feature = "serde", serde(skip))]
+    into_itself: Vec<Dest>,
 }
 
 impl Named {
@@ -160,8 +164,32 @@ impl Named {
             && !sys::may_write(root.dst_parent.as_fd(), c".");
         if unmakeable {
             self.forget_since(mark);
+        } else if let Some(dest) = self.dirs.get(mark).and_then(|n| n.dest.clone()) {
+            self.into_itself.push(dest);
         }
         Some(root.refusal_into_itself())
+    }
+
+    /// Whether `dir`, a `--parents` directory just made, is where cp made the copy of a
+    /// directory root refused as a copy into itself: cp found it there, and took a later
+    /// destination below it for one that was there (not new).
+    pub(crate) fn copied_into_itself_at(&self, dir: &Path) -> bool {
+        if self.into_itself.is_empty() {
+            return false;
+        }
+        let Some(name) = dir.file_name() else {
+            return false;
+        };
+        let parent = match dir.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let parent = sys::cstring(parent.as_os_str().as_bytes());
+        let Ok(meta) = sys::stat_at(sys::CWD, &parent, true) else {
+            return false;
+        };
+        let dest = (meta.id(), name.as_bytes().to_vec());
+        self.into_itself.contains(&dest)
     }
 }
 
@@ -169,7 +197,8 @@ impl Named {
 /// ("s/." then "s" or "s/up/", all into "d"): cp has copied the earlier one by then, which
 /// made that entry from its source's entry of that name, and cp finds it there before
 /// anything else. A symlink that leads to this root's source is the same file (but under
-/// -n); anything else that is not a directory is in the way. None otherwise.
+/// -n, -b, --remove-destination, -l, -s, -H and -L); anything else that is not a directory is
+/// in the way. None otherwise.
 fn in_an_earlier_copys_way(opts: &Options, dirs: &[NamedDir], root: &Root) -> Option<Error> {
     if dirs.is_empty() {
         return None;
@@ -193,9 +222,15 @@ fn in_an_earlier_copys_way(opts: &Options, dirs: &[NamedDir], root: &Root) -> Op
     }
     let src = root.src_path.clone();
     let dst = root.dst_path.clone();
-    // The copied symlink has the same target, read from the destination's directory.
+    // The copied symlink has the same target, read from the destination's directory. cp's
+    // same-file rule looks through it only where it copies symlinks as symlinks and would
+    // keep it: a backup, removal or link would not lose the source; under -H and -L it
+    // compares the directory with the symlink itself.
+    let keeps = opts.backup.is_none() && !opts.remove_destination && opts.link.is_none();
     let leads_here = made.is_symlink()
+        && keeps
         && opts.overwrite != Overwrite::NoClobber
+        && opts.dereference == Dereference::Never
         && sys::readlink(sys::CWD, &entry).is_ok_and(|target| {
             sys::stat_at(root.dst_parent.as_fd(), &target, true)
                 .is_ok_and(|m| m.id() == root.meta.id())

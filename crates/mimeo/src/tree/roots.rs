@@ -304,7 +304,8 @@ fn misnamed_acl_source(parent: &Parent) -> Option<PathBuf> {
 ///
 /// `new_dst` is cp's flag that the destination is new (its parent was just made), which cp
 /// keeps from one source to the next: a source without a directory in its path leaves it as
-/// the one before set it, and a failure as far as it got.
+/// the one before set it, and a failure as far as it got (set where a directory it could not
+/// make was missing).
 pub(crate) fn make_parents(
     src: &Path,
     dst: &Path,
@@ -336,6 +337,11 @@ pub(crate) fn make_parents(
                 continue;
             }
         };
+        // cp takes the destination to be new once it has looked at the source of a missing
+        // directory, before it tries to make it: a failure to make it leaves the flag set.
+        if !there {
+            *new_dst = true;
+        }
         let name = sys::cstring(d.as_os_str().as_bytes());
         let created = !there
             && match sys::mkdir(sys::CWD, &name, meta.perm() & 0o777) {
