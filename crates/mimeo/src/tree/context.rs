@@ -2,8 +2,8 @@
 //! entry is being copied ([`Here`]).
 
 use super::hooks::HookSet;
-use super::named::Named;
 use super::split_state::Splits;
+use super::work::Named;
 use super::work::{DirInfo, WorkItem};
 use crate::data::copy::{DataPlan, NoCloneDevs};
 use crate::data::meta::Process;

@@ -3,9 +3,9 @@
 use super::context::{Buffers, Ctx, Here, Root};
 use super::dir::{self, make_dst_dir};
 use super::hooks::{HookSet, Hooks, NoHooks};
-use super::named::{Dest, Named};
 use super::roots::{CopyPair, file_source_id, open_error, root_file_key};
 use super::split;
+use super::work::{Dest, Named};
 use super::work::{DirDone, DirInfo, Lineage, RangeDone, Stat, WorkItem, WorkKind};
 use crate::options::{Dereference, Options};
 use crate::place::links::LinkGroups;

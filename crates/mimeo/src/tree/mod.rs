@@ -29,7 +29,6 @@ pub(crate) use exec::Passes;
 pub use exec::{Executor, Worker};
 pub use hooks::{Hooked, Hooks, NoHooks};
 pub(crate) use listing::{Look, Want};
-pub use named::Named;
 pub use plan::Totals;
 pub(crate) use plan::{DryRun, Scan};
 pub use roots::CopyPair;
@@ -37,5 +36,6 @@ pub use single::{copy_file, copy_file_with};
 pub(crate) use walk::{Entry, Roots, Visitor, Walk, WalkOptions};
 pub(crate) use work::join_rel;
 pub use work::{
-    DirDone, DirInfo, EntryType, FileRange, Lineage, RangeDone, Stat, WorkItem, WorkKind, XattrList,
+    DirDone, DirInfo, EntryType, FileRange, Lineage, Named, RangeDone, Stat, WorkItem, WorkKind,
+    XattrList,
 };

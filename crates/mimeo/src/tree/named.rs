@@ -2,10 +2,12 @@
 //! every process of a run spread over several) and the dry run ([`super::plan`]) apply
 //! alike: a file named again is skipped with "source file ... specified more than once"; a
 //! directory named again into the same place likewise, and into another place refused
-//! ("will not create hard link"), also where a later source holds it.
+//! ("will not create hard link"), also where a later source holds it. The record they read
+//! and grow, [`Named`], is plain data in [`super::work`], sent to the other processes of a run.
 
 use super::context::Root;
-use super::roots::{DirSeen, FileKey, file_source_id, root_file_key};
+use super::roots::{file_source_id, root_file_key};
+use super::work::{Dest, Named, NamedDir};
 use crate::options::{Dereference, Options, Overwrite};
 use crate::report::{Error, Op, Refusal, Warning};
 use crate::sys;
@@ -13,50 +15,9 @@ use rustix::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-/// Where a root goes: its destination parent's (dev, ino), and the name in it.
-pub(crate) type Dest = ((u64, u64), Vec<u8>);
-
-/// A directory root named on the command line.
-#[derive(Debug, Clone)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub(crate) struct NamedDir {
-    /// The index of the first root after it (its own, where it runs).
-    pub before: u32,
-    pub id: (u64, u64),
-    /// Where it went: its path, and its parent's (dev, ino) and name there.
-    #[cfg_attr(feature = "serde", serde(with = "path_bytes"))]
-    pub dst_path: PathBuf,
-    pub dest: Option<Dest>,
-    /// Its source's path as given: where an entry its copy makes comes from.
-    #[cfg_attr(feature = "serde", serde(with = "path_bytes"))]
-    pub src_path: PathBuf,
-}
-
-/// The sources of a run that cp counts as named, in command-line order: what its "specified
-/// more than once" rules look at. The other processes of a run need it to run the roots:
-/// see [`Executor::with_named`](super::Executor::with_named).
-#[derive(Debug, Clone, Default)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct Named {
-    /// The sources so far that are not directories: cp copies each once, wherever it goes.
-    #[cfg_attr(feature = "serde", serde(skip))]
-    files: Vec<FileKey>,
-    #[cfg_attr(feature = "serde", serde(skip))]
-    dir_seen: DirSeen,
-    /// Every directory root so far, copied or refused as a copy into itself.
-    pub(crate) dirs: Vec<NamedDir>,
-    /// The roots (by index) that are files named before: skipped with a warning in their
-    /// turn.
-    pub(crate) files_twice: Vec<u32>,
-    /// Where the directory roots refused as copies into themselves go: cp makes each copy
-    /// there (filled until it meets itself); mimeo makes nothing.
-    #[cfg_attr(feature = "serde", serde(skip))]
-    into_itself: Vec<Dest>,
-}
-
 impl Named {
     /// Whether `root`, the `index`th root and not a directory, was named before (known by
-    /// its [`FileKey`]). Only with `several` sources, and not with backups, where cp copies it
+    /// its [`FileKey`](super::work::FileKey)). Only with `several` sources, and not with backups, where cp copies it
     /// again.
     pub(crate) fn file_again(&mut self, opts: &Options, root: &Root, index: u32) -> bool {
         if opts.backup.is_some() {
@@ -277,53 +238,4 @@ pub(crate) fn may_meet(opts: &Options, dirs: &[NamedDir], root: u32) -> bool {
     let follows = opts.dereference == Dereference::Always;
     dirs.iter()
         .any(|n| n.before < root || n.before == root && follows)
-}
-
-/// A path as its bytes: a name need not be UTF-8.
-#[cfg(feature = "serde")]
-mod path_bytes {
-    use serde::{Deserialize, Deserializer, Serializer};
-    use std::ffi::OsString;
-    use std::os::unix::ffi::{OsStrExt, OsStringExt};
-    use std::path::{Path, PathBuf};
-
-    pub fn serialize<S: Serializer>(p: &Path, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(p.as_os_str().as_bytes())
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<PathBuf, D::Error> {
-        Vec::<u8>::deserialize(d).map(|b| PathBuf::from(OsString::from_vec(b)))
-    }
-}
-
-#[cfg(all(test, feature = "serde"))]
-mod tests {
-    use super::*;
-    use std::ffi::OsStr;
-    use std::os::unix::ffi::OsStrExt;
-
-    /// What the other processes of a run are given keeps a destination that is not UTF-8.
-    #[test]
-    fn named_directories_travel_with_names_that_are_not_utf8() {
-        let dst_path = PathBuf::from(OsStr::from_bytes(b"D/\xff\xfe"));
-        let named = Named {
-            dirs: vec![NamedDir {
-                before: 1,
-                id: (2, 3),
-                dst_path: dst_path.clone(),
-                dest: Some(((4, 5), b"\xff\xfe".to_vec())),
-                src_path: PathBuf::from(OsStr::from_bytes(b"s/\x80")),
-            }],
-            files_twice: vec![7],
-            ..Named::default()
-        };
-        let text = serde_json::to_string(&named).unwrap();
-        let back: Named = serde_json::from_str(&text).unwrap();
-        assert_eq!(back.files_twice, vec![7]);
-        let dir = &back.dirs[0];
-        assert_eq!((dir.before, dir.id), (1, (2, 3)));
-        assert_eq!(dir.dst_path, dst_path);
-        assert_eq!(dir.dest, Some(((4, 5), b"\xff\xfe".to_vec())));
-        assert_eq!(dir.src_path.as_os_str().as_bytes(), b"s/\x80");
-    }
 }

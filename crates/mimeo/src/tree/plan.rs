@@ -10,10 +10,11 @@
 use super::context::{Root, join, relative_symlink_elsewhere, same_entry};
 use super::entry::entry_kind;
 use super::listing::{Descent, Look, Want};
-use super::named::{self, Named, NamedDir};
+use super::named;
 use super::roots::{CopyPair, parent_dirs, parent_source};
 use super::walk::{Entry, Roots, Visitor, WalkOptions, WalkRoot};
 use super::work::WorkItem;
+use super::work::{Named, NamedDir};
 use crate::data::meta::Process;
 use crate::options::{Dereference, LinkInstead, Options, Overwrite};
 use crate::place::decide::{Conflict, Decision, Lookups, Rules, decide};

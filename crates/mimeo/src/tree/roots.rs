@@ -2,6 +2,7 @@
 //! the refusals that need the whole pair (a directory without `-r`, a directory into itself).
 
 use super::context::{DstFacts, Parent, Root};
+use super::work::{DirSeen, FileKey};
 use crate::data::meta::{self, Apply, Dst, Process};
 use crate::options::{Dereference, LinkInstead, Options, Reflink};
 use crate::place::crash;
@@ -611,12 +612,6 @@ pub(crate) fn stat_error(path: PathBuf, e: Errno) -> Error {
     Error::sys(Op::Stat, path, e)
 }
 
-/// What cp's "specified more than once" check knows a source that is not a directory by:
-/// the (device, inode) of the directory part of its name, not followed if a symlink, its
-/// last name, and its own (device, inode). Another name of the same file (a hard link, or
-/// through a symlink to its directory) is another source to cp.
-pub(crate) type FileKey = ((u64, u64), Vec<u8>, (u64, u64));
-
 /// The [`FileKey`] of the source `src`. None for a directory, or one not found.
 pub(crate) fn file_source_id(opts: &Options, src: &Path) -> Option<FileKey> {
     let slash = src.as_os_str().as_bytes().ends_with(b"/");
@@ -628,10 +623,6 @@ pub(crate) fn file_source_id(opts: &Options, src: &Path) -> Option<FileKey> {
         .then(|| file_key(src, meta.id(), &mut None))
         .flatten()
 }
-
-/// The directory part of the last name looked at, and its (device, inode): the sources of
-/// one run mostly share one, which is then looked at once.
-pub(crate) type DirSeen = Option<(Vec<u8>, (u64, u64))>;
 
 /// The [`FileKey`] of a resolved root that is not a directory.
 pub(crate) fn root_file_key(root: &Root, seen: &mut DirSeen) -> Option<FileKey> {

@@ -8,6 +8,7 @@
 
 use crate::report::Op;
 use crate::sys::{DType, Meta};
+use std::path::PathBuf;
 
 /// One unit of work of a tree copy.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -303,9 +304,82 @@ pub(crate) fn join_rel(rel: &[u8], name: &[u8]) -> Vec<u8> {
     v
 }
 
+// ---- the sources cp counts as named (the rules: `named.rs`) ----
+
+/// What cp's "specified more than once" check knows a source that is not a directory by:
+/// the (device, inode) of the directory part of its name, not followed if a symlink, its
+/// last name, and its own (device, inode). Another name of the same file (a hard link, or
+/// through a symlink to its directory) is another source to cp.
+pub(crate) type FileKey = ((u64, u64), Vec<u8>, (u64, u64));
+
+/// The directory part of the last name looked at, and its (device, inode): the sources of
+/// one run mostly share one, which is then looked at once.
+pub(crate) type DirSeen = Option<(Vec<u8>, (u64, u64))>;
+
+/// Where a root goes: its destination parent's (dev, ino), and the name in it.
+pub(crate) type Dest = ((u64, u64), Vec<u8>);
+
+/// A directory root named on the command line.
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub(crate) struct NamedDir {
+    /// The index of the first root after it (its own, where it runs).
+    pub before: u32,
+    pub id: (u64, u64),
+    /// Where it went: its path, and its parent's (dev, ino) and name there.
+    #[cfg_attr(feature = "serde", serde(with = "path_bytes"))]
+    pub dst_path: PathBuf,
+    pub dest: Option<Dest>,
+    /// Its source's path as given: where an entry its copy makes comes from.
+    #[cfg_attr(feature = "serde", serde(with = "path_bytes"))]
+    pub src_path: PathBuf,
+}
+
+/// The sources of a run that cp counts as named, in command-line order: what its "specified
+/// more than once" rules look at. The other processes of a run need it to run the roots:
+/// see [`Executor::with_named`](super::Executor::with_named). The rules that read and grow
+/// it are in `named.rs`.
+#[derive(Debug, Clone, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Named {
+    /// The sources so far that are not directories: cp copies each once, wherever it goes.
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub(crate) files: Vec<FileKey>,
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub(crate) dir_seen: DirSeen,
+    /// Every directory root so far, copied or refused as a copy into itself.
+    pub(crate) dirs: Vec<NamedDir>,
+    /// The roots (by index) that are files named before: skipped with a warning in their
+    /// turn.
+    pub(crate) files_twice: Vec<u32>,
+    /// Where the directory roots refused as copies into themselves go: cp makes each copy
+    /// there (filled until it meets itself); mimeo makes nothing.
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub(crate) into_itself: Vec<Dest>,
+}
+
+/// A path as its bytes: a name need not be UTF-8.
+#[cfg(feature = "serde")]
+mod path_bytes {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::ffi::OsString;
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    use std::path::{Path, PathBuf};
+
+    pub fn serialize<S: Serializer>(p: &Path, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(p.as_os_str().as_bytes())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<PathBuf, D::Error> {
+        Vec::<u8>::deserialize(d).map(|b| PathBuf::from(OsString::from_vec(b)))
+    }
+}
+
 #[cfg(all(test, feature = "serde"))]
 mod tests {
     use super::*;
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
 
     #[test]
     fn work_items_cross_a_process_boundary_as_json() {
@@ -327,5 +401,30 @@ mod tests {
         };
         let text = serde_json::to_string(&item).unwrap();
         assert_eq!(serde_json::from_str::<WorkItem>(&text).unwrap(), item);
+    }
+
+    /// What the other processes of a run are given keeps a destination that is not UTF-8.
+    #[test]
+    fn named_directories_travel_with_names_that_are_not_utf8() {
+        let dst_path = PathBuf::from(OsStr::from_bytes(b"D/\xff\xfe"));
+        let named = Named {
+            dirs: vec![NamedDir {
+                before: 1,
+                id: (2, 3),
+                dst_path: dst_path.clone(),
+                dest: Some(((4, 5), b"\xff\xfe".to_vec())),
+                src_path: PathBuf::from(OsStr::from_bytes(b"s/\x80")),
+            }],
+            files_twice: vec![7],
+            ..Named::default()
+        };
+        let text = serde_json::to_string(&named).unwrap();
+        let back: Named = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.files_twice, vec![7]);
+        let dir = &back.dirs[0];
+        assert_eq!((dir.before, dir.id), (1, (2, 3)));
+        assert_eq!(dir.dst_path, dst_path);
+        assert_eq!(dir.dest, Some(((4, 5), b"\xff\xfe".to_vec())));
+        assert_eq!(dir.src_path.as_os_str().as_bytes(), b"s/\x80");
     }
 }
