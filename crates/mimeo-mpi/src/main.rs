@@ -41,7 +41,7 @@ enum Start {
     /// its destination (run with it, wherever it runs) and the initial items.
     Copy {
         pairs: Vec<(Vec<u8>, Vec<u8>)>,
-        named: Named,
+        named: Box<Named>,
         followers: Vec<Vec<u32>>,
         items: Vec<WorkItem>,
     },
@@ -179,7 +179,7 @@ fn run(world: &SimpleCommunicator, control: Arc<mimeo::Control>, stopped: &signa
             world,
             &Start::Copy {
                 pairs,
-                named: exec.named(),
+                named: Box::new(exec.named()),
                 followers: exec.followers(),
                 items: items.clone(),
             },
@@ -201,7 +201,10 @@ fn run(world: &SimpleCommunicator, control: Arc<mimeo::Control>, stopped: &signa
             .map(|(s, d)| CopyPair::new(OsString::from_vec(s), OsString::from_vec(d)))
             .collect();
         match Executor::attach(&pairs, &config.options, &printer, &control) {
-            Ok(exec) => (exec.with_named(named).with_followers(followers), Vec::new()),
+            Ok(exec) => (
+                exec.with_named(*named).with_followers(followers),
+                Vec::new(),
+            ),
             Err(e) => {
                 output::error(&format!("rank {rank}: {e}"));
                 world.abort(i32::from(EXIT_FAILED));
