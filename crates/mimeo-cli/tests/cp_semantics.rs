@@ -176,6 +176,14 @@ fn same_as_cp(base: &Path, case: &str, setup: &dyn Fn(&Path), how: &Run<'_>) -> 
     with_mimeo
 }
 
+/// [`same_as_cp`] for each argument list in turn, as cases `{case}0`, `{case}1`, ...
+#[track_caller]
+fn same_as_cp_each(base: &Path, case: &str, setup: &dyn Fn(&Path), each: &[&[&str]]) {
+    for (i, a) in each.iter().enumerate() {
+        same_as_cp(base, &format!("{case}{i}"), setup, &args(a));
+    }
+}
+
 /// [`same_as_cp`] under -i, once answered no and once yes.
 #[track_caller]
 fn same_as_cp_either_answer(base: &Path, case: &str, setup: &dyn Fn(&Path), a: &[&str]) {
@@ -453,24 +461,24 @@ fn no_preserve_mode_gives_cps_default_mode() {
         fs::create_dir(d.join("sg")).unwrap();
         fs::set_permissions(d.join("sg"), fs::Permissions::from_mode(0o2777)).unwrap();
     };
-    for (i, a) in [
-        &["--no-preserve=mode", "ro", "out"][..],
-        &["-p", "--no-preserve=mode", "x", "out"],
-        &["--no-preserve=mode", "suid", "out"],
-        &["-a", "--no-preserve=mode", "dir", "out"],
-        &["-r", "--no-preserve=mode", "dir", "sg"],
-        &["-a", "--no-preserve=mode", "fifo", "out"],
-        &["-r", "--no-preserve=mode", "sgfifo", "out"],
-        &["-r", "--no-preserve=mode", "sgfifo", "sg"],
-        &["--no-preserve=mode", "ro", "old"],
-        &["--no-preserve=all", "-p", "x", "out"],
-        &["--no-preserve=mode", "--preserve=mode", "x", "out"],
-    ]
-    .iter()
-    .enumerate()
-    {
-        same_as_cp(base, &format!("case{i}"), &sources, &args(a));
-    }
+    same_as_cp_each(
+        base,
+        "case",
+        &sources,
+        &[
+            &["--no-preserve=mode", "ro", "out"][..],
+            &["-p", "--no-preserve=mode", "x", "out"],
+            &["--no-preserve=mode", "suid", "out"],
+            &["-a", "--no-preserve=mode", "dir", "out"],
+            &["-r", "--no-preserve=mode", "dir", "sg"],
+            &["-a", "--no-preserve=mode", "fifo", "out"],
+            &["-r", "--no-preserve=mode", "sgfifo", "out"],
+            &["-r", "--no-preserve=mode", "sgfifo", "sg"],
+            &["--no-preserve=mode", "ro", "old"],
+            &["--no-preserve=all", "-p", "x", "out"],
+            &["--no-preserve=mode", "--preserve=mode", "x", "out"],
+        ],
+    );
 }
 
 /// cp gives a new FIFO, socket or device node the source's owner with a chown even where it
@@ -659,22 +667,22 @@ fn sources_with_one_destination_name_keep_the_first_as_cp() {
             write(d, "E/f", "before\n", 0o644);
             fs::create_dir_all(d.join("w/f")).unwrap();
         };
-        for (i, a) in [
-            &["x/f", "y/f", "D"][..],
-            &["x/f", "y/f", "z/f", "D"],
-            &["x/f", "y/f", "E"],
-            &["-t", "D", "x/f", "y/f"],
-            &["-n", "x/f", "y/f", "E"],
-            &["-u", "x/f", "y/f", "D"],
-            &["--backup=numbered", "x/f", "y/f", "D"],
-            &["-r", "x/f", "w/f", "D"],
-            &["-r", "w/f", "x/f", "D"],
-        ]
-        .iter()
-        .enumerate()
-        {
-            same_as_cp(base, &format!("two{i}"), &two, &args(a));
-        }
+        same_as_cp_each(
+            base,
+            "two",
+            &two,
+            &[
+                &["x/f", "y/f", "D"][..],
+                &["x/f", "y/f", "z/f", "D"],
+                &["x/f", "y/f", "E"],
+                &["-t", "D", "x/f", "y/f"],
+                &["-n", "x/f", "y/f", "E"],
+                &["-u", "x/f", "y/f", "D"],
+                &["--backup=numbered", "x/f", "y/f", "D"],
+                &["-r", "x/f", "w/f", "D"],
+                &["-r", "w/f", "x/f", "D"],
+            ],
+        );
         // Named twice: copied once, with a warning.
         same_as_cp(base, "twice", &two, &args(&["x/f", "x/f", "D"]));
         same_as_cp(base, "twice-y", &two, &args(&["x/f", "y/f", "x/f", "D"]));
@@ -696,18 +704,18 @@ fn sources_with_one_destination_name_keep_the_first_as_cp() {
             symlink("../t", d.join("b/2")).unwrap();
             symlink("../t", d.join("a/2")).unwrap();
         };
-        for (i, a) in [
-            &["-r", "a/2", "b/2", "c"][..],
-            &["-d", "a/2", "b/2", "c"],
-            &["-rs", "a/1", "b/1", "c"],
-            &["-r", "--remove-destination", "a/1", "b/1", "c"],
-            &["-L", "a/2", "b/2", "c"],
-        ]
-        .iter()
-        .enumerate()
-        {
-            same_as_cp(base, &format!("made-symlink{i}"), &symlinks, &args(a));
-        }
+        same_as_cp_each(
+            base,
+            "made-symlink",
+            &symlinks,
+            &[
+                &["-r", "a/2", "b/2", "c"][..],
+                &["-d", "a/2", "b/2", "c"],
+                &["-rs", "a/1", "b/1", "c"],
+                &["-r", "--remove-destination", "a/1", "b/1", "c"],
+                &["-L", "a/2", "b/2", "c"],
+            ],
+        );
     }
 }
 
@@ -730,19 +738,19 @@ fn hard_links_met_through_overlapping_sources_are_one_group_as_cp() {
             write(d, "s/sub/one", "one link\n", 0o644);
             fs::create_dir(d.join("d")).unwrap();
         };
-        for (i, a) in [
-            &["-a", "s", "s/a", "d"][..],
-            &["-a", "s/a", "s", "d"],
-            &["-rd", "s", "s/sub", "d"],
-            // Under -L cp remembers every file, linked or not.
-            &["-aL", "s/.", "s", "d"],
-            &["-rL", "--preserve=links", "s/sub", "s", "d"],
-        ]
-        .iter()
-        .enumerate()
-        {
-            same_as_cp(base, &format!("overlap{i}"), &setup, &args(a));
-        }
+        same_as_cp_each(
+            base,
+            "overlap",
+            &setup,
+            &[
+                &["-a", "s", "s/a", "d"][..],
+                &["-a", "s/a", "s", "d"],
+                &["-rd", "s", "s/sub", "d"],
+                // Under -L cp remembers every file, linked or not.
+                &["-aL", "s/.", "s", "d"],
+                &["-rL", "--preserve=links", "s/sub", "s", "d"],
+            ],
+        );
     }
 }
 
@@ -787,15 +795,15 @@ fn parents_of_an_absolute_source_fail_on_their_acl_as_cp() {
     let src = base.join("abs/src/f");
     let src = src.to_str().unwrap();
     let dest = |d: &Path| fs::create_dir(d.join("d")).unwrap();
-    for (i, a) in [
-        &["--parents", "-a", "-v", src, "d"][..],
-        &["--parents", "--preserve=mode", src, "d"],
-    ]
-    .iter()
-    .enumerate()
-    {
-        same_as_cp(base, &format!("abs{i}"), &dest, &args(a));
-    }
+    same_as_cp_each(
+        base,
+        "abs",
+        &dest,
+        &[
+            &["--parents", "-a", "-v", src, "d"][..],
+            &["--parents", "--preserve=mode", src, "d"],
+        ],
+    );
 }
 
 /// The same failure leaves the times of the directories above the deepest as cp made them:
@@ -915,27 +923,27 @@ fn a_source_directory_named_twice_is_copied_once_as_cp() {
             fs::create_dir(d.join("s")).unwrap();
             symlink("../t", d.join("s/t")).unwrap();
         };
-        for (i, a) in [
-            &["-r", "t", "t", "D"][..],
-            &["-rb", "t", "t", "D"],
-            &["-rb", "t", "t", "E"],
-            &["-a", "--backup=numbered", "t", "t", "E"],
-            &["-r", "t", "./t", "D"],
-            &["-r", "t/", "t", "D"],
-            &["-r", "t", "t", "t", "D"],
-            &["-rb", "t", "u/t", "t", "E"],
-            &["-rH", "t", "s/t", "D"],
-            &["-r", "t", "s/t", "D"],
-            // Under -L, cp remembers where a directory was copied first only: copied again
-            // elsewhere, it is copied there each time it is named, without a warning.
-            &["-rL", "t/.", "t", "t", "D"],
-            &["-rH", "t", "t/.", "t", "D"],
-        ]
-        .iter()
-        .enumerate()
-        {
-            same_as_cp(base, &format!("dir-twice{i}"), &setup, &args(a));
-        }
+        same_as_cp_each(
+            base,
+            "dir-twice",
+            &setup,
+            &[
+                &["-r", "t", "t", "D"][..],
+                &["-rb", "t", "t", "D"],
+                &["-rb", "t", "t", "E"],
+                &["-a", "--backup=numbered", "t", "t", "E"],
+                &["-r", "t", "./t", "D"],
+                &["-r", "t/", "t", "D"],
+                &["-r", "t", "t", "t", "D"],
+                &["-rb", "t", "u/t", "t", "E"],
+                &["-rH", "t", "s/t", "D"],
+                &["-r", "t", "s/t", "D"],
+                // Under -L, cp remembers where a directory was copied first only: copied again
+                // elsewhere, it is copied there each time it is named, without a warning.
+                &["-rL", "t/.", "t", "t", "D"],
+                &["-rH", "t", "t/.", "t", "D"],
+            ],
+        );
     }
     // A dry run says the same, and plans the directory's entries once.
     let dir = tempfile::tempdir().unwrap();
@@ -1002,19 +1010,19 @@ fn a_file_named_twice_with_backups_is_copied_again_as_cp() {
             fs::hard_link(d.join("x/f"), d.join("y/f")).unwrap();
             fs::create_dir(d.join("D")).unwrap();
         };
-        for (i, a) in [
-            &["-b", "f", "f", "D"][..],
-            &["-S-", "f", "f", "D"],
-            &["--backup=numbered", "f", "f", "./f", "D"],
-            &["-bp", "f", "f", "D"],
-            &["x/f", "y/f", "D"],
-            &["f", "./f", "D"],
-        ]
-        .iter()
-        .enumerate()
-        {
-            same_as_cp(base, &format!("file-twice{i}"), &setup, &args(a));
-        }
+        same_as_cp_each(
+            base,
+            "file-twice",
+            &setup,
+            &[
+                &["-b", "f", "f", "D"][..],
+                &["-S-", "f", "f", "D"],
+                &["--backup=numbered", "f", "f", "./f", "D"],
+                &["-bp", "f", "f", "D"],
+                &["x/f", "y/f", "D"],
+                &["f", "./f", "D"],
+            ],
+        );
     }
 }
 
@@ -1074,23 +1082,23 @@ fn update_with_attributes_only_keeps_what_is_not_older_as_cp() {
             at("2001-02-03 04:05:06", "ls");
             at("2011-02-03 04:05:06", "D/ls");
         };
-        for (i, a) in [
-            &["--attributes-only", "-u", "-a", "ls", "D"][..],
+        same_as_cp_each(
+            base,
+            "update-attrs",
+            &setup,
             &[
-                "--attributes-only",
-                "-u",
-                "-a",
-                "--parents",
-                "s/f",
-                "s/f",
-                "E",
+                &["--attributes-only", "-u", "-a", "ls", "D"][..],
+                &[
+                    "--attributes-only",
+                    "-u",
+                    "-a",
+                    "--parents",
+                    "s/f",
+                    "s/f",
+                    "E",
+                ],
             ],
-        ]
-        .iter()
-        .enumerate()
-        {
-            same_as_cp(base, &format!("update-attrs{i}"), &setup, &args(a));
-        }
+        );
     }
 }
 
@@ -1109,16 +1117,16 @@ fn a_cycle_onto_a_non_directory_is_reported_as_that_as_cp() {
             write(d, "d/up", "in the way\n", 0o644);
             fs::create_dir_all(d.join("e/up")).unwrap();
         };
-        for (i, a) in [
-            &["-rL", "-T", "s", "d"][..],
-            &["-R", "--link", "-T", "s", "d"],
-            &["-rL", "-T", "s", "e"],
-        ]
-        .iter()
-        .enumerate()
-        {
-            same_as_cp(base, &format!("cycle-onto{i}"), &setup, &args(a));
-        }
+        same_as_cp_each(
+            base,
+            "cycle-onto",
+            &setup,
+            &[
+                &["-rL", "-T", "s", "d"][..],
+                &["-R", "--link", "-T", "s", "d"],
+                &["-rL", "-T", "s", "e"],
+            ],
+        );
     }
 }
 
@@ -1135,17 +1143,17 @@ fn a_directory_onto_itself_by_another_path_is_the_same_file_as_cp() {
             write(d, "s/f", "f\n", 0o644);
             symlink("..", d.join("s/up")).unwrap();
         };
-        for (i, a) in [
-            &["-rT", "-b", "s/.", "s/./"][..],
-            &["-rTH", "-b", "s/.", "s/./"],
-            &["-rT", "-b", "s/", "s"],
-            &["-r", "-b", "-t", "s/up", "s", "s/"],
-        ]
-        .iter()
-        .enumerate()
-        {
-            same_as_cp(base, &format!("onto-itself{i}"), &setup, &args(a));
-        }
+        same_as_cp_each(
+            base,
+            "onto-itself",
+            &setup,
+            &[
+                &["-rT", "-b", "s/.", "s/./"][..],
+                &["-rTH", "-b", "s/.", "s/./"],
+                &["-rT", "-b", "s/", "s"],
+                &["-r", "-b", "-t", "s/up", "s", "s/"],
+            ],
+        );
     }
 }
 
@@ -1181,18 +1189,18 @@ fn a_one_name_source_after_new_parents_finds_its_destination_there_as_cp() {
             write(d, "g", "g\n", 0o644);
             write(d, "d/g", "old\n", 0o644);
         };
-        for (i, a) in [
-            &["--parents", "a/b/f", "g", "d"][..],
-            &["--parents", "g", "a/b/f", "d"],
-            &["--parents", "-r", "a/b", "a", "d"],
-            &["--parents", "-r", "a/b/f", "./g", "d"],
-            &["--parents", "-r", "a/b/f", "a/b", "g", "d"],
-        ]
-        .iter()
-        .enumerate()
-        {
-            same_as_cp(base, &format!("one-name{i}"), &setup, &args(a));
-        }
+        same_as_cp_each(
+            base,
+            "one-name",
+            &setup,
+            &[
+                &["--parents", "a/b/f", "g", "d"][..],
+                &["--parents", "g", "a/b/f", "d"],
+                &["--parents", "-r", "a/b", "a", "d"],
+                &["--parents", "-r", "a/b/f", "./g", "d"],
+                &["--parents", "-r", "a/b/f", "a/b", "g", "d"],
+            ],
+        );
     }
 }
 
@@ -1208,16 +1216,16 @@ fn a_parents_directory_named_with_and_without_a_slash_is_copied_once_as_cp() {
         write(d, "s/z/f", "f\n", 0o644);
         fs::create_dir(d.join("D")).unwrap();
     };
-    for (i, a) in [
-        &["-r", "--parents", "s/z/", "s/z", "D"][..],
-        &["-r", "--parents", "s/z", "s/z/", "D"],
-        &["-rl", "--parents", "s/z/", "s/z", "D"],
-    ]
-    .iter()
-    .enumerate()
-    {
-        same_as_cp(base, &format!("slash{i}"), &setup, &args(a));
-    }
+    same_as_cp_each(
+        base,
+        "slash",
+        &setup,
+        &[
+            &["-r", "--parents", "s/z/", "s/z", "D"][..],
+            &["-r", "--parents", "s/z", "s/z/", "D"],
+            &["-rl", "--parents", "s/z/", "s/z", "D"],
+        ],
+    );
 }
 
 /// The directories --parents makes get the source directory's mode less the umask, sticky
@@ -1235,19 +1243,19 @@ fn parents_directories_get_cps_modes_also_where_the_copy_fails() {
         fs::set_permissions(d.join("sd"), fs::Permissions::from_mode(0o1777)).unwrap();
         fs::create_dir(d.join("D")).unwrap();
     };
-    for (i, a) in [
-        &["--parents", "sd/x/nope", "D"][..],
-        &["--parents", "sd/x/f", "sd/x/nope", "D"],
-        &["-p", "--parents", "sd/x/nope", "D"],
-        &["--no-preserve=mode", "--parents", "sd/x/f", "D"],
-        &["--no-preserve=mode", "--parents", "sd/x/nope", "D"],
-        &["-a", "--no-preserve=mode", "--parents", "sd/x/f", "D"],
-    ]
-    .iter()
-    .enumerate()
-    {
-        same_as_cp(base, &format!("pmode{i}"), &setup, &args(a));
-    }
+    same_as_cp_each(
+        base,
+        "pmode",
+        &setup,
+        &[
+            &["--parents", "sd/x/nope", "D"][..],
+            &["--parents", "sd/x/f", "sd/x/nope", "D"],
+            &["-p", "--parents", "sd/x/nope", "D"],
+            &["--no-preserve=mode", "--parents", "sd/x/f", "D"],
+            &["--no-preserve=mode", "--parents", "sd/x/nope", "D"],
+            &["-a", "--no-preserve=mode", "--parents", "sd/x/f", "D"],
+        ],
+    );
 }
 
 /// cp gives the directories on the way their sources' modes through the ACL, which leaves
@@ -1353,20 +1361,20 @@ fn a_source_directory_named_again_elsewhere_is_refused_as_cp() {
             // Not a directory where s goes: reported for each s, which is never counted.
             write(d, "E/s", "not a directory\n", 0o644);
         };
-        for (i, a) in [
-            &["-r", "s/.", "s", "D"][..],
-            &["-a", "s", "s/.", "D"],
-            &["-a", "s", "s", "E"],
-            &["-r", "s", "s/.", "s", "E"],
-            &["-r", "s", "s/.", "s", "D"],
-            &["-rH", "s/.", "s", "D"],
-            &["-rL", "s", "s/.", "D"],
-        ]
-        .iter()
-        .enumerate()
-        {
-            same_as_cp(base, &format!("dir-elsewhere{i}"), &setup, &args(a));
-        }
+        same_as_cp_each(
+            base,
+            "dir-elsewhere",
+            &setup,
+            &[
+                &["-r", "s/.", "s", "D"][..],
+                &["-a", "s", "s/.", "D"],
+                &["-a", "s", "s", "E"],
+                &["-r", "s", "s/.", "s", "E"],
+                &["-r", "s", "s/.", "s", "D"],
+                &["-rH", "s/.", "s", "D"],
+                &["-rL", "s", "s/.", "D"],
+            ],
+        );
     }
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "s/f", "f\n", 0o644);
@@ -1397,23 +1405,23 @@ fn a_named_directory_met_again_below_a_later_source_is_refused_as_cp() {
             write(d, "s/sub/deeper/h", "h\n", 0o600);
             fs::create_dir(d.join("D")).unwrap();
         };
-        for (i, a) in [
-            &["-r", "s/sub", "s", "D"][..],
-            &["-a", "s/sub/deeper", "s", "D"],
-            &["-rH", "s/sub", "s", "D"],
-            &["-rL", "s/sub", "s", "D"],
-            &["-a", "s", "s/sub", "D"],
-            &["-r", "s/sub", "s/.", "D"],
-            &["-rH", "s/sub/", "s/.", "D"],
-            &["-rL", "s/sub", "s/.", "D"],
-            &["-rl", "s/sub", "s/.", "D"],
-            &["-rl", "s/sub", "s", "D"],
-        ]
-        .iter()
-        .enumerate()
-        {
-            same_as_cp(base, &format!("dir-below{i}"), &setup, &args(a));
-        }
+        same_as_cp_each(
+            base,
+            "dir-below",
+            &setup,
+            &[
+                &["-r", "s/sub", "s", "D"][..],
+                &["-a", "s/sub/deeper", "s", "D"],
+                &["-rH", "s/sub", "s", "D"],
+                &["-rL", "s/sub", "s", "D"],
+                &["-a", "s", "s/sub", "D"],
+                &["-r", "s/sub", "s/.", "D"],
+                &["-rH", "s/sub/", "s/.", "D"],
+                &["-rL", "s/sub", "s/.", "D"],
+                &["-rl", "s/sub", "s/.", "D"],
+                &["-rl", "s/sub", "s", "D"],
+            ],
+        );
     }
 }
 
@@ -1432,21 +1440,21 @@ fn no_clobber_onto_the_same_file_is_skipped_as_cp() {
             write(d, "s/g", "g\n", 0o644);
             fs::create_dir(d.join("s/sub")).unwrap();
         };
-        for (i, a) in [
-            &["-n", "f", "f"][..],
-            &["-n", "f", "h"],
-            &["-an", "f", "h"],
-            &["-rn", "--remove-destination", "f", "h"],
-            &["-n", "-P", "l", "l"],
-            &["-n", "--attributes-only", "f", "h"],
-            &["-an", "s/.", "s/."],
-            &["-asn", "s/.", "s/."],
-        ]
-        .iter()
-        .enumerate()
-        {
-            same_as_cp(base, &format!("n-same{i}"), &setup, &args(a));
-        }
+        same_as_cp_each(
+            base,
+            "n-same",
+            &setup,
+            &[
+                &["-n", "f", "f"][..],
+                &["-n", "f", "h"],
+                &["-an", "f", "h"],
+                &["-rn", "--remove-destination", "f", "h"],
+                &["-n", "-P", "l", "l"],
+                &["-n", "--attributes-only", "f", "h"],
+                &["-an", "s/.", "s/."],
+                &["-asn", "s/.", "s/."],
+            ],
+        );
     }
 }
 
@@ -1465,17 +1473,17 @@ fn a_destination_that_is_the_source_or_no_directory_is_reported_before_into_itse
             run_ok("mkfifo", &[d.join("p").to_str().unwrap()]);
             write(d, "s/g", "g\n", 0o644);
         };
-        for (i, a) in [
-            &["-r", "s/.", "s/."][..],
-            &["-r", "-t", "s/.", "s/."],
-            &["-r", "s/up/", "p"],
-            &["-r", "s/up/", "s/g"],
-        ]
-        .iter()
-        .enumerate()
-        {
-            same_as_cp(base, &format!("itself-first{i}"), &setup, &args(a));
-        }
+        same_as_cp_each(
+            base,
+            "itself-first",
+            &setup,
+            &[
+                &["-r", "s/.", "s/."][..],
+                &["-r", "-t", "s/.", "s/."],
+                &["-r", "s/up/", "p"],
+                &["-r", "s/up/", "s/g"],
+            ],
+        );
     }
 }
 
@@ -1491,16 +1499,16 @@ fn what_an_earlier_source_made_is_met_before_into_itself_as_cp() {
         write(d, "x/up", "a file\n", 0o644);
         fs::create_dir(d.join("d")).unwrap();
     };
-    for (i, a) in [
-        &["-a", "s/up", "s/", "s/up/", "d"][..],
-        &["-r", "s/up", "s/up/", "d"],
-        &["-r", "x/up", "s/up/", "d"],
-    ]
-    .iter()
-    .enumerate()
-    {
-        same_as_cp(base.path(), &format!("earlier-made{i}"), &setup, &args(a));
-    }
+    same_as_cp_each(
+        base.path(),
+        "earlier-made",
+        &setup,
+        &[
+            &["-a", "s/up", "s/", "s/up/", "d"][..],
+            &["-r", "s/up", "s/up/", "d"],
+            &["-r", "x/up", "s/up/", "d"],
+        ],
+    );
 }
 
 /// A directory source whose destination an earlier source's copy made ("s/." then "s" or
@@ -1516,17 +1524,17 @@ fn what_an_earlier_directory_copy_made_is_met_first_as_cp() {
         fs::create_dir(d.join("td")).unwrap();
         symlink("td", d.join("d")).unwrap();
     };
-    for (i, a) in [
-        &["-r", "s/.", "s", "d"][..],
-        &["-rL", "s/.", "s", "d"],
-        &["-rH", "s/.", "s", "td"],
-        &["-a", "s/.", "s", "d/"],
-    ]
-    .iter()
-    .enumerate()
-    {
-        same_as_cp(base.path(), &format!("in-the-way{i}"), &setup, &args(a));
-    }
+    same_as_cp_each(
+        base.path(),
+        "in-the-way",
+        &setup,
+        &[
+            &["-r", "s/.", "s", "d"][..],
+            &["-rL", "s/.", "s", "d"],
+            &["-rH", "s/.", "s", "td"],
+            &["-a", "s/.", "s", "d/"],
+        ],
+    );
     // The entry the earlier copy made is a symlink that leads to this source, read from the
     // destination: the same file, but under -n, where cp does not ask, and where replacing it
     // would lose nothing (-b, --remove-destination) or cp compares the symlink itself (-H).
@@ -1535,20 +1543,20 @@ fn what_an_earlier_directory_copy_made_is_met_first_as_cp() {
         symlink("..", d.join("s/up")).unwrap();
         fs::create_dir(d.join("d")).unwrap();
     };
-    for (i, a) in [
-        &["-R", "-t", "d", "s/.", "s/up/"][..],
-        &["-a", "s/.", "s/up/", "d"],
-        &["-Rn", "s/.", "s/up/", "d"],
-        &["-Rb", "s/.", "s/up/", "d"],
-        &["-pbR", "s/.", "s/up/", "d"],
-        &["-R", "--remove-destination", "s/.", "s/up/", "d"],
-        &["-RH", "s/.", "s/up/", "d"],
-    ]
-    .iter()
-    .enumerate()
-    {
-        same_as_cp(base.path(), &format!("made-link{i}"), &setup, &args(a));
-    }
+    same_as_cp_each(
+        base.path(),
+        "made-link",
+        &setup,
+        &[
+            &["-R", "-t", "d", "s/.", "s/up/"][..],
+            &["-a", "s/.", "s/up/", "d"],
+            &["-Rn", "s/.", "s/up/", "d"],
+            &["-Rb", "s/.", "s/up/", "d"],
+            &["-pbR", "s/.", "s/up/", "d"],
+            &["-R", "--remove-destination", "s/.", "s/up/", "d"],
+            &["-RH", "s/.", "s/up/", "d"],
+        ],
+    );
 }
 
 /// A linked file named again after the tree that copied it (`--parents`): cp takes its
@@ -1750,29 +1758,29 @@ fn an_unusable_destination_is_reported_as_cp() {
             symlink("loop", d.join("loop")).unwrap();
             symlink("s", d.join("ls")).unwrap();
         };
-        for (i, a) in [
-            &["g", "s/f/d"][..],
-            &["-r", "s", "s/f/d"],
-            &["-a", "g", "s/f/d/e"],
-            &["g", "g/"],
-            &["g", "lg/"],
-            &["g", "loop/"],
-            &["g", "dang/"],
-            &["g", "missing/"],
-            &["g", "missing/x"],
-            &["-r", "s", "g/"],
-            &["-r", "s", "s/f/"],
-            &["-pr", "s", "dang/"],
-            &["-pr", "ls", "dang/"],
-            &["-prf", "ls", "dang/"],
-            &["-a", "missing", "g/"],
-            &["-L", "loop", "d/"],
-        ]
-        .iter()
-        .enumerate()
-        {
-            same_as_cp(base, &format!("unusable{i}"), &setup, &args(a));
-        }
+        same_as_cp_each(
+            base,
+            "unusable",
+            &setup,
+            &[
+                &["g", "s/f/d"][..],
+                &["-r", "s", "s/f/d"],
+                &["-a", "g", "s/f/d/e"],
+                &["g", "g/"],
+                &["g", "lg/"],
+                &["g", "loop/"],
+                &["g", "dang/"],
+                &["g", "missing/"],
+                &["g", "missing/x"],
+                &["-r", "s", "g/"],
+                &["-r", "s", "s/f/"],
+                &["-pr", "s", "dang/"],
+                &["-pr", "ls", "dang/"],
+                &["-prf", "ls", "dang/"],
+                &["-a", "missing", "g/"],
+                &["-L", "loop", "d/"],
+            ],
+        );
     }
 }
 
@@ -1796,39 +1804,39 @@ fn a_destination_with_a_trailing_slash_is_reported_by_what_makes_it_as_cp() {
             symlink("nowhere", d.join("dang")).unwrap();
             run_ok("mkfifo", &[d.join("p").to_str().unwrap()]);
         };
-        for (i, a) in [
-            &["-T", "f", "dd/"][..],
-            &["-T", "-f", "--attributes-only", "-p", "f", "dd/"],
-            &["-T", "-n", "f", "dd/"],
-            &["-T", "f", "ldd/"],
-            &["-T", "-R", "p", "dd/"],
-            &["f", "absent/"],
-            &["f", "dang/"],
-            &["-f", "f", "dang/"],
-            &["-l", "f", "absent/"],
-            &["-l", "f", "dang/"],
-            &["-lf", "f", "dang/"],
-            &["-li", "f", "dang/"],
-            &["-s", "f", "absent/"],
-            &["-s", "f", "dang/"],
-            &["-sf", "f", "dang/"],
-            &["-s", "--remove-destination", "f", "dang/"],
-            &["-d", "-R", "lf", "absent/"],
-            &["-d", "-R", "lf", "dang/"],
-            &["-b", "-d", "-R", "lf", "dang/"],
-            &["-R", "p", "absent/"],
-            &["-R", "p", "dang/"],
-            &["-R", "-f", "p", "dang/"],
-            &["-s", "f", "missing/d/"],
-            &["-l", "f", "missing/d"],
-            &["-R", "p", "missing/d"],
-            &["-R", "-P", "lf", "missing/d"],
-        ]
-        .iter()
-        .enumerate()
-        {
-            same_as_cp(base, &format!("slash{i}"), &setup, &args(a));
-        }
+        same_as_cp_each(
+            base,
+            "slash",
+            &setup,
+            &[
+                &["-T", "f", "dd/"][..],
+                &["-T", "-f", "--attributes-only", "-p", "f", "dd/"],
+                &["-T", "-n", "f", "dd/"],
+                &["-T", "f", "ldd/"],
+                &["-T", "-R", "p", "dd/"],
+                &["f", "absent/"],
+                &["f", "dang/"],
+                &["-f", "f", "dang/"],
+                &["-l", "f", "absent/"],
+                &["-l", "f", "dang/"],
+                &["-lf", "f", "dang/"],
+                &["-li", "f", "dang/"],
+                &["-s", "f", "absent/"],
+                &["-s", "f", "dang/"],
+                &["-sf", "f", "dang/"],
+                &["-s", "--remove-destination", "f", "dang/"],
+                &["-d", "-R", "lf", "absent/"],
+                &["-d", "-R", "lf", "dang/"],
+                &["-b", "-d", "-R", "lf", "dang/"],
+                &["-R", "p", "absent/"],
+                &["-R", "p", "dang/"],
+                &["-R", "-f", "p", "dang/"],
+                &["-s", "f", "missing/d/"],
+                &["-l", "f", "missing/d"],
+                &["-R", "p", "missing/d"],
+                &["-R", "-P", "lf", "missing/d"],
+            ],
+        );
         // A source that cannot be opened is reported first.
         let user = Run {
             foreign_user: true,
@@ -1852,17 +1860,17 @@ fn attributes_only_onto_an_entry_names_what_it_would_make_as_cp() {
             symlink("nowhere", d.join("dang")).unwrap();
             run_ok("mkfifo", &[d.join("p").to_str().unwrap()]);
         };
-        for (i, a) in [
-            &["-R", "--attributes-only", "p", "f"][..],
-            &["-R", "--attributes-only", "-f", "p", "dang"],
-            &["-pR", "--attributes-only", "-L", "p", "lf"],
-            &["-R", "--attributes-only", "-d", "lf", "f"],
-        ]
-        .iter()
-        .enumerate()
-        {
-            same_as_cp(base, &format!("attrs{i}"), &setup, &args(a));
-        }
+        same_as_cp_each(
+            base,
+            "attrs",
+            &setup,
+            &[
+                &["-R", "--attributes-only", "p", "f"][..],
+                &["-R", "--attributes-only", "-f", "p", "dang"],
+                &["-pR", "--attributes-only", "-L", "p", "lf"],
+                &["-R", "--attributes-only", "-d", "lf", "f"],
+            ],
+        );
     }
 }
 
@@ -1884,21 +1892,21 @@ fn a_fifo_copied_following_symlinks_finds_the_old_entry_as_cp() {
             }
             write(d, "d/s/q", "old\n", 0o644);
         };
-        for (i, a) in [
-            &["-Hr", "-t", "d/", "p"][..],
-            &["-Hrf", "p", "d"],
-            &["-Lr", "s", "d"],
-            &["-Hr", "s", "d"],
-            &["-Pr", "p", "d"],
-            &["-Hr", "--remove-destination", "p", "d"],
-            &["-Hr", "-b", "p", "d"],
-            &["-Hrn", "p", "d"],
-        ]
-        .iter()
-        .enumerate()
-        {
-            same_as_cp(base, &format!("fifo{i}"), &setup, &args(a));
-        }
+        same_as_cp_each(
+            base,
+            "fifo",
+            &setup,
+            &[
+                &["-Hr", "-t", "d/", "p"][..],
+                &["-Hrf", "p", "d"],
+                &["-Lr", "s", "d"],
+                &["-Hr", "s", "d"],
+                &["-Pr", "p", "d"],
+                &["-Hr", "--remove-destination", "p", "d"],
+                &["-Hr", "-b", "p", "d"],
+                &["-Hrn", "p", "d"],
+            ],
+        );
     }
 }
 
@@ -1919,21 +1927,21 @@ fn destination_checks_come_before_the_link_as_cp() {
             write(d, "dd/f", "g\n", 0o644);
             symlink("dd", d.join("ld")).unwrap();
         };
-        for (i, a) in [
-            &["--remove-destination", "-R", "-t", "d", "-s", "f"][..],
-            &["-s", "-r", "f", "ld"],
-            &["-b", "-i", "-sv", "f", "dd/"],
-            &["-T", "s/f", "ld"],
-            &["-a", "--attributes-only", "-T", "s/f", "ld"],
-            &["-s", "f", "dd/"],
-            &["-sn", "f", "dd/"],
-            &["-su", "f", "dd/"],
-        ]
-        .iter()
-        .enumerate()
-        {
-            same_as_cp(base, &format!("checks-first{i}"), &setup, &args(a));
-        }
+        same_as_cp_each(
+            base,
+            "checks-first",
+            &setup,
+            &[
+                &["--remove-destination", "-R", "-t", "d", "-s", "f"][..],
+                &["-s", "-r", "f", "ld"],
+                &["-b", "-i", "-sv", "f", "dd/"],
+                &["-T", "s/f", "ld"],
+                &["-a", "--attributes-only", "-T", "s/f", "ld"],
+                &["-s", "f", "dd/"],
+                &["-sn", "f", "dd/"],
+                &["-su", "f", "dd/"],
+            ],
+        );
     }
 }
 
@@ -1962,26 +1970,26 @@ fn links_onto_what_cp_removes_first_replace_it_as_cp() {
             run_ok("mkfifo", &[d.join("q").to_str().unwrap()]);
             fs::set_permissions(d.join("sub"), fs::Permissions::from_mode(0o777)).unwrap();
         };
-        for (i, a) in [
-            &["-l", "-P", "lf", "d"][..],
-            &["-l", "-a", "-R", "ls", "d"],
-            &["-l", "-a", "q", "p"],
-            &["-l", "-a", "f", "d2"],
-            &["-l", "f", "d"],
-            &["-l", "-d", "--attributes-only", "lf", "d"],
-            &["-s", "-H", "-d", "ls", "p"],
-            &["-s", "-a", "-R", "lf", "lp"],
-            &["-s", "-d", "lf", "dn"],
-            &["-s", "-d", "lf", "sub/d"],
-            &["-s", "-a", "q", "sub/d"],
-            &["-s", "-d", "--attributes-only", "lf", "sub/d"],
-            &["-s", "-d", "--backup", "lf", "sub/d"],
-        ]
-        .iter()
-        .enumerate()
-        {
-            same_as_cp(base, &format!("link-removed{i}"), &setup, &args(a));
-        }
+        same_as_cp_each(
+            base,
+            "link-removed",
+            &setup,
+            &[
+                &["-l", "-P", "lf", "d"][..],
+                &["-l", "-a", "-R", "ls", "d"],
+                &["-l", "-a", "q", "p"],
+                &["-l", "-a", "f", "d2"],
+                &["-l", "f", "d"],
+                &["-l", "-d", "--attributes-only", "lf", "d"],
+                &["-s", "-H", "-d", "ls", "p"],
+                &["-s", "-a", "-R", "lf", "lp"],
+                &["-s", "-d", "lf", "dn"],
+                &["-s", "-d", "lf", "sub/d"],
+                &["-s", "-a", "q", "sub/d"],
+                &["-s", "-d", "--attributes-only", "lf", "sub/d"],
+                &["-s", "-d", "--backup", "lf", "sub/d"],
+            ],
+        );
         // Another user's symlink cannot be hard-linked (protected_hardlinks): EPERM.
         let how = Run {
             foreign_user: true,
@@ -2279,31 +2287,31 @@ fn a_source_reached_through_its_destination_is_not_opened_as_cp() {
             symlink("lf", d.join("a")).unwrap();
             symlink("dir", d.join("dl")).unwrap();
         };
-        for (i, a) in [
-            &["-b", "lf", "lf"][..],
-            &["-v", "-S", ".~1~", "lf", "lf"],
-            &["--backup=numbered", "-p", "./lf", "lf"],
-            &["-b", "--copy-contents", "lf", "lf"],
-            &["-bL", "lf", "lf"],
-            &["-bHr", "lf", "lf"],
-            &["-b", "a", "lf"],
-            &["-bT", "dl/x", "dl"],
-            // A hard link made through it finds nothing either.
-            &["-bl", "lf", "lf"],
-            &["-blL", "a", "lf"],
-            &["-b", "f", "lf"],
-            &["-b", "lf", "a"],
-            &["-bl", "f", "lf"],
-            // -u: a symlink not older than the file is skipped before it is put aside.
-            &["-bu", "lf", "lf"],
-            &["-blu", "a", "lf"],
-            &["-u", "--remove-destination", "lf", "lf"],
-        ]
-        .iter()
-        .enumerate()
-        {
-            same_as_cp(base, &format!("through{i}"), &setup, &args(a));
-        }
+        same_as_cp_each(
+            base,
+            "through",
+            &setup,
+            &[
+                &["-b", "lf", "lf"][..],
+                &["-v", "-S", ".~1~", "lf", "lf"],
+                &["--backup=numbered", "-p", "./lf", "lf"],
+                &["-b", "--copy-contents", "lf", "lf"],
+                &["-bL", "lf", "lf"],
+                &["-bHr", "lf", "lf"],
+                &["-b", "a", "lf"],
+                &["-bT", "dl/x", "dl"],
+                // A hard link made through it finds nothing either.
+                &["-bl", "lf", "lf"],
+                &["-blL", "a", "lf"],
+                &["-b", "f", "lf"],
+                &["-b", "lf", "a"],
+                &["-bl", "f", "lf"],
+                // -u: a symlink not older than the file is skipped before it is put aside.
+                &["-bu", "lf", "lf"],
+                &["-blu", "a", "lf"],
+                &["-u", "--remove-destination", "lf", "lf"],
+            ],
+        );
         for (i, a) in [
             &["-v", "--remove-destination", "lf", "lf"][..],
             &["--remove-destination", "a", "lf"],
@@ -2356,24 +2364,24 @@ fn a_file_copied_onto_its_own_hard_link_with_backups_as_cp() {
             fs::create_dir(d.join("d")).unwrap();
             fs::hard_link(d.join("s/x"), d.join("d/x")).unwrap();
         };
-        for (i, a) in [
-            &["-b", "f", "h"][..],
-            &["-bf", "f", "h"],
-            &["-b", "--remove-destination", "f", "h"],
-            &["--backup=numbered", "-a", "f", "h"],
-            &["-bl", "f", "h"],
-            &["-b", "-s", "f", "h"],
-            &["-f", "f", "h"],
-            &["--remove-destination", "f", "h"],
-            &["-bf", "f", "f"],
-            &["-ab", "s/.", "d"],
-            &["-ab", "--preserve=links", "s/x", "d/x"],
-        ]
-        .iter()
-        .enumerate()
-        {
-            same_as_cp(base, &format!("own-link{i}"), &setup, &args(a));
-        }
+        same_as_cp_each(
+            base,
+            "own-link",
+            &setup,
+            &[
+                &["-b", "f", "h"][..],
+                &["-bf", "f", "h"],
+                &["-b", "--remove-destination", "f", "h"],
+                &["--backup=numbered", "-a", "f", "h"],
+                &["-bl", "f", "h"],
+                &["-b", "-s", "f", "h"],
+                &["-f", "f", "h"],
+                &["--remove-destination", "f", "h"],
+                &["-bf", "f", "f"],
+                &["-ab", "s/.", "d"],
+                &["-ab", "--preserve=links", "s/x", "d/x"],
+            ],
+        );
         let sticky = |d: &Path| {
             setup(d);
             fs::set_permissions(d, fs::Permissions::from_mode(0o1777)).unwrap();
@@ -2411,38 +2419,38 @@ fn backups_are_named_and_made_as_by_cp() {
             fs::create_dir(d.join("dir")).unwrap();
             write(d, "dir/s", "in dir\n", 0o644);
         };
-        for (i, a) in [
-            &["-b", "s", "d"][..],
-            &["--backup", "s", "d"],
-            &["--backup=numbered", "s", "d"],
-            &["--backup=t", "s", "n"],
-            &["--backup=existing", "s", "n"],
-            &["--backup=nil", "s", "d"],
-            &["--backup=simple", "s", "n"],
-            &["--backup=never", "-S", ".bak", "s", "d"],
-            &["-S", ".orig", "s", "d"],
-            &["--suffix=X", "-b", "s", "d"],
-            &["--backup=none", "s", "d"],
-            &["--backup=off", "s", "d"],
-            &["--backup=nu", "s", "d"],
-            &["-b", "s", "new"],
-            &["-b", "-a", "s", "l"],
-            &["-b", "-a", "l", "d"],
-            &["-b", "-r", "dir", "d"],
-            &["--backup=numbered", "-r", "dir/.", "."],
-            // Usage errors, worded as cp words them.
-            &["--backup=x", "s", "d"],
-            &["--backup=n", "s", "d"],
-            &["--backup=", "s", "d"],
-            &["-b", "-n", "s", "d"],
-            &["--backup=none", "-n", "s", "d"],
-            &["-n", "-S", "~", "s", "d"],
-        ]
-        .iter()
-        .enumerate()
-        {
-            same_as_cp(base, &format!("backup{i}"), &backups, &args(a));
-        }
+        same_as_cp_each(
+            base,
+            "backup",
+            &backups,
+            &[
+                &["-b", "s", "d"][..],
+                &["--backup", "s", "d"],
+                &["--backup=numbered", "s", "d"],
+                &["--backup=t", "s", "n"],
+                &["--backup=existing", "s", "n"],
+                &["--backup=nil", "s", "d"],
+                &["--backup=simple", "s", "n"],
+                &["--backup=never", "-S", ".bak", "s", "d"],
+                &["-S", ".orig", "s", "d"],
+                &["--suffix=X", "-b", "s", "d"],
+                &["--backup=none", "s", "d"],
+                &["--backup=off", "s", "d"],
+                &["--backup=nu", "s", "d"],
+                &["-b", "s", "new"],
+                &["-b", "-a", "s", "l"],
+                &["-b", "-a", "l", "d"],
+                &["-b", "-r", "dir", "d"],
+                &["--backup=numbered", "-r", "dir/.", "."],
+                // Usage errors, worded as cp words them.
+                &["--backup=x", "s", "d"],
+                &["--backup=n", "s", "d"],
+                &["--backup=", "s", "d"],
+                &["-b", "-n", "s", "d"],
+                &["--backup=none", "-n", "s", "d"],
+                &["-n", "-S", "~", "s", "d"],
+            ],
+        );
         for (i, env) in [
             &[("VERSION_CONTROL", "numbered")][..],
             &[("VERSION_CONTROL", "never")],
@@ -2485,31 +2493,31 @@ fn a_backup_that_would_replace_the_source_is_refused_as_by_cp() {
             write(d, "x", "x\n", 0o644);
             symlink("sub/x~", d.join("x~")).unwrap();
         };
-        for (i, a) in [
-            &["-b", "b~", "b"][..],
-            &["--backup=simple", "./b~", "./b"],
-            &["-a", "-b", "b~", "b"],
-            &["-b", "-f", "b~", "b"],
-            &["-b", "--remove-destination", "b~", "b"],
-            &["-b", "-l", "b~", "b"],
-            &["-b", "--attributes-only", "b~", "b"],
-            &["-b", "-S", ".bak", "b.bak", "b"],
-            // The same file under another directory: the name and the file decide.
-            &["-b", "sub/b~", "b"],
-            // The backup name is a symlink to the source: cp follows it.
-            &["-b", "sub/x~", "x"],
-            // --backup=existing is refused though numbered backups exist, as by cp.
-            &["--backup=existing", "n~", "n"],
-            // Allowed: a numbered backup, or a backup name that is another file.
-            &["--backup=numbered", "b~", "b"],
-            &["-b", "-S", ".bak", "b~", "b"],
-            &["-b", "-u", "b~", "b"],
-        ]
-        .iter()
-        .enumerate()
-        {
-            same_as_cp(base, &format!("backup-is-src{i}"), &setup, &args(a));
-        }
+        same_as_cp_each(
+            base,
+            "backup-is-src",
+            &setup,
+            &[
+                &["-b", "b~", "b"][..],
+                &["--backup=simple", "./b~", "./b"],
+                &["-a", "-b", "b~", "b"],
+                &["-b", "-f", "b~", "b"],
+                &["-b", "--remove-destination", "b~", "b"],
+                &["-b", "-l", "b~", "b"],
+                &["-b", "--attributes-only", "b~", "b"],
+                &["-b", "-S", ".bak", "b.bak", "b"],
+                // The same file under another directory: the name and the file decide.
+                &["-b", "sub/b~", "b"],
+                // The backup name is a symlink to the source: cp follows it.
+                &["-b", "sub/x~", "x"],
+                // --backup=existing is refused though numbered backups exist, as by cp.
+                &["--backup=existing", "n~", "n"],
+                // Allowed: a numbered backup, or a backup name that is another file.
+                &["--backup=numbered", "b~", "b"],
+                &["-b", "-S", ".bak", "b~", "b"],
+                &["-b", "-u", "b~", "b"],
+            ],
+        );
         let how = Run {
             env: &[("SIMPLE_BACKUP_SUFFIX", ".sav")],
             ..args(&["-b", "c.sav", "c"])
@@ -2665,16 +2673,16 @@ fn update_through_a_destination_symlink_compares_its_target_as_cp() {
         symlink("../f", d.join("td/a")).unwrap();
         symlink("td", d.join("d")).unwrap();
     };
-    for (i, a) in [
-        &["-u", "s/a", "d"][..],
-        &["-uR", "s/a", "d/"],
-        &["-u", "s/a", "td/a"],
-    ]
-    .iter()
-    .enumerate()
-    {
-        same_as_cp(base, &format!("update{i}"), &setup, &args(a));
-    }
+    same_as_cp_each(
+        base,
+        "update",
+        &setup,
+        &[
+            &["-u", "s/a", "d"][..],
+            &["-uR", "s/a", "d/"],
+            &["-u", "s/a", "td/a"],
+        ],
+    );
 }
 
 #[test]
@@ -2731,22 +2739,22 @@ fn remove_destination_and_attributes_only_as_cp() {
             symlink("d", d.join("l")).unwrap();
             write(d, "big", "a longer old text\n", 0o640);
         };
-        for (i, a) in [
-            &["--remove-destination", "s", "d"][..],
-            &["--remove-destination", "s", "fifo"],
-            &["--remove-destination", "s", "l"],
-            &["--remove-destination", "-a", "s", "d"],
-            &["--attributes-only", "s", "new"],
-            &["--attributes-only", "s", "big"],
-            &["--attributes-only", "-p", "s", "big"],
-            &["--attributes-only", "-p", "s", "new"],
-            &["--attributes-only", "--remove-destination", "s", "big"],
-        ]
-        .iter()
-        .enumerate()
-        {
-            same_as_cp(base, &format!("rd{i}"), &setup, &args(a));
-        }
+        same_as_cp_each(
+            base,
+            "rd",
+            &setup,
+            &[
+                &["--remove-destination", "s", "d"][..],
+                &["--remove-destination", "s", "fifo"],
+                &["--remove-destination", "s", "l"],
+                &["--remove-destination", "-a", "s", "d"],
+                &["--attributes-only", "s", "new"],
+                &["--attributes-only", "s", "big"],
+                &["--attributes-only", "-p", "s", "big"],
+                &["--attributes-only", "-p", "s", "new"],
+                &["--attributes-only", "--remove-destination", "s", "big"],
+            ],
+        );
     }
 }
 
@@ -3539,17 +3547,17 @@ fn links_onto_the_source_directory_itself_do_nothing_as_cp() {
         write(d, "s/f", "f\n", 0o644);
         write(d, "s/sub/g", "g\n", 0o644);
     };
-    for (i, a) in [
-        &["-R", "-d", "-T", "--link", "s", "s"][..],
-        &["-rl", "s", "."],
-        &["-rl", "s/.", "s"],
-        &["-al", "s", "s", "."],
-    ]
-    .iter()
-    .enumerate()
-    {
-        same_as_cp(base, &format!("link-itself{i}"), &setup, &args(a));
-    }
+    same_as_cp_each(
+        base,
+        "link-itself",
+        &setup,
+        &[
+            &["-R", "-d", "-T", "--link", "s", "s"][..],
+            &["-rl", "s", "."],
+            &["-rl", "s/.", "s"],
+            &["-al", "s", "s", "."],
+        ],
+    );
 }
 
 /// Gives everything below `d` except `secret` to the foreign user.
@@ -3603,51 +3611,51 @@ fn links_instead_of_copies_as_cp_makes_them() {
             write(d, "old", "old\n", 0o600);
             fs::hard_link(d.join("a"), d.join("same")).unwrap();
         };
-        for (i, a) in [
-            &["-l", "a", "b"][..],
-            &["-l", "a", "t"],
-            &["-l", "a", "old"],
-            &["-lf", "a", "old"],
-            &["-l", "--remove-destination", "a", "old"],
-            &["-ln", "a", "old"],
-            &["-l", "--backup", "-f", "a", "old"],
-            &["-l", "a", "same"],
-            &["-rl", "d", "dl"],
-            &["-al", "d", "dal"],
-            &["-l", "la", "lb"],
-            &["-lP", "la", "lb"],
-            &["-lL", "la", "lb"],
-            &["-l", "d", "x"],
-            &["-s", "a", "sa"],
-            &["-s", "a", "t/sa"],
-            &["-s", "a", "old"],
-            &["-sf", "a", "old"],
-            &["-s", "a", "t"],
-            &["-s", "la", "sb"],
-            &["-rs", "d", "ds"],
-            &["-ls", "a", "x"],
-            &["--link", "--symbolic-link", "a", "x"],
-        ]
-        .iter()
-        .enumerate()
-        {
-            same_as_cp(base, &format!("link{i}"), &setup, &args(a));
-        }
+        same_as_cp_each(
+            base,
+            "link",
+            &setup,
+            &[
+                &["-l", "a", "b"][..],
+                &["-l", "a", "t"],
+                &["-l", "a", "old"],
+                &["-lf", "a", "old"],
+                &["-l", "--remove-destination", "a", "old"],
+                &["-ln", "a", "old"],
+                &["-l", "--backup", "-f", "a", "old"],
+                &["-l", "a", "same"],
+                &["-rl", "d", "dl"],
+                &["-al", "d", "dal"],
+                &["-l", "la", "lb"],
+                &["-lP", "la", "lb"],
+                &["-lL", "la", "lb"],
+                &["-l", "d", "x"],
+                &["-s", "a", "sa"],
+                &["-s", "a", "t/sa"],
+                &["-s", "a", "old"],
+                &["-sf", "a", "old"],
+                &["-s", "a", "t"],
+                &["-s", "la", "sb"],
+                &["-rs", "d", "ds"],
+                &["-ls", "a", "x"],
+                &["--link", "--symbolic-link", "a", "x"],
+            ],
+        );
         // Absolute sources may be linked from anywhere.
         let abs = base.join("abs-src");
         fs::create_dir(&abs).unwrap();
         setup(&abs);
         let a = abs.join("a");
         let d = abs.join("d");
-        for (i, a) in [
-            &["-s", a.to_str().unwrap(), "t/sa"][..],
-            &["-rs", d.to_str().unwrap(), "t"],
-        ]
-        .iter()
-        .enumerate()
-        {
-            same_as_cp(base, &format!("abs{i}"), &setup, &args(a));
-        }
+        same_as_cp_each(
+            base,
+            "abs",
+            &setup,
+            &[
+                &["-s", a.to_str().unwrap(), "t/sa"][..],
+                &["-rs", d.to_str().unwrap(), "t"],
+            ],
+        );
     }
 }
 
@@ -3802,18 +3810,18 @@ fn fifos_and_devices_are_read_as_files_without_r_and_with_copy_contents() {
             &["-m", "644", d.join("null").to_str().unwrap(), "c", "1", "3"],
         );
     };
-    for (i, a) in [
-        &["null", "out"][..],
-        &["-p", "null", "out"],
-        &["-r", "dir", "out"],
-        &["-a", "dir", "out"],
-        &["-r", "--copy-contents", "null", "out"],
-    ]
-    .iter()
-    .enumerate()
-    {
-        same_as_cp(base, &format!("contents{i}"), &setup, &args(a));
-    }
+    same_as_cp_each(
+        base,
+        "contents",
+        &setup,
+        &[
+            &["null", "out"][..],
+            &["-p", "null", "out"],
+            &["-r", "dir", "out"],
+            &["-a", "dir", "out"],
+            &["-r", "--copy-contents", "null", "out"],
+        ],
+    );
     // A FIFO fed by a writer is read to its end, by cp and mimeo alike.
     for tool in ["cp", "mimeo"] {
         let d = base.join(format!("fifo-{tool}"));
@@ -3936,24 +3944,24 @@ fn parents_makes_the_source_path_below_the_directory_as_cp() {
         fs::set_permissions(d.join("t/a"), fs::Permissions::from_mode(0o700)).unwrap();
         fs::create_dir(d.join("u")).unwrap();
     };
-    for (i, a) in [
-        &["--parents", "a/b/c", "u"][..],
-        &["--parents", "a/b/c", "t"],
-        &["-p", "--parents", "a/b/c", "t"],
-        &["-a", "--parents", "a/b/c", "u"],
-        &["-r", "--parents", "a/b", "u"],
-        &["--parents", "./a/b/c", "u"],
-        &["--parents", "a/b/c", "a/b/sub/e", "u"],
-        &["--parents", "-t", "u", "a/b/c"],
-        &["--parents", "a/b/c", "nodir"],
-        &["--parents", "a/b/c"],
-        &["--parents", "-T", "a/b/c", "u"],
-    ]
-    .iter()
-    .enumerate()
-    {
-        same_as_cp(base, &format!("parents{i}"), &setup, &args(a));
-    }
+    same_as_cp_each(
+        base,
+        "parents",
+        &setup,
+        &[
+            &["--parents", "a/b/c", "u"][..],
+            &["--parents", "a/b/c", "t"],
+            &["-p", "--parents", "a/b/c", "t"],
+            &["-a", "--parents", "a/b/c", "u"],
+            &["-r", "--parents", "a/b", "u"],
+            &["--parents", "./a/b/c", "u"],
+            &["--parents", "a/b/c", "a/b/sub/e", "u"],
+            &["--parents", "-t", "u", "a/b/c"],
+            &["--parents", "a/b/c", "nodir"],
+            &["--parents", "a/b/c"],
+            &["--parents", "-T", "a/b/c", "u"],
+        ],
+    );
 }
 
 /// `--parents` where a directory on the way is not one, in the source (a file named as a
@@ -3977,22 +3985,22 @@ fn parents_on_a_path_through_a_file_fails_as_cp_and_makes_nothing() {
                 fs::set_permissions(d.join(sub), fs::Permissions::from_mode(0o700)).unwrap();
             }
         };
-        for (i, a) in [
-            &["--parents", "f/g", "u"][..],
-            &["--parents", "a/b/c/x", "u"],
-            &["--parents", "a/nope/c", "u"],
-            &["--parents", "f/g", "v"],
-            &["-p", "--parents", "f/g", "v"],
-            &["--parents", "f/g/h", "v"],
-            &["--parents", "a/b/c", "w"],
-            &["-p", "--parents", "a/b/c", "x"],
-            &["-a", "--parents", "f/g", "a/b/c", "u"],
-        ]
-        .iter()
-        .enumerate()
-        {
-            same_as_cp(base, &format!("parents-file{i}"), &setup, &args(a));
-        }
+        same_as_cp_each(
+            base,
+            "parents-file",
+            &setup,
+            &[
+                &["--parents", "f/g", "u"][..],
+                &["--parents", "a/b/c/x", "u"],
+                &["--parents", "a/nope/c", "u"],
+                &["--parents", "f/g", "v"],
+                &["-p", "--parents", "f/g", "v"],
+                &["--parents", "f/g/h", "v"],
+                &["--parents", "a/b/c", "w"],
+                &["-p", "--parents", "a/b/c", "x"],
+                &["-a", "--parents", "f/g", "a/b/c", "u"],
+            ],
+        );
     }
 }
 
