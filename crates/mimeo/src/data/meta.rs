@@ -174,9 +174,7 @@ pub(crate) fn source_xattrs(
             p.xattr
         }
     };
-    let mut failures = Failures::new(opts, named);
-    let out = read_xattrs_with(src, path, wanted, &mut failures)?;
-    failures.finish().map(|()| out)
+    read_xattrs_named(opts, src, path, wanted, named)
 }
 
 /// The xattrs of a source entry that cp copies onto a symlink it makes for `-s` with
@@ -191,8 +189,20 @@ pub(crate) fn link_xattrs(
     if !opts.preserve.xattr {
         return Ok(Vec::new());
     }
+    read_xattrs_named(opts, src, path, |n| !is_acl(n), named)
+}
+
+/// Reads the xattrs `wanted` of a source, naming those it cannot read as cp does (see
+/// [`Failures`]).
+fn read_xattrs_named(
+    opts: &Options,
+    src: XattrTarget<'_>,
+    path: &dyn Fn() -> PathBuf,
+    wanted: impl Fn(&[u8]) -> bool,
+    named: Named<'_>,
+) -> Result<Xattrs, Error> {
     let mut failures = Failures::new(opts, named);
-    let out = read_xattrs_with(src, path, |n| !is_acl(n), &mut failures)?;
+    let out = read_xattrs_with(src, path, wanted, &mut failures)?;
     failures.finish().map(|()| out)
 }
 
