@@ -58,6 +58,14 @@ fn case_as_cp(
     same_as_cp(&base, setup, &args, user)
 }
 
+/// [`case_as_cp`] for each (arguments, user) in turn, numbered from 0.
+#[track_caller]
+fn cases_as_cp(dir: &Path, setup: &dyn Fn(&Path), cases: &[(&[&str], Option<u32>)]) {
+    for (i, &(args, user)) in cases.iter().enumerate() {
+        case_as_cp(dir, i, setup, args, user);
+    }
+}
+
 /// Runs cp and mimeo as [`same_as_cp`] does; returns what each did, and a description.
 fn run_both(
     base: &Path,
@@ -183,17 +191,16 @@ fn a_backup_name_too_long_fails_first_as_cp() {
         write(&d.join(&old), "old");
         nobodys(d, &["d", &old]);
     };
-    for (i, (args, user)) in [
-        (&["--backup=simple", "-s", &long, "d"][..], None),
-        (&["-S", ".orig", "--backup=simple", "-s", &long, "d/"], None),
-        (&["-b", "-s", &long, "d"], None),
-        (&["--backup=simple", &long, "d"], Some(NOBODY)),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        case_as_cp(dir.path(), i, &setup, args, user);
-    }
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (&["--backup=simple", "-s", &long, "d"][..], None),
+            (&["-S", ".orig", "--backup=simple", "-s", &long, "d/"], None),
+            (&["-b", "-s", &long, "d"], None),
+            (&["--backup=simple", &long, "d"], Some(NOBODY)),
+        ],
+    );
 }
 
 #[test]
@@ -407,28 +414,27 @@ fn verbose_says_removed_where_cp_removes_a_destination() {
         // A symlink to a file nobody may not write: cp cannot open it, and removes it.
         symlink("g", d.join("d/lg")).unwrap();
     };
-    for (i, (args, user)) in [
-        (&["-v", "--remove-destination", "f", "d/g"][..], None),
-        (&["-v", "-P", "l", "d/g"], None),
-        (&["-v", "-a", "l", "d/g"], None),
-        (&["-v", "-f", "f", "d/g"], Some(NOBODY)),
-        (&["-v", "-f", "f", "d/g"], None),
-        (&["-v", "-d", "-f", "l", "ro/l"], Some(NOBODY)),
-        (&["-v", "-f", "f", "d/lg"], Some(NOBODY)),
-        (
-            &["--attributes-only", "-v", "-f", "-P", "f", "d/lg"],
-            Some(NOBODY),
-        ),
-        // One failure per case: two sources' messages come in the workers' order
-        // (message-order in docs/cp.md).
-        (&["-v", "-d", "-f", "l", "ro"], Some(NOBODY)),
-        (&["-v", "-f", "f", "ro"], Some(NOBODY)),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        case_as_cp(dir.path(), i, &setup, args, user);
-    }
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (&["-v", "--remove-destination", "f", "d/g"][..], None),
+            (&["-v", "-P", "l", "d/g"], None),
+            (&["-v", "-a", "l", "d/g"], None),
+            (&["-v", "-f", "f", "d/g"], Some(NOBODY)),
+            (&["-v", "-f", "f", "d/g"], None),
+            (&["-v", "-d", "-f", "l", "ro/l"], Some(NOBODY)),
+            (&["-v", "-f", "f", "d/lg"], Some(NOBODY)),
+            (
+                &["--attributes-only", "-v", "-f", "-P", "f", "d/lg"],
+                Some(NOBODY),
+            ),
+            // One failure per case: two sources' messages come in the workers' order
+            // (message-order in docs/cp.md).
+            (&["-v", "-d", "-f", "l", "ro"], Some(NOBODY)),
+            (&["-v", "-f", "f", "ro"], Some(NOBODY)),
+        ],
+    );
 }
 
 /// cp's "removed" comes before the copy's `-v` line where it removes the destination first
@@ -486,32 +492,31 @@ fn verbose_names_a_copy_that_then_fails_as_cp() {
         symlink("nowhere", d.join("dangling")).unwrap();
         symlink("f", d.join("lf")).unwrap();
     };
-    for (i, (args, user)) in [
-        (&["-v", "-l", "f", "g"][..], None),
-        (&["-v", "-s", "f", "g"], None),
-        (&["-v", "secret", "copy"], Some(NOBODY)),
-        (&["-v", "f", "ro/f"], Some(NOBODY)),
-        (&["-v", "-P", "lf", "ro/lf"], Some(NOBODY)),
-        (&["-v", "f", "dangling"], None),
-        (&["-v", "f", "f"], None),
-        (&["-v", "f", "into"], None),
-        (&["-v", "-n", "f", "g"], None),
-        (&["-v", "-r", "dir", "g"], None),
-        // A copy onto "d/" naming a dangling symlink, or into a missing directory, is named
-        // before the call that makes it fails; a directory is not.
-        (&["-v", "-d", "--force", "lf", "dangling/"], None),
-        (&["-v", "-d", "lf", "dangling/"], None),
-        (&["-v", "-l", "f", "dangling/"], None),
-        (&["-v", "f", "missing/f"], None),
-        (&["-v", "-s", "f", "missing/f"], None),
-        (&["-v", "-r", "dir", "dangling/"], None),
-        (&["-v", "-r", "dir", "missing/dir"], None),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        case_as_cp(dir.path(), i, &setup, args, user);
-    }
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (&["-v", "-l", "f", "g"][..], None),
+            (&["-v", "-s", "f", "g"], None),
+            (&["-v", "secret", "copy"], Some(NOBODY)),
+            (&["-v", "f", "ro/f"], Some(NOBODY)),
+            (&["-v", "-P", "lf", "ro/lf"], Some(NOBODY)),
+            (&["-v", "f", "dangling"], None),
+            (&["-v", "f", "f"], None),
+            (&["-v", "f", "into"], None),
+            (&["-v", "-n", "f", "g"], None),
+            (&["-v", "-r", "dir", "g"], None),
+            // A copy onto "d/" naming a dangling symlink, or into a missing directory, is named
+            // before the call that makes it fails; a directory is not.
+            (&["-v", "-d", "--force", "lf", "dangling/"], None),
+            (&["-v", "-d", "lf", "dangling/"], None),
+            (&["-v", "-l", "f", "dangling/"], None),
+            (&["-v", "f", "missing/f"], None),
+            (&["-v", "-s", "f", "missing/f"], None),
+            (&["-v", "-r", "dir", "dangling/"], None),
+            (&["-v", "-r", "dir", "missing/dir"], None),
+        ],
+    );
 }
 
 /// As a user other than root: where cp removes the destination before it copies (a symlink
@@ -1112,20 +1117,19 @@ fn link_failures_are_worded_as_cp_words_them() {
             fs::create_dir(d.join(sub)).unwrap();
         }
     };
-    for (i, (args, user)) in [
-        (&["-s", "f", "sub/"][..], None),
-        (&["-s", "f", "x y/"], None),
-        (&["-s", "f", "it's/"], None),
-        (&["-s", "f", "a:b/"], None),
-        (&["-l", "-a", "lf", "d"], Some(NOBODY)),
-        (&["-v", "-a", "--attributes-only", "f", "d2"], None),
-        (&["-v", "-l", "-a", "lf", "d2"], None),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        case_as_cp(dir.path(), i, &setup, args, user);
-    }
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (&["-s", "f", "sub/"][..], None),
+            (&["-s", "f", "x y/"], None),
+            (&["-s", "f", "it's/"], None),
+            (&["-s", "f", "a:b/"], None),
+            (&["-l", "-a", "lf", "d"], Some(NOBODY)),
+            (&["-v", "-a", "--attributes-only", "f", "d2"], None),
+            (&["-v", "-l", "-a", "lf", "d2"], None),
+        ],
+    );
 }
 
 /// `--parents` with a source ending in "." or "..": cp makes the directory that holds it as a
@@ -1530,17 +1534,16 @@ fn a_file_named_again_after_a_failed_copy_is_warned_about_as_cp() {
         fs::create_dir(d.join("ro")).unwrap();
         fs::set_permissions(d.join("ro"), fs::Permissions::from_mode(0o700)).unwrap();
     };
-    for (i, (args, user)) in [
-        (&["f", "f", "./f", "ro"][..], Some(NOBODY)),
-        (&["-a", "f", "f", "ro"], Some(NOBODY)),
-        // With a backup, each is tried.
-        (&["-b", "f", "f", "ro"], Some(NOBODY)),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        case_as_cp(dir.path(), i, &setup, args, user);
-    }
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (&["f", "f", "./f", "ro"][..], Some(NOBODY)),
+            (&["-a", "f", "f", "ro"], Some(NOBODY)),
+            // With a backup, each is tried.
+            (&["-b", "f", "f", "ro"], Some(NOBODY)),
+        ],
+    );
 }
 
 /// `-i` as a user who may not write the destination: cp words its question by what it will
@@ -1614,17 +1617,16 @@ fn a_source_that_cannot_be_opened_fails_before_its_destination_as_cp() {
         fs::set_permissions(d.join("ro"), fs::Permissions::from_mode(0o444)).unwrap();
         drop(std::os::unix::net::UnixListener::bind(d.join("sock")).unwrap());
     };
-    for (i, (args, user)) in [
-        (&["-v", "secret", "missing/x"][..], Some(NOBODY)),
-        (&["-v", "sock", "missing/x"], None),
-        (&["-v", "sock", "ro"], Some(NOBODY)),
-        (&["-v", "-T", "secret", "ro"], Some(NOBODY)),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        case_as_cp(dir.path(), i, &setup, args, user);
-    }
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (&["-v", "secret", "missing/x"][..], Some(NOBODY)),
+            (&["-v", "sock", "missing/x"], None),
+            (&["-v", "sock", "ro"], Some(NOBODY)),
+            (&["-v", "-T", "secret", "ro"], Some(NOBODY)),
+        ],
+    );
 }
 
 /// A file nobody may not write, in a directory nobody may not change: under -f (after its
