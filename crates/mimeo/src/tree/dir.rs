@@ -365,19 +365,7 @@ fn unsearchable(ctx: &Ctx<'_>, src: BorrowedFd<'_>, m: &Meta, first: Option<&CSt
 /// Opens the destination directory `rel` below a root, never through a symlink. A failure
 /// is reported.
 fn open_dst(ctx: &Ctx<'_>, root: &Root, rel: &[u8]) -> Option<OwnedFd> {
-    let (_, anchor) = root.dirs();
-    let opened = if ctx.opts.keep_directory_symlink {
-        // Symlinks to directories in the destination were gone through on purpose.
-        sys::open_dir_following(anchor, rel)
-    } else {
-        sys::open_dir_beneath(anchor, rel)
-    };
-    opened
-        .map_err(|e| {
-            let p = rel_path(&root.dst_path, rel);
-            ctx.report.fail(Error::sys(Op::Open, p, e))
-        })
-        .ok()
+    open_dst_as(ctx, root, rel, false)
 }
 
 /// Opens the destination directory `rel` to apply its metadata. One the user may not list
@@ -385,20 +373,29 @@ fn open_dst(ctx: &Ctx<'_>, root: &Root, rel: &[u8]) -> Option<OwnedFd> {
 /// handle, changed through its /proc link as cp changes it by name, without a failure cp
 /// does not have.
 fn open_dst_to_complete(ctx: &Ctx<'_>, root: &Root, rel: &[u8]) -> Option<OwnedFd> {
+    open_dst_as(ctx, root, rel, true)
+}
+
+/// [`open_dst`]; with `path_handle`, an `O_PATH` handle where the directory may not be listed.
+fn open_dst_as(ctx: &Ctx<'_>, root: &Root, rel: &[u8], path_handle: bool) -> Option<OwnedFd> {
     let (_, anchor) = root.dirs();
-    if !ctx.opts.keep_directory_symlink {
+    let opened = if ctx.opts.keep_directory_symlink {
+        // Symlinks to directories in the destination were gone through on purpose.
+        sys::open_dir_following(anchor, rel)
+    } else {
         match sys::open_dir_beneath(anchor, rel) {
-            Ok(fd) => return Some(fd),
-            Err(Errno::ACCESS) => {
-                if let Ok(fd) = sys::open_dir_path_beneath(anchor, rel) {
-                    return Some(fd);
-                }
+            Err(Errno::ACCESS) if path_handle => {
+                sys::open_dir_path_beneath(anchor, rel).map_err(|_| Errno::ACCESS)
             }
-            Err(_) => {}
+            other => other,
         }
-    }
-    // Reports the failure.
-    open_dst(ctx, root, rel)
+    };
+    opened
+        .map_err(|e| {
+            let p = rel_path(&root.dst_path, rel);
+            ctx.report.fail(Error::sys(Op::Open, p, e))
+        })
+        .ok()
 }
 
 /// One directory's own pass: lists its entries and copies them; subdirectories (and shares
