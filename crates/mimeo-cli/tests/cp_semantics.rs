@@ -2306,6 +2306,10 @@ fn a_source_reached_through_its_destination_is_not_opened_as_cp() {
                 &["-b", "f", "lf"],
                 &["-b", "lf", "a"],
                 &["-bl", "f", "lf"],
+                // -f alone: cp links to a temporary name and renames it over the symlink, which
+                // is there all along, so the link through it is made.
+                &["-lf", "lf", "lf"],
+                &["-f", "-l", "a", "lf"],
                 // -u: a symlink not older than the file is skipped before it is put aside.
                 &["-bu", "lf", "lf"],
                 &["-blu", "a", "lf"],

@@ -386,10 +386,13 @@ fn link_entry(
                 ctx.report.skipped(src_path, dst_path);
                 return Ok(());
             }
-            // cp puts the destination aside first: a link made through it finds nothing (see
-            // `through`; nothing is renamed or removed, so the way to the source stays).
+            // A backup or --remove-destination puts the destination aside first: a link made
+            // through it finds nothing (see `through`; nothing is renamed or removed, so the
+            // way to the source stays). Under -f alone cp links to a temporary name and
+            // renames it over the destination, which is there all along.
+            let aside = ctx.opts.backup.is_some() || ctx.opts.remove_destination;
             let via_dst = || through::source_through_destination(here, name, dst_name);
-            if through && decision == Decision::Recreate && d.is_symlink() && via_dst() {
+            if through && aside && decision == Decision::Recreate && d.is_symlink() && via_dst() {
                 // -u: what cp's rule keeps (not older) it skips first, as for a copy.
                 if ctx.opts.overwrite == Overwrite::Update && d.mtime >= meta.mtime {
                     ctx.report.skipped(src_path, dst_path);
