@@ -284,6 +284,30 @@ fn option_errors_come_in_cps_order_and_words() {
     }
 }
 
+/// An empty operand is a name like any other to cp, one that does not exist: as a source, a
+/// destination, a `-t` directory, or among others (where the missing target is reported).
+#[test]
+fn empty_operands_are_names_that_do_not_exist_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "x");
+        fs::create_dir(d.join("s")).unwrap();
+    };
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (&["", "g"][..], None),
+            (&["f", ""], None),
+            (&["-T", "f", ""], None),
+            (&["-t", "", "f"], None),
+            (&["-r", "", "f", "s"], None),
+            // `-S -S` takes `-S` as the suffix: the empty argument after it is an operand.
+            (&["-r", "-S", "-S", "", "f", "absent"], Some(NOBODY)),
+        ],
+    );
+}
+
 /// A backup type given in bytes that are not UTF-8 is refused in cp's words, the value quoted
 /// with backslash escapes, whether from `--backup=CONTROL` or from `$VERSION_CONTROL`.
 #[test]
