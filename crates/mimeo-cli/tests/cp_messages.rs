@@ -1099,30 +1099,39 @@ fn xattrs_the_destination_will_not_take_are_named_as_cp_names_them() {
 }
 
 /// As `nobody`, the xattrs of a source directory it may not read (nor list) are named as cp
-/// names them ("getting attribute"), where cp names them.
+/// names them ("getting attribute"), where cp names them; under -L too, where cp reads them
+/// by the name met without following it (a symlink's own, none).
 #[test]
 fn xattrs_of_an_unreadable_directory_are_named_as_cp_names_them() {
     let dir = scratch();
     let setup = |d: &Path| {
         fs::create_dir_all(d.join("s/x")).unwrap();
         write(&d.join("s/f"), "y");
-        xattrs(&d.join("s/x"), &["user.k", "user.j"]);
-        for p in ["s", "s/x", "s/f"] {
+        symlink("x", d.join("s/lx")).unwrap();
+        fs::create_dir_all(d.join("t/x")).unwrap();
+        for x in ["s/x", "t/x"] {
+            xattrs(&d.join(x), &["user.k", "user.j"]);
+        }
+        for p in ["s", "s/x", "s/f", "t", "t/x"] {
             std::os::unix::fs::chown(d.join(p), Some(NOBODY), None).unwrap();
         }
-        fs::set_permissions(d.join("s/x"), fs::Permissions::from_mode(0o311)).unwrap();
+        for x in ["s/x", "t/x"] {
+            fs::set_permissions(d.join(x), fs::Permissions::from_mode(0o311)).unwrap();
+        }
     };
-    let cases: [&[&str]; 3] = [
+    let cases: [&[&str]; 5] = [
         &["-a", "--attributes-only", "s", "d"],
         &["-a", "s", "d"],
         &["-r", "--preserve=all", "s", "d"],
+        &["-r", "-L", "--preserve=all", "t", "d"],
+        &["-r", "-L", "--preserve=xattr", "s/lx", "d"],
     ];
     for (i, args) in cases.into_iter().enumerate() {
         let ours = case_as_cp(dir.path(), i, &setup, args, Some(NOBODY));
         let named = ours
             .stderr
             .contains("getting attribute 'user.k' of 'user.k'");
-        assert_eq!(named, i != 1, "{args:?}: {ours:?}");
+        assert_eq!(named, i != 1 && i != 4, "{args:?}: {ours:?}");
     }
 }
 
