@@ -173,6 +173,28 @@ fn a_relative_symlink_outside_the_working_directory_is_named_as_cp_names_it() {
     }
 }
 
+/// A relative `-s` link named by a dangling symlink with a trailing slash, outside the
+/// working directory: cp refuses the relative link before it makes it (which would find the
+/// symlink there), with or without -f or a backup.
+#[test]
+fn a_relative_symlink_onto_a_dangling_one_with_a_slash_is_refused_first_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir(d.join("s")).unwrap();
+        write(&d.join("s/f"), "x");
+        symlink("dangling", d.join("s/l")).unwrap();
+    };
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (&["-s", "s/f", "s/l/"][..], None),
+            (&["-sf", "s/f", "s/l/"], None),
+            (&["-a", "-s", "-S", ".orig", "s/f", "s/l/"], None),
+        ],
+    );
+}
+
 /// A backup name longer than the filesystem takes (an explicit simple backup is never
 /// shortened) is what fails first, as cp's rename to it: before a relative `-s` link is
 /// refused, and before a source that cannot be read. A shortened one does not fail.
