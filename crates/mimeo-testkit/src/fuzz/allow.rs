@@ -637,9 +637,17 @@ fn copy_reached_again(o: &mut Outcome) -> bool {
     if ours.is_empty() || !o.cp.stderr.lines().any(|l| too_long(&l)) {
         return false;
     }
+    // A line dropped keeps the -i questions asked before it (which end without a newline).
     let keep = |text: &str, drop: &dyn Fn(&str) -> bool| -> String {
         text.split_inclusive('\n')
-            .filter(|l| !drop(l.trim_end_matches('\n')))
+            .map(|l| {
+                let (asked, said) = after_questions(l);
+                if drop(said.trim_end_matches('\n')) {
+                    asked
+                } else {
+                    l
+                }
+            })
             .collect()
     };
     o.cp.stderr = keep(&o.cp.stderr, &|l| too_long(&l));
@@ -654,7 +662,9 @@ fn copy_reached_again(o: &mut Outcome) -> bool {
     let said = o.ours.stderr.clone();
     let on_the_way = |l: &str| !said.contains(l) && sources.iter().any(|s| l.contains(s.as_str()));
     o.cp.stderr = keep(&o.cp.stderr, &on_the_way);
-    o.ours.stderr = keep(&o.ours.stderr, &|l| ours.iter().any(|r| r == l));
+    o.ours.stderr = keep(&o.ours.stderr, &|l| {
+        ours.iter().any(|r| after_questions(r).1 == l)
+    });
     // And the -v lines of what cp copied of it (the copy again, deeper each time).
     let lines: Vec<String> = o.ours.stdout.lines().map(String::from).collect();
     let copied =
@@ -680,6 +690,13 @@ fn copy_reached_again(o: &mut Outcome) -> bool {
         !(times && made.iter().any(|m| m.starts_with(&d.path) && m != &d.path))
     });
     true
+}
+
+/// A line of stderr split into the -i questions asked before its message (each ends in "? "
+/// without a newline) and the message.
+fn after_questions(line: &str) -> (&str, &str) {
+    line.rfind("? cp: ")
+        .map_or(("", line), |at| line.split_at(at + "? ".len()))
 }
 
 fn usage_exit(o: &mut Outcome) -> bool {
@@ -1894,6 +1911,25 @@ mod tests {
         let mut o = outcome(other, ours);
         into_itself(&mut o);
         assert_ne!(o.cp.stderr, o.ours.stderr);
+    }
+
+    /// `cp -rli s/_ ls s/l` (ls a symlink to s, s/l one to .): both ask about s/l/_, which is
+    /// s/_; cp's question comes before the cyclic link it meets in the copy of ls into
+    /// itself, on the same line, and stays where that goes.
+    #[test]
+    fn a_copy_reached_again_keeps_the_questions_before_what_goes() {
+        let asked = "cp: overwrite 's/l/_'? ";
+        let cp = format!(
+            "{asked}cp: cannot copy cyclic symbolic link 'ls/l'\n\
+             cp: cannot stat 'ls/ls/ls': File name too long\n"
+        );
+        let ours = format!("cp: cannot copy a directory, 'ls', into itself, 's/l/ls'\n{asked}");
+        let mut o = outcome(&cp, &ours);
+        assert!(copy_reached_again(&mut o));
+        assert_eq!(
+            (o.cp.stderr.as_str(), o.ours.stderr.as_str()),
+            (asked, asked)
+        );
     }
 
     /// `cp -aL ls s ls` (ls a symlink to s): cp copies ls into itself until the names are too
