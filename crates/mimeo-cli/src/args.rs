@@ -26,6 +26,13 @@ fn sparse_when() -> impl clap::builder::TypedValueParser<Value = When> {
         .map(|v: String| When::from_str(&v, false).expect("each value is a When"))
 }
 
+/// A file operand, empty ones included: clap's path parser refuses `''`, which cp takes as a
+/// name that does not exist (`cannot stat ''`).
+fn any_path() -> impl clap::builder::TypedValueParser<Value = PathBuf> {
+    use clap::builder::TypedValueParser;
+    clap::builder::OsStringValueParser::new().map(PathBuf::from)
+}
+
 /// `--update=UPDATE`: which existing destinations are replaced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Update {
@@ -163,7 +170,7 @@ pub struct Args {
 
     /// Copy all SOURCE arguments into DIRECTORY
     #[arg(short = 't', long, value_name = "DIRECTORY", action = ArgAction::Append,
-          allow_hyphen_values = true)]
+          allow_hyphen_values = true, value_parser = any_path())]
     pub target_directory: Vec<PathBuf>,
 
     /// Treat DEST as a normal file
@@ -280,7 +287,7 @@ pub struct Args {
     pub version: Option<bool>,
 
     /// The files and directories to copy, then DEST or DIRECTORY (none with -t)
-    #[arg(value_name = "SOURCE")]
+    #[arg(value_name = "SOURCE", value_parser = any_path())]
     pub operands: Vec<PathBuf>,
 
     /// `-a`, `-d`, `-p`, `-H`, `-L`, `-P`, `--preserve` and `--no-preserve` in command-line

@@ -173,6 +173,28 @@ fn a_relative_symlink_outside_the_working_directory_is_named_as_cp_names_it() {
     }
 }
 
+/// A relative `-s` link named by a dangling symlink with a trailing slash, outside the
+/// working directory: cp refuses the relative link before it makes it (which would find the
+/// symlink there), with or without -f or a backup.
+#[test]
+fn a_relative_symlink_onto_a_dangling_one_with_a_slash_is_refused_first_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir(d.join("s")).unwrap();
+        write(&d.join("s/f"), "x");
+        symlink("dangling", d.join("s/l")).unwrap();
+    };
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (&["-s", "s/f", "s/l/"][..], None),
+            (&["-sf", "s/f", "s/l/"], None),
+            (&["-a", "-s", "-S", ".orig", "s/f", "s/l/"], None),
+        ],
+    );
+}
+
 /// A backup name longer than the filesystem takes (an explicit simple backup is never
 /// shortened) is what fails first, as cp's rename to it: before a relative `-s` link is
 /// refused, and before a source that cannot be read. A shortened one does not fail.
@@ -282,6 +304,30 @@ fn option_errors_come_in_cps_order_and_words() {
     {
         case_as_cp(dir.path(), i, &setup, args, None);
     }
+}
+
+/// An empty operand is a name like any other to cp, one that does not exist: as a source, a
+/// destination, a `-t` directory, or among others (where the missing target is reported).
+#[test]
+fn empty_operands_are_names_that_do_not_exist_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "x");
+        fs::create_dir(d.join("s")).unwrap();
+    };
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (&["", "g"][..], None),
+            (&["f", ""], None),
+            (&["-T", "f", ""], None),
+            (&["-t", "", "f"], None),
+            (&["-r", "", "f", "s"], None),
+            // `-S -S` takes `-S` as the suffix: the empty argument after it is an operand.
+            (&["-r", "-S", "-S", "", "f", "absent"], Some(NOBODY)),
+        ],
+    );
 }
 
 /// A backup type given in bytes that are not UTF-8 is refused in cp's words, the value quoted
@@ -1075,30 +1121,39 @@ fn xattrs_the_destination_will_not_take_are_named_as_cp_names_them() {
 }
 
 /// As `nobody`, the xattrs of a source directory it may not read (nor list) are named as cp
-/// names them ("getting attribute"), where cp names them.
+/// names them ("getting attribute"), where cp names them; under -L too, where cp reads them
+/// by the name met without following it (a symlink's own, none).
 #[test]
 fn xattrs_of_an_unreadable_directory_are_named_as_cp_names_them() {
     let dir = scratch();
     let setup = |d: &Path| {
         fs::create_dir_all(d.join("s/x")).unwrap();
         write(&d.join("s/f"), "y");
-        xattrs(&d.join("s/x"), &["user.k", "user.j"]);
-        for p in ["s", "s/x", "s/f"] {
+        symlink("x", d.join("s/lx")).unwrap();
+        fs::create_dir_all(d.join("t/x")).unwrap();
+        for x in ["s/x", "t/x"] {
+            xattrs(&d.join(x), &["user.k", "user.j"]);
+        }
+        for p in ["s", "s/x", "s/f", "t", "t/x"] {
             std::os::unix::fs::chown(d.join(p), Some(NOBODY), None).unwrap();
         }
-        fs::set_permissions(d.join("s/x"), fs::Permissions::from_mode(0o311)).unwrap();
+        for x in ["s/x", "t/x"] {
+            fs::set_permissions(d.join(x), fs::Permissions::from_mode(0o311)).unwrap();
+        }
     };
-    let cases: [&[&str]; 3] = [
+    let cases: [&[&str]; 5] = [
         &["-a", "--attributes-only", "s", "d"],
         &["-a", "s", "d"],
         &["-r", "--preserve=all", "s", "d"],
+        &["-r", "-L", "--preserve=all", "t", "d"],
+        &["-r", "-L", "--preserve=xattr", "s/lx", "d"],
     ];
     for (i, args) in cases.into_iter().enumerate() {
         let ours = case_as_cp(dir.path(), i, &setup, args, Some(NOBODY));
         let named = ours
             .stderr
             .contains("getting attribute 'user.k' of 'user.k'");
-        assert_eq!(named, i != 1, "{args:?}: {ours:?}");
+        assert_eq!(named, i != 1 && i != 4, "{args:?}: {ours:?}");
     }
 }
 

@@ -99,6 +99,16 @@ pub const ALLOWLIST: &[Allowed] = &[
         last: false,
     },
     Allowed {
+        name: "removed-for-the-other-source",
+        reason: "two sources that copy to the same place (`s/. s/x/ d`) are copied in \
+                 parallel: an entry cp makes for the first and replaces for the second \
+                 (\"removed 'd/x/l'\" under -v) mimeo may make for the second and replace for \
+                 the first, and names it by that one's path ('d/./x/l')",
+        docs: DOCS,
+        apply: removed_for_the_other_source,
+        last: false,
+    },
+    Allowed {
         name: "help-and-version",
         reason: "--help and --version describe mimeo",
         // Not listed there yet: mimeo's --help describes mimeo's own options.
@@ -637,9 +647,17 @@ fn copy_reached_again(o: &mut Outcome) -> bool {
     if ours.is_empty() || !o.cp.stderr.lines().any(|l| too_long(&l)) {
         return false;
     }
+    // A line dropped keeps the -i questions asked before it (which end without a newline).
     let keep = |text: &str, drop: &dyn Fn(&str) -> bool| -> String {
         text.split_inclusive('\n')
-            .filter(|l| !drop(l.trim_end_matches('\n')))
+            .map(|l| {
+                let (asked, said) = after_questions(l);
+                if drop(said.trim_end_matches('\n')) {
+                    asked
+                } else {
+                    l
+                }
+            })
             .collect()
     };
     o.cp.stderr = keep(&o.cp.stderr, &|l| too_long(&l));
@@ -654,7 +672,9 @@ fn copy_reached_again(o: &mut Outcome) -> bool {
     let said = o.ours.stderr.clone();
     let on_the_way = |l: &str| !said.contains(l) && sources.iter().any(|s| l.contains(s.as_str()));
     o.cp.stderr = keep(&o.cp.stderr, &on_the_way);
-    o.ours.stderr = keep(&o.ours.stderr, &|l| ours.iter().any(|r| r == l));
+    o.ours.stderr = keep(&o.ours.stderr, &|l| {
+        ours.iter().any(|r| after_questions(r).1 == l)
+    });
     // And the -v lines of what cp copied of it (the copy again, deeper each time).
     let lines: Vec<String> = o.ours.stdout.lines().map(String::from).collect();
     let copied =
@@ -680,6 +700,54 @@ fn copy_reached_again(o: &mut Outcome) -> bool {
         !(times && made.iter().any(|m| m.starts_with(&d.path) && m != &d.path))
     });
     true
+}
+
+/// A line of stderr split into the -i questions asked before its message (each ends in "? "
+/// without a newline) and the message.
+fn after_questions(line: &str) -> (&str, &str) {
+    line.rfind("? cp: ")
+        .map_or(("", line), |at| line.split_at(at + "? ".len()))
+}
+
+/// mimeo's "removed P" lines where cp's is "removed Q" instead: P and Q name one entry
+/// through two sources' destinations (the same but for `/./`), both sides copied it under
+/// both names, and neither side says Q's line twice. They take cp's.
+fn removed_for_the_other_source(o: &mut Outcome) -> bool {
+    if o.plan.sources.len() < 2 {
+        return false;
+    }
+    let one = |l: &str| l.replace("/./", "/");
+    let copied = |text: &str, l: &str| {
+        let name = l.trim_start_matches("removed ").trim_end_matches('\n');
+        text.split_inclusive('\n')
+            .any(|c| c.ends_with(&format!(" -> {name}\n")))
+    };
+    let theirs: Vec<&str> =
+        o.cp.stdout
+            .split_inclusive('\n')
+            .filter(|l| l.starts_with("removed "))
+            .collect();
+    let ours: Vec<&str> = o.ours.stdout.split_inclusive('\n').collect();
+    let mut changed = false;
+    let fixed: String = ours
+        .iter()
+        .map(|&l| {
+            if !l.starts_with("removed ") || theirs.contains(&l) {
+                return l;
+            }
+            let other = theirs.iter().copied().find(|&t| {
+                one(t) == one(l)
+                    && !ours.contains(&t)
+                    && [&o.cp.stdout, &o.ours.stdout]
+                        .iter()
+                        .all(|text| copied(text, l) && copied(text, t))
+            });
+            changed |= other.is_some();
+            other.unwrap_or(l)
+        })
+        .collect();
+    o.ours.stdout = fixed;
+    changed
 }
 
 fn usage_exit(o: &mut Outcome) -> bool {
@@ -1077,13 +1145,17 @@ fn update_sizes(o: &mut Outcome) -> bool {
             l.contains("cannot create hard link ") || l.contains("cannot create symbolic link ");
         link && l.ends_with(": File exists\n")
     };
-    // With --reflink, it may be a clone the filesystem cannot make (ext4).
+    // With --reflink, it may be a clone the filesystem cannot make (ext4). With a backup, it
+    // may be one whose name is too long (the suffix added to a name of 255 bytes).
     let links = o.plan.has("symbolic-link") || o.plan.has("link");
     let reflink = o.plan.has("reflink");
+    let backup = ["b", "backup", "suffix"].iter().any(|id| o.plan.has(id));
     let refused = |l: &str| {
         let link = links && (l.contains(relative) || link_exists(l));
         let clone = reflink && l.contains("failed to clone ");
-        (link || clone) && !o.cp.stderr.contains(l)
+        let long =
+            backup && l.starts_with("cp: cannot backup ") && l.ends_with(": File name too long\n");
+        (link || clone || long) && !o.cp.stderr.contains(l)
     };
     let without: String = o
         .ours
@@ -1824,6 +1896,34 @@ mod tests {
         assert_eq!(o.ours.stderr, failed);
     }
 
+    /// `cp -u -b f d/NAME` (NAME of 255 bytes, as new as f but of another size): mimeo
+    /// replaces it where cp skips, and its backup's name is too long.
+    #[test]
+    fn update_sizes_allows_a_backup_name_too_long_where_cp_skipped() {
+        let failed = "cp: cannot backup 'd/NNN': File name too long\n";
+        for id in ["b", "backup", "suffix"] {
+            let mut o = outcome("", failed);
+            o.cp.code = Some(0);
+            o.plan.opts = vec!["update", id];
+            assert!(update_sizes(&mut o), "{id}");
+            assert_eq!((o.ours.code, o.ours.stderr.as_str()), (Some(0), ""));
+        }
+        // Not without a backup, nor another failure to back up, nor where cp failed too.
+        let mut o = outcome("", failed);
+        o.plan.opts = vec!["update"];
+        update_sizes(&mut o);
+        assert_eq!(o.ours.stderr, failed);
+        let denied = "cp: cannot backup 'd/f': Permission denied\n";
+        let mut o = outcome("", denied);
+        o.plan.opts = vec!["update", "backup"];
+        update_sizes(&mut o);
+        assert_eq!(o.ours.stderr, denied);
+        let mut o = outcome(failed, failed);
+        o.plan.opts = vec!["update", "backup"];
+        update_sizes(&mut o);
+        assert_eq!(o.ours.stderr, failed);
+    }
+
     #[test]
     fn update_sizes_allows_cps_relink_of_a_source_named_again() {
         let mut o = outcome("", "");
@@ -1862,6 +1962,55 @@ mod tests {
         let mut o = outcome(other, ours);
         into_itself(&mut o);
         assert_ne!(o.cp.stderr, o.ours.stderr);
+    }
+
+    /// `cp -rli s/_ ls s/l` (ls a symlink to s, s/l one to .): both ask about s/l/_, which is
+    /// s/_; cp's question comes before the cyclic link it meets in the copy of ls into
+    /// itself, on the same line, and stays where that goes.
+    #[test]
+    fn a_copy_reached_again_keeps_the_questions_before_what_goes() {
+        let asked = "cp: overwrite 's/l/_'? ";
+        let cp = format!(
+            "{asked}cp: cannot copy cyclic symbolic link 'ls/l'\n\
+             cp: cannot stat 'ls/ls/ls': File name too long\n"
+        );
+        let ours = format!("cp: cannot copy a directory, 'ls', into itself, 's/l/ls'\n{asked}");
+        let mut o = outcome(&cp, &ours);
+        assert!(copy_reached_again(&mut o));
+        assert_eq!(
+            (o.cp.stderr.as_str(), o.ours.stderr.as_str()),
+            (asked, asked)
+        );
+    }
+
+    /// `cp -av s/. s/x/ d`: cp makes d/./x/l for the first source and replaces it for the
+    /// second; mimeo did them the other way round.
+    #[test]
+    fn removed_for_the_other_source_takes_cps_name() {
+        let copied = "'s/./x/l' -> 'd/./x/l'\n's/x/l' -> 'd/x/l'\n";
+        let mut o = outcome("", "");
+        o.plan.sources = vec!["s/.".into(), "s/x/".into()];
+        o.cp.stdout = format!("{copied}removed 'd/x/l'\n");
+        o.ours.stdout = format!("{copied}removed 'd/./x/l'\n");
+        assert!(removed_for_the_other_source(&mut o));
+        assert_eq!(o.cp.stdout, o.ours.stdout);
+        // Not another entry, nor one not copied under both names, nor with one source.
+        for (cp, ours, sources) in [
+            ("removed 'd/x/m'\n", "removed 'd/./x/l'\n", 2),
+            ("removed 'd/x/l'\n", "removed 'd/./x/l'\n", 1),
+        ] {
+            let mut o = outcome("", "");
+            o.plan.sources = vec!["s/.".into(), "s/x/".into()];
+            o.plan.sources.truncate(sources);
+            o.cp.stdout = format!("{copied}{cp}");
+            o.ours.stdout = format!("{copied}{ours}");
+            assert!(!removed_for_the_other_source(&mut o));
+        }
+        let mut o = outcome("", "");
+        o.plan.sources = vec!["s/.".into(), "s/x/".into()];
+        o.cp.stdout = "'s/x/l' -> 'd/x/l'\nremoved 'd/x/l'\n".into();
+        o.ours.stdout = "'s/x/l' -> 'd/x/l'\nremoved 'd/./x/l'\n".into();
+        assert!(!removed_for_the_other_source(&mut o));
     }
 
     /// `cp -aL ls s ls` (ls a symlink to s): cp copies ls into itself until the names are too

@@ -320,7 +320,20 @@ fn unopened_source(
     if rel.is_empty() {
         // A root we may not list: its anchor is a handle that needs no permission.
         let m = sys::fstat(anchor).ok().filter(|m| m.is_dir())?;
-        return Some((m.into(), source_xattrs(ctx, XattrTarget::Fd(anchor), path)));
+        // cp reads them by the operand's name: a symlink's own where -H or -L followed it
+        // (not where a trailing slash did, which the name follows too).
+        let slash =
+            std::os::unix::ffi::OsStrExt::as_bytes(root.src_path.as_os_str()).ends_with(b"/");
+        let link = !slash
+            && sys::stat_at(root.src_parent.as_fd(), &root.src_name, false)
+                .is_ok_and(|l| l.is_symlink());
+        let xattrs = if link {
+            let at = sys::proc_fd_path(root.src_parent.as_fd(), Some(&root.src_name));
+            source_xattrs(ctx, XattrTarget::NoFollow(&at), path)
+        } else {
+            source_xattrs(ctx, XattrTarget::Fd(anchor), path)
+        };
+        return Some((m.into(), xattrs));
     }
     let split = rel.iter().rposition(|&b| b == b'/');
     let (parent, name) = split.map_or((&b""[..], rel), |i| (&rel[..i], &rel[i + 1..]));
@@ -333,13 +346,11 @@ fn unopened_source(
     let m = sys::stat_at(parent.as_fd(), &name, look.follow)
         .ok()
         .filter(|m| m.is_dir())?;
-    // Under -L it may be a symlink's name, whose own xattrs are not the directory's.
-    let xattrs = if look.follow {
-        Vec::new()
-    } else {
-        let at = sys::proc_fd_path(parent.as_fd(), Some(&name));
-        source_xattrs(ctx, XattrTarget::NoFollow(&at), path)
-    };
+    // By its name, not followed even under -L, as cp's libattr reads them (llistxattr): a
+    // symlink's own, and those of a directory that is no symlink, which the user may be
+    // refused (named as in cp).
+    let at = sys::proc_fd_path(parent.as_fd(), Some(&name));
+    let xattrs = source_xattrs(ctx, XattrTarget::NoFollow(&at), path);
     Some((m.into(), xattrs))
 }
 

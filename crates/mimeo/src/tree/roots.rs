@@ -1,7 +1,7 @@
 //! Command-line sources: each pair resolved to parent directory + name on both sides, with
 //! the refusals that need the whole pair (a directory without `-r`, a directory into itself).
 
-use super::context::{DstFacts, Parent, Root};
+use super::context::{DstFacts, Parent, Root, relative_symlink_elsewhere};
 use super::work::{DirSeen, FileKey};
 use crate::data::meta::{self, Apply, Dst, Process};
 use crate::options::{Dereference, LinkInstead, Options, Reflink};
@@ -680,6 +680,15 @@ fn existing_dst(
         // replaces it, it makes the link under a temporary name beside it first, which cannot
         // be renamed to a name with a slash and is removed: the directory has a new time.
         Some(Err(Errno::NOENT)) if slash && is_symlink_at(dst_parent, dst_name) => {
+            // cp refuses a relative -s link outside the working directory before it makes it.
+            let target = src_path.as_os_str().as_encoded_bytes();
+            if opts.link == Some(LinkInstead::Symbolic)
+                && !meta.is_dir()
+                && relative_symlink_elsewhere(target, dst_parent.as_fd())
+            {
+                let why = Refusal::RelativeSymlink;
+                return Err(Error::refused(Op::Symlink, dst_path, why));
+            }
             let failed = onto_dangling(opts, meta, (src_path, dst_path));
             if failed.as_ref().and_then(Error::errno) == Some(libc::ENOTDIR) {
                 touch_dir(dst_parent.as_fd());
