@@ -1707,6 +1707,34 @@ fn a_directory_refused_into_itself_still_counts_as_named_as_cp() {
     }
 }
 
+/// A directory named as its own destination: under -n cp asks nothing about it, merges it
+/// into itself and counts it as named, so that named again it is a copy into itself (onto its
+/// very name) or refused as a second copy elsewhere; under -l cp leaves it, and all below it,
+/// without a word, and does not count it.
+#[test]
+fn a_directory_onto_itself_is_counted_under_no_clobber_and_left_under_link_as_cp() {
+    let base = tempfile::tempdir().unwrap();
+    let setup = |d: &Path| {
+        write(d, "s/f", "f\n", 0o644);
+        fs::create_dir(d.join("s/d")).unwrap();
+        symlink("f", d.join("s/l")).unwrap();
+        symlink("nowhere", d.join("s/dl")).unwrap();
+    };
+    same_as_cp_each(
+        base.path(),
+        "onto-itself",
+        &setup,
+        &[
+            &["-Rn", "s/.", "s/.", "s/."],
+            &["-an", "s/.", "s", "s/."],
+            &["-Rl", "s/.", "s/."],
+            &["-Rl", "s/.", "s/.", "s/."],
+            &["-RTl", "s/", "s/"],
+            &["-RTlfu", "--reflink=always", "s/", "s/"],
+        ],
+    );
+}
+
 /// A directory copied into itself where the user may not make the copy: cp fails to make it
 /// (mimeo refuses it as into itself, a deliberate difference), forgets it, and tries it again
 /// when it is named again, without a warning about a source named twice.
