@@ -118,6 +118,13 @@ impl Named {
         dest.is_some() && self.dirs.iter().any(|n| n.id == id && n.dest == *dest)
     }
 
+    /// Whether a directory `id` was named before to another place, where cp refuses it
+    /// again before it makes anything (but copies it again where it follows command-line
+    /// symlinks).
+    pub(crate) fn refused_again(&self, opts: &Options, id: (u64, u64)) -> bool {
+        opts.dereference == Dereference::Never && self.dirs.iter().any(|n| n.id == id)
+    }
+
     /// How many directories are named so far: what [`Named::forget_since`] goes back to.
     pub(crate) fn mark(&self) -> usize {
         self.dirs.len()
