@@ -1737,24 +1737,31 @@ fn a_directory_onto_itself_is_counted_under_no_clobber_and_left_under_link_as_cp
 
 /// `--parents`, a directory named again after an earlier source made the parents of its
 /// copy: cp takes the destination to be new and refuses the second copy ("will not create
-/// hard link") before it would make it, also where something is there already.
+/// hard link") before it would make it, without a look at what is there already (a
+/// directory or a file).
 #[test]
 fn parents_refuse_a_directory_named_again_before_making_it_as_cp() {
     let base = tempfile::tempdir().unwrap();
-    let setup = |d: &Path| {
-        write(d, "s/f", "f\n", 0o644);
-        fs::create_dir_all(d.join("d/s")).unwrap();
-        symlink(".", d.join("l")).unwrap();
-    };
-    same_as_cp_each(
-        base.path(),
-        "parents-again",
-        &setup,
-        &[
-            &["--parents", "-a", "l/s", "s", "d"],
-            &["--parents", "-R", "l/s", "s", "d"],
-        ],
-    );
+    for (i, file) in [false, true].into_iter().enumerate() {
+        let setup = |d: &Path| {
+            write(d, "s/f", "f\n", 0o644);
+            if file {
+                write(d, "d/s", "not a directory\n", 0o644);
+            } else {
+                fs::create_dir_all(d.join("d/s")).unwrap();
+            }
+            symlink(".", d.join("l")).unwrap();
+        };
+        same_as_cp_each(
+            base.path(),
+            &format!("parents-again{i}-"),
+            &setup,
+            &[
+                &["--parents", "-a", "l/s", "s", "d"],
+                &["--parents", "-R", "l/s", "s", "d"],
+            ],
+        );
+    }
 }
 
 /// A directory copied into itself where the user may not make the copy: cp fails to make it

@@ -143,6 +143,7 @@ impl<'a> Executor<'a> {
                     continue;
                 }
             };
+            root.taken_new = new_dst;
             let index = ctx.roots.len() as u32;
             // The same file named again, wherever it goes: cp skips it with a warning, in its
             // turn (see `dir::root_entry`).

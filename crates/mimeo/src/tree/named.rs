@@ -64,16 +64,18 @@ impl Named {
         index: u32,
     ) -> Option<Result<Warning, Error>> {
         let id = root.meta.id();
-        // cp looks at the destination first: the source itself, or not a directory, is
-        // reported as such later, and the root is not counted. Under -n cp asks nothing
-        // about the source itself there: it goes on into it, and counts it.
+        // cp looks at the destination first (but at one it takes to be new): the source
+        // itself, or not a directory, is reported as such later, and the root is not
+        // counted. Under -n cp asks nothing about the source itself there: it goes on into
+        // it, and counts it.
         let there = || sys::stat_at(root.dst_parent.as_fd(), &root.dst_name, false);
         let no_clobber = opts.overwrite == Overwrite::NoClobber;
         let left = |m: Meta| !m.is_dir() || m.id() == id && !no_clobber;
-        if dest.is_some() && there().is_ok_and(left) {
+        if dest.is_some() && !root.taken_new && there().is_ok_and(left) {
             return None;
         }
-        if let Some(e) = in_an_earlier_copys_way(opts, &self.dirs, root) {
+        let in_the_way = || in_an_earlier_copys_way(opts, &self.dirs, root);
+        if let Some(e) = (!root.taken_new).then(in_the_way).flatten() {
             return Some(Err(e));
         }
         let same = self.dirs.iter().filter(|n| n.id == id);
