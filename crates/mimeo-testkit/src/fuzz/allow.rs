@@ -148,8 +148,9 @@ pub const ALLOWLIST: &[Allowed] = &[
         name: "into-itself-refused-first",
         reason: "a directory copied into itself is refused before anything is made; cp makes \
                  the copy and fills it in inode order until it meets the copy itself, so what \
-                 it leaves (and reports on the way) depends on inode numbers; under -L both \
-                 stop a source where they meet the copy, each after what its own order reached",
+                 it leaves (and reports on the way) depends on inode numbers, and a later \
+                 source copied to the copy's name finds it there; under -L both stop a source \
+                 where they meet the copy, each after what its own order reached",
         docs: "docs/cp.md, Differences from cp, \"A copy into itself makes nothing\"",
         apply: into_itself,
         last: false,
@@ -1319,9 +1320,21 @@ fn into_itself(o: &mut Outcome) -> bool {
     // walk does), so each may have said more of it than the other.
     o.ours.stdout = only_cp(&o.ours.stdout, &before.0.stdout);
     o.ours.stderr = only_cp(&o.ours.stderr, &before.0.stderr);
+    // The copy where cp made it and mimeo did not: absent, or what a later source of that
+    // name made there (cp found its copy there). A destination that is a symlink in the
+    // source leads where its name does not say: that copy is known by its name alone.
+    let names: Vec<_> = copies
+        .iter()
+        .filter_map(|c| c.file_name().map(ToOwned::to_owned))
+        .collect();
     copies.extend(o.tree.iter().filter_map(|d| {
         let made = d.field == Field::Presence && d.left == "directory" && d.right == "absent";
-        made.then(|| d.path.clone())
+        let named = d.field == Field::Type
+            && d.left == "directory"
+            && d.path
+                .file_name()
+                .is_some_and(|n| names.iter().any(|c| c == n));
+        (made || named).then(|| d.path.clone())
     }));
     o.tree.retain(|d| {
         let below = copies.iter().any(|c| d.path.starts_with(c));
@@ -1620,6 +1633,30 @@ mod tests {
         assert!(symlink_replaced(&mut o));
         let left: Vec<_> = o.tree.iter().map(|d| d.path.clone()).collect();
         assert_eq!(left, [Path::new("s/y")]);
+    }
+
+    /// `cp -rn s/a/ s/a s/a/` (s/a a symlink to ".."): cp makes the copy of ".." in it (as
+    /// "s/a/a") and meets it there, and then skips the symlink s/a onto it under -n; mimeo
+    /// refuses the copy first and copies the symlink there.
+    #[test]
+    fn a_later_source_where_cp_made_its_copy_into_itself_is_not_judged() {
+        let ours = "cp: cannot copy a directory, 's/a/', into itself, 's/a/a'\n";
+        let cp = "cp: will not create hard link 's/a/a/a' to directory 's/a/a'\n";
+        let mut o = outcome(cp, ours);
+        o.plan.target = "s/a/".into();
+        o.tree = vec![
+            diff("a", Field::Type, "directory", "symlink"),
+            diff("a/f", Field::Presence, "file", "absent"),
+            diff("g", Field::Type, "directory", "symlink"),
+        ];
+        assert!(into_itself(&mut o));
+        assert_eq!(o.cp.stderr, ours);
+        assert_eq!(o.tree, vec![diff("g", Field::Type, "directory", "symlink")]);
+        // Where mimeo has the directory and cp the symlink, it is not this difference.
+        let mut o = outcome(cp, ours);
+        o.tree = vec![diff("a", Field::Type, "symlink", "directory")];
+        into_itself(&mut o);
+        assert_eq!(o.tree.len(), 1);
     }
 
     /// `cp -r s s/x` as a user who may not write into an existing `s/x`: cp fails to make
