@@ -149,7 +149,8 @@ pub const ALLOWLIST: &[Allowed] = &[
         reason: "a directory copied into itself is refused before anything is made; cp makes \
                  the copy and fills it in inode order until it meets the copy itself, so what \
                  it leaves (and reports on the way) depends on inode numbers, and a later \
-                 source copied to the copy's name finds it there; under -L both stop a source \
+                 source copied to the copy's name finds it there; below a directory the user \
+                 may not list, cp never meets the copy; under -L both stop a source \
                  where they meet the copy, each after what its own order reached",
         docs: "docs/cp.md, Differences from cp, \"A copy into itself makes nothing\"",
         apply: into_itself,
@@ -1240,9 +1241,28 @@ fn into_itself(o: &mut Outcome) -> bool {
                     && (c.ends_with(&format!(" to directory {dst}"))
                         || c.contains(&format!("will not create hard link {below}")))
             };
+            // A directory between the source and the copy that the user may not list: cp's
+            // walk cannot enter it, so it never meets the copy made below it.
+            let unlisted = |c: &str| {
+                let Some(dir) = c
+                    .strip_prefix("cp: cannot access ")
+                    .and_then(|r| r.strip_suffix(": Permission denied"))
+                    .and_then(unquote)
+                else {
+                    return false;
+                };
+                let (Some(src), Some(copy)) = (unquote(src), unquote(dst)) else {
+                    return false;
+                };
+                dir.starts_with(&src) && copy.starts_with(&dir) && copy != dir
+            };
             let cp_line = o.cp.stderr.lines().find(|c| {
                 !ours_lines.iter().any(|o| o == c)
-                    && (c.contains(&failed) || denied_below(c) || linked(c) || c.ends_with(&twice))
+                    && (c.contains(&failed)
+                        || denied_below(c)
+                        || linked(c)
+                        || unlisted(c)
+                        || c.ends_with(&twice))
             });
             if let Some(cp_line) = cp_line.map(str::to_string) {
                 o.cp.stderr = o.cp.stderr.replacen(&cp_line, &l, 1);
@@ -1657,6 +1677,36 @@ mod tests {
         o.tree = vec![diff("a", Field::Type, "symlink", "directory")];
         into_itself(&mut o);
         assert_eq!(o.tree.len(), 1);
+    }
+
+    /// `cp -rv s s/g/d` as a user who may not list `s/g`: cp makes `s/g/d` and copies the
+    /// rest of `s` into it, but cannot enter `s/g`, so never meets the copy; mimeo refuses
+    /// it first.
+    #[test]
+    fn a_copy_into_itself_below_a_directory_cp_cannot_list_is_refused_first() {
+        let ours = "cp: cannot copy a directory, 's', into itself, 's/g/d'\n";
+        let cp = "cp: cannot access 's/g': Permission denied\n";
+        let mut o = outcome(cp, ours);
+        o.cp.stdout = "'s' -> 's/g/d'\n's/f' -> 's/g/d/f'\n".into();
+        o.tree = vec![
+            diff("s/g", Field::Mtime, "2", "1"),
+            diff("s/g/d", Field::Presence, "directory", "absent"),
+        ];
+        assert!(into_itself(&mut o));
+        assert_eq!(o.cp.stderr, ours);
+        assert_eq!(o.cp.stdout, "");
+        assert!(o.tree.is_empty(), "{:?}", o.tree);
+        // A directory cp cannot list elsewhere (not between the source and the copy), or
+        // the copy itself, is not why cp did not meet it.
+        for cp in [
+            "cp: cannot access 't': Permission denied\n",
+            "cp: cannot access 's/g/d': Permission denied\n",
+            "cp: cannot access 's/h': Permission denied\n",
+        ] {
+            let mut o = outcome(cp, ours);
+            into_itself(&mut o);
+            assert_eq!(o.cp.stderr, cp);
+        }
     }
 
     /// `cp -r s s/x` as a user who may not write into an existing `s/x`: cp fails to make
