@@ -1707,6 +1707,105 @@ fn a_directory_refused_into_itself_still_counts_as_named_as_cp() {
     }
 }
 
+/// A directory named as its own destination: under -n cp asks nothing about it, merges it
+/// into itself and counts it as named, so that named again it is a copy into itself (onto its
+/// very name) or refused as a second copy elsewhere; under -l cp leaves it, and all below it,
+/// without a word, and does not count it.
+#[test]
+fn a_directory_onto_itself_is_counted_under_no_clobber_and_left_under_link_as_cp() {
+    let base = tempfile::tempdir().unwrap();
+    let setup = |d: &Path| {
+        write(d, "s/f", "f\n", 0o644);
+        fs::create_dir(d.join("s/d")).unwrap();
+        symlink("f", d.join("s/l")).unwrap();
+        symlink("nowhere", d.join("s/dl")).unwrap();
+    };
+    same_as_cp_each(
+        base.path(),
+        "onto-itself",
+        &setup,
+        &[
+            &["-Rn", "s/.", "s/.", "s/."],
+            &["-an", "s/.", "s", "s/."],
+            &["-Rl", "s/.", "s/."],
+            &["-Rl", "s/.", "s/.", "s/."],
+            &["-RTl", "s/", "s/"],
+            &["-RTlfu", "--reflink=always", "s/", "s/"],
+        ],
+    );
+}
+
+/// A directory merged into itself under -n (every entry is there, and skipped) is left as
+/// it is, as cp leaves it: not even its change time moves, and nothing new shows up in it
+/// for the walk to meet.
+#[test]
+fn a_directory_merged_into_itself_is_left_untouched_as_cp() {
+    let base = tempfile::tempdir().unwrap();
+    let ctimes = |d: &Path| {
+        ["s", "s/d", "s/d/e"].map(|n| {
+            let m = fs::symlink_metadata(d.join(n)).unwrap();
+            (m.ctime(), m.ctime_nsec())
+        })
+    };
+    for a in [
+        &["-Rn", "s/.", "s/."][..],
+        &["-Rn", "s/.", "s/.", "s/."],
+        &["-Rnu", "s", "."],
+    ] {
+        for side in ["cp", "mimeo"] {
+            let d = base.path().join(side);
+            write(&d, "s/f", "f\n", 0o644);
+            write(&d, "s/d/e/g", "g\n", 0o644);
+            symlink("f", d.join("s/l")).unwrap();
+            let program = if side == "cp" {
+                PathBuf::from("cp")
+            } else {
+                util::mimeo().get_program().into()
+            };
+            let before = ctimes(&d);
+            // Later than anything made above, so that a change shows in the change time.
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            let (_, stderr) = run_tool(&program, &d, &args(a), a);
+            assert_eq!(ctimes(&d), before, "{side} `{}`: {stderr}", a.join(" "));
+            let names: Vec<_> = fs::read_dir(d.join("s"))
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            assert_eq!(names.len(), 3, "{side} `{}`: {names:?}", a.join(" "));
+            fs::remove_dir_all(&d).unwrap();
+        }
+    }
+}
+
+/// `--parents`, a directory named again after an earlier source made the parents of its
+/// copy: cp takes the destination to be new and refuses the second copy ("will not create
+/// hard link") before it would make it, without a look at what is there already (a
+/// directory or a file).
+#[test]
+fn parents_refuse_a_directory_named_again_before_making_it_as_cp() {
+    let base = tempfile::tempdir().unwrap();
+    for (i, file) in [false, true].into_iter().enumerate() {
+        let setup = |d: &Path| {
+            write(d, "s/f", "f\n", 0o644);
+            if file {
+                write(d, "d/s", "not a directory\n", 0o644);
+            } else {
+                fs::create_dir_all(d.join("d/s")).unwrap();
+            }
+            symlink(".", d.join("l")).unwrap();
+        };
+        same_as_cp_each(
+            base.path(),
+            &format!("parents-again{i}-"),
+            &setup,
+            &[
+                &["--parents", "-a", "l/s", "s", "d"],
+                &["--parents", "-R", "l/s", "s", "d"],
+            ],
+        );
+    }
+}
+
 /// A directory copied into itself where the user may not make the copy: cp fails to make it
 /// (mimeo refuses it as into itself, a deliberate difference), forgets it, and tries it again
 /// when it is named again, without a warning about a source named twice.

@@ -158,8 +158,10 @@ pub const ALLOWLIST: &[Allowed] = &[
         name: "into-itself-refused-first",
         reason: "a directory copied into itself is refused before anything is made; cp makes \
                  the copy and fills it in inode order until it meets the copy itself, so what \
-                 it leaves (and reports on the way) depends on inode numbers; under -L both \
-                 stop a source where they meet the copy, each after what its own order reached",
+                 it leaves (and reports on the way) depends on inode numbers, and a later \
+                 source copied to the copy's name finds it there; below a directory the user \
+                 may not list, cp never meets the copy; under -L both stop a source \
+                 where they meet the copy, each after what its own order reached",
         docs: "docs/cp.md, Differences from cp, \"A copy into itself makes nothing\"",
         apply: into_itself,
         last: false,
@@ -1311,9 +1313,28 @@ fn into_itself(o: &mut Outcome) -> bool {
                     && (c.ends_with(&format!(" to directory {dst}"))
                         || c.contains(&format!("will not create hard link {below}")))
             };
+            // A directory between the source and the copy that the user may not list: cp's
+            // walk cannot enter it, so it never meets the copy made below it.
+            let unlisted = |c: &str| {
+                let Some(dir) = c
+                    .strip_prefix("cp: cannot access ")
+                    .and_then(|r| r.strip_suffix(": Permission denied"))
+                    .and_then(unquote)
+                else {
+                    return false;
+                };
+                let (Some(src), Some(copy)) = (unquote(src), unquote(dst)) else {
+                    return false;
+                };
+                dir.starts_with(&src) && copy.starts_with(&dir) && copy != dir
+            };
             let cp_line = o.cp.stderr.lines().find(|c| {
                 !ours_lines.iter().any(|o| o == c)
-                    && (c.contains(&failed) || denied_below(c) || linked(c) || c.ends_with(&twice))
+                    && (c.contains(&failed)
+                        || denied_below(c)
+                        || linked(c)
+                        || unlisted(c)
+                        || c.ends_with(&twice))
             });
             if let Some(cp_line) = cp_line.map(str::to_string) {
                 o.cp.stderr = o.cp.stderr.replacen(&cp_line, &l, 1);
@@ -1391,9 +1412,21 @@ fn into_itself(o: &mut Outcome) -> bool {
     // walk does), so each may have said more of it than the other.
     o.ours.stdout = only_cp(&o.ours.stdout, &before.0.stdout);
     o.ours.stderr = only_cp(&o.ours.stderr, &before.0.stderr);
+    // The copy where cp made it and mimeo did not: absent, or what a later source of that
+    // name made there (cp found its copy there). A destination that is a symlink in the
+    // source leads where its name does not say: that copy is known by its name alone.
+    let names: Vec<_> = copies
+        .iter()
+        .filter_map(|c| c.file_name().map(ToOwned::to_owned))
+        .collect();
     copies.extend(o.tree.iter().filter_map(|d| {
         let made = d.field == Field::Presence && d.left == "directory" && d.right == "absent";
-        made.then(|| d.path.clone())
+        let named = d.field == Field::Type
+            && d.left == "directory"
+            && d.path
+                .file_name()
+                .is_some_and(|n| names.iter().any(|c| c == n));
+        (made || named).then(|| d.path.clone())
     }));
     o.tree.retain(|d| {
         let below = copies.iter().any(|c| d.path.starts_with(c));
@@ -1692,6 +1725,60 @@ mod tests {
         assert!(symlink_replaced(&mut o));
         let left: Vec<_> = o.tree.iter().map(|d| d.path.clone()).collect();
         assert_eq!(left, [Path::new("s/y")]);
+    }
+
+    /// `cp -rn s/a/ s/a s/a/` (s/a a symlink to ".."): cp makes the copy of ".." in it (as
+    /// "s/a/a") and meets it there, and then skips the symlink s/a onto it under -n; mimeo
+    /// refuses the copy first and copies the symlink there.
+    #[test]
+    fn a_later_source_where_cp_made_its_copy_into_itself_is_not_judged() {
+        let ours = "cp: cannot copy a directory, 's/a/', into itself, 's/a/a'\n";
+        let cp = "cp: will not create hard link 's/a/a/a' to directory 's/a/a'\n";
+        let mut o = outcome(cp, ours);
+        o.plan.target = "s/a/".into();
+        o.tree = vec![
+            diff("a", Field::Type, "directory", "symlink"),
+            diff("a/f", Field::Presence, "file", "absent"),
+            diff("g", Field::Type, "directory", "symlink"),
+        ];
+        assert!(into_itself(&mut o));
+        assert_eq!(o.cp.stderr, ours);
+        assert_eq!(o.tree, vec![diff("g", Field::Type, "directory", "symlink")]);
+        // Where mimeo has the directory and cp the symlink, it is not this difference.
+        let mut o = outcome(cp, ours);
+        o.tree = vec![diff("a", Field::Type, "symlink", "directory")];
+        into_itself(&mut o);
+        assert_eq!(o.tree.len(), 1);
+    }
+
+    /// `cp -rv s s/g/d` as a user who may not list `s/g`: cp makes `s/g/d` and copies the
+    /// rest of `s` into it, but cannot enter `s/g`, so never meets the copy; mimeo refuses
+    /// it first.
+    #[test]
+    fn a_copy_into_itself_below_a_directory_cp_cannot_list_is_refused_first() {
+        let ours = "cp: cannot copy a directory, 's', into itself, 's/g/d'\n";
+        let cp = "cp: cannot access 's/g': Permission denied\n";
+        let mut o = outcome(cp, ours);
+        o.cp.stdout = "'s' -> 's/g/d'\n's/f' -> 's/g/d/f'\n".into();
+        o.tree = vec![
+            diff("s/g", Field::Mtime, "2", "1"),
+            diff("s/g/d", Field::Presence, "directory", "absent"),
+        ];
+        assert!(into_itself(&mut o));
+        assert_eq!(o.cp.stderr, ours);
+        assert_eq!(o.cp.stdout, "");
+        assert!(o.tree.is_empty(), "{:?}", o.tree);
+        // A directory cp cannot list elsewhere (not between the source and the copy), or
+        // the copy itself, is not why cp did not meet it.
+        for cp in [
+            "cp: cannot access 't': Permission denied\n",
+            "cp: cannot access 's/g/d': Permission denied\n",
+            "cp: cannot access 's/h': Permission denied\n",
+        ] {
+            let mut o = outcome(cp, ours);
+            into_itself(&mut o);
+            assert_eq!(o.cp.stderr, cp);
+        }
     }
 
     /// `cp -r s s/x` as a user who may not write into an existing `s/x`: cp fails to make

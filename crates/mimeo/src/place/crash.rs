@@ -286,6 +286,16 @@ impl PartMarker {
         }
     }
 
+    /// A marker never made: for a part whose destination is its source directory itself
+    /// (a directory merged into itself), where a marker would be a new source entry that the
+    /// walk meets, and the source would change. New files are marked one by one instead.
+    pub fn unmade() -> PartMarker {
+        PartMarker {
+            made: OnceCell::from(None),
+            ..PartMarker::default()
+        }
+    }
+
     /// Makes sure `dir` holds this part's marker before a new entry is created in it. False
     /// when the marker cannot be created: new files are then marked one by one.
     pub fn ensure(&self, dir: BorrowedFd<'_>) -> bool {

@@ -207,6 +207,10 @@ pub(crate) fn decide(
         Same::Refused => return Decision::Refuse(Conflict::SameFile),
     };
     if src.is_dir() {
+        // -l onto the very directory: cp returns before its walk, leaving all below alone.
+        if done {
+            return Decision::Skip;
+        }
         return if d.is_dir() {
             Decision::Merge
         } else {

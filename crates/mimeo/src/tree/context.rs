@@ -217,6 +217,9 @@ pub(crate) struct Root {
     pub reached_copy: std::sync::atomic::AtomicBool,
     /// A file named before on the command line: cp skips it with a warning, in its turn.
     pub named_twice: bool,
+    /// `--parents`: cp takes the destination to be new (a parent was just made on the way
+    /// to it, see `roots::make_parents`) and does not look at what is there.
+    pub taken_new: bool,
     /// The earlier directory root whose walk copies this root's source to the same place
     /// (`cp -r s/. s/x/ d`: `s/./x` to `d/./x`): cp made the directories there in that walk,
     /// before it came to this root, and named them there under `-v`; those this root makes

@@ -444,7 +444,7 @@ pub(crate) fn pass(
     let src_meta = done.source.as_ref().map(|(stat, _)| Meta::from(*stat));
     let src_path = rel_path(&root.src_path, rel);
     let (dirs, rest) = listed(ctx, w, src.as_fd(), src_meta.as_ref(), &src_path);
-    let marker = PartMarker::restoring(may_skip_all(ctx, &info));
+    let marker = part_marker(ctx, &info, src.as_fd(), dst.as_fd());
     {
         let spawn = Spawn::new(spawn);
         let dirs_fds = (src.as_fd(), dst.as_fd());
@@ -635,7 +635,7 @@ pub(crate) fn entries(
     let (Some(src), Some(dst)) = (open_src(ctx, root, rel), open_dst(ctx, root, rel)) else {
         return;
     };
-    let marker = PartMarker::restoring(may_skip_all(ctx, info));
+    let marker = part_marker(ctx, info, src.as_fd(), dst.as_fd());
     {
         let spawn = Spawn::new(spawn);
         let here = Here::below(
@@ -657,6 +657,21 @@ pub(crate) fn entries(
 
 /// Whether a part's entries may all be skipped: a directory that was there, which the run
 /// does not simply replace entries in.
+/// The marker of a part copying `src` into `dst`: none where they are one directory (merged
+/// into itself, as under -n), which a run never changes as a source.
+fn part_marker(
+    ctx: &Ctx<'_>,
+    info: &DirInfo,
+    src: BorrowedFd<'_>,
+    dst: BorrowedFd<'_>,
+) -> PartMarker {
+    let id = |fd| sys::fstat(fd).map(|m| m.id());
+    if !info.created && matches!((id(src), id(dst)), (Ok(a), Ok(b)) if a == b) {
+        return PartMarker::unmade();
+    }
+    PartMarker::restoring(may_skip_all(ctx, info))
+}
+
 fn may_skip_all(ctx: &Ctx<'_>, info: &DirInfo) -> bool {
     !info.created && (ctx.opts.overwrite != Overwrite::Replace || ctx.opts.interactive)
 }

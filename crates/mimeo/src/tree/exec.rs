@@ -143,6 +143,7 @@ impl<'a> Executor<'a> {
                     continue;
                 }
             };
+            root.taken_new = new_dst;
             let index = ctx.roots.len() as u32;
             // The same file named again, wherever it goes: cp skips it with a warning, in its
             // turn (see `dir::root_entry`).
@@ -160,7 +161,11 @@ impl<'a> Executor<'a> {
             // -b, or another one of that name) went: what that one left there is found.
             let file_lead = earlier.is_some_and(|e| !ctx.roots[e].meta.is_dir());
             let dir_lead = earlier.is_some() && !file_lead;
-            let twice = dir_lead || root.named_twice || named.went(root.meta.id(), &dest);
+            let id = root.meta.id();
+            let twice = dir_lead
+                || root.named_twice
+                || named.went(id, &dest)
+                || root.meta.is_dir() && named.refused_again(opts, id);
             if new_dst && !twice {
                 if file_lead {
                     run_files_now(&ctx, &mut items, &[]);

@@ -5,12 +5,12 @@
 //! ("will not create hard link"), also where a later source holds it. The record they read
 //! and grow, [`Named`], is plain data in [`super::work`], sent to the other processes of a run.
 
-use super::context::Root;
+use super::context::{Root, same_name_paths};
 use super::roots::{file_source_id, root_file_key};
 use super::work::{Dest, Named, NamedDir};
 use crate::options::{Dereference, Options, Overwrite};
 use crate::report::{Error, Op, Refusal, Warning};
-use crate::sys;
+use crate::sys::{self, Meta};
 use rustix::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -64,16 +64,32 @@ impl Named {
         index: u32,
     ) -> Option<Result<Warning, Error>> {
         let id = root.meta.id();
-        // cp looks at the destination first: the source itself, or not a directory, is
-        // reported as such later, and the root is not counted.
+        // cp looks at the destination first (but at one it takes to be new): the source
+        // itself, or not a directory, is reported as such later, and the root is not
+        // counted. Under -n cp asks nothing about the source itself there: it goes on into
+        // it, and counts it.
         let there = || sys::stat_at(root.dst_parent.as_fd(), &root.dst_name, false);
-        if dest.is_some() && there().is_ok_and(|m| m.id() == id || !m.is_dir()) {
+        let no_clobber = opts.overwrite == Overwrite::NoClobber;
+        let left = |m: Meta| !m.is_dir() || m.id() == id && !no_clobber;
+        if dest.is_some() && !root.taken_new && there().is_ok_and(left) {
             return None;
         }
-        if let Some(e) = in_an_earlier_copys_way(opts, &self.dirs, root) {
+        let in_the_way = || in_an_earlier_copys_way(opts, &self.dirs, root);
+        if let Some(e) = (!root.taken_new).then(in_the_way).flatten() {
             return Some(Err(e));
         }
         let same = self.dirs.iter().filter(|n| n.id == id);
+        // The earlier one was copied onto this source's very name (itself, under -n): cp
+        // takes this one as a copy into itself.
+        let onto_src = |n: &NamedDir| {
+            same_name_paths(
+                root.src_path.as_os_str().as_bytes(),
+                n.dst_path.as_os_str().as_bytes(),
+            )
+        };
+        if same.clone().next().is_some_and(onto_src) {
+            return Some(Err(root.refusal_into_itself()));
+        }
         // cp remembers the first destination of a directory only: under -H and -L, one copied
         // again elsewhere is not counted there.
         if dest.is_some() && same.clone().next().is_some_and(|n| n.dest == dest) {
@@ -102,6 +118,13 @@ impl Named {
     /// Whether a directory `id` going to `dest` was named before to that place.
     pub(crate) fn went(&self, id: (u64, u64), dest: &Option<Dest>) -> bool {
         dest.is_some() && self.dirs.iter().any(|n| n.id == id && n.dest == *dest)
+    }
+
+    /// Whether a directory `id` was named before to another place, where cp refuses it
+    /// again before it makes anything (but copies it again where it follows command-line
+    /// symlinks).
+    pub(crate) fn refused_again(&self, opts: &Options, id: (u64, u64)) -> bool {
+        opts.dereference == Dereference::Never && self.dirs.iter().any(|n| n.id == id)
     }
 
     /// How many directories are named so far: what [`Named::forget_since`] goes back to.

@@ -173,6 +173,7 @@ impl Root {
             into_itself,
             reached_copy: std::sync::atomic::AtomicBool::new(false),
             named_twice: false,
+            taken_new: false,
             made_early: None,
         })
     }
