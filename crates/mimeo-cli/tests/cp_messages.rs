@@ -552,6 +552,38 @@ fn a_file_removed_first_need_not_be_writable() {
     }
 }
 
+/// Without -r a FIFO or device is read as a file, yet under -P (`-d`) cp still removes the
+/// destination first, as for any source that is no regular file: a node there is replaced by
+/// a new file, never opened (so one this user may not write is no failure).
+#[test]
+fn a_node_read_as_a_file_under_no_dereference_replaces_the_destination_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        for (name, mode) in [("null", 0o644), ("n", 0o666)] {
+            rustix::fs::mknodat(
+                rustix::fs::CWD,
+                d.join(name),
+                rustix::fs::FileType::CharacterDevice,
+                rustix::fs::Mode::from_raw_mode(mode),
+                rustix::fs::makedev(1, 3),
+            )
+            .unwrap();
+        }
+        // Root's FIFO, which nobody may not open for writing.
+        mkfifo(&d.join("p"));
+    };
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (&["-d", "null", "n"], None),
+            (&["-P", "null", "n"], None),
+            (&["-d", "null", "p"], Some(NOBODY)),
+            (&["-v", "-d", "null", "p"], Some(NOBODY)),
+        ],
+    );
+}
+
 /// As a user other than root, `-u` skips a file of another size that is not older and that
 /// this user may not write, as cp skips it, rather than fail to replace it (docs/cp.md, "`-u`
 /// also compares sizes").

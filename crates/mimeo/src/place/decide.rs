@@ -140,6 +140,9 @@ pub(crate) struct Rules<'a> {
     /// (asked only under `-u`, of an entry cp's rule keeps and the stricter one would
     /// replace); None: it may.
     pub changeable: Option<&'a dyn Fn() -> bool>,
+    /// The source is a FIFO or device node read as the regular file it is given as: cp's
+    /// rule for removing the destination first still looks at its own kind.
+    pub read_node: bool,
 }
 
 /// What [`decide`] may look up besides the two entries; each is asked only where cp's
@@ -213,7 +216,10 @@ pub(crate) fn decide(
             Decision::Refuse(Conflict::NonDirectoryInTheWay)
         };
     }
-    let replace = replacement(opts, src, d, fresh);
+    // A node read as a file under -P finds the old entry removed first, as if nothing were
+    // there: no FIFO or device to write into, nor a file to keep the mode of.
+    let removed = rules.read_node && removed_before(rules, src, d);
+    let replace = replacement(opts, src, d, fresh || removed);
     let up_to_date = match opts.overwrite {
         Overwrite::NoClobber => true,
         Overwrite::NoneFail => return Decision::Refuse(Conflict::NotReplacing),
@@ -303,7 +309,7 @@ fn write_or_link(
     // a file made read-only stays as cp leaves it. A link is made without opening it, and
     // what cp removes first (a symlink or FIFO copied as one, say) is never opened.
     let opened = opts.link.is_none()
-        && !removed_before(opts, src, d)
+        && !removed_before(rules, src, d)
         && matches!(
             replace,
             Decision::Replace | Decision::InPlace | Decision::WriteInto
@@ -318,7 +324,7 @@ fn write_or_link(
     if let Some(kind) = opts.link {
         // cp links only where nothing is, unless told to remove what is there, or it removes
         // it first anyway.
-        if !(fresh || opts.force || removed_before(opts, src, d)) {
+        if !(fresh || opts.force || removed_before(rules, src, d)) {
             return Decision::Refuse(Conflict::LinkExists(kind));
         }
         return Decision::Recreate;
@@ -330,7 +336,7 @@ fn write_or_link(
     // (Without -r, or with --copy-contents, a node is read as a file instead.)
     let node = !(src.is_reg() || src.is_dir() || src.is_symlink());
     let as_node = node && opts.recursive && !opts.copy_contents;
-    if as_node && rules.follows && !fresh && !removed_before(opts, src, d) {
+    if as_node && rules.follows && !fresh && !removed_before(rules, src, d) {
         return Decision::Refuse(Conflict::Exists { op: made_op(src) });
     }
     replace
@@ -366,7 +372,7 @@ pub(crate) fn symlink_removed(rules: &Rules<'_>, src: &Meta, d: &Meta, look: &Lo
 /// that is not a regular file under `-P`, unless a backup takes the name first.
 pub(crate) fn removed_first(rules: &Rules<'_>, src: &Meta, d: &Meta) -> bool {
     let opts = rules.opts;
-    !d.is_dir() && opts.backup.is_none() && removed_before(opts, src, d)
+    !d.is_dir() && opts.backup.is_none() && removed_before(rules, src, d)
 }
 
 /// Whether cp, with `-f`, removes the existing file or node `d` it could not open for
@@ -387,10 +393,12 @@ pub(crate) fn unopened_removed(rules: &Rules<'_>, src: &Meta, d: &Meta) -> bool 
 /// backup taking the name first): `--remove-destination`; and where it copies data (not
 /// `--attributes-only`), a link group it keeps (`--preserve=links`) or a source that is not
 /// a regular file under `-P`.
-fn removed_before(opts: &Options, src: &Meta, d: &Meta) -> bool {
+fn removed_before(rules: &Rules<'_>, src: &Meta, d: &Meta) -> bool {
+    let opts = rules.opts;
     let never = opts.dereference == Dereference::Never;
     let data = !opts.attributes_only;
-    let replaced = opts.preserve.links && d.nlink > 1 || never && !src.is_reg();
+    let regular = src.is_reg() && !rules.read_node;
+    let replaced = opts.preserve.links && d.nlink > 1 || never && !regular;
     opts.remove_destination || data && replaced
 }
 

@@ -109,8 +109,8 @@ fn unopened(
     seen: impl Fn(Meta) -> Meta,
 ) -> Result<Option<FileOutcome>, Error> {
     let (name, dst_name) = names;
-    let meta = match sys::stat_at(here.src_dir, name, follow) {
-        Ok(m) if kind(&m) => seen(m),
+    let (meta, read_node) = match sys::stat_at(here.src_dir, name, follow) {
+        Ok(m) if kind(&m) => (seen(m), !m.is_reg()),
         _ => return Err(err),
     };
     let d = match sys::stat_at(here.dst_dir, dst_name, false) {
@@ -123,7 +123,7 @@ fn unopened(
             .skipped(|| here.src_path(name), || here.dst_path(dst_name));
         Ok(None)
     };
-    match decide_existing(ctx, here, name, dst_name, &meta, &d) {
+    match decide_existing(ctx, here, name, dst_name, (&meta, read_node), &d) {
         Ok(Decision::Skip) => skipped(),
         // -u also compares sizes; cp, which does not, skips what is not older before it
         // opens the source, so a source that cannot be read is no failure there.
@@ -472,10 +472,17 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         let (ctx, here, meta) = (self.ctx, self.here, &self.meta);
         let (decision, d) = match found {
             Some(d) => (
-                decide_existing(ctx, here, self.name, self.dst_name, meta, d)?,
+                decide_existing(
+                    ctx,
+                    here,
+                    self.name,
+                    self.dst_name,
+                    (meta, self.contents),
+                    d,
+                )?,
                 *d,
             ),
-            None => decide_at(ctx, here, self.name, self.dst_name, meta)?,
+            None => decide_at(ctx, here, self.name, self.dst_name, (meta, self.contents))?,
         };
         match decision {
             Decision::WriteInto => {

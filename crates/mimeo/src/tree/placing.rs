@@ -16,13 +16,14 @@ use rustix::fd::{AsFd, BorrowedFd};
 use std::ffi::CStr;
 
 /// Asks the one overwrite decision about the existing destination `d` of `here/dst_name`,
-/// with the `-i` question where the decision comes to it.
+/// with the `-i` question where the decision comes to it. `read_node`: `src` is a FIFO or
+/// device node given as the regular file it is read as.
 pub(super) fn decide_existing(
     ctx: &Ctx<'_>,
     here: &Here<'_>,
     name: &CStr,
     dst_name: &CStr,
-    src: &Meta,
+    (src, read_node): (&Meta, bool),
     d: &Meta,
 ) -> Result<Decision, Error> {
     let ask = || {
@@ -41,6 +42,7 @@ pub(super) fn decide_existing(
     rules.ask = Some(&ask);
     rules.backup_is_source = Some(&backup_is_source);
     rules.changeable = Some(&changeable);
+    rules.read_node = read_node;
     let look = Lookups {
         src: &|follow| sys::stat_at(here.src_dir, name, follow).ok(),
         dst_target: &|| sys::stat_at(here.dst_dir, dst_name, true),
@@ -75,7 +77,7 @@ pub(super) fn decide_at(
     here: &Here<'_>,
     name: &CStr,
     dst_name: &CStr,
-    src: &Meta,
+    src: (&Meta, bool),
 ) -> Result<(Decision, Meta), Error> {
     let d = sys::stat_at(here.dst_dir, dst_name, false)
         .map_err(|e| Error::sys(Op::Stat, here.dst_path(dst_name), e))?;
@@ -181,7 +183,7 @@ fn link_to_group(
     match sys::link(from, &loc_name, here.dst_dir, dst_name) {
         Ok(()) => Ok(true),
         Err(Errno::EXIST) => {
-            let (decision, d) = decide_at(ctx, here, src_name, dst_name, meta)?;
+            let (decision, d) = decide_at(ctx, here, src_name, dst_name, (meta, false))?;
             // Under -u, cp links an up-to-date member to the group's copy all the same; one
             // that is a link of that copy already is left as it is. Which member is met
             // first depends on the directory's order, so being a link of some other file
