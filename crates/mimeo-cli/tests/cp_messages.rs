@@ -584,6 +584,30 @@ fn a_node_read_as_a_file_under_no_dereference_replaces_the_destination_as_cp() {
     );
 }
 
+/// A FIFO or socket copied as one under `-L` is made by one call, which finds a file there
+/// that this user may not write: cp never opens that file, so it fails with "File exists"
+/// (also under `-f`) and leaves it, rather than "Permission denied" or a replacement.
+#[test]
+fn a_node_made_where_an_unwritable_file_is_fails_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        mkfifo(&d.join("p"));
+        drop(std::os::unix::net::UnixListener::bind(d.join("sock")).unwrap());
+        // Root's file, which nobody may not write.
+        write(&d.join("f"), "old");
+    };
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (&["-R", "-L", "p", "f"], Some(NOBODY)),
+            (&["-R", "-L", "-f", "p", "f"], Some(NOBODY)),
+            (&["-a", "-L", "-f", "sock", "f"], Some(NOBODY)),
+            (&["-R", "-L", "sock", "f"], Some(NOBODY)),
+        ],
+    );
+}
+
 /// As a user other than root, `-u` skips a file of another size that is not older and that
 /// this user may not write, as cp skips it, rather than fail to replace it (docs/cp.md, "`-u`
 /// also compares sizes").

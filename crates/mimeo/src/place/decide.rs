@@ -314,7 +314,13 @@ fn write_or_link(
             replace,
             Decision::Replace | Decision::InPlace | Decision::WriteInto
         );
-    let written = d.is_reg() || into_node;
+    // Only a regular file (or a node read as one: without -r, or with --copy-contents) is
+    // copied by opening the destination: a FIFO, socket or device node copied as one is made
+    // by a call that finds the entry there.
+    let node = !(src.is_reg() || src.is_dir() || src.is_symlink());
+    let as_node = node && opts.recursive && !opts.copy_contents;
+    let read = src.is_reg() || node && !as_node;
+    let written = read && (d.is_reg() || into_node);
     if opened && rules.process.euid != 0 && written && !(rules.writable)() {
         if !opts.force {
             return Decision::Refuse(Conflict::NotWritable);
@@ -333,9 +339,6 @@ fn write_or_link(
     // where it does not follow symlinks for the entry (-P, or below the command line under
     // -H) or keeps a link group; elsewhere (-L, a command-line source under -H) the call
     // finds the old entry there, also under -f.
-    // (Without -r, or with --copy-contents, a node is read as a file instead.)
-    let node = !(src.is_reg() || src.is_dir() || src.is_symlink());
-    let as_node = node && opts.recursive && !opts.copy_contents;
     if as_node && rules.follows && !fresh && !removed_before(rules, src, d) {
         return Decision::Refuse(Conflict::Exists { op: made_op(src) });
     }
