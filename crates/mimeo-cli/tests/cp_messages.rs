@@ -810,7 +810,8 @@ fn a_failed_clone_names_its_source() {
 
 /// `--reflink=always` clones whatever cp copies, also into a device node it writes into and
 /// from one it reads as a file, which the kernel refuses: cp fails with "failed to clone ...:
-/// Invalid argument" before it writes anything, and so does mimeo.
+/// Invalid argument" before it writes anything, and so does mimeo. With --attributes-only
+/// there is nothing to clone.
 #[test]
 fn reflink_always_into_or_from_a_node_fails_as_cp() {
     let dir = scratch();
@@ -858,6 +859,15 @@ fn reflink_always_into_or_from_a_node_fails_as_cp() {
         assert!(ours.stderr.contains("failed to clone"), "{what}");
         assert!(!base.join("ours/out").exists(), "{what}");
     }
+    // --attributes-only copies no data into the node it opens, so nothing is cloned either.
+    let ours = case_as_cp(
+        dir.path(),
+        1,
+        &setup,
+        &["-a", "--attributes-only", "--reflink=always", "f", "null"],
+        None,
+    );
+    assert_eq!(ours.code, Some(0), "{ours:?}");
 }
 
 /// As a user other than root, -a (and --preserve=all) skips the xattrs the kernel will not

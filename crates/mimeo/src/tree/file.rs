@@ -832,15 +832,20 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         let dst = node::open_node(here.dst_dir, self.dst_name, control)
             .map_err(|e| data_error(e, src_path, dst_path))?;
         let src = self.src.as_fd();
-        self.clone_required(dst.as_fd())?;
-        // A FIFO or device source (read as a file) cannot be read at an offset: it is read
-        // in order, to its end, as cp reads it.
-        let bytes = if self.contents {
-            node::read_contents(src, dst.as_fd(), buf, ctx.opts.buffer_size, control)
+        let bytes = if ctx.opts.attributes_only {
+            // --attributes-only opens the node as cp does, but copies (and clones) no data.
+            0
         } else {
-            node::stream_into(src, &dst, buf, ctx.opts.buffer_size, control)
-        }
-        .map_err(|e| data_error(e, src_path, dst_path))?;
+            self.clone_required(dst.as_fd())?;
+            // A FIFO or device source (read as a file) cannot be read at an offset: it is
+            // read in order, to its end, as cp reads it.
+            if self.contents {
+                node::read_contents(src, dst.as_fd(), buf, ctx.opts.buffer_size, control)
+            } else {
+                node::stream_into(src, &dst, buf, ctx.opts.buffer_size, control)
+            }
+            .map_err(|e| data_error(e, src_path, dst_path))?
+        };
         let named = |e| ctx.report.attribute(e);
         let xattrs = meta::source_xattrs(ctx.opts, XattrTarget::Fd(src), &src_path, &named)?;
         let apply = Apply {
