@@ -808,6 +808,29 @@ fn a_failed_clone_names_its_source() {
     }
 }
 
+/// Onto a symlink to a file this user may not write, cp fails to open that file before it
+/// would clone: where mimeo's copy that replaces the symlink fails too (ext4 cannot clone),
+/// cp's failure is the one reported, and the symlink and its file are left as they were.
+#[test]
+fn a_failed_copy_onto_a_symlink_cp_could_not_write_through_fails_as_cp() {
+    let fs = mimeo_testkit::LoopFs::try_new(mimeo_testkit::FsKind::Ext4, 64)
+        .expect("an ext4 loop mount");
+    let setup = |d: &Path| {
+        write(&d.join("s"), "new");
+        // Root's file, which nobody may not write.
+        write(&d.join("f"), "old");
+        symlink("f", d.join("l")).unwrap();
+    };
+    cases_as_cp(
+        fs.path(),
+        &setup,
+        &[
+            (&["--reflink=always", "s", "l"], Some(NOBODY)),
+            (&["-a", "--reflink=always", "s", "l"], Some(NOBODY)),
+        ],
+    );
+}
+
 /// `--reflink=always` clones whatever cp copies, also into a device node it writes into and
 /// from one it reads as a file, which the kernel refuses: cp fails with "failed to clone ...:
 /// Invalid argument" before it writes anything, and so does mimeo. With --attributes-only

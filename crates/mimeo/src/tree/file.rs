@@ -204,6 +204,9 @@ struct Placement<'g> {
     progress: Option<Arc<ResumeProgress>>,
     /// The source's xattrs where place read them (to know whether an ACL is to come).
     src_xattrs: Option<meta::Xattrs>,
+    /// A destination symlink replaced where cp, writing through it, could not have opened
+    /// what it leads to: should the copy fail, cp's failure (which came first) is reported.
+    refused_through: bool,
 }
 
 impl Placement<'_> {
@@ -280,8 +283,12 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             Placing::Done(outcome) => return Ok(outcome),
             Placing::Write(p) => p,
         };
-        let outcome = self.write(buf, &mut p)?;
-        self.finish(p, outcome).map(Some)
+        let refused_through = p.refused_through;
+        let done = self.write(buf, &mut p).and_then(|o| self.finish(p, o));
+        match done {
+            Err(_) if refused_through => Err(Error::os(Op::Create, self.dst_path(), libc::EACCES)),
+            done => done.map(Some),
+        }
     }
 
     // ---- place ----
@@ -382,6 +389,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             shared: None,
             progress: None,
             src_xattrs,
+            refused_through: false,
         }
     }
 
@@ -531,11 +539,21 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             _ if !d.is_reg() => self.recreate(owner_only)?,
             _ => self.overwrite(&d, owner_only)?,
         };
-        Ok(Placing::Write(self.placement(
-            made,
-            first,
-            Some(src_xattrs),
-        )))
+        let mut p = self.placement(made, first, Some(src_xattrs));
+        p.refused_through = d.is_symlink() && decision == Decision::Replace && self.unopenable();
+        Ok(Placing::Write(p))
+    }
+
+    /// Whether cp, writing through the destination symlink without `-f`, could not open what
+    /// it leads to: a regular file or node this user may not write.
+    fn unopenable(&self) -> bool {
+        let (ctx, here) = (self.ctx, self.here);
+        if ctx.opts.force || ctx.process.euid == 0 {
+            return false;
+        }
+        let opened = |t: Meta| t.is_reg() || !(t.is_dir() || t.is_symlink());
+        sys::stat_at(here.dst_dir, self.dst_name, true).is_ok_and(opened)
+            && !sys::may_write(here.dst_dir, self.dst_name)
     }
 
     /// The decision keeps the existing copy.
