@@ -643,6 +643,40 @@ fn update_skips_a_file_it_may_not_write_as_cp() {
     }
 }
 
+/// As a user other than root, `-u` with a source it may not read onto a destination symlink:
+/// cp compares the source with what the symlink leads to (an older file is no reason to
+/// skip), and with nothing where it cannot look (a loop under -f), so it goes on to open the
+/// source and fails; the symlink's own newer time does not count.
+#[test]
+fn update_onto_a_symlink_compares_what_cp_compares_before_an_unreadable_source() {
+    let dir = scratch();
+    let old = |p: &Path, secs: u64| {
+        let at = std::time::UNIX_EPOCH + Duration::from_secs(secs);
+        let times = fs::FileTimes::new().set_modified(at);
+        let file = fs::File::options().write(true).open(p).unwrap();
+        file.set_times(times).unwrap();
+    };
+    let setup = |d: &Path| {
+        // Root's file, which nobody may not read, older than the symlinks.
+        write(&d.join("s"), "new");
+        fs::set_permissions(d.join("s"), fs::Permissions::from_mode(0o600)).unwrap();
+        old(&d.join("s"), 1_300_000_000);
+        write(&d.join("t"), "old");
+        old(&d.join("t"), 1_200_000_000);
+        symlink("t", d.join("l")).unwrap();
+        symlink("loop", d.join("loop")).unwrap();
+    };
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (&["-u", "-f", "s", "loop"], Some(NOBODY)),
+            (&["-d", "-R", "-u", "-f", "s", "loop"], Some(NOBODY)),
+            (&["-u", "s", "l"], Some(NOBODY)),
+        ],
+    );
+}
+
 /// As a user other than root, `-u` keeps what is not older in a directory the user may not
 /// change, as cp keeps it, rather than fail to replace it (or write into it) where its sizes
 /// or types differ.

@@ -347,7 +347,7 @@ fn write_or_link(
 
 /// Whether cp looks at the destination symlink `d` through it: where it would write the
 /// regular file `src` into what it points to (nothing removes it first, no link is made).
-fn looked_through(opts: &Options, src: &Meta, d: &Meta) -> bool {
+pub(crate) fn looked_through(opts: &Options, src: &Meta, d: &Meta) -> bool {
     let fresh = opts.remove_destination || opts.backup.is_some();
     d.is_symlink() && src.is_reg() && !fresh && opts.link.is_none()
 }
