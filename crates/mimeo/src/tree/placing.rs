@@ -196,9 +196,10 @@ fn link_to_group(
                 return Ok(false);
             }
             // A root whose group's copy is this very entry, made by an earlier tree (a
-            // source named again where the tree copied it): cp takes it away first (to its
-            // backup name, or removes it) and then fails to link what is gone; a backup is
-            // renamed back. (cp copies the tree first. Where the root got there first, the
+            // source named again where the tree copied it): where cp takes it away first (to
+            // its backup name, or removes it) it then fails to link what is gone, and a
+            // backup is renamed back; elsewhere the link over it is one to itself, which is
+            // nothing to do. (cp copies the tree first. Where the root got there first, the
             // tree's entry links to it as to any other copy: which of the group's entries the
             // tree would have copied first is not known there.) A tree named after the root
             // (cp -a s/f s/. d) is one cp copies after it, so its entry that got here first
@@ -206,6 +207,8 @@ fn link_to_group(
             let own_copy = matches!(here.loc, Loc::Root(i) if loc.root < i)
                 && loc.dir.is_some()
                 && decision != Decision::Skip
+                && (ctx.opts.backup.is_some()
+                    || removed_first(&ctx.rules(here, &|| true), meta, &d))
                 && loc_name.as_c_str() == dst_name
                 && same_dir(from, here.dst_dir);
             if own_copy {
