@@ -598,6 +598,62 @@ fn a_file_removed_first_need_not_be_writable() {
     }
 }
 
+/// Without -r a FIFO or device is read as a file, yet under -P (`-d`) cp still removes the
+/// destination first, as for any source that is no regular file: a node there is replaced by
+/// a new file, never opened (so one this user may not write is no failure).
+#[test]
+fn a_node_read_as_a_file_under_no_dereference_replaces_the_destination_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        for (name, mode) in [("null", 0o644), ("n", 0o666)] {
+            rustix::fs::mknodat(
+                rustix::fs::CWD,
+                d.join(name),
+                rustix::fs::FileType::CharacterDevice,
+                rustix::fs::Mode::from_raw_mode(mode),
+                rustix::fs::makedev(1, 3),
+            )
+            .unwrap();
+        }
+        // Root's FIFO, which nobody may not open for writing.
+        mkfifo(&d.join("p"));
+    };
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (&["-d", "null", "n"], None),
+            (&["-P", "null", "n"], None),
+            (&["-d", "null", "p"], Some(NOBODY)),
+            (&["-v", "-d", "null", "p"], Some(NOBODY)),
+        ],
+    );
+}
+
+/// A FIFO or socket copied as one under `-L` is made by one call, which finds a file there
+/// that this user may not write: cp never opens that file, so it fails with "File exists"
+/// (also under `-f`) and leaves it, rather than "Permission denied" or a replacement.
+#[test]
+fn a_node_made_where_an_unwritable_file_is_fails_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        mkfifo(&d.join("p"));
+        drop(std::os::unix::net::UnixListener::bind(d.join("sock")).unwrap());
+        // Root's file, which nobody may not write.
+        write(&d.join("f"), "old");
+    };
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (&["-R", "-L", "p", "f"], Some(NOBODY)),
+            (&["-R", "-L", "-f", "p", "f"], Some(NOBODY)),
+            (&["-a", "-L", "-f", "sock", "f"], Some(NOBODY)),
+            (&["-R", "-L", "sock", "f"], Some(NOBODY)),
+        ],
+    );
+}
+
 /// As a user other than root, `-u` skips a file of another size that is not older and that
 /// this user may not write, as cp skips it, rather than fail to replace it (docs/cp.md, "`-u`
 /// also compares sizes").
@@ -631,6 +687,40 @@ fn update_skips_a_file_it_may_not_write_as_cp() {
         let ours = case_as_cp(dir.path(), i, &setup, args, Some(NOBODY));
         assert_eq!(ours.code, Some(0), "{args:?}: {ours:?}");
     }
+}
+
+/// As a user other than root, `-u` with a source it may not read onto a destination symlink:
+/// cp compares the source with what the symlink leads to (an older file is no reason to
+/// skip), and with nothing where it cannot look (a loop under -f), so it goes on to open the
+/// source and fails; the symlink's own newer time does not count.
+#[test]
+fn update_onto_a_symlink_compares_what_cp_compares_before_an_unreadable_source() {
+    let dir = scratch();
+    let old = |p: &Path, secs: u64| {
+        let at = std::time::UNIX_EPOCH + Duration::from_secs(secs);
+        let times = fs::FileTimes::new().set_modified(at);
+        let file = fs::File::options().write(true).open(p).unwrap();
+        file.set_times(times).unwrap();
+    };
+    let setup = |d: &Path| {
+        // Root's file, which nobody may not read, older than the symlinks.
+        write(&d.join("s"), "new");
+        fs::set_permissions(d.join("s"), fs::Permissions::from_mode(0o600)).unwrap();
+        old(&d.join("s"), 1_300_000_000);
+        write(&d.join("t"), "old");
+        old(&d.join("t"), 1_200_000_000);
+        symlink("t", d.join("l")).unwrap();
+        symlink("loop", d.join("loop")).unwrap();
+    };
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (&["-u", "-f", "s", "loop"], Some(NOBODY)),
+            (&["-d", "-R", "-u", "-f", "s", "loop"], Some(NOBODY)),
+            (&["-u", "s", "l"], Some(NOBODY)),
+        ],
+    );
 }
 
 /// As a user other than root, `-u` keeps what is not older in a directory the user may not
@@ -798,9 +888,33 @@ fn a_failed_clone_names_its_source() {
     }
 }
 
+/// Onto a symlink to a file this user may not write, cp fails to open that file before it
+/// would clone: where mimeo's copy that replaces the symlink fails too (ext4 cannot clone),
+/// cp's failure is the one reported, and the symlink and its file are left as they were.
+#[test]
+fn a_failed_copy_onto_a_symlink_cp_could_not_write_through_fails_as_cp() {
+    let fs = mimeo_testkit::LoopFs::try_new(mimeo_testkit::FsKind::Ext4, 64)
+        .expect("an ext4 loop mount");
+    let setup = |d: &Path| {
+        write(&d.join("s"), "new");
+        // Root's file, which nobody may not write.
+        write(&d.join("f"), "old");
+        symlink("f", d.join("l")).unwrap();
+    };
+    cases_as_cp(
+        fs.path(),
+        &setup,
+        &[
+            (&["--reflink=always", "s", "l"], Some(NOBODY)),
+            (&["-a", "--reflink=always", "s", "l"], Some(NOBODY)),
+        ],
+    );
+}
+
 /// `--reflink=always` clones whatever cp copies, also into a device node it writes into and
 /// from one it reads as a file, which the kernel refuses: cp fails with "failed to clone ...:
-/// Invalid argument" before it writes anything, and so does mimeo.
+/// Invalid argument" before it writes anything, and so does mimeo. With --attributes-only
+/// there is nothing to clone.
 #[test]
 fn reflink_always_into_or_from_a_node_fails_as_cp() {
     let dir = scratch();
@@ -848,6 +962,15 @@ fn reflink_always_into_or_from_a_node_fails_as_cp() {
         assert!(ours.stderr.contains("failed to clone"), "{what}");
         assert!(!base.join("ours/out").exists(), "{what}");
     }
+    // --attributes-only copies no data into the node it opens, so nothing is cloned either.
+    let ours = case_as_cp(
+        dir.path(),
+        1,
+        &setup,
+        &["-a", "--attributes-only", "--reflink=always", "f", "null"],
+        None,
+    );
+    assert_eq!(ours.code, Some(0), "{ours:?}");
 }
 
 /// As a user other than root, -a (and --preserve=all) skips the xattrs the kernel will not

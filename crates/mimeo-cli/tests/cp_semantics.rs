@@ -1594,6 +1594,34 @@ fn a_link_named_again_onto_its_own_copy_fails_as_cp() {
     }
 }
 
+/// A file of one link named again after the tree that copied it, under -L (which links
+/// every file met twice): cp links the tree's copy over itself, which is nothing to do, and
+/// fails only where it takes that copy away first (--remove-destination, --backup). One
+/// worker copies the tree first, as cp does.
+#[test]
+fn a_file_named_again_after_its_tree_is_linked_over_itself_as_cp() {
+    let base = tempfile::tempdir().unwrap();
+    let setup = |d: &Path| {
+        write(d, "s/x", "x\n", 0o644);
+        fs::create_dir(d.join("d")).unwrap();
+    };
+    let opts: [&[&str]; 4] = [&[], &["-f"], &["--remove-destination"], &["--backup"]];
+    for (i, o) in opts.iter().enumerate() {
+        let a: Vec<&str> = ["-a", "-L"]
+            .iter()
+            .chain(o.iter())
+            .chain(["s/.", "s/x", "d"].iter())
+            .copied()
+            .collect();
+        let ours: Vec<&str> = std::iter::once("-j1").chain(a.iter().copied()).collect();
+        let how = Run {
+            ours: Some(&ours),
+            ..args(&a)
+        };
+        same_as_cp(base.path(), &format!("over-itself{i}"), &setup, &how);
+    }
+}
+
 /// A linked file named before the tree that copies it again (`cp -a s/f s/. d`): cp copies
 /// the file first and the tree's entry finds that copy; mimeo runs the two in parallel, and
 /// whichever gets there first, the result is cp's (run many times, with the default workers).

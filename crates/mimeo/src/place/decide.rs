@@ -140,6 +140,9 @@ pub(crate) struct Rules<'a> {
     /// (asked only under `-u`, of an entry cp's rule keeps and the stricter one would
     /// replace); None: it may.
     pub changeable: Option<&'a dyn Fn() -> bool>,
+    /// The source is a FIFO or device node read as the regular file it is given as: cp's
+    /// rule for removing the destination first still looks at its own kind.
+    pub read_node: bool,
 }
 
 /// What [`decide`] may look up besides the two entries; each is asked only where cp's
@@ -217,7 +220,10 @@ pub(crate) fn decide(
             Decision::Refuse(Conflict::NonDirectoryInTheWay)
         };
     }
-    let replace = replacement(opts, src, d, fresh);
+    // A node read as a file under -P finds the old entry removed first, as if nothing were
+    // there: no FIFO or device to write into, nor a file to keep the mode of.
+    let removed = rules.read_node && removed_before(rules, src, d);
+    let replace = replacement(opts, src, d, fresh || removed);
     let up_to_date = match opts.overwrite {
         Overwrite::NoClobber => true,
         Overwrite::NoneFail => return Decision::Refuse(Conflict::NotReplacing),
@@ -307,12 +313,18 @@ fn write_or_link(
     // a file made read-only stays as cp leaves it. A link is made without opening it, and
     // what cp removes first (a symlink or FIFO copied as one, say) is never opened.
     let opened = opts.link.is_none()
-        && !removed_before(opts, src, d)
+        && !removed_before(rules, src, d)
         && matches!(
             replace,
             Decision::Replace | Decision::InPlace | Decision::WriteInto
         );
-    let written = d.is_reg() || into_node;
+    // Only a regular file (or a node read as one: without -r, or with --copy-contents) is
+    // copied by opening the destination: a FIFO, socket or device node copied as one is made
+    // by a call that finds the entry there.
+    let node = !(src.is_reg() || src.is_dir() || src.is_symlink());
+    let as_node = node && opts.recursive && !opts.copy_contents;
+    let read = src.is_reg() || node && !as_node;
+    let written = read && (d.is_reg() || into_node);
     if opened && rules.process.euid != 0 && written && !(rules.writable)() {
         if !opts.force {
             return Decision::Refuse(Conflict::NotWritable);
@@ -322,7 +334,7 @@ fn write_or_link(
     if let Some(kind) = opts.link {
         // cp links only where nothing is, unless told to remove what is there, or it removes
         // it first anyway.
-        if !(fresh || opts.force || removed_before(opts, src, d)) {
+        if !(fresh || opts.force || removed_before(rules, src, d)) {
             return Decision::Refuse(Conflict::LinkExists(kind));
         }
         return Decision::Recreate;
@@ -331,10 +343,7 @@ fn write_or_link(
     // where it does not follow symlinks for the entry (-P, or below the command line under
     // -H) or keeps a link group; elsewhere (-L, a command-line source under -H) the call
     // finds the old entry there, also under -f.
-    // (Without -r, or with --copy-contents, a node is read as a file instead.)
-    let node = !(src.is_reg() || src.is_dir() || src.is_symlink());
-    let as_node = node && opts.recursive && !opts.copy_contents;
-    if as_node && rules.follows && !fresh && !removed_before(opts, src, d) {
+    if as_node && rules.follows && !fresh && !removed_before(rules, src, d) {
         return Decision::Refuse(Conflict::Exists { op: made_op(src) });
     }
     replace
@@ -342,7 +351,7 @@ fn write_or_link(
 
 /// Whether cp looks at the destination symlink `d` through it: where it would write the
 /// regular file `src` into what it points to (nothing removes it first, no link is made).
-fn looked_through(opts: &Options, src: &Meta, d: &Meta) -> bool {
+pub(crate) fn looked_through(opts: &Options, src: &Meta, d: &Meta) -> bool {
     let fresh = opts.remove_destination || opts.backup.is_some();
     d.is_symlink() && src.is_reg() && !fresh && opts.link.is_none()
 }
@@ -370,7 +379,7 @@ pub(crate) fn symlink_removed(rules: &Rules<'_>, src: &Meta, d: &Meta, look: &Lo
 /// that is not a regular file under `-P`, unless a backup takes the name first.
 pub(crate) fn removed_first(rules: &Rules<'_>, src: &Meta, d: &Meta) -> bool {
     let opts = rules.opts;
-    !d.is_dir() && opts.backup.is_none() && removed_before(opts, src, d)
+    !d.is_dir() && opts.backup.is_none() && removed_before(rules, src, d)
 }
 
 /// Whether cp, with `-f`, removes the existing file or node `d` it could not open for
@@ -391,10 +400,12 @@ pub(crate) fn unopened_removed(rules: &Rules<'_>, src: &Meta, d: &Meta) -> bool 
 /// backup taking the name first): `--remove-destination`; and where it copies data (not
 /// `--attributes-only`), a link group it keeps (`--preserve=links`) or a source that is not
 /// a regular file under `-P`.
-fn removed_before(opts: &Options, src: &Meta, d: &Meta) -> bool {
+fn removed_before(rules: &Rules<'_>, src: &Meta, d: &Meta) -> bool {
+    let opts = rules.opts;
     let never = opts.dereference == Dereference::Never;
     let data = !opts.attributes_only;
-    let replaced = opts.preserve.links && d.nlink > 1 || never && !src.is_reg();
+    let regular = src.is_reg() && !rules.read_node;
+    let replaced = opts.preserve.links && d.nlink > 1 || never && !regular;
     opts.remove_destination || data && replaced
 }
 

@@ -43,6 +43,7 @@ fn plain<'a>(opts: &'a Options, process: &'a Process, writable: &'a dyn Fn() -> 
         writable,
         backup_is_source: None,
         changeable: None,
+        read_node: false,
     }
 }
 
@@ -236,6 +237,7 @@ fn a_file_this_user_may_not_write_is_refused_unless_forced() {
     let r = Rules {
         writable: &writable,
         changeable: Some(&fixed),
+        read_node: false,
         ..r
     };
     assert_eq!(

@@ -134,6 +134,7 @@ impl<'a> Ctx<'a> {
             writable,
             backup_is_source: None,
             changeable: None,
+            read_node: false,
         }
     }
 

@@ -136,7 +136,7 @@ impl<'a> Made<'a, '_> {
         match make(self.dst_name) {
             Ok(()) => Ok(Some(None)),
             Err(Errno::EXIST) => {
-                match decide_at(ctx, here, self.name, self.dst_name, self.meta)? {
+                match decide_at(ctx, here, self.name, self.dst_name, (self.meta, false))? {
                     (Decision::Skip, _) => {
                         if let Some(marker) = here.marker {
                             marker.skipped();
@@ -311,7 +311,7 @@ fn socket_contents(
         } else {
             *meta
         };
-        match decide_existing(ctx, here, name, dst_name, &seen, &d) {
+        match decide_existing(ctx, here, name, dst_name, (&seen, true), &d) {
             Ok(Decision::Skip) => {
                 ctx.report
                     .skipped(|| here.src_path(name), || here.dst_path(dst_name));
@@ -381,7 +381,7 @@ fn link_entry(
     match make(dst_name) {
         Ok(()) => {}
         Err(Errno::EXIST) => {
-            let (decision, d) = decide_at(ctx, here, name, dst_name, &meta)?;
+            let (decision, d) = decide_at(ctx, here, name, dst_name, (&meta, false))?;
             if decision == Decision::Skip {
                 ctx.report.skipped(src_path, dst_path);
                 return Ok(());
@@ -482,7 +482,7 @@ fn relative_refused(
     if sys::stat_at(here.dst_dir, dst_name, false).is_err() {
         return Err(e);
     }
-    match decide_at(ctx, here, name, dst_name, meta) {
+    match decide_at(ctx, here, name, dst_name, (meta, false)) {
         Ok((Decision::Skip, _)) => {
             ctx.report
                 .skipped(|| here.src_path(name), || here.dst_path(dst_name));

@@ -25,7 +25,7 @@ use crate::data::meta::{self, Apply, Dst, creation_mode};
 use crate::data::{node, origin, verify};
 use crate::options::{Overwrite, Reflink};
 use crate::place::crash;
-use crate::place::decide::Decision;
+use crate::place::decide::{Decision, looked_through};
 use crate::place::links::FirstCopy;
 use crate::place::resume::{self, ResumeProgress};
 use crate::report::{EntryKind, Error, FileOutcome, Method, Op, Refusal};
@@ -109,8 +109,8 @@ fn unopened(
     seen: impl Fn(Meta) -> Meta,
 ) -> Result<Option<FileOutcome>, Error> {
     let (name, dst_name) = names;
-    let meta = match sys::stat_at(here.src_dir, name, follow) {
-        Ok(m) if kind(&m) => seen(m),
+    let (meta, read_node) = match sys::stat_at(here.src_dir, name, follow) {
+        Ok(m) if kind(&m) => (seen(m), !m.is_reg()),
         _ => return Err(err),
     };
     let d = match sys::stat_at(here.dst_dir, dst_name, false) {
@@ -123,11 +123,19 @@ fn unopened(
             .skipped(|| here.src_path(name), || here.dst_path(dst_name));
         Ok(None)
     };
-    match decide_existing(ctx, here, name, dst_name, &meta, &d) {
+    match decide_existing(ctx, here, name, dst_name, (&meta, read_node), &d) {
         Ok(Decision::Skip) => skipped(),
         // -u also compares sizes; cp, which does not, skips what is not older before it
-        // opens the source, so a source that cannot be read is no failure there.
-        Ok(_) if ctx.opts.overwrite == Overwrite::Update && d.mtime >= meta.mtime => skipped(),
+        // opens the source, so a source that cannot be read is no failure there. (A symlink
+        // cp looks through the decision has compared as cp does, by what it leads to; one it
+        // cannot look at, a loop under -f, cp compares with nothing.)
+        Ok(_)
+            if ctx.opts.overwrite == Overwrite::Update
+                && d.mtime >= meta.mtime
+                && !looked_through(ctx.opts, &meta, &d) =>
+        {
+            skipped()
+        }
         // cp renames the old entry to its backup name before it opens the source.
         Ok(Decision::Recreate) if ctx.opts.backup.is_some() => {
             Err(backup_refused(ctx, here, dst_name).unwrap_or(err))
@@ -204,6 +212,9 @@ struct Placement<'g> {
     progress: Option<Arc<ResumeProgress>>,
     /// The source's xattrs where place read them (to know whether an ACL is to come).
     src_xattrs: Option<meta::Xattrs>,
+    /// A destination symlink replaced where cp, writing through it, could not have opened
+    /// what it leads to: should the copy fail, cp's failure (which came first) is reported.
+    refused_through: bool,
 }
 
 impl Placement<'_> {
@@ -280,8 +291,12 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             Placing::Done(outcome) => return Ok(outcome),
             Placing::Write(p) => p,
         };
-        let outcome = self.write(buf, &mut p)?;
-        self.finish(p, outcome).map(Some)
+        let refused_through = p.refused_through;
+        let done = self.write(buf, &mut p).and_then(|o| self.finish(p, o));
+        match done {
+            Err(_) if refused_through => Err(Error::os(Op::Create, self.dst_path(), libc::EACCES)),
+            done => done.map(Some),
+        }
     }
 
     // ---- place ----
@@ -382,6 +397,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             shared: None,
             progress: None,
             src_xattrs,
+            refused_through: false,
         }
     }
 
@@ -472,10 +488,17 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         let (ctx, here, meta) = (self.ctx, self.here, &self.meta);
         let (decision, d) = match found {
             Some(d) => (
-                decide_existing(ctx, here, self.name, self.dst_name, meta, d)?,
+                decide_existing(
+                    ctx,
+                    here,
+                    self.name,
+                    self.dst_name,
+                    (meta, self.contents),
+                    d,
+                )?,
                 *d,
             ),
-            None => decide_at(ctx, here, self.name, self.dst_name, meta)?,
+            None => decide_at(ctx, here, self.name, self.dst_name, (meta, self.contents))?,
         };
         match decision {
             Decision::WriteInto => {
@@ -524,11 +547,21 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             _ if !d.is_reg() => self.recreate(owner_only)?,
             _ => self.overwrite(&d, owner_only)?,
         };
-        Ok(Placing::Write(self.placement(
-            made,
-            first,
-            Some(src_xattrs),
-        )))
+        let mut p = self.placement(made, first, Some(src_xattrs));
+        p.refused_through = d.is_symlink() && decision == Decision::Replace && self.unopenable();
+        Ok(Placing::Write(p))
+    }
+
+    /// Whether cp, writing through the destination symlink without `-f`, could not open what
+    /// it leads to: a regular file or node this user may not write.
+    fn unopenable(&self) -> bool {
+        let (ctx, here) = (self.ctx, self.here);
+        if ctx.opts.force || ctx.process.euid == 0 {
+            return false;
+        }
+        let opened = |t: Meta| t.is_reg() || !(t.is_dir() || t.is_symlink());
+        sys::stat_at(here.dst_dir, self.dst_name, true).is_ok_and(opened)
+            && !sys::may_write(here.dst_dir, self.dst_name)
     }
 
     /// The decision keeps the existing copy.
@@ -825,15 +858,20 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         let dst = node::open_node(here.dst_dir, self.dst_name, control)
             .map_err(|e| data_error(e, src_path, dst_path))?;
         let src = self.src.as_fd();
-        self.clone_required(dst.as_fd())?;
-        // A FIFO or device source (read as a file) cannot be read at an offset: it is read
-        // in order, to its end, as cp reads it.
-        let bytes = if self.contents {
-            node::read_contents(src, dst.as_fd(), buf, ctx.opts.buffer_size, control)
+        let bytes = if ctx.opts.attributes_only {
+            // --attributes-only opens the node as cp does, but copies (and clones) no data.
+            0
         } else {
-            node::stream_into(src, &dst, buf, ctx.opts.buffer_size, control)
-        }
-        .map_err(|e| data_error(e, src_path, dst_path))?;
+            self.clone_required(dst.as_fd())?;
+            // A FIFO or device source (read as a file) cannot be read at an offset: it is
+            // read in order, to its end, as cp reads it.
+            if self.contents {
+                node::read_contents(src, dst.as_fd(), buf, ctx.opts.buffer_size, control)
+            } else {
+                node::stream_into(src, &dst, buf, ctx.opts.buffer_size, control)
+            }
+            .map_err(|e| data_error(e, src_path, dst_path))?
+        };
         let named = |e| ctx.report.attribute(e);
         let xattrs = meta::source_xattrs(ctx.opts, XattrTarget::Fd(src), &src_path, &named)?;
         let apply = Apply {

@@ -16,13 +16,14 @@ use rustix::fd::{AsFd, BorrowedFd};
 use std::ffi::CStr;
 
 /// Asks the one overwrite decision about the existing destination `d` of `here/dst_name`,
-/// with the `-i` question where the decision comes to it.
+/// with the `-i` question where the decision comes to it. `read_node`: `src` is a FIFO or
+/// device node given as the regular file it is read as.
 pub(super) fn decide_existing(
     ctx: &Ctx<'_>,
     here: &Here<'_>,
     name: &CStr,
     dst_name: &CStr,
-    src: &Meta,
+    (src, read_node): (&Meta, bool),
     d: &Meta,
 ) -> Result<Decision, Error> {
     let ask = || {
@@ -41,6 +42,7 @@ pub(super) fn decide_existing(
     rules.ask = Some(&ask);
     rules.backup_is_source = Some(&backup_is_source);
     rules.changeable = Some(&changeable);
+    rules.read_node = read_node;
     let look = Lookups {
         src: &|follow| sys::stat_at(here.src_dir, name, follow).ok(),
         dst_target: &|| sys::stat_at(here.dst_dir, dst_name, true),
@@ -75,7 +77,7 @@ pub(super) fn decide_at(
     here: &Here<'_>,
     name: &CStr,
     dst_name: &CStr,
-    src: &Meta,
+    src: (&Meta, bool),
 ) -> Result<(Decision, Meta), Error> {
     let d = sys::stat_at(here.dst_dir, dst_name, false)
         .map_err(|e| Error::sys(Op::Stat, here.dst_path(dst_name), e))?;
@@ -181,7 +183,7 @@ fn link_to_group(
     match sys::link(from, &loc_name, here.dst_dir, dst_name) {
         Ok(()) => Ok(true),
         Err(Errno::EXIST) => {
-            let (decision, d) = decide_at(ctx, here, src_name, dst_name, meta)?;
+            let (decision, d) = decide_at(ctx, here, src_name, dst_name, (meta, false))?;
             // Under -u, cp links an up-to-date member to the group's copy all the same; one
             // that is a link of that copy already is left as it is. Which member is met
             // first depends on the directory's order, so being a link of some other file
@@ -194,9 +196,10 @@ fn link_to_group(
                 return Ok(false);
             }
             // A root whose group's copy is this very entry, made by an earlier tree (a
-            // source named again where the tree copied it): cp takes it away first (to its
-            // backup name, or removes it) and then fails to link what is gone; a backup is
-            // renamed back. (cp copies the tree first. Where the root got there first, the
+            // source named again where the tree copied it): where cp takes it away first (to
+            // its backup name, or removes it) it then fails to link what is gone, and a
+            // backup is renamed back; elsewhere the link over it is one to itself, which is
+            // nothing to do. (cp copies the tree first. Where the root got there first, the
             // tree's entry links to it as to any other copy: which of the group's entries the
             // tree would have copied first is not known there.) A tree named after the root
             // (cp -a s/f s/. d) is one cp copies after it, so its entry that got here first
@@ -204,6 +207,8 @@ fn link_to_group(
             let own_copy = matches!(here.loc, Loc::Root(i) if loc.root < i)
                 && loc.dir.is_some()
                 && decision != Decision::Skip
+                && (ctx.opts.backup.is_some()
+                    || removed_first(&ctx.rules(here, &|| true), meta, &d))
                 && loc_name.as_c_str() == dst_name
                 && same_dir(from, here.dst_dir);
             if own_copy {

@@ -349,6 +349,7 @@ impl<'a> DryRun<'a> {
             writable: &|| true,
             backup_is_source: None,
             changeable: None,
+            read_node: false,
         };
         let look = Lookups {
             src: &|_| None,
@@ -388,6 +389,7 @@ impl<'a> DryRun<'a> {
             writable: &writable,
             backup_is_source: Some(&backup_is_source),
             changeable: Some(&changeable),
+            read_node: false,
         };
         let existing = at.and_then(|a| sys::stat_at(a.dir, a.name, false).ok());
         let look = Lookups {
