@@ -1561,9 +1561,10 @@ fn what_an_earlier_directory_copy_made_is_met_first_as_cp() {
 
 /// A linked file named again after the tree that copied it (`--parents`): cp takes its
 /// earlier copy away first (to a backup name, or removes it) and then fails to link the
-/// group's copy, which was that very entry; a backup is renamed back. mimeo runs one worker
-/// here, which copies the tree first, as cp does (with more, the later source may get there
-/// first, and the tree's entry then links to its copy).
+/// group's copy, which was that very entry; a backup is renamed back. Sources that overlap
+/// run one after another, as cp copies them, whatever the workers asked for (in parallel, the
+/// later source got there first in most runs, and the tree's entry then linked to its copy):
+/// each case runs several times with four workers.
 #[test]
 fn a_link_named_again_onto_its_own_copy_fails_as_cp() {
     let base = tempfile::tempdir().unwrap();
@@ -1585,19 +1586,21 @@ fn a_link_named_again_onto_its_own_copy_fails_as_cp() {
             .chain(["s", "s/x", "d"].iter())
             .copied()
             .collect();
-        let ours: Vec<&str> = std::iter::once("-j1").chain(a.iter().copied()).collect();
+        let ours: Vec<&str> = std::iter::once("-j4").chain(a.iter().copied()).collect();
         let how = Run {
             ours: Some(&ours),
             ..args(&a)
         };
-        same_as_cp(base.path(), &format!("own-copy{i}"), &setup, &how);
+        for round in 0..6 {
+            same_as_cp(base.path(), &format!("own-copy{i}-{round}"), &setup, &how);
+        }
     }
 }
 
 /// A file of one link named again after the tree that copied it, under -L (which links
 /// every file met twice): cp links the tree's copy over itself, which is nothing to do, and
-/// fails only where it takes that copy away first (--remove-destination, --backup). One
-/// worker copies the tree first, as cp does.
+/// fails only where it takes that copy away first (--remove-destination, --backup). The
+/// tree is copied first, as cp does, whatever the workers (see the test above).
 #[test]
 fn a_file_named_again_after_its_tree_is_linked_over_itself_as_cp() {
     let base = tempfile::tempdir().unwrap();
@@ -1613,12 +1616,19 @@ fn a_file_named_again_after_its_tree_is_linked_over_itself_as_cp() {
             .chain(["s/.", "s/x", "d"].iter())
             .copied()
             .collect();
-        let ours: Vec<&str> = std::iter::once("-j1").chain(a.iter().copied()).collect();
+        let ours: Vec<&str> = std::iter::once("-j4").chain(a.iter().copied()).collect();
         let how = Run {
             ours: Some(&ours),
             ..args(&a)
         };
-        same_as_cp(base.path(), &format!("over-itself{i}"), &setup, &how);
+        for round in 0..6 {
+            same_as_cp(
+                base.path(),
+                &format!("over-itself{i}-{round}"),
+                &setup,
+                &how,
+            );
+        }
     }
 }
 

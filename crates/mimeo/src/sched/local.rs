@@ -91,13 +91,14 @@ pub fn copy_hooked(
 ) -> Summary {
     let (exec, initial) = Executor::with_hooks(pairs, opts, observer, control, hooks);
     // Files alone need no more workers than there are files, unless one is split; questions
-    // to the user are asked one after another, in the order of the sources, as cp asks them.
+    // to the user are asked one after another, in the order of the sources, as cp asks them;
+    // sources that overlap are copied in their order too.
     let alone = initial.iter().all(|i| matches!(i.kind, WorkKind::Root));
     let split = initial.iter().any(|i| {
         let size = i.stat.map_or(0, |s| s.size);
         opts.split.is_some_and(|each| each > 0 && size >= 2 * each)
     });
-    let jobs = if opts.interactive {
+    let jobs = if opts.interactive || exec.in_order() {
         1
     } else if alone && !split {
         opts.jobs.min(initial.len())

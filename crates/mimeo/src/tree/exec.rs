@@ -409,6 +409,13 @@ impl<'a> Executor<'a> {
         dir::complete(&self.ctx, &mut worker.0, done);
     }
 
+    /// Whether the sources overlap (one lies in another's tree): cp copies them one after
+    /// another, and what a later one finds (and which of them names an entry on its `-v`
+    /// line, or links a file met twice) depends on that order, so they run on one worker.
+    pub(crate) fn in_order(&self) -> bool {
+        self.ctx.overlapping_roots
+    }
+
     /// Bytes of file data read from the sources so far: copied by offload or stream, not
     /// cloned (a clone reads no data).
     pub(crate) fn data_read(&self) -> u64 {
