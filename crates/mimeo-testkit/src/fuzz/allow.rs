@@ -99,16 +99,6 @@ pub const ALLOWLIST: &[Allowed] = &[
         last: false,
     },
     Allowed {
-        name: "removed-for-the-other-source",
-        reason: "two sources that copy to the same place (`s/. s/x/ d`) are copied in \
-                 parallel: an entry cp makes for the first and replaces for the second \
-                 (\"removed 'd/x/l'\" under -v) mimeo may make for the second and replace for \
-                 the first, and names it by that one's path ('d/./x/l')",
-        docs: DOCS,
-        apply: removed_for_the_other_source,
-        last: false,
-    },
-    Allowed {
         name: "help-and-version",
         reason: "--help and --version describe mimeo",
         // Not listed there yet: mimeo's --help describes mimeo's own options.
@@ -709,47 +699,6 @@ fn copy_reached_again(o: &mut Outcome) -> bool {
 fn after_questions(line: &str) -> (&str, &str) {
     line.rfind("? cp: ")
         .map_or(("", line), |at| line.split_at(at + "? ".len()))
-}
-
-/// mimeo's "removed P" lines where cp's is "removed Q" instead: P and Q name one entry
-/// through two sources' destinations (the same but for `/./`), both sides copied it under
-/// both names, and neither side says Q's line twice. They take cp's.
-fn removed_for_the_other_source(o: &mut Outcome) -> bool {
-    if o.plan.sources.len() < 2 {
-        return false;
-    }
-    let one = |l: &str| l.replace("/./", "/");
-    let copied = |text: &str, l: &str| {
-        let name = l.trim_start_matches("removed ").trim_end_matches('\n');
-        text.split_inclusive('\n')
-            .any(|c| c.ends_with(&format!(" -> {name}\n")))
-    };
-    let theirs: Vec<&str> =
-        o.cp.stdout
-            .split_inclusive('\n')
-            .filter(|l| l.starts_with("removed "))
-            .collect();
-    let ours: Vec<&str> = o.ours.stdout.split_inclusive('\n').collect();
-    let mut changed = false;
-    let fixed: String = ours
-        .iter()
-        .map(|&l| {
-            if !l.starts_with("removed ") || theirs.contains(&l) {
-                return l;
-            }
-            let other = theirs.iter().copied().find(|&t| {
-                one(t) == one(l)
-                    && !ours.contains(&t)
-                    && [&o.cp.stdout, &o.ours.stdout]
-                        .iter()
-                        .all(|text| copied(text, l) && copied(text, t))
-            });
-            changed |= other.is_some();
-            other.unwrap_or(l)
-        })
-        .collect();
-    o.ours.stdout = fixed;
-    changed
 }
 
 fn usage_exit(o: &mut Outcome) -> bool {
@@ -2085,36 +2034,6 @@ mod tests {
             (o.cp.stderr.as_str(), o.ours.stderr.as_str()),
             (asked, asked)
         );
-    }
-
-    /// `cp -av s/. s/x/ d`: cp makes d/./x/l for the first source and replaces it for the
-    /// second; mimeo did them the other way round.
-    #[test]
-    fn removed_for_the_other_source_takes_cps_name() {
-        let copied = "'s/./x/l' -> 'd/./x/l'\n's/x/l' -> 'd/x/l'\n";
-        let mut o = outcome("", "");
-        o.plan.sources = vec!["s/.".into(), "s/x/".into()];
-        o.cp.stdout = format!("{copied}removed 'd/x/l'\n");
-        o.ours.stdout = format!("{copied}removed 'd/./x/l'\n");
-        assert!(removed_for_the_other_source(&mut o));
-        assert_eq!(o.cp.stdout, o.ours.stdout);
-        // Not another entry, nor one not copied under both names, nor with one source.
-        for (cp, ours, sources) in [
-            ("removed 'd/x/m'\n", "removed 'd/./x/l'\n", 2),
-            ("removed 'd/x/l'\n", "removed 'd/./x/l'\n", 1),
-        ] {
-            let mut o = outcome("", "");
-            o.plan.sources = vec!["s/.".into(), "s/x/".into()];
-            o.plan.sources.truncate(sources);
-            o.cp.stdout = format!("{copied}{cp}");
-            o.ours.stdout = format!("{copied}{ours}");
-            assert!(!removed_for_the_other_source(&mut o));
-        }
-        let mut o = outcome("", "");
-        o.plan.sources = vec!["s/.".into(), "s/x/".into()];
-        o.cp.stdout = "'s/x/l' -> 'd/x/l'\nremoved 'd/x/l'\n".into();
-        o.ours.stdout = "'s/x/l' -> 'd/x/l'\nremoved 'd/./x/l'\n".into();
-        assert!(!removed_for_the_other_source(&mut o));
     }
 
     /// `cp -aL ls s ls` (ls a symlink to s): cp copies ls into itself until the names are too
