@@ -729,6 +729,49 @@ fn set_id_bits_as_cp_keeps_them_without_the_group() {
     same_as_cp(dir.path(), &setup, &args, Some(NOBODY));
 }
 
+/// With the mode and owner kept, cp first narrows an existing entry whose owner or group is
+/// not the source's to the permission bits both modes share; another user's entry it may not
+/// change fails there without a word (after its times, which fail first and are named), and
+/// gets no mode and no owner.
+#[test]
+fn another_users_existing_entry_fails_silently_where_its_mode_cannot_be_narrowed_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("s")).unwrap();
+        write(&d.join("s/f"), "new");
+        nobodys(d, &["s", "s/f"]);
+        // Root's directories and file, which nobody may not chmod; the file it may write.
+        fs::create_dir_all(d.join("td/s")).unwrap();
+        fs::create_dir(d.join("t")).unwrap();
+        write(&d.join("t/f"), "old");
+        fs::set_permissions(d.join("t/f"), fs::Permissions::from_mode(0o666)).unwrap();
+        fs::set_permissions(d.join("td"), fs::Permissions::from_mode(0o777)).unwrap();
+        symlink("td", d.join("d")).unwrap();
+    };
+    let nobody = Some(NOBODY);
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (
+                &["-pR", "--no-preserve=timestamps", "-t", "d", "s"][..],
+                nobody,
+            ),
+            (
+                &["-R", "--preserve=mode,ownership", "-T", "s", "td/s"],
+                nobody,
+            ),
+            (&["-a", "-T", "s", "td/s"], nobody),
+            (&["--preserve=mode,ownership", "s/f", "t/f"], nobody),
+            (&["-p", "--no-preserve=timestamps", "s/f", "t/f"], nobody),
+            (
+                &["-R", "--preserve=mode,ownership", "-T", "s", "td/s"],
+                None,
+            ),
+        ],
+    );
+}
+
 /// On ext4, which cannot clone: cp names both files of the failed clone, and fails on an
 /// empty file too, which it tries to clone all the same. (cp leaves an empty file behind,
 /// where a failed copy of mimeo's leaves none: docs/cp.md, "An existing file is replaced
