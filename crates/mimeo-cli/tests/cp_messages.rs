@@ -674,13 +674,15 @@ fn a_backup_that_cannot_be_made_fails_first() {
     let dir = scratch();
     let setup = |d: &Path| {
         write(&d.join("f"), "new");
+        write(&d.join("g"), "root's");
         symlink("f", d.join("l")).unwrap();
         mkfifo(&d.join("p"));
-        // The user's own sources (a hard link to another user's file is refused first).
+        // The user's own sources, and root's g (a hard link to which the kernel refuses
+        // before it looks at the directory).
         nobodys(d, &["f", "l", "p"]);
         // Root's directory, which nobody may not write, with what is in the way.
         fs::create_dir(d.join("d")).unwrap();
-        for name in ["f", "l", "p"] {
+        for name in ["f", "g", "l", "p"] {
             write(&d.join("d").join(name), "old");
         }
     };
@@ -689,6 +691,8 @@ fn a_backup_that_cannot_be_made_fails_first() {
         &["-a", "--backup=numbered", "l", "d"],
         &["-R", "-b", "p", "d"],
         &["-l", "-b", "f", "d"],
+        &["-l", "-b", "g", "d"],
+        &["-pRlL", "--parents", "-b", "g", "d"],
         &["-s", "-b", "/dev/null", "d/f"],
         // A relative link is refused after the backup.
         &["-s", "-b", "f", "d/f"],
