@@ -776,6 +776,43 @@ fn another_users_existing_entry_fails_silently_where_its_mode_cannot_be_narrowed
     );
 }
 
+/// cp words the failures of the attributes it gives the `--parents` directories at the end
+/// its own way ("failed to preserve times for", "preserving permissions for", with an ACL to
+/// copy or without), and gives them their owner without narrowing their mode first: here
+/// root's directories on the way, as nobody.
+#[test]
+fn parents_attributes_fail_in_cps_words() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        for top in ["s", "t"] {
+            fs::create_dir_all(d.join(top).join("a")).unwrap();
+            write(&d.join(top).join("a/f"), "new");
+            nobodys(d, &[top, &format!("{top}/a"), &format!("{top}/a/f")]);
+            let there = d.join("D").join(top);
+            fs::create_dir_all(&there).unwrap();
+            fs::set_permissions(&there, fs::Permissions::from_mode(0o777)).unwrap();
+        }
+        let s = d.join("s");
+        mimeo_testkit::run_ok("setfacl", &["-m", "u:1:rx", s.to_str().unwrap()]);
+    };
+    // One source at a time: the messages of sources copied side by side come in the order
+    // they finish.
+    let mut cases: Vec<Vec<&str>> = Vec::new();
+    for src in ["s/a/f", "t/a/f"] {
+        for opts in [
+            &["--preserve=mode,ownership"][..],
+            &["-a"],
+            &["-p", "--no-preserve=timestamps"],
+            &["--preserve=ownership"],
+        ] {
+            cases.push([opts, &["--parents", src, "D"]].concat());
+        }
+    }
+    let nobody = Some(NOBODY);
+    let cases: Vec<(&[&str], Option<u32>)> = cases.iter().map(|c| (&c[..], nobody)).collect();
+    cases_as_cp(dir.path(), &setup, &cases);
+}
+
 /// On ext4, which cannot clone: cp names both files of the failed clone, and fails on an
 /// empty file too, which it tries to clone all the same. (cp leaves an empty file behind,
 /// where a failed copy of mimeo's leaves none: docs/cp.md, "An existing file is replaced

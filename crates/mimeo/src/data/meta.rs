@@ -464,6 +464,10 @@ pub(crate) struct Apply<'a> {
     /// and mode still to set, as cp's copy of a file's data goes on to them (a node carries
     /// no incomplete mark that the mode must keep).
     pub written_node: bool,
+    /// An existing entry is narrowed to the permission bits its old and new modes share
+    /// before it gets another owner (see `narrow`); not a `--parents` directory on the way,
+    /// which cp gives its owner outright.
+    pub narrows: bool,
 }
 
 impl<'a> Apply<'a> {
@@ -492,6 +496,7 @@ impl<'a> Apply<'a> {
             acl_perm: None,
             kept: 0,
             written_node: false,
+            narrows: true,
         }
     }
 
@@ -511,6 +516,7 @@ impl<'a> Apply<'a> {
             acl_perm: None,
             kept: 0,
             written_node: false,
+            narrows: true,
         }
     }
 
@@ -525,7 +531,7 @@ impl<'a> Apply<'a> {
         named: Named<'_>,
     ) -> Result<(), Error> {
         let p = self.opts.preserve;
-        if p.ownership && p.mode && !self.created && !self.src.is_symlink() {
+        if self.narrows && p.ownership && p.mode && !self.created && !self.src.is_symlink() {
             self.narrow(dst, path)?;
         }
         // Without --preserve=ownership the owner is still the source's when the entry was

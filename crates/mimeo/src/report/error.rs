@@ -82,6 +82,13 @@ pub enum Op {
     CreateParent,
     /// Reading the ACL of a directory of a source's path (`--parents` with modes kept).
     GetParentAcl,
+    /// Giving a directory of a source's path its source's times (`--parents`).
+    SetParentTimes,
+    /// Giving a directory of a source's path its source's mode and ACL (`--parents`).
+    SetParentMode,
+    /// Giving a directory of a source's path back the mode it was made without
+    /// (`--parents`).
+    RestoreParentMode,
 }
 
 impl Op {
@@ -123,6 +130,9 @@ impl Op {
             Op::StatParent => "stat_parent",
             Op::CreateParent => "create_parent",
             Op::GetParentAcl => "get_parent_acl",
+            Op::SetParentTimes => "set_parent_times",
+            Op::SetParentMode => "set_parent_mode",
+            Op::RestoreParentMode => "restore_parent_mode",
         }
     }
 
@@ -166,6 +176,10 @@ impl Op {
             Op::CreateParent => "cannot make directory",
             // cp names only the path it could not read the ACL of.
             Op::GetParentAcl => "",
+            // cp's words where it gives them their attributes at the end.
+            Op::SetParentTimes => "failed to preserve times for",
+            Op::SetParentMode => "preserving permissions for",
+            Op::RestoreParentMode => "failed to preserve permissions for",
         }
     }
 

@@ -211,8 +211,23 @@ pub(crate) fn finish_parents(parents: &[Parent], opts: &Options, report: &Report
 }
 
 /// Gives one `--parents` directory its source's attributes: with the mode, the source's ACLs
-/// too, as cp copies them.
+/// too, as cp copies them. Its failures are worded as cp's for these directories.
 fn finish_parent(parent: &Parent, opts: &Options, process: &Process) -> Result<(), Error> {
+    give_parent_attributes(parent, opts, process).map_err(|mut e| {
+        e.op = match e.op {
+            Op::SetTimes => Op::SetParentTimes,
+            // Only its ACLs are set as xattrs, which cp copies with the mode.
+            Op::Chmod | Op::SetXattr => {
+                e.attribute = None;
+                Op::SetParentMode
+            }
+            op => op,
+        };
+        e
+    })
+}
+
+fn give_parent_attributes(parent: &Parent, opts: &Options, process: &Process) -> Result<(), Error> {
     let fd = sys::open_dir(
         sys::CWD,
         &sys::cstring(parent.dst.as_os_str().as_bytes()),
@@ -230,6 +245,7 @@ fn finish_parent(parent: &Parent, opts: &Options, process: &Process) -> Result<(
     let apply = Apply {
         created: parent.created && opts.preserve.mode,
         kept_special,
+        narrows: false,
         ..Apply::for_existing(opts, process, &parent.src)
     };
     let dst = Dst::Fd(fd.as_fd());
@@ -239,7 +255,8 @@ fn finish_parent(parent: &Parent, opts: &Options, process: &Process) -> Result<(
     if !opts.preserve.mode {
         apply.run(dst, &Vec::new(), &path, &named)?;
         if let Some(perm) = parent.restore {
-            sys::fchmod(fd.as_fd(), perm).map_err(|e| Error::sys(Op::Chmod, path(), e))?;
+            sys::fchmod(fd.as_fd(), perm)
+                .map_err(|e| Error::sys(Op::RestoreParentMode, path(), e))?;
         }
         return Ok(());
     }
