@@ -629,7 +629,9 @@ impl<'a> Apply<'a> {
             return Ok(());
         }
         self.set_times(dst, path)?;
-        chmod(dst, now.perm() & self.src.perm()).map_err(|e| {
+        // cp narrows it through the ACL, which leaves the set-id and sticky bits alone.
+        let narrowed = now.perm() & (self.src.perm() | 0o7000);
+        chmod(dst, narrowed).map_err(|e| {
             let err = Error::sys(Op::ClearPerms, path(), e);
             match e {
                 Errno::PERM | Errno::INVAL => err.unsaid(),
