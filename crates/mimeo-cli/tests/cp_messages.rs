@@ -813,6 +813,28 @@ fn parents_attributes_fail_in_cps_words() {
     cases_as_cp(dir.path(), &setup, &cases);
 }
 
+/// A directory named again after `--parents` made the way to its first copy (so cp takes
+/// the next destination to be new): cp refuses it as a hard link to the first copy before it
+/// makes anything, rather than failing to make what is there.
+#[test]
+fn a_directory_named_again_after_new_parents_is_refused_first_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("s")).unwrap();
+        write(&d.join("s/f"), "x");
+        fs::create_dir_all(d.join("d/s")).unwrap();
+        symlink(".", d.join("here")).unwrap();
+    };
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (&["-a", "--parents", "here/s", "s", "d"][..], None),
+            (&["-r", "--parents", "here/s", "s", "d"], None),
+        ],
+    );
+}
+
 /// On ext4, which cannot clone: cp names both files of the failed clone, and fails on an
 /// empty file too, which it tries to clone all the same. (cp leaves an empty file behind,
 /// where a failed copy of mimeo's leaves none: docs/cp.md, "An existing file is replaced

@@ -160,7 +160,9 @@ impl<'a> Executor<'a> {
             // -b, or another one of that name) went: what that one left there is found.
             let file_lead = earlier.is_some_and(|e| !ctx.roots[e].meta.is_dir());
             let dir_lead = earlier.is_some() && !file_lead;
-            let twice = dir_lead || root.named_twice || named.went(root.meta.id(), &dest);
+            let id = root.meta.id();
+            let refused_again = root.meta.is_dir() && named.went_before(opts, id);
+            let twice = dir_lead || root.named_twice || named.went(id, &dest) || refused_again;
             if new_dst && !twice {
                 if file_lead {
                     run_files_now(&ctx, &mut items, &[]);

@@ -104,6 +104,12 @@ impl Named {
         dest.is_some() && self.dirs.iter().any(|n| n.id == id && n.dest == *dest)
     }
 
+    /// Whether a directory `id` was named before, one that cp then refuses to copy again
+    /// elsewhere (see [`Named::dir_again`]): it does so before it makes anything.
+    pub(crate) fn went_before(&self, opts: &Options, id: (u64, u64)) -> bool {
+        opts.dereference == Dereference::Never && self.dirs.iter().any(|n| n.id == id)
+    }
+
     /// How many directories are named so far: what [`Named::forget_since`] goes back to.
     pub(crate) fn mark(&self) -> usize {
         self.dirs.len()
