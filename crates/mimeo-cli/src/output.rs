@@ -147,7 +147,9 @@ impl Observer for Printer {
                 if self.json {
                     error_json(err).print();
                 }
-                error(&err.to_string());
+                if !err.unsaid {
+                    error(&err.to_string());
+                }
             }
             Event::Warning(w) => {
                 if self.json {

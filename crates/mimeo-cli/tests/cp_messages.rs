@@ -810,13 +810,15 @@ fn a_backup_that_cannot_be_made_fails_first() {
     let dir = scratch();
     let setup = |d: &Path| {
         write(&d.join("f"), "new");
+        write(&d.join("g"), "root's");
         symlink("f", d.join("l")).unwrap();
         mkfifo(&d.join("p"));
-        // The user's own sources (a hard link to another user's file is refused first).
+        // The user's own sources, and root's g (a hard link to which the kernel refuses
+        // before it looks at the directory).
         nobodys(d, &["f", "l", "p"]);
         // Root's directory, which nobody may not write, with what is in the way.
         fs::create_dir(d.join("d")).unwrap();
-        for name in ["f", "l", "p"] {
+        for name in ["f", "g", "l", "p"] {
             write(&d.join("d").join(name), "old");
         }
     };
@@ -825,6 +827,8 @@ fn a_backup_that_cannot_be_made_fails_first() {
         &["-a", "--backup=numbered", "l", "d"],
         &["-R", "-b", "p", "d"],
         &["-l", "-b", "f", "d"],
+        &["-l", "-b", "g", "d"],
+        &["-pRlL", "--parents", "-b", "g", "d"],
         &["-s", "-b", "/dev/null", "d/f"],
         // A relative link is refused after the backup.
         &["-s", "-b", "f", "d/f"],
@@ -863,6 +867,108 @@ fn set_id_bits_as_cp_keeps_them_without_the_group() {
     };
     let args = [os("-a"), os("s/f"), os("s/p"), os("d")];
     same_as_cp(dir.path(), &setup, &args, Some(NOBODY));
+}
+
+/// With the mode and owner kept, cp first narrows an existing entry whose owner or group is
+/// not the source's to the permission bits both modes share; another user's entry it may not
+/// change fails there without a word (after its times, which fail first and are named), and
+/// gets no mode and no owner.
+#[test]
+fn another_users_existing_entry_fails_silently_where_its_mode_cannot_be_narrowed_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("s")).unwrap();
+        write(&d.join("s/f"), "new");
+        nobodys(d, &["s", "s/f"]);
+        // Root's directories and file, which nobody may not chmod; the file it may write.
+        fs::create_dir_all(d.join("td/s")).unwrap();
+        fs::create_dir(d.join("t")).unwrap();
+        write(&d.join("t/f"), "old");
+        fs::set_permissions(d.join("t/f"), fs::Permissions::from_mode(0o666)).unwrap();
+        fs::set_permissions(d.join("td"), fs::Permissions::from_mode(0o777)).unwrap();
+        symlink("td", d.join("d")).unwrap();
+    };
+    let nobody = Some(NOBODY);
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (
+                &["-pR", "--no-preserve=timestamps", "-t", "d", "s"][..],
+                nobody,
+            ),
+            (
+                &["-R", "--preserve=mode,ownership", "-T", "s", "td/s"],
+                nobody,
+            ),
+            (&["-a", "-T", "s", "td/s"], nobody),
+            (&["--preserve=mode,ownership", "s/f", "t/f"], nobody),
+            (&["-p", "--no-preserve=timestamps", "s/f", "t/f"], nobody),
+            (
+                &["-R", "--preserve=mode,ownership", "-T", "s", "td/s"],
+                None,
+            ),
+        ],
+    );
+}
+
+/// cp words the failures of the attributes it gives the `--parents` directories at the end
+/// its own way ("failed to preserve times for", "preserving permissions for", with an ACL to
+/// copy or without), and gives them their owner without narrowing their mode first: here
+/// root's directories on the way, as nobody.
+#[test]
+fn parents_attributes_fail_in_cps_words() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        for top in ["s", "t"] {
+            fs::create_dir_all(d.join(top).join("a")).unwrap();
+            write(&d.join(top).join("a/f"), "new");
+            nobodys(d, &[top, &format!("{top}/a"), &format!("{top}/a/f")]);
+            let there = d.join("D").join(top);
+            fs::create_dir_all(&there).unwrap();
+            fs::set_permissions(&there, fs::Permissions::from_mode(0o777)).unwrap();
+        }
+        let s = d.join("s");
+        mimeo_testkit::run_ok("setfacl", &["-m", "u:1:rx", s.to_str().unwrap()]);
+    };
+    // One source at a time: the messages of sources copied side by side come in the order
+    // they finish.
+    let mut cases: Vec<Vec<&str>> = Vec::new();
+    for src in ["s/a/f", "t/a/f"] {
+        for opts in [
+            &["--preserve=mode,ownership"][..],
+            &["-a"],
+            &["-p", "--no-preserve=timestamps"],
+            &["--preserve=ownership"],
+        ] {
+            cases.push([opts, &["--parents", src, "D"]].concat());
+        }
+    }
+    let nobody = Some(NOBODY);
+    let cases: Vec<(&[&str], Option<u32>)> = cases.iter().map(|c| (&c[..], nobody)).collect();
+    cases_as_cp(dir.path(), &setup, &cases);
+}
+
+/// A directory named again after `--parents` made the way to its first copy (so cp takes
+/// the next destination to be new): cp refuses it as a hard link to the first copy before it
+/// makes anything, rather than failing to make what is there.
+#[test]
+fn a_directory_named_again_after_new_parents_is_refused_first_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("s")).unwrap();
+        write(&d.join("s/f"), "x");
+        fs::create_dir_all(d.join("d/s")).unwrap();
+        symlink(".", d.join("here")).unwrap();
+    };
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (&["-a", "--parents", "here/s", "s", "d"][..], None),
+            (&["-r", "--parents", "here/s", "s", "d"], None),
+        ],
+    );
 }
 
 /// On ext4, which cannot clone: cp names both files of the failed clone, and fails on an

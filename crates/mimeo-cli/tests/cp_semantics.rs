@@ -1294,6 +1294,47 @@ fn parents_directories_keep_their_set_id_and_sticky_bits_as_cp() {
     }
 }
 
+/// Without --preserve=mode cp makes a directory on the way with its source's mode, sticky
+/// bit included, and leaves it as the kernel made it: the set-gid bit of a set-gid parent
+/// stays, and a parent's default ACL gets the source's group bits as its mask. A source
+/// directory its owner may not read or write is made so, opened up to its owner for the copy
+/// into it (as the user a copy fails to open otherwise) and given that mode back after.
+#[test]
+fn parents_directories_keep_the_mode_they_were_made_with_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "s/a/b/f", "f\n", 0o644);
+        write(d, "s/x/f", "f\n", 0o644);
+        fs::create_dir(d.join("D")).unwrap();
+        for (dir, mode) in [("D", 0o2777), ("s/a", 0o1754), ("s/x", 0o311)] {
+            fs::set_permissions(d.join(dir), fs::Permissions::from_mode(mode)).unwrap();
+        }
+        let dir = d.join("D");
+        let acl = ["-d", "-m", "u:1:rw,g::rwx", dir.to_str().unwrap()];
+        run_ok("setfacl", &acl);
+    };
+    for (i, a) in [
+        &["--parents", "s/a/b/f", "D"][..],
+        &["-r", "--parents", "s/a/b", "D"],
+        &["--parents", "s/x/f", "D"],
+        &["--preserve=ownership", "--parents", "s/x/f", "D"],
+        &["--no-preserve=mode", "--parents", "s/a/b/f", "s/x/f", "D"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        same_as_cp(base, &format!("pmade{i}"), &setup, &args(a));
+        let foreign = Run {
+            foreign_user: true,
+            ..args(a)
+        };
+        same_as_cp(base, &format!("pmade-user{i}"), &setup, &foreign);
+    }
+}
+
 /// cp gives the directories --parents made their sources' times after each source; a later
 /// source that writes into one (its parents all there) leaves it the time of that write,
 /// and its access time as set, and a directory copied onto one gives it its own times.

@@ -1762,6 +1762,22 @@ mod tests {
         assert!(!into_itself(&mut o));
     }
 
+    /// `cp -a --parents ls s ls ls` (ls the case's symlink to s): the copy 'ls/s' that both
+    /// refuse is s/s, where cp made what it copied before it met the copy.
+    #[test]
+    fn a_copy_into_itself_through_the_source_symlink_is_where_it_leads() {
+        let refused = "cp: cannot copy a directory, 's', into itself, 'ls/s'\n";
+        let mut o = outcome(refused, refused);
+        o.plan.opts = vec!["archive", "parents"];
+        o.plan.sources = vec!["ls".into(), "s".into(), "ls".into()];
+        o.tree = vec![
+            diff("s/s/f", Field::Presence, "file", "absent"),
+            diff("s/g", Field::Presence, "file", "absent"),
+        ];
+        assert!(into_itself(&mut o));
+        assert_eq!(o.tree, vec![diff("s/g", Field::Presence, "file", "absent")]);
+    }
+
     /// `cp -r s/a s/. s/a` (a directory in s): cp refuses s/a into itself, and meets s/a
     /// again below s/., where it went, so calls s/. named twice; mimeo refuses both first.
     /// `cp -r --parents s/a s s/a`: cp fails to make s/a/s, which mimeo refuses first.

@@ -83,10 +83,12 @@ impl Plan {
         Path::new(&self.target).components().as_path().to_path_buf()
     }
 
-    /// The directory the destination is, or leads to (through the symlink `td`).
+    /// The directory the destination is, or leads to (through the symlink `d` to `td`, or
+    /// the case's `ls` to `s`).
     pub fn target_dir(&self) -> PathBuf {
         match self.dest {
             DestState::SymlinkToDir => PathBuf::from("td"),
+            _ if self.target_path() == Path::new("ls") => PathBuf::from("s"),
             _ => self.target_path(),
         }
     }

@@ -464,6 +464,10 @@ pub(crate) struct Apply<'a> {
     /// and mode still to set, as cp's copy of a file's data goes on to them (a node carries
     /// no incomplete mark that the mode must keep).
     pub written_node: bool,
+    /// An existing entry is narrowed to the permission bits its old and new modes share
+    /// before it gets another owner (see `narrow`); not a `--parents` directory on the way,
+    /// which cp gives its owner outright.
+    pub narrows: bool,
 }
 
 impl<'a> Apply<'a> {
@@ -492,6 +496,7 @@ impl<'a> Apply<'a> {
             acl_perm: None,
             kept: 0,
             written_node: false,
+            narrows: true,
         }
     }
 
@@ -511,6 +516,7 @@ impl<'a> Apply<'a> {
             acl_perm: None,
             kept: 0,
             written_node: false,
+            narrows: true,
         }
     }
 
@@ -525,6 +531,9 @@ impl<'a> Apply<'a> {
         named: Named<'_>,
     ) -> Result<(), Error> {
         let p = self.opts.preserve;
+        if self.narrows && p.ownership && p.mode && !self.created && !self.src.is_symlink() {
+            self.narrow(dst, path)?;
+        }
         // Without --preserve=ownership the owner is still the source's when the entry was
         // created with it (a user copying their own file): set-id bits then stay, as in cp.
         let (owner_kept, chowned) = if p.ownership {
@@ -599,6 +608,36 @@ impl<'a> Apply<'a> {
             Dst::At { dir, name, .. } => sys::lutimens_at(dir, name, a, m),
         };
         r.map_err(|e| Error::sys(Op::SetTimes, path(), e))
+    }
+
+    /// cp gives an existing entry whose owner or group is not the source's the permission
+    /// bits its old and new modes share before it changes the owner, and fails the entry
+    /// where it cannot (after its times), without a word where it may not (another user's
+    /// entry). Root always may, and the whole mode is set after.
+    fn narrow(&self, dst: Dst<'_>, path: &dyn Fn() -> PathBuf) -> Result<(), Error> {
+        if self.process.euid == 0 {
+            return Ok(());
+        }
+        let now = match dst {
+            Dst::Fd(fd) => sys::fstat(fd),
+            Dst::At { dir, name, .. } => sys::stat_at(dir, name, false),
+        };
+        let Ok(now) = now else {
+            return Ok(());
+        };
+        if (now.uid, now.gid) == (self.src.uid, self.src.gid) {
+            return Ok(());
+        }
+        self.set_times(dst, path)?;
+        // cp narrows it through the ACL, which leaves the set-id and sticky bits alone.
+        let narrowed = now.perm() & (self.src.perm() | 0o7000);
+        chmod(dst, narrowed).map_err(|e| {
+            let err = Error::sys(Op::ClearPerms, path(), e);
+            match e {
+                Errno::PERM | Errno::INVAL => err.unsaid(),
+                _ => err,
+            }
+        })
     }
 
     /// As cp lets a user other than root set the xattrs of a regular file it made without

@@ -49,6 +49,9 @@ pub enum Op {
     Chown,
     /// Setting permission bits.
     Chmod,
+    /// Narrowing an existing entry's permission bits to those its old and new modes share,
+    /// before it is given another owner (`--preserve=mode,ownership`).
+    ClearPerms,
     /// Setting access and modification times.
     SetTimes,
     /// Listing extended attributes.
@@ -79,6 +82,13 @@ pub enum Op {
     CreateParent,
     /// Reading the ACL of a directory of a source's path (`--parents` with modes kept).
     GetParentAcl,
+    /// Giving a directory of a source's path its source's times (`--parents`).
+    SetParentTimes,
+    /// Giving a directory of a source's path its source's mode and ACL (`--parents`).
+    SetParentMode,
+    /// Giving a directory of a source's path back the mode it was made without
+    /// (`--parents`).
+    RestoreParentMode,
 }
 
 impl Op {
@@ -104,6 +114,7 @@ impl Op {
             Op::Backup => "backup",
             Op::Chown => "chown",
             Op::Chmod => "chmod",
+            Op::ClearPerms => "clear_permissions",
             Op::SetTimes => "set_times",
             Op::ListXattr => "list_xattr",
             Op::GetXattr => "get_xattr",
@@ -119,6 +130,9 @@ impl Op {
             Op::StatParent => "stat_parent",
             Op::CreateParent => "create_parent",
             Op::GetParentAcl => "get_parent_acl",
+            Op::SetParentTimes => "set_parent_times",
+            Op::SetParentMode => "set_parent_mode",
+            Op::RestoreParentMode => "restore_parent_mode",
         }
     }
 
@@ -144,6 +158,7 @@ impl Op {
             Op::Backup => "cannot backup",
             Op::Chown => "failed to preserve ownership for",
             Op::Chmod => "setting permissions for",
+            Op::ClearPerms => "clearing permissions for",
             Op::SetTimes => "preserving times for",
             // libattr's words, which cp prints (see `Error::attribute` for one attribute's).
             Op::ListXattr => "listing attributes of",
@@ -161,6 +176,10 @@ impl Op {
             Op::CreateParent => "cannot make directory",
             // cp names only the path it could not read the ACL of.
             Op::GetParentAcl => "",
+            // cp's words where it gives them their attributes at the end.
+            Op::SetParentTimes => "failed to preserve times for",
+            Op::SetParentMode => "preserving permissions for",
+            Op::RestoreParentMode => "failed to preserve permissions for",
         }
     }
 
@@ -290,6 +309,9 @@ pub struct Error {
     /// The extended attribute a failed [`Op::GetXattr`] or [`Op::SetXattr`] was about, which
     /// cp names in place of the path (see [`Error::with_attribute`]).
     pub attribute: Option<OsString>,
+    /// A failure cp counts without a word (see [`Error::unsaid`]): a front end says nothing
+    /// of it, but exits as after any failure.
+    pub unsaid: bool,
 }
 
 impl Error {
@@ -301,6 +323,7 @@ impl Error {
             cause: Cause::Os(errno),
             from: None,
             attribute: None,
+            unsaid: false,
         }
     }
 
@@ -322,7 +345,14 @@ impl Error {
             cause: Cause::Refused(why),
             from: None,
             attribute: None,
+            unsaid: false,
         }
+    }
+
+    /// The error, as one cp fails the entry on without naming it.
+    pub fn unsaid(mut self) -> Self {
+        self.unsaid = true;
+        self
     }
 
     /// The error, naming `src` as the source it was about (the `from` field).

@@ -243,6 +243,10 @@ pub(crate) struct Parent {
     pub dst: PathBuf,
     /// Made by this run (an existing one keeps its mode unless modes are preserved).
     pub created: bool,
+    /// Without --preserve=mode, the mode cp gives a new one back once the copy is done: it
+    /// made it without bits it may have lost, or opened it up to its owner (see
+    /// `roots::make_parent`). None leaves it as made.
+    pub restore: Option<u32>,
     /// Made where an earlier root's walk makes it too: that walk names it under `-v` (see
     /// [`Root::made_early`]).
     pub early: bool,

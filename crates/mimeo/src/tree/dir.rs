@@ -870,6 +870,7 @@ pub(crate) fn complete(ctx: &Ctx<'_>, w: &mut Buffers, done: DirDone) {
         acl_perm: info.created.then_some(info.acl_perm).flatten(),
         kept: 0,
         written_node: false,
+        narrows: true,
     };
     let flushed = || {
         if ctx.opts.sync {

@@ -150,10 +150,9 @@ impl<'a> Made<'a, '_> {
                         Ok(((), t)) => Ok(Some(Some((t, decision == Decision::Recreate)))),
                         Err(e) => {
                             let backup = decision == Decision::Recreate;
-                            let op = if backup_fails_first(ctx, backup, e) {
-                                Op::Backup
-                            } else {
-                                self.op
+                            let (op, e) = match backup_fails_first(ctx, here, backup, e) {
+                                Some(b) => (Op::Backup, b),
+                                None => (self.op, e),
                             };
                             // What cp did to the old entry before it failed stays done.
                             before_failed_copy(ctx, here, self.dst_name, self.meta, &d)?;
@@ -403,10 +402,10 @@ fn link_entry(
             let backup = ctx.opts.backup.is_some();
             let t = match crash::with_temp(here.dst_prefix(), &make) {
                 Ok(((), t)) => t,
-                Err(e) if backup_fails_first(ctx, backup, e) => {
-                    return Err(Error::sys(Op::Backup, dst_path(), e));
-                }
                 Err(e) => {
+                    if let Some(b) = backup_fails_first(ctx, here, backup, e) {
+                        return Err(Error::sys(Op::Backup, dst_path(), b));
+                    }
                     // Where cp removes the destination before it links, a failed link
                     // leaves it removed.
                     before_failed_copy(ctx, here, dst_name, &meta, &d)?;

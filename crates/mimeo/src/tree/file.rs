@@ -1132,6 +1132,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             acl_perm: None,
             kept,
             written_node: false,
+            narrows: true,
         };
         let named = |e| ctx.report.attribute(e);
         apply.run(Dst::Fd(p.dst.as_fd()), &xattrs, &|| self.dst_path(), &named)

@@ -270,11 +270,25 @@ pub(super) fn commit(
         .map_err(|e| Error::sys(Op::Rename, dst_path(), e))
 }
 
-/// Whether a temporary that failed with `e` in a directory where the old entry is to be
-/// backed up fails as cp's backup does: cp renames the old entry to its backup name before it
-/// makes the new one, and fails there where the directory may not be written.
-pub(super) fn backup_fails_first(ctx: &Ctx<'_>, backup: bool, e: Errno) -> bool {
-    backup && ctx.opts.backup.is_some() && matches!(e, Errno::ACCESS | Errno::ROFS)
+/// Where a temporary that failed with `e` in a directory where the old entry is to be backed
+/// up fails as cp's backup does, the error cp's fails with: cp renames the old entry to its
+/// backup name before it makes the new one, and fails there where the directory may not be
+/// written. A hard link to another user's file is refused (EPERM) before the kernel looks at
+/// the directory's permissions: the directory then decides.
+pub(super) fn backup_fails_first(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    backup: bool,
+    e: Errno,
+) -> Option<Errno> {
+    if !backup || ctx.opts.backup.is_none() {
+        return None;
+    }
+    match e {
+        Errno::ACCESS | Errno::ROFS => Some(e),
+        Errno::PERM => sys::may_change_dir(here.dst_dir).err(),
+        _ => None,
+    }
 }
 
 /// cp renames the old entry to its backup name before it opens the source or makes a link:

@@ -189,14 +189,10 @@ impl Root {
 /// made (also where the copy then fails before it has a root).
 pub(crate) fn finish_parents(parents: &[Parent], opts: &Options, report: &Reporter<'_>) {
     let process = Process::current();
-    // A failure stops cp's work on the parents (those made keep the mode cp made them
+    // A failure stops cp's work on the parents (those made keep the mode they were made
     // with); those made were reported as made.
     let mut failed = false;
     for parent in parents.iter().rev() {
-        if failed && parent.created {
-            let name = sys::cstring(parent.dst.as_os_str().as_bytes());
-            let _ = sys::chmod_at_nofollow(sys::CWD, &name, made_perm(parent, opts, &process));
-        }
         if !failed {
             parent.timed.store(true, Ordering::Relaxed);
             if let Err(e) = finish_parent(parent, opts, &process) {
@@ -216,16 +212,29 @@ pub(crate) fn finish_parents(parents: &[Parent], opts: &Options, report: &Report
 }
 
 /// Gives one `--parents` directory its source's attributes: with the mode, the source's ACLs
-/// too, as cp copies them.
+/// too, as cp copies them. Its failures are worded as cp's for these directories.
 fn finish_parent(parent: &Parent, opts: &Options, process: &Process) -> Result<(), Error> {
+    give_parent_attributes(parent, opts, process).map_err(|mut e| {
+        e.op = match e.op {
+            Op::SetTimes => Op::SetParentTimes,
+            // Only its ACLs are set as xattrs, which cp copies with the mode.
+            Op::Chmod | Op::SetXattr => {
+                e.attribute = None;
+                Op::SetParentMode
+            }
+            op => op,
+        };
+        e
+    })
+}
+
+fn give_parent_attributes(parent: &Parent, opts: &Options, process: &Process) -> Result<(), Error> {
     let fd = sys::open_dir(
         sys::CWD,
         &sys::cstring(parent.dst.as_os_str().as_bytes()),
         false,
     )
     .map_err(|e| Error::sys(Op::Open, &parent.dst, e))?;
-    // With --no-preserve=mode, cp makes it 0777 less the umask, not as a copy of the source.
-    let default_mode = opts.preserve.default_mode && parent.created;
     // cp sets the source's mode through the ACL, which leaves the set-id and sticky bits the
     // directory has: a new one's set-gid bit from its parent, an existing one's own.
     let kept_special = if opts.preserve.mode {
@@ -233,10 +242,11 @@ fn finish_parent(parent: &Parent, opts: &Options, process: &Process) -> Result<(
     } else {
         0
     };
+    // Without --preserve=mode the mode is the one it was made with, or the one cp restores.
     let apply = Apply {
-        created: parent.created,
-        keep_perm: default_mode.then_some(0o777 & !process.umask),
+        created: parent.created && opts.preserve.mode,
         kept_special,
+        narrows: false,
         ..Apply::for_existing(opts, process, &parent.src)
     };
     let dst = Dst::Fd(fd.as_fd());
@@ -244,7 +254,12 @@ fn finish_parent(parent: &Parent, opts: &Options, process: &Process) -> Result<(
     // Only ACLs are set here, whose failures are never passed over with a word.
     let named = |_| {};
     if !opts.preserve.mode {
-        return apply.run(dst, &Vec::new(), &path, &named);
+        apply.run(dst, &Vec::new(), &path, &named)?;
+        if let Some(perm) = parent.restore {
+            sys::fchmod(fd.as_fd(), perm)
+                .map_err(|e| Error::sys(Op::RestoreParentMode, path(), e))?;
+        }
+        return Ok(());
     }
     // cp 9.1 reads the ACLs of an absolute source's directory under its name less the
     // leading slash, relative to the working directory, after setting times and owner:
@@ -261,30 +276,16 @@ fn finish_parent(parent: &Parent, opts: &Options, process: &Process) -> Result<(
         Err(e) => {
             let mut kept = opts.clone();
             kept.preserve.mode = false;
+            // The mode stays as the directory was made.
             let times_and_owner = Apply {
                 opts: &kept,
-                keep_perm: Some(made_perm(parent, opts, process)),
+                created: false,
                 ..apply
             };
             times_and_owner.run(dst, &Vec::new(), &path, &named)?;
             Err(e)
         }
     }
-}
-
-/// The mode cp 9.1 makes a `--parents` directory with: its source's, less the group and
-/// other bits with --preserve=ownership (the group and other write bits with
-/// --preserve=mode), less the umask, with the owner's bits added.
-fn made_perm(parent: &Parent, opts: &Options, process: &Process) -> u32 {
-    let p = opts.preserve;
-    let omitted = if p.ownership {
-        0o077
-    } else if p.mode {
-        0o022
-    } else {
-        0
-    };
-    (parent.src.perm() & 0o1777 & !omitted & !process.umask) | 0o700
 }
 
 /// The name cp 9.1 reads a `--parents` directory's ACLs under when its source path is
@@ -344,19 +345,19 @@ pub(crate) fn make_parents(
         if !there {
             *new_dst = true;
         }
-        let name = sys::cstring(d.as_os_str().as_bytes());
-        let created = !there
-            && match sys::mkdir(sys::CWD, &name, meta.perm() & 0o777) {
-                Ok(()) => true,
-                Err(Errno::EXIST) => false,
-                Err(e) => return Err(Error::sys(Op::CreateParent, d.to_path_buf(), e)),
-            };
+        let made_now = if there {
+            None
+        } else {
+            make_parent(d, &meta, opts)?
+        };
+        let created = made_now.is_some();
         *new_dst = created;
         made.push(Parent {
             src: meta,
             src_path: s.to_path_buf(),
             dst: d.to_path_buf(),
             created,
+            restore: made_now.flatten(),
             early: false,
             timed: AtomicBool::new(false),
         });
@@ -367,6 +368,50 @@ pub(crate) fn make_parents(
         *new_dst = false;
     }
     Ok(made)
+}
+
+/// `--parents`: makes the missing directory `d` as cp 9.1 does: with its source's mode (0777
+/// with --no-preserve=mode), set-id and sticky bits included for the kernel to keep or drop,
+/// less the group and other bits with --preserve=ownership (the group and other write bits
+/// with --preserve=mode) until its attributes are set; then opened up to its owner, to be
+/// written into. None where it was there after all; else the mode cp restores without
+/// --preserve=mode, if any (that of the directory as made, plus the bits left out that the
+/// umask allows).
+fn make_parent(d: &Path, src: &Meta, opts: &Options) -> Result<Option<Option<u32>>, Error> {
+    let p = opts.preserve;
+    let mut omitted = src.perm()
+        & if p.ownership {
+            0o077
+        } else if p.mode {
+            0o022
+        } else {
+            0
+        };
+    let mode = if p.default_mode { 0o777 } else { src.perm() };
+    let name = sys::cstring(d.as_os_str().as_bytes());
+    match sys::mkdir(sys::CWD, &name, mode & !omitted) {
+        Ok(()) => {}
+        Err(Errno::EXIST) => return Ok(None),
+        Err(e) => return Err(Error::sys(Op::CreateParent, d.to_path_buf(), e)),
+    }
+    let made = sys::stat_at(sys::CWD, &name, false)
+        .map_err(|e| Error::sys(Op::StatParent, d.to_path_buf(), e))?
+        .perm();
+    let open = made & 0o700 != 0o700;
+    let mut restore = None;
+    if !p.mode {
+        if omitted & !made != 0 {
+            omitted &= !Process::current().umask;
+        }
+        if omitted & !made != 0 || open {
+            restore = Some(made | omitted);
+        }
+    }
+    if open {
+        sys::chmod_at_nofollow(sys::CWD, &name, made | 0o700)
+            .map_err(|e| Error::sys(Op::Chmod, d.to_path_buf(), e))?;
+    }
+    Ok(Some(restore))
 }
 
 /// Whether a `--parents` source has a directory in its path, less leading and trailing
