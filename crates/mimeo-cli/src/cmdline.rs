@@ -16,7 +16,7 @@
 
 use clap::builder::PossibleValue;
 use clap::{ArgAction, Command};
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
 /// cp 9.1's long options, in the order `getopt_long` lists them when a prefix is ambiguous.
@@ -303,9 +303,8 @@ fn short_options<'o>(
 fn choice(opt: &Opt, option: &str, value: &[u8]) -> Result<OsString, String> {
     // cp checks an attribute list where it reads it, before any later option (--help).
     if matches!(option, "--preserve" | "--no-preserve") {
-        let text = String::from_utf8_lossy(value);
-        for item in text.split(',') {
-            crate::config::preserve_item(item, option)?;
+        for item in value.split(|&b| b == b',') {
+            crate::config::preserve_item(OsStr::from_bytes(item), option)?;
         }
         return Ok(OsString::from_vec(value.to_vec()));
     }
@@ -316,7 +315,7 @@ fn choice(opt: &Opt, option: &str, value: &[u8]) -> Result<OsString, String> {
     let choices: Vec<&str> = opt.choices.iter().map(String::as_str).collect();
     match choose(&text, &choices) {
         Ok(i) => Ok(OsString::from(choices[i])),
-        Err(bad) => Err(bad.message(&text, option, &choices)),
+        Err(bad) => Err(bad.message(OsStr::from_bytes(value), option, &choices)),
     }
 }
 
@@ -331,13 +330,15 @@ pub enum BadChoice {
 
 impl BadChoice {
     /// cp's message (argmatch's), e.g. `invalid argument 'x' for '--sparse'` and the list of
-    /// valid values.
-    pub fn message(self, value: &str, option: &str, choices: &[&str]) -> String {
+    /// valid values. The value is quoted as cp quotes it, its control characters and bytes
+    /// that are not UTF-8 escaped (`'x\033y'`), so none reaches the terminal raw.
+    pub fn message(self, value: &OsStr, option: &str, choices: &[&str]) -> String {
         let what = match self {
             BadChoice::Invalid => "invalid",
             BadChoice::Ambiguous => "ambiguous",
         };
-        let mut msg = format!("{what} argument '{value}' for '{option}'\nValid arguments are:");
+        let value = mimeo::quote_arg(value);
+        let mut msg = format!("{what} argument {value} for '{option}'\nValid arguments are:");
         for c in choices {
             msg.push_str(&format!("\n  - '{c}'"));
         }
@@ -376,7 +377,8 @@ pub fn clap_message(e: &clap::Error) -> String {
         // "--jobs <N>" or "--reflink[=<WHEN>]": the option's name is the first word.
         let option = arg.split([' ', '[', '=']).next().unwrap_or(arg);
         let why = std::error::Error::source(e).map_or_else(String::new, |s| format!(": {s}"));
-        return format!("invalid argument '{value}' for '{option}'{why}");
+        let value = mimeo::quote_arg(value);
+        return format!("invalid argument {value} for '{option}'{why}");
     }
     let rendered = e.render().to_string();
     let first = rendered.lines().next().unwrap_or_default();

@@ -7,6 +7,7 @@ use mimeo::{
     Backup, CopyPair, DanglingSymlink, Dereference, LinkInstead, Options, Overwrite, Preserve,
     Reflink, Sparse,
 };
+use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -71,11 +72,13 @@ struct Attributes {
 
 /// The attribute `item` of a `--preserve` or `--no-preserve` list (`option`) names, or cp's
 /// message. Names may be abbreviated, as in cp; an empty one is ambiguous, as in cp.
-pub(crate) fn preserve_item(item: &str, option: &str) -> Result<&'static str, String> {
-    match choose(item, PRESERVE_ITEMS) {
+pub(crate) fn preserve_item(item: &OsStr, option: &str) -> Result<&'static str, String> {
+    // Bytes that are not UTF-8 name no attribute.
+    let text = item.to_str().unwrap_or("\u{fffd}");
+    match choose(text, PRESERVE_ITEMS) {
         Ok(i) => Ok(PRESERVE_ITEMS[i]),
-        Err(bad) => match choose(item, MIMEO_ITEMS) {
-            Ok(i) if !item.is_empty() => Ok(MIMEO_ITEMS[i]),
+        Err(bad) => match choose(text, MIMEO_ITEMS) {
+            Ok(i) if !text.is_empty() => Ok(MIMEO_ITEMS[i]),
             _ => Err(bad.message(item, option, PRESERVE_ITEMS)),
         },
     }
@@ -86,7 +89,7 @@ fn apply_list(a: &mut Attributes, list: &str, on: bool) -> Result<(), ConfigErro
     let p = &mut a.preserve;
     let option = if on { "--preserve" } else { "--no-preserve" };
     for item in list.split(',') {
-        let name = preserve_item(item, option).map_err(usage)?;
+        let name = preserve_item(OsStr::new(item), option).map_err(usage)?;
         match name {
             "mode" => {
                 p.mode = on;

@@ -375,6 +375,31 @@ fn a_backup_type_that_is_not_utf8_is_refused_as_cp() {
     );
 }
 
+/// A bad value of any option with fixed choices is quoted as cp quotes it: control
+/// characters, quotes and bytes that are not UTF-8 escaped, none of them raw on the terminal.
+#[test]
+fn bad_option_values_are_escaped_as_cp_escapes_them() {
+    let dir = scratch();
+    let setup = |d: &Path| write(&d.join("f"), "x");
+    for (i, value) in [
+        &b"--sparse=x\x1b]0;pwned\x07"[..],
+        b"--reflink=\xff",
+        b"--preserve=mo\nde",
+        b"--no-preserve=mode,\xfe",
+        b"--sparse=a'b\\",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        let args = [OsStr::from_bytes(value), os("f"), os("g")];
+        let ours = same_as_cp(&base, &setup, &args, None);
+        let raw = |c: char| c.is_control() && c != '\n';
+        assert!(!ours.stderr.contains(raw), "{ours:?}");
+    }
+}
+
 #[test]
 fn verbose_parents_lines_are_cps() {
     let dir = scratch();
