@@ -181,11 +181,12 @@ fn long_option<'o>(
         Some(i) => (&body[..i], Some(&body[i + 1..])),
         None => (body, None),
     };
-    let given = token.to_string_lossy();
+    // Quoted as cp quotes names, escapes and all: cp's getopt prints it raw to the terminal.
+    let given = mimeo::quote_arg(token);
     let opt = std::str::from_utf8(name)
         .ok()
         .map(|name| find_long(opts, first, name, &given))
-        .unwrap_or_else(|| Err(format!("unrecognized option '{given}'")))?;
+        .unwrap_or_else(|| Err(format!("unrecognized option {given}")))?;
     let long = opt.long.as_deref().expect("found by its long name");
     let mut spelled = OsString::from(format!("--{long}"));
     match (opt.takes, value) {
@@ -215,6 +216,7 @@ fn find_long<'o>(
     opts: &'o [Opt],
     first: &[&str],
     name: &str,
+    // The option as given, quoted for a message.
     given: &str,
 ) -> Result<&'o Opt, String> {
     let by_long = |long: &str| opts.iter().find(|o| o.long.as_deref() == Some(long));
@@ -246,11 +248,11 @@ fn find_long<'o>(
     }
     if all.len() < 2 {
         // Unknown, or only one of cp's options that mimeo does not have.
-        return Err(format!("unrecognized option '{given}'"));
+        return Err(format!("unrecognized option {given}"));
     }
     let possibilities: String = all.iter().map(|l| format!(" '--{l}'")).collect();
     Err(format!(
-        "option '{given}' is ambiguous; possibilities:{possibilities}"
+        "option {given} is ambiguous; possibilities:{possibilities}"
     ))
 }
 
@@ -267,7 +269,11 @@ fn short_options<'o>(
     let text = String::from_utf8_lossy(&bytes[1..]);
     for (at, c) in text.char_indices() {
         let Some(opt) = opts.iter().find(|o| o.shorts.contains(&c)) else {
-            return Err(format!("invalid option -- '{c}'"));
+            // Escaped where it is a control character (see `long_option`).
+            return Err(format!(
+                "invalid option -- {}",
+                mimeo::quote_arg(c.to_string())
+            ));
         };
         if opt.ends {
             out.push(token.clone());

@@ -375,6 +375,45 @@ fn a_backup_type_that_is_not_utf8_is_refused_as_cp() {
     );
 }
 
+/// An unknown option is named as cp names it; one with a control character is escaped where
+/// cp's getopt prints it raw (a documented difference, "Names are quoted in full").
+#[test]
+fn unknown_options_are_named_as_cp_names_them_with_control_characters_escaped() {
+    let dir = scratch();
+    let setup = |d: &Path| write(&d.join("f"), "x");
+    for (i, (option, escaped)) in [
+        ("--bogus=3", None),
+        ("-k", None),
+        ("--re", None),
+        ("--x\x1b]0;pwned\x07", Some("'--x\\033]0;pwned\\a'")),
+        ("-\x1b", Some("'\\033'")),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        let args = [os(option), os("f"), os("g")];
+        let Some(escaped) = escaped else {
+            same_as_cp(&base, &setup, &args, None);
+            continue;
+        };
+        let (cp, ours, what) = run_both(&base, &setup, &args, None);
+        assert_eq!(cp.code, ours.code, "{what}");
+        // cp names a long option whole, a short one by its letter.
+        let raw = if option.starts_with("--") {
+            format!("'{option}'")
+        } else {
+            format!("'{}'", &option[1..])
+        };
+        assert_eq!(cp.stderr.replace(&raw, escaped), ours.stderr, "{what}");
+        assert!(
+            !ours.stderr.contains(|c: char| c.is_control() && c != '\n'),
+            "{what}"
+        );
+    }
+}
+
 /// A bad value of any option with fixed choices is quoted as cp quotes it: control
 /// characters, quotes and bytes that are not UTF-8 escaped, none of them raw on the terminal.
 #[test]

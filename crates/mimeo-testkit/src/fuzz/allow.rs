@@ -116,6 +116,15 @@ pub const ALLOWLIST: &[Allowed] = &[
         last: false,
     },
     Allowed {
+        name: "option-name-escaped",
+        reason: "an unknown or ambiguous option is named with its control characters \
+                 escaped ('--x\\033'), as cp names values and files; cp's getopt prints it raw \
+                 to the terminal",
+        docs: "docs/cp.md, Differences from cp, \"Names are quoted in full\"",
+        apply: option_escaped,
+        last: false,
+    },
+    Allowed {
         name: "parents-verbose-quoted",
         reason: "-v --parents prints the directories it makes unquoted, as cp does, but quotes \
                  a name with a control character or bytes that are not UTF-8, which cp prints \
@@ -824,6 +833,48 @@ fn parents_quoted(o: &mut Outcome) -> bool {
         }
     }
     o.ours.stdout = kept_ours;
+    changed
+}
+
+/// mimeo's line naming an option cp's getopt printed raw: the same line but for the quoted
+/// option, which has no control character in mimeo's. It takes cp's.
+fn option_escaped(o: &mut Outcome) -> bool {
+    const GETOPT: [&str; 3] = [
+        "cp: unrecognized option '",
+        "cp: invalid option -- '",
+        "cp: option '",
+    ];
+    let raw = |l: &str| l.trim_end_matches('\n').contains(char::is_control);
+    let theirs: Vec<&str> =
+        o.cp.stderr
+            .split_inclusive('\n')
+            .filter(|l| raw(l) && GETOPT.iter().any(|g| l.starts_with(g)))
+            .collect();
+    let mut changed = false;
+    let fixed: String = o
+        .ours
+        .stderr
+        .split_inclusive('\n')
+        .map(|l| {
+            let same_frame = |t: &&&str| {
+                let (Some(a), Some(b)) = (t.find('\''), l.find('\'')) else {
+                    return false;
+                };
+                let (Some(y), Some(z)) = (t.rfind('\''), l.rfind('\'')) else {
+                    return false;
+                };
+                t[..a] == l[..b] && t[y..] == l[z..]
+            };
+            match theirs.iter().find(same_frame) {
+                Some(t) if !raw(l) => {
+                    changed = true;
+                    *t
+                }
+                _ => l,
+            }
+        })
+        .collect();
+    o.ours.stderr = fixed;
     changed
 }
 
@@ -2050,6 +2101,40 @@ mod tests {
             (o.cp.stderr.as_str(), o.ours.stderr.as_str()),
             (asked, asked)
         );
+    }
+
+    /// `cp $'--x\e'`: cp's getopt names the option raw, mimeo escapes it.
+    #[test]
+    fn option_escaped_takes_cps_raw_option_for_mimeos_escaped_one() {
+        let cp =
+            "cp: unrecognized option '--x\u{1b}]0;p\u{7}'\nTry 'cp --help' for more information.\n";
+        let ours =
+            "cp: unrecognized option '--x\\033]0;p\\a'\nTry 'cp --help' for more information.\n";
+        let mut o = outcome(cp, ours);
+        assert!(option_escaped(&mut o));
+        assert_eq!(o.cp.stderr, o.ours.stderr);
+        let mut o = outcome(
+            "cp: invalid option -- '\u{1b}'\n",
+            "cp: invalid option -- '\\033'\n",
+        );
+        assert!(option_escaped(&mut o));
+        assert_eq!(o.cp.stderr, o.ours.stderr);
+        // Not another message, nor one cp printed without a control character.
+        for (cp, ours) in [
+            (
+                "cp: unrecognized option '--x\u{1b}'\n",
+                "cp: invalid option -- '\\033'\n",
+            ),
+            (
+                "cp: unrecognized option '--x'\n",
+                "cp: unrecognized option '--y'\n",
+            ),
+            ("cp: cannot stat 'a\u{1b}'\n", "cp: cannot stat 'a\\033'\n"),
+        ] {
+            let mut o = outcome(cp, ours);
+            assert!(!option_escaped(&mut o), "{cp:?}");
+            assert_eq!(o.ours.stderr, ours);
+        }
     }
 
     /// `cp -aL ls s ls` (ls a symlink to s): cp copies ls into itself until the names are too
