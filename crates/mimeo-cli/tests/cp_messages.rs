@@ -582,6 +582,33 @@ fn verbose_says_removed_in_cps_order() {
     }
 }
 
+/// A symlink in a directory this user may not write, to a file it may write: cp writes
+/// through it, and says so once (mimeo said it also for the removal it did not do; fuzz seed
+/// 0x3f385d34190636f0).
+#[test]
+fn verbose_says_once_a_copy_written_through_a_symlink_it_may_not_replace() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "new");
+        write(&d.join("g"), "old");
+        nobodys(d, &["f", "g"]);
+        // Root's directory, which nobody may not write.
+        fs::create_dir(d.join("ro")).unwrap();
+        symlink("../g", d.join("ro/l")).unwrap();
+        symlink("../g", d.join("ro/f")).unwrap();
+    };
+    let nobody = Some(NOBODY);
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (&["-v", "-f", "f", "ro/l"][..], nobody),
+            (&["-v", "-f", "-p", "f", "ro/l"], nobody),
+            (&["-v", "-r", "-f", "f", "ro"], nobody),
+        ],
+    );
+}
+
 /// cp prints an entry's `-v` line once its destination is decided, before it opens, makes or
 /// writes anything: a copy that then fails (a hard link onto an entry, a source it may not
 /// read, a directory it may not write into, a dangling symlink) has its line, one refused by

@@ -1026,6 +1026,32 @@ fn a_file_named_twice_with_backups_is_copied_again_as_cp() {
     }
 }
 
+/// A file named again after a directory whose walk copies it to the same place (`s/x s/. s/x
+/// d`): the walk replaced the first copy with backups (cp knows its copy by another name,
+/// `d/./x`), so cp copies the file again without a failure; without backups the walk wrote
+/// over the first copy and the file named again is skipped with cp's warning (fuzz seed
+/// 0xaaf38f5dae829794).
+#[test]
+fn a_file_named_again_after_a_walk_that_replaced_its_copy_is_copied_again_as_cp() {
+    let dir = tempfile::tempdir().unwrap();
+    let setup = |d: &Path| {
+        write(d, "s/x", "x\n", 0o644);
+        fs::create_dir(d.join("d")).unwrap();
+    };
+    same_as_cp_each(
+        dir.path(),
+        "after-walk",
+        &setup,
+        &[
+            &["-a", "-b", "s/x", "s/.", "s/x", "d"][..],
+            &["-a", "--backup=numbered", "s/x", "s/.", "s/x", "d"],
+            &["-r", "-S-", "s/x", "s/.", "s/x", "d"],
+            &["-a", "s/x", "s/.", "s/x", "d"],
+            &["-a", "--remove-destination", "s/x", "s/.", "s/x", "d"],
+        ],
+    );
+}
+
 /// A file named twice with backups (where cp does not take it for the same source twice):
 /// under -i cp asks before it refuses to overwrite what it made itself, so "no" (or no answer)
 /// skips it without a failure, and "yes" is refused. A user who may not write the copy is

@@ -576,7 +576,9 @@ fn simple_backup_in_place(o: &mut Outcome) -> bool {
 /// [`simple_backup_in_place`]'s destinations cp moved into the working directory and could
 /// not rename back: each a backup there on cp's side only, and the destination whose name it
 /// starts with, below, of the same type, on mimeo's side only; one for each of cp's "cannot
-/// un-backup" lines, which are taken out. None unless all of them pair.
+/// un-backup" lines, which are taken out. None unless all of them pair. Where cp's failed
+/// copy was a clone, cp made the file before the clone failed (failed-clone-leaves-nothing):
+/// the destination is then a regular file on cp's side where mimeo kept what was there.
 fn not_backed_up_again(
     o: &mut Outcome,
     presence: &dyn Fn(&crate::compare::Difference, bool) -> bool,
@@ -592,6 +594,7 @@ fn not_backed_up_again(
     if failed == 0 {
         return Vec::new();
     }
+    let cloned = o.cp.stderr.contains("cp: failed to clone ");
     let moved: Vec<_> = o
         .tree
         .iter()
@@ -602,7 +605,9 @@ fn not_backed_up_again(
                 let below = d.path.components().count() > 1;
                 let base = d.path.file_name().map(|n| n.as_encoded_bytes());
                 let named = base.is_some_and(|b| name.len() > b.len() && name.starts_with(b));
-                presence(d, false) && below && named && d.right == cwd.left
+                // The empty file cp made there before its clone failed.
+                let made = d.field == Field::Type && d.left == "file" && cloned;
+                (presence(d, false) || made) && below && named && d.right == cwd.left
             })?;
             Some((cwd.path.clone(), left.path.clone()))
         })
@@ -1977,6 +1982,42 @@ mod tests {
         ];
         assert!(!simple_backup_in_place(&mut o));
         assert_eq!(o.tree.len(), 2);
+        assert!(o.cp.stderr.contains(unbackup));
+    }
+
+    /// `cp --backup=never -S- --reflink p d` (d/p a symlink, p a FIFO): cp 9.1 moves d/p to
+    /// ./p-, makes d/p, fails to clone into it, and cannot rename d/p- back; mimeo leaves d/p
+    /// where it was (fuzz seed 0xc24084783bbf307b).
+    #[test]
+    fn a_simple_backup_cp_cannot_rename_back_after_a_failed_clone_is_allowed() {
+        let clone = "cp: failed to clone 'd/p' from 'p': Invalid argument\n";
+        let unbackup = "cp: cannot un-backup 'd/p': No such file or directory\n";
+        let tree = |kept: &str| {
+            vec![
+                diff(
+                    "",
+                    Field::Mtime,
+                    "1795784271.969870494",
+                    "1500000000.000000000",
+                ),
+                diff("p-", Field::Presence, "symlink", "absent"),
+                diff("td/p", Field::Type, "file", kept),
+            ]
+        };
+        let mut o = outcome(&format!("{unbackup}{clone}"), clone);
+        o.plan.opts = vec!["backup", "suffix", "reflink"];
+        o.plan.dest = DestState::SymlinkToDir;
+        o.tree = tree("symlink");
+        for a in ALLOWLIST {
+            (a.apply)(&mut o);
+        }
+        assert!(o.tree.is_empty(), "{:?}", o.tree);
+        assert_eq!(o.cp.stderr, o.ours.stderr);
+        // Not where the entry mimeo left in place is of another type than the one cp moved.
+        let mut o = outcome(&format!("{unbackup}{clone}"), clone);
+        o.plan.opts = vec!["backup", "suffix", "reflink"];
+        o.tree = tree("fifo");
+        assert!(!simple_backup_in_place(&mut o));
         assert!(o.cp.stderr.contains(unbackup));
     }
 

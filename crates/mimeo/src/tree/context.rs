@@ -206,6 +206,15 @@ pub(crate) struct Root {
     pub followers: Vec<u32>,
     /// The entry that an earlier root with the same destination made in this run.
     pub just_created: std::sync::OnceLock<(u64, u64)>,
+    /// The earlier file root with the same destination, where a directory root between
+    /// them runs in between (see `Queue::add`): this root meets what that one made as just
+    /// made only where it is still there. cp knows what the walk made there by another name
+    /// (`d/./x`), not as just made by `d/x`.
+    pub lead: Option<u32>,
+    /// What this root made at its destination, for a later root whose `lead` it is.
+    pub made_at: std::sync::OnceLock<(u64, u64)>,
+    /// A later root's `lead`: what it makes is noted in `made_at`.
+    pub leads: bool,
     /// `--parents`: the directories made or found on the way to the destination.
     pub parents: Vec<Parent>,
     /// The root entry was made or written at its destination (for `followers`).
@@ -260,6 +269,11 @@ pub(crate) struct Parent {
 /// remembers every multiply-linked file, links all three copies). Found by walking each
 /// root's source parent up to `/`; only runs with a directory root and another root look.
 pub(crate) fn roots_overlap(roots: &[Root]) -> bool {
+    roots_overlap_refs(&roots.iter().collect::<Vec<_>>())
+}
+
+/// [`roots_overlap`] of roots not all in one slice.
+pub(crate) fn roots_overlap_refs(roots: &[&Root]) -> bool {
     let dirs: std::collections::HashSet<(u64, u64)> = roots
         .iter()
         .filter(|r| r.meta.is_dir())

@@ -770,6 +770,9 @@ fn one_root_entry(ctx: &Ctx<'_>, w: &mut Buffers, index: u32, spawn: &Spawn<'_>)
         root.finish_parents(ctx.opts, &ctx.report);
         return;
     }
+    if let Some(id) = root.lead.and_then(|l| ctx.root(l).made_at.get()) {
+        let _ = root.just_created.set(*id);
+    }
     let here = Here::at_root(index, root).with_spawner(spawn);
     if hooked(ctx, &here, &root.src_name, &root.dst_name, Some(&root.meta)) {
         return;
@@ -795,6 +798,11 @@ fn one_root_entry(ctx: &Ctx<'_>, w: &mut Buffers, index: u32, spawn: &Spawn<'_>)
             return;
         }
         meta = m;
+    }
+    if root.leads && root.made.load(std::sync::atomic::Ordering::Relaxed) {
+        if let Ok(m) = sys::stat_at(root.dst_parent.as_fd(), &root.dst_name, false) {
+            let _ = root.made_at.set(m.id());
+        }
     }
     root.finish_parents(ctx.opts, &ctx.report);
 }

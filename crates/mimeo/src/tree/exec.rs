@@ -179,11 +179,25 @@ impl<'a> Executor<'a> {
                     continue;
                 }
             }
-            let earlier_item = earlier.and_then(|e| {
+            let mut earlier_item = earlier.and_then(|e| {
                 items
                     .iter()
                     .position(|i| i.root == e as u32 && matches!(i.kind, WorkKind::Root))
             });
+            // A directory root queued since, whose walk may replace what the earlier one
+            // made, runs before this one in cp's order: where the sources overlap (and so
+            // run in order) this one, a file, is queued on its own, after it.
+            if let Some(at) = earlier_item.filter(|_| !root.meta.is_dir()) {
+                let walk_between = items[at + 1..]
+                    .iter()
+                    .any(|i| matches!(i.kind, WorkKind::Dir(_)));
+                if walk_between && overlap_with(&ctx.roots, &root) {
+                    let lead = items[at].root;
+                    ctx.roots[lead as usize].leads = true;
+                    root.lead = Some(lead);
+                    earlier_item = None;
+                }
+            }
             if let (Some(e), None, true) = (earlier, earlier_item, file_lead) {
                 // The earlier one ran already (see `run_files_now`): what it made, this one
                 // will not replace.
@@ -697,6 +711,14 @@ fn early_walk(ctx: &Ctx<'_>, src: (u64, u64), dst: (u64, u64)) -> Option<u32> {
     let early = ctx.early_dirs.lock().unwrap_or_else(|e| e.into_inner());
     root.map(|r| r as u32)
         .or_else(|| early.get(&dst).filter(|&&(_, s)| s == src).map(|&(r, _)| r))
+}
+
+/// Whether the sources overlap once `root` joins `roots` (then they all run in order, see
+/// [`Executor::in_order`]).
+fn overlap_with(roots: &[Root], root: &Root) -> bool {
+    let mut with = roots.iter().collect::<Vec<_>>();
+    with.push(root);
+    super::context::roots_overlap_refs(&with)
 }
 
 /// Where a root goes: its destination parent's (dev, ino) and name.

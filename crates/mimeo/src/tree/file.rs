@@ -610,6 +610,23 @@ impl<'a, 'c> RegularFile<'a, 'c> {
     /// A temporary is incomplete by its name, so it needs no marker (and no chmod to clear
     /// one): it is created as restricted as its final mode requires.
     fn recreate(&self, owner_only: u32) -> Result<(OwnedFd, Target, Placed), Error> {
+        self.try_recreate(owner_only).map_err(|e| self.announced(e))
+    }
+
+    /// Under -f the removal follows the failed open, after cp's -v line: it is said for the
+    /// error that ends the copy, not for one a fallback recovers from (which says it once
+    /// done).
+    fn announced(&self, e: Error) -> Error {
+        if e.op == Op::Remove && !self.ctx.opts.remove_destination {
+            self.ctx
+                .report
+                .begun(|| self.src_path(), || self.dst_path());
+        }
+        e
+    }
+
+    /// [`Self::recreate`] without the -v line of a failure.
+    fn try_recreate(&self, owner_only: u32) -> Result<(OwnedFd, Target, Placed), Error> {
         let (ctx, here) = (self.ctx, self.here);
         let mode = creation_mode(ctx.opts, &ctx.process, here.dst.setgid, &self.meta) & owner_only;
         let backup = ctx.opts.backup.is_some();
@@ -627,10 +644,6 @@ impl<'a, 'c> RegularFile<'a, 'c> {
                 (false, true) if refused => Op::Remove,
                 _ => Op::Create,
             };
-            // Under -f the removal follows the failed open, after cp's -v line.
-            if op == Op::Remove && !ctx.opts.remove_destination {
-                ctx.report.begun(|| self.src_path(), || self.dst_path());
-            }
             Error::sys(op, self.dst_path(), e)
         })?;
         let placed = self.new_placed(mode & !ctx.process.umask);
@@ -641,17 +654,19 @@ impl<'a, 'c> RegularFile<'a, 'c> {
     /// directory (one the user may not write), cp's way is taken: the regular file the
     /// symlink leads to is written into, as the fallback for a regular file does.
     fn replace_symlink(&self, owner_only: u32) -> Result<(OwnedFd, Target, Placed), Error> {
-        let err = match self.recreate(owner_only) {
+        let err = match self.try_recreate(owner_only) {
             Err(e) if e.errno() == Some(libc::EACCES) => e,
-            made => return made,
+            made => return made.map_err(|e| self.announced(e)),
         };
         let (ctx, here) = (self.ctx, self.here);
         let opened =
             sys::open_existing_for_writing(here.dst_dir, self.dst_name, ctx.opts.verify, true);
-        let Ok(fd) = opened else { return Err(err) };
+        let Ok(fd) = opened else {
+            return Err(self.announced(err));
+        };
         match sys::fstat(fd.as_fd()) {
             Ok(target) if target.is_reg() => self.write_in_place(fd, &target, owner_only),
-            _ => Err(err),
+            _ => Err(self.announced(err)),
         }
     }
 
