@@ -1132,6 +1132,11 @@ fn update_sizes(o: &mut Outcome) -> bool {
     // type, which is not complete); never what it left out.
     o.tree
         .retain(|d| d.field == Field::Presence && d.right == "absent");
+    // Under --remove-destination, a replacement that then failed (a refusal taken out
+    // above) removed the destination first, as cp does when it replaces one.
+    if changed && o.plan.has("remove-destination") {
+        o.tree.retain(|d| d.left == "directory");
+    }
     // A source named again (with backups) after cp skipped it: cp links the destination onto
     // itself ("removed 'd'" under -v), where mimeo replaced it the first time ("-> 'd'").
     let relinked = |l: &str| {
@@ -1991,6 +1996,30 @@ mod tests {
         o.plan.opts = vec!["update", "backup"];
         update_sizes(&mut o);
         assert_eq!(o.ours.stderr, failed);
+    }
+
+    /// `cp -s -u --remove-destination s/f d` (d/f as new as s/f, of another size): mimeo
+    /// removes d/f to replace it and cannot make the relative link, where cp skipped it.
+    #[test]
+    fn update_sizes_allows_a_destination_removed_for_a_link_that_cannot_be_made() {
+        let refused = "cp: 'd/f': can make relative symbolic links only in current directory\n";
+        let gone = || vec![diff("td/f", Field::Presence, "file", "absent")];
+        let mut o = outcome("", refused);
+        o.plan.opts = vec!["update", "symbolic-link", "remove-destination"];
+        o.tree = gone();
+        assert!(update_sizes(&mut o));
+        assert!(o.tree.is_empty(), "{:?}", o.tree);
+        // Not without --remove-destination, nor without a refusal taken out.
+        let mut o = outcome("", refused);
+        o.plan.opts = vec!["update", "symbolic-link"];
+        o.tree = gone();
+        update_sizes(&mut o);
+        assert_eq!(o.tree.len(), 1);
+        let mut o = outcome("", "");
+        o.plan.opts = vec!["update", "symbolic-link", "remove-destination"];
+        o.tree = gone();
+        update_sizes(&mut o);
+        assert_eq!(o.tree.len(), 1);
     }
 
     #[test]
