@@ -1132,9 +1132,17 @@ fn update_sizes(o: &mut Outcome) -> bool {
     // type, which is not complete); never what it left out.
     o.tree
         .retain(|d| d.field == Field::Presence && d.right == "absent");
-    // Under --remove-destination, a replacement that then failed (a refusal taken out
-    // above) removed the destination first, as cp does when it replaces one.
-    if changed && o.plan.has("remove-destination") {
+    // A replacement that then failed (a refusal taken out above) removed the destination
+    // first where cp removes one it replaces first: under --remove-destination, and under -P
+    // (also from -a, -d and -R) for a source that is not a regular file.
+    let removes_first = [
+        "remove-destination",
+        "no-dereference",
+        "archive",
+        "d",
+        "recursive",
+    ];
+    if changed && removes_first.iter().any(|id| o.plan.has(id)) {
         o.tree.retain(|d| d.left == "directory");
     }
     // A source named again (with backups) after cp skipped it: cp links the destination onto
@@ -2000,6 +2008,7 @@ mod tests {
 
     /// `cp -s -u --remove-destination s/f d` (d/f as new as s/f, of another size): mimeo
     /// removes d/f to replace it and cannot make the relative link, where cp skipped it.
+    /// cp removes it first too where it replaces it (d/f older).
     #[test]
     fn update_sizes_allows_a_destination_removed_for_a_link_that_cannot_be_made() {
         let refused = "cp: 'd/f': can make relative symbolic links only in current directory\n";
@@ -2009,7 +2018,13 @@ mod tests {
         o.tree = gone();
         assert!(update_sizes(&mut o));
         assert!(o.tree.is_empty(), "{:?}", o.tree);
-        // Not without --remove-destination, nor without a refusal taken out.
+        // `cp -a -u -s ls d` (ls a symlink, d/ls a FIFO): -P removes it first too.
+        let mut o = outcome("", refused);
+        o.plan.opts = vec!["update", "symbolic-link", "archive"];
+        o.tree = vec![diff("d/ls", Field::Presence, "fifo", "absent")];
+        assert!(update_sizes(&mut o));
+        assert!(o.tree.is_empty(), "{:?}", o.tree);
+        // Not without --remove-destination or -P, nor without a refusal taken out.
         let mut o = outcome("", refused);
         o.plan.opts = vec!["update", "symbolic-link"];
         o.tree = gone();
