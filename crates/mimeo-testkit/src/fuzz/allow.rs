@@ -1082,10 +1082,12 @@ fn update_sizes(o: &mut Outcome) -> bool {
     // an entry it may not write).
     let question = ["cp: overwrite ", "cp: unwritable ", "cp: replace "];
     let asked = |l: &str| question.iter().any(|q| l.starts_with(q)) && !o.cp.stderr.contains(l);
+    // A question may follow a message line, so pieces end at either.
     let without: String = o
         .ours
         .stderr
-        .split_inclusive("? ")
+        .split_inclusive('\n')
+        .flat_map(|l| l.split_inclusive("? "))
         .filter(|l| !asked(l))
         .collect();
     if o.plan.has("interactive") && without == o.cp.stderr {
@@ -1956,6 +1958,19 @@ mod tests {
         o.plan.opts = vec!["interactive"];
         update_sizes(&mut o);
         assert_eq!(o.ours.stderr, asked);
+    }
+
+    /// `cp -uiR ls s s d`: the question mimeo asks where cp skipped follows another message.
+    #[test]
+    fn update_sizes_allows_a_question_after_a_message() {
+        let denied = "cp: cannot open 's/q' for reading: Permission denied\n";
+        let warned = "cp: warning: source directory 's' specified more than once\n";
+        let cp = format!("{denied}{warned}");
+        let ours = format!("{denied}cp: overwrite 'd/ls'? {warned}");
+        let mut o = outcome(&cp, &ours);
+        o.plan.opts = vec!["update", "interactive"];
+        update_sizes(&mut o);
+        assert_eq!(o.ours.stderr, cp);
     }
 
     #[test]
