@@ -661,8 +661,20 @@ fn copy_reached_again(o: &mut Outcome) -> bool {
         .filter_map(|r| r.split_once(", into itself, "))
         .map(|(src, _)| src[..src.len().saturating_sub(1)].to_string())
         .collect();
+    // cp names an entry there unquoted where it needs no quotes ("cp: ls/ls/f: can make
+    // relative symbolic links only in current directory").
+    let bare: Vec<String> = sources
+        .iter()
+        .filter_map(|s| s.strip_prefix('\''))
+        .filter(|s| !s.contains(['\'', '$']))
+        .map(|s| format!("cp: {s}/"))
+        .collect();
     let said = o.ours.stderr.clone();
-    let on_the_way = |l: &str| !said.contains(l) && sources.iter().any(|s| l.contains(s.as_str()));
+    let on_the_way = |l: &str| {
+        let named = sources.iter().any(|s| l.contains(s.as_str()))
+            || bare.iter().any(|b| l.starts_with(b.as_str()));
+        named && !said.contains(l)
+    };
     o.cp.stderr = keep(&o.cp.stderr, &on_the_way);
     o.ours.stderr = keep(&o.ours.stderr, &|l| {
         ours.iter().any(|r| after_questions(r).1 == l)
@@ -2109,6 +2121,30 @@ mod tests {
             (o.cp.stderr.as_str(), o.ours.stderr.as_str()),
             (asked, asked)
         );
+    }
+
+    /// `cp -RLs ls ls ls` (ls a symlink to s): cp names the entries it cannot link in the
+    /// copy of ls into itself unquoted where they need no quotes.
+    #[test]
+    fn a_copy_reached_again_takes_out_unquoted_names_on_the_way() {
+        let warned = "cp: warning: source directory 'ls' specified more than once\n";
+        let cp = format!(
+            "cp: ls/ls/.t: can make relative symbolic links only in current directory\n\
+             cp: 'ls/ls/a b': can make relative symbolic links only in current directory\n\
+             cp: cannot stat 'ls/ls/ls/ls': File name too long\n{warned}"
+        );
+        let ours = format!("cp: cannot copy a directory, 'ls', into itself, 'ls/ls'\n{warned}");
+        let mut o = outcome(&cp, &ours);
+        assert!(copy_reached_again(&mut o));
+        assert_eq!(
+            (o.cp.stderr.as_str(), o.ours.stderr.as_str()),
+            (warned, warned)
+        );
+        // Another tree's entry stays.
+        let other = "cp: lt/f: can make relative symbolic links only in current directory\n";
+        let mut o = outcome(&format!("{other}{cp}"), &ours);
+        copy_reached_again(&mut o);
+        assert_eq!(o.cp.stderr, format!("{other}{warned}"));
     }
 
     /// `cp -aL ls s ls` (ls a symlink to s): cp copies ls into itself until the names are too
