@@ -675,8 +675,20 @@ fn copy_reached_again(o: &mut Outcome) -> bool {
         .filter_map(|r| r.split_once(", into itself, "))
         .map(|(src, _)| src[..src.len().saturating_sub(1)].to_string())
         .collect();
+    // cp names an entry there unquoted where it needs no quotes ("cp: ls/ls/f: can make
+    // relative symbolic links only in current directory").
+    let bare: Vec<String> = sources
+        .iter()
+        .filter_map(|s| s.strip_prefix('\''))
+        .filter(|s| !s.contains(['\'', '$']))
+        .map(|s| format!("cp: {s}/"))
+        .collect();
     let said = o.ours.stderr.clone();
-    let on_the_way = |l: &str| !said.contains(l) && sources.iter().any(|s| l.contains(s.as_str()));
+    let on_the_way = |l: &str| {
+        let named = sources.iter().any(|s| l.contains(s.as_str()))
+            || bare.iter().any(|b| l.starts_with(b.as_str()));
+        named && !said.contains(l)
+    };
     o.cp.stderr = keep(&o.cp.stderr, &on_the_way);
     o.ours.stderr = keep(&o.ours.stderr, &|l| {
         ours.iter().any(|r| after_questions(r).1 == l)
@@ -1138,10 +1150,12 @@ fn update_sizes(o: &mut Outcome) -> bool {
     // an entry it may not write).
     let question = ["cp: overwrite ", "cp: unwritable ", "cp: replace "];
     let asked = |l: &str| question.iter().any(|q| l.starts_with(q)) && !o.cp.stderr.contains(l);
+    // A question may follow a message line, so pieces end at either.
     let without: String = o
         .ours
         .stderr
-        .split_inclusive("? ")
+        .split_inclusive('\n')
+        .flat_map(|l| l.split_inclusive("? "))
         .filter(|l| !asked(l))
         .collect();
     if o.plan.has("interactive") && without == o.cp.stderr {
@@ -1188,6 +1202,19 @@ fn update_sizes(o: &mut Outcome) -> bool {
     // type, which is not complete); never what it left out.
     o.tree
         .retain(|d| d.field == Field::Presence && d.right == "absent");
+    // A replacement that then failed (a refusal taken out above) removed the destination
+    // first where cp removes one it replaces first: under --remove-destination, and under -P
+    // (also from -a, -d and -R) for a source that is not a regular file.
+    let removes_first = [
+        "remove-destination",
+        "no-dereference",
+        "archive",
+        "d",
+        "recursive",
+    ];
+    if changed && removes_first.iter().any(|id| o.plan.has(id)) {
+        o.tree.retain(|d| d.left == "directory");
+    }
     // A source named again (with backups) after cp skipped it: cp links the destination onto
     // itself ("removed 'd'" under -v), where mimeo replaced it the first time ("-> 'd'").
     let relinked = |l: &str| {
@@ -2037,6 +2064,19 @@ mod tests {
         assert_eq!(o.ours.stderr, asked);
     }
 
+    /// `cp -uiR ls s s d`: the question mimeo asks where cp skipped follows another message.
+    #[test]
+    fn update_sizes_allows_a_question_after_a_message() {
+        let denied = "cp: cannot open 's/q' for reading: Permission denied\n";
+        let warned = "cp: warning: source directory 's' specified more than once\n";
+        let cp = format!("{denied}{warned}");
+        let ours = format!("{denied}cp: overwrite 'd/ls'? {warned}");
+        let mut o = outcome(&cp, &ours);
+        o.plan.opts = vec!["update", "interactive"];
+        update_sizes(&mut o);
+        assert_eq!(o.ours.stderr, cp);
+    }
+
     #[test]
     fn update_sizes_allows_a_clone_that_cannot_be_made_where_cp_skipped() {
         let failed = "cp: failed to clone 'd' from 'f': Operation not supported\n";
@@ -2083,6 +2123,37 @@ mod tests {
         o.plan.opts = vec!["update", "backup"];
         update_sizes(&mut o);
         assert_eq!(o.ours.stderr, failed);
+    }
+
+    /// `cp -s -u --remove-destination s/f d` (d/f as new as s/f, of another size): mimeo
+    /// removes d/f to replace it and cannot make the relative link, where cp skipped it.
+    /// cp removes it first too where it replaces it (d/f older).
+    #[test]
+    fn update_sizes_allows_a_destination_removed_for_a_link_that_cannot_be_made() {
+        let refused = "cp: 'd/f': can make relative symbolic links only in current directory\n";
+        let gone = || vec![diff("td/f", Field::Presence, "file", "absent")];
+        let mut o = outcome("", refused);
+        o.plan.opts = vec!["update", "symbolic-link", "remove-destination"];
+        o.tree = gone();
+        assert!(update_sizes(&mut o));
+        assert!(o.tree.is_empty(), "{:?}", o.tree);
+        // `cp -a -u -s ls d` (ls a symlink, d/ls a FIFO): -P removes it first too.
+        let mut o = outcome("", refused);
+        o.plan.opts = vec!["update", "symbolic-link", "archive"];
+        o.tree = vec![diff("d/ls", Field::Presence, "fifo", "absent")];
+        assert!(update_sizes(&mut o));
+        assert!(o.tree.is_empty(), "{:?}", o.tree);
+        // Not without --remove-destination or -P, nor without a refusal taken out.
+        let mut o = outcome("", refused);
+        o.plan.opts = vec!["update", "symbolic-link"];
+        o.tree = gone();
+        update_sizes(&mut o);
+        assert_eq!(o.tree.len(), 1);
+        let mut o = outcome("", "");
+        o.plan.opts = vec!["update", "symbolic-link", "remove-destination"];
+        o.tree = gone();
+        update_sizes(&mut o);
+        assert_eq!(o.tree.len(), 1);
     }
 
     #[test]
@@ -2176,6 +2247,30 @@ mod tests {
             assert!(!option_escaped(&mut o), "{cp:?}");
             assert_eq!(o.ours.stderr, ours);
         }
+    }
+
+    /// `cp -RLs ls ls ls` (ls a symlink to s): cp names the entries it cannot link in the
+    /// copy of ls into itself unquoted where they need no quotes.
+    #[test]
+    fn a_copy_reached_again_takes_out_unquoted_names_on_the_way() {
+        let warned = "cp: warning: source directory 'ls' specified more than once\n";
+        let cp = format!(
+            "cp: ls/ls/.t: can make relative symbolic links only in current directory\n\
+             cp: 'ls/ls/a b': can make relative symbolic links only in current directory\n\
+             cp: cannot stat 'ls/ls/ls/ls': File name too long\n{warned}"
+        );
+        let ours = format!("cp: cannot copy a directory, 'ls', into itself, 'ls/ls'\n{warned}");
+        let mut o = outcome(&cp, &ours);
+        assert!(copy_reached_again(&mut o));
+        assert_eq!(
+            (o.cp.stderr.as_str(), o.ours.stderr.as_str()),
+            (warned, warned)
+        );
+        // Another tree's entry stays.
+        let other = "cp: lt/f: can make relative symbolic links only in current directory\n";
+        let mut o = outcome(&format!("{other}{cp}"), &ours);
+        copy_reached_again(&mut o);
+        assert_eq!(o.cp.stderr, format!("{other}{warned}"));
     }
 
     /// `cp -aL ls s ls` (ls a symlink to s): cp copies ls into itself until the names are too
