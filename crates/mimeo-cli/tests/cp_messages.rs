@@ -949,6 +949,29 @@ fn parents_attributes_fail_in_cps_words() {
     cases_as_cp(dir.path(), &setup, &cases);
 }
 
+/// With -a, cp copies the ACL of each directory `--parents` makes from the source's name
+/// without its leading slash, so an absolute source fails there; gnulib's `copy_acl` names
+/// that directory in the locale style (`'a\033]0;x\a'`), not in cp's own.
+#[test]
+fn parents_acl_failures_are_quoted_in_the_locale_style_as_cp() {
+    let dir = scratch();
+    // One source for both sides, so both name the same absolute path.
+    let src = dir.path().join("src");
+    let odd = src.join("a\u{1b}]0;x\u{7}b\\'c");
+    fs::create_dir_all(&odd).unwrap();
+    write(&odd.join("f"), "x");
+    open_up(&src).unwrap();
+    let setup = |d: &Path| fs::create_dir(d.join("d")).unwrap();
+    let file = odd.join("f");
+    let args = [os("-a"), os("--parents"), file.as_os_str(), os("d")];
+    let ours = same_as_cp(dir.path(), &setup, &args, None);
+    assert!(
+        ours.stderr.contains(r"\033]0;x\ab\\\'c'"),
+        "{}",
+        ours.stderr
+    );
+}
+
 /// A directory named again after `--parents` made the way to its first copy (so cp takes
 /// the next destination to be new): cp refuses it as a hard link to the first copy before it
 /// makes anything, rather than failing to make what is there.
