@@ -1026,6 +1026,36 @@ fn a_file_named_twice_with_backups_is_copied_again_as_cp() {
     }
 }
 
+/// `cp -f --backup f f` copies the file to its backup name; a new backup name longer than the
+/// filesystem takes less one is cut to fit and ends in `~` (gnulib's `check_extension`), as
+/// for any other backup.
+#[test]
+fn a_file_backed_up_onto_itself_gets_a_long_name_cut_as_cp() {
+    let long = format!("{}x", "N".repeat(254));
+    let shorter = "N".repeat(251);
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let setup = |d: &Path| {
+            write(d, &long, "x\n", 0o644);
+            write(d, &shorter, "s\n", 0o644);
+        };
+        let mut each: Vec<Vec<&str>> = Vec::new();
+        for name in [&long, &shorter] {
+            for opts in [
+                &["-S-"][..],
+                &["-b"],
+                &["--backup=numbered"],
+                &["-a", "-b", "-S-"],
+            ] {
+                each.push([&["-f"], opts, &[name.as_str(), name.as_str()]].concat());
+            }
+        }
+        let each: Vec<&[&str]> = each.iter().map(|a| &a[..]).collect();
+        same_as_cp_each(fs.path(), "itself-long", &setup, &each);
+    }
+}
+
 /// A file named twice with backups (where cp does not take it for the same source twice):
 /// under -i cp asks before it refuses to overwrite what it made itself, so "no" (or no answer)
 /// skips it without a failure, and "yes" is refused. A user who may not write the copy is
