@@ -1343,6 +1343,10 @@ fn into_itself(o: &mut Outcome) -> bool {
                 let (target, real) = (o.plan.target_path(), o.plan.target_dir());
                 if let Ok(rest) = copy.strip_prefix(&target) {
                     copies.push(real.join(rest));
+                    // Or through a symlink in the source (to `.`): where it led.
+                    if let Some(leads) = &o.target_leads {
+                        copies.push(leads.join(rest));
+                    }
                 }
                 copies.push(copy);
             }
@@ -1509,6 +1513,7 @@ mod tests {
             tree: Vec::new(),
             through: Vec::new(),
             regular: Vec::new(),
+            target_leads: None,
         }
     }
 
@@ -1632,6 +1637,7 @@ mod tests {
             ],
             through: Vec::new(),
             regular: Vec::new(),
+            target_leads: None,
         };
         assert!(symlink_replaced(&mut o));
         let left: Vec<_> = o.tree.iter().map(|d| d.path.clone()).collect();
@@ -2158,6 +2164,29 @@ mod tests {
                 (Path::new("s/b\u{1b}").into(), Field::Mode)
             ]
         );
+    }
+    /// `cp -r s/. s/x s/u/l` where s/u/l is a symlink to `.`: cp fills s/u, where the
+    /// destination leads, before it meets the copy; mimeo refuses first. What a later source
+    /// made there too, or a file elsewhere, still differs.
+    #[test]
+    fn a_copy_into_itself_through_a_symlink_in_the_source_is_where_it_leads() {
+        let said = "cp: cannot copy a directory, 's/.', into itself, 's/u/l/.'\n";
+        let mut o = outcome(said, said);
+        o.plan.opts = vec!["recursive"];
+        o.plan.dest = DestState::InsideSource;
+        o.plan.target = "s/u/l".into();
+        o.plan.sources = vec!["s/.".into(), "s/x".into()];
+        o.tree = vec![
+            diff("s/u/f", Field::Presence, "file", "absent"),
+            diff("s/g", Field::Presence, "file", "absent"),
+        ];
+        let mut without = o.clone();
+        o.target_leads = Some("s/u".into());
+        assert!(into_itself(&mut o));
+        let left: Vec<_> = o.tree.iter().map(|d| d.path.clone()).collect();
+        assert_eq!(left, [Path::new("s/g")]);
+        into_itself(&mut without);
+        assert_eq!(without.tree.len(), 2);
     }
     /// `cp --reflink=always s/m d` where d/m leads to the empty file f: cp empties f through
     /// the symlink before its clone fails, which gives f a new mtime; mimeo leaves f alone.
