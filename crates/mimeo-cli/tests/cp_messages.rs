@@ -972,6 +972,31 @@ fn parents_acl_failures_are_quoted_in_the_locale_style_as_cp() {
     );
 }
 
+/// A file copied to a name longer than the filesystem takes: cp looks at it first and fails
+/// there ("cannot stat"), also where `-f --backup=simple` copies a file to its own backup
+/// name, made too long by the suffix.
+#[test]
+fn a_destination_name_too_long_cannot_be_looked_at_as_cp() {
+    let dir = scratch();
+    let long = "N".repeat(256);
+    let full = "N".repeat(255);
+    let setup = |d: &Path| {
+        write(&d.join("f"), "x");
+        fs::create_dir(d.join("w")).unwrap();
+        write(&d.join(&full), "y");
+    };
+    let in_w = format!("w/{long}");
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (&["f", &long][..], None),
+            (&["f", &in_w], None),
+            (&["-f", "--backup=simple", "-S-", &full, &full], None),
+        ],
+    );
+}
+
 /// A directory named again after `--parents` made the way to its first copy (so cp takes
 /// the next destination to be new): cp refuses it as a hard link to the first copy before it
 /// makes anything, rather than failing to make what is there.
