@@ -8,7 +8,7 @@ use mimeo::{
     Reflink, Sparse,
 };
 use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 /// A usage error: exit status 2.
@@ -488,15 +488,52 @@ fn backup_onto_itself(operands: &[PathBuf], no_target_dir: bool, o: &Options) ->
             n.parse::<u64>().ok().filter(|_| !n.starts_with('0'))
         })
         .max();
-    let mut name = dst.as_os_str().to_owned();
-    match (backup, highest) {
-        (Backup::Numbered, n) | (Backup::Existing { .. }, n @ Some(_)) => {
-            name.push(format!(".~{}~", n.unwrap_or(0) + 1));
-        }
-        (Backup::Simple { suffix } | Backup::Existing { suffix }, _) => name.push(suffix),
+    let digits = |n: u64| n.to_string().len();
+    // Whether the name may be cut to fit, as gnulib's `backupfile` cuts a new one.
+    let (suffix, check) = match (backup, highest) {
+        (Backup::Simple { suffix }, _) => (suffix.as_bytes().to_vec(), false),
+        (Backup::Existing { suffix }, None) => (suffix.as_bytes().to_vec(), true),
+        (Backup::Numbered, None) => (b".~1~".to_vec(), true),
+        (_, Some(n)) => (
+            format!(".~{}~", n + 1).into_bytes(),
+            digits(n + 1) > digits(n),
+        ),
         _ => return None,
+    };
+    let mut name = dst.as_os_str().as_bytes().to_vec();
+    let base_at = name.len() - base.len();
+    name.extend_from_slice(&suffix);
+    if check {
+        shorten(
+            &mut name,
+            base_at,
+            base.len(),
+            dir.unwrap_or(Path::new(".")),
+        );
     }
-    Some(PathBuf::from(name))
+    Some(PathBuf::from(std::ffi::OsString::from_vec(name)))
+}
+
+/// gnulib's `check_extension`, as the library's backups use it: a last name longer than the
+/// directory's filesystem takes less one is cut to the original name (at most that limit less
+/// two bytes) and `~`.
+fn shorten(path: &mut Vec<u8>, base_at: usize, base_len: usize, dir: &Path) {
+    /// Below this, gnulib takes any name as fitting, without asking the filesystem.
+    const NAME_MAX_MINIMUM: usize = 14;
+    let len = path.len() - base_at;
+    if len <= NAME_MAX_MINIMUM {
+        return;
+    }
+    let Ok(fs) = rustix::fs::statfs(dir) else {
+        return;
+    };
+    let max = usize::try_from(fs.f_namelen)
+        .unwrap_or(usize::MAX)
+        .saturating_sub(1);
+    if len > max {
+        path.truncate(base_at + base_len.min(max.saturating_sub(1)));
+        path.push(b'~');
+    }
 }
 
 /// `POSIXLY_CORRECT` under the name cp: a regular file copied onto a dangling symlink

@@ -1040,6 +1040,54 @@ fn parents_attributes_fail_in_cps_words() {
     cases_as_cp(dir.path(), &setup, &cases);
 }
 
+/// With -a, cp copies the ACL of each directory `--parents` makes from the source's name
+/// without its leading slash, so an absolute source fails there; gnulib's `copy_acl` names
+/// that directory in the locale style (`'a\033]0;x\a'`), not in cp's own.
+#[test]
+fn parents_acl_failures_are_quoted_in_the_locale_style_as_cp() {
+    let dir = scratch();
+    // One source for both sides, so both name the same absolute path.
+    let src = dir.path().join("src");
+    let odd = src.join("a\u{1b}]0;x\u{7}b\\'c");
+    fs::create_dir_all(&odd).unwrap();
+    write(&odd.join("f"), "x");
+    open_up(&src).unwrap();
+    let setup = |d: &Path| fs::create_dir(d.join("d")).unwrap();
+    let file = odd.join("f");
+    let args = [os("-a"), os("--parents"), file.as_os_str(), os("d")];
+    let ours = same_as_cp(dir.path(), &setup, &args, None);
+    assert!(
+        ours.stderr.contains(r"\033]0;x\ab\\\'c'"),
+        "{}",
+        ours.stderr
+    );
+}
+
+/// A file copied to a name longer than the filesystem takes: cp looks at it first and fails
+/// there ("cannot stat"), also where `-f --backup=simple` copies a file to its own backup
+/// name, made too long by the suffix.
+#[test]
+fn a_destination_name_too_long_cannot_be_looked_at_as_cp() {
+    let dir = scratch();
+    let long = "N".repeat(256);
+    let full = "N".repeat(255);
+    let setup = |d: &Path| {
+        write(&d.join("f"), "x");
+        fs::create_dir(d.join("w")).unwrap();
+        write(&d.join(&full), "y");
+    };
+    let in_w = format!("w/{long}");
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (&["f", &long][..], None),
+            (&["f", &in_w], None),
+            (&["-f", "--backup=simple", "-S-", &full, &full], None),
+        ],
+    );
+}
+
 /// A directory named again after `--parents` made the way to its first copy (so cp takes
 /// the next destination to be new): cp refuses it as a hard link to the first copy before it
 /// makes anything, rather than failing to make what is there.

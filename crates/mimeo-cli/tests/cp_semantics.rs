@@ -344,6 +344,39 @@ fn preserved_modes_keep_the_special_bits_of_what_is_written_into_as_cp() {
     }
 }
 
+/// Root's -a onto a set-gid file of another group: before it gives the file the source's
+/// group, cp narrows its mode to the owner bits both have, through the ACL, which leaves
+/// set-gid; without group execution then, the chown keeps it.
+#[test]
+fn a_set_gid_file_given_another_group_keeps_its_bit_where_cp_narrowed_it_first() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        for (n, (src, dst)) in [
+            (0o600, 0o2711),
+            (0o750, 0o2711),
+            (0o640, 0o2751),
+            (0o4710, 0o2711),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let files = move |d: &Path| {
+                write(d, "s", "new\n", src);
+                chown(d.join("s"), None, Some(FOREIGN_GID)).unwrap();
+                fs::set_permissions(d.join("s"), fs::Permissions::from_mode(src)).unwrap();
+                write(d, "d", "old\n", dst);
+            };
+            same_as_cp(
+                fs.path(),
+                &format!("a{n}"),
+                &files,
+                &args(&["-a", "s", "d"]),
+            );
+        }
+    }
+}
+
 #[test]
 fn a_file_whose_owner_cannot_be_kept_loses_its_sticky_bit_as_cp() {
     // Another user's sticky file and directory copied with -a: cp drops the file's sticky
@@ -1050,6 +1083,36 @@ fn a_file_named_again_after_a_walk_that_replaced_its_copy_is_copied_again_as_cp(
             &["-a", "--remove-destination", "s/x", "s/.", "s/x", "d"],
         ],
     );
+}
+
+/// `cp -f --backup f f` copies the file to its backup name; a new backup name longer than the
+/// filesystem takes less one is cut to fit and ends in `~` (gnulib's `check_extension`), as
+/// for any other backup.
+#[test]
+fn a_file_backed_up_onto_itself_gets_a_long_name_cut_as_cp() {
+    let long = format!("{}x", "N".repeat(254));
+    let shorter = "N".repeat(251);
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let setup = |d: &Path| {
+            write(d, &long, "x\n", 0o644);
+            write(d, &shorter, "s\n", 0o644);
+        };
+        let mut each: Vec<Vec<&str>> = Vec::new();
+        for name in [&long, &shorter] {
+            for opts in [
+                &["-S-"][..],
+                &["-b"],
+                &["--backup=numbered"],
+                &["-a", "-b", "-S-"],
+            ] {
+                each.push([&["-f"], opts, &[name.as_str(), name.as_str()]].concat());
+            }
+        }
+        let each: Vec<&[&str]> = each.iter().map(|a| &a[..]).collect();
+        same_as_cp_each(fs.path(), "itself-long", &setup, &each);
+    }
 }
 
 /// A file named twice with backups (where cp does not take it for the same source twice):

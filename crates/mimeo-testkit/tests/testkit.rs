@@ -306,6 +306,7 @@ fn the_destination_is_found_where_options_follow_it() {
         tree: vec![diff("s", Field::Mtime), diff("s/x", Field::Atime)],
         through: Vec::new(),
         regular: Vec::new(),
+        target_leads: None,
     };
     let entry = allow::ALLOWLIST
         .iter()
@@ -366,6 +367,7 @@ fn a_simple_backup_in_the_working_directory_is_allowed() {
         ],
         through: Vec::new(),
         regular: Vec::new(),
+        target_leads: None,
     };
     let entry = allow::ALLOWLIST
         .iter()
@@ -415,6 +417,7 @@ fn a_refused_relative_link_with_a_suffix_alone_is_allowed() {
         }],
         through: Vec::new(),
         regular: Vec::new(),
+        target_leads: None,
     };
     let entry = allow::ALLOWLIST
         .iter()

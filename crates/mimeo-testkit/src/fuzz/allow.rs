@@ -193,7 +193,8 @@ pub const ALLOWLIST: &[Allowed] = &[
                  looks whole), where cp leaves an empty one; a file written in place is left \
                  empty with the sticky bit that marks it incomplete; the file a destination \
                  symlink leads to is left alone, where cp empties it (an empty one gets the \
-                 time of that)",
+                 time of that); an existing empty file is left as it was, where cp's \
+                 truncation gives it a new mtime and clears its set-id bits",
         docs: "docs/cp.md, Differences from cp, \"An existing file is replaced atomically\"",
         apply: failed_clone_leaves_nothing,
         last: false,
@@ -506,11 +507,33 @@ fn failed_clone_leaves_nothing(o: &mut Outcome) -> bool {
         .filter(|d| emptied(d))
         .map(|d| d.path.clone())
         .collect();
+    // An existing file cp failed to clone onto, empty before: cp's truncation gave it a new
+    // mtime and, as a write does, cleared its set-id bits; mimeo left it as it was.
+    let cloned_onto: Vec<std::path::PathBuf> =
+        o.cp.stderr
+            .lines()
+            .filter_map(|l| {
+                l.strip_prefix("cp: failed to clone ")?
+                    .rsplit_once(" from ")
+            })
+            .filter_map(|(dst, _)| unquote(dst))
+            .collect();
+    let secs = |t: &str| t.parse::<f64>().ok();
+    let later = |a: &str, b: &str| matches!((secs(a), secs(b)), (Some(a), Some(b)) if a > b);
+    let truncated = |d: &crate::compare::Difference| {
+        let set_id_cleared = match (octal(&d.left), octal(&d.right)) {
+            (Some(cp), Some(ours)) => cp != ours && cp == ours & !0o6000,
+            _ => false,
+        };
+        cloned_onto.contains(&d.path)
+            && (d.field == Field::Mtime && later(&d.left, &d.right)
+                || d.field == Field::Mode && set_id_cleared)
+    };
     // The directory cp's file was made in has the time of that.
     let holds = |p: &Path| left.iter().any(|l| l.parent() == Some(p));
     let n = o.tree.len();
     o.tree.retain(|d| {
-        let kept = target(d) || marked(d);
+        let kept = target(d) || marked(d) || truncated(d);
         !(left.contains(&d.path) || d.field == Field::Mtime && holds(&d.path) || kept)
     });
     o.tree.len() != n
@@ -1403,6 +1426,10 @@ fn into_itself(o: &mut Outcome) -> bool {
                 let (target, real) = (o.plan.target_path(), o.plan.target_dir());
                 if let Ok(rest) = copy.strip_prefix(&target) {
                     copies.push(real.join(rest));
+                    // Or through a symlink in the source (to `.`): where it led.
+                    if let Some(leads) = &o.target_leads {
+                        copies.push(leads.join(rest));
+                    }
                 }
                 copies.push(copy);
             }
@@ -1569,6 +1596,7 @@ mod tests {
             tree: Vec::new(),
             through: Vec::new(),
             regular: Vec::new(),
+            target_leads: None,
         }
     }
 
@@ -1692,6 +1720,7 @@ mod tests {
             ],
             through: Vec::new(),
             regular: Vec::new(),
+            target_leads: None,
         };
         assert!(symlink_replaced(&mut o));
         let left: Vec<_> = o.tree.iter().map(|d| d.path.clone()).collect();
@@ -2323,6 +2352,62 @@ mod tests {
         assert!(failed_clone_leaves_nothing(&mut o));
         let left: Vec<_> = o.tree.iter().map(|d| d.path.clone()).collect();
         assert_eq!(left, [Path::new("td/g")]);
+    }
+    /// `cp --reflink s/a -p s/b` on ext4 where s/b, empty and set-gid, is another user's:
+    /// cp's truncation before its clone failed gave s/b a new mtime and cleared its set-gid
+    /// bit; mimeo left it as it was. Another file, or another bit, still fails.
+    #[test]
+    fn a_failed_clone_onto_an_empty_file_leaves_it_as_it_was() {
+        let said = "cp: failed to clone 's/b'$'\\033' from 's/a': Operation not supported\n";
+        let mut o = outcome(said, said);
+        o.tree = vec![
+            diff("s/b\u{1b}", Field::Mode, "0755", "2755"),
+            diff(
+                "s/b\u{1b}",
+                Field::Mtime,
+                "1795784739.275378056",
+                "34191004.000000000",
+            ),
+            diff(
+                "s/c",
+                Field::Mtime,
+                "1795784739.275378056",
+                "34191004.000000000",
+            ),
+            diff("s/b\u{1b}", Field::Mode, "0755", "0700"),
+        ];
+        assert!(failed_clone_leaves_nothing(&mut o));
+        let left: Vec<_> = o.tree.iter().map(|d| (d.path.clone(), d.field)).collect();
+        assert_eq!(
+            left,
+            [
+                (Path::new("s/c").into(), Field::Mtime),
+                (Path::new("s/b\u{1b}").into(), Field::Mode)
+            ]
+        );
+    }
+    /// `cp -r s/. s/x s/u/l` where s/u/l is a symlink to `.`: cp fills s/u, where the
+    /// destination leads, before it meets the copy; mimeo refuses first. What a later source
+    /// made there too, or a file elsewhere, still differs.
+    #[test]
+    fn a_copy_into_itself_through_a_symlink_in_the_source_is_where_it_leads() {
+        let said = "cp: cannot copy a directory, 's/.', into itself, 's/u/l/.'\n";
+        let mut o = outcome(said, said);
+        o.plan.opts = vec!["recursive"];
+        o.plan.dest = DestState::InsideSource;
+        o.plan.target = "s/u/l".into();
+        o.plan.sources = vec!["s/.".into(), "s/x".into()];
+        o.tree = vec![
+            diff("s/u/f", Field::Presence, "file", "absent"),
+            diff("s/g", Field::Presence, "file", "absent"),
+        ];
+        let mut without = o.clone();
+        o.target_leads = Some("s/u".into());
+        assert!(into_itself(&mut o));
+        let left: Vec<_> = o.tree.iter().map(|d| d.path.clone()).collect();
+        assert_eq!(left, [Path::new("s/g")]);
+        into_itself(&mut without);
+        assert_eq!(without.tree.len(), 2);
     }
     /// `cp --reflink=always s/m d` where d/m leads to the empty file f: cp empties f through
     /// the symlink before its clone fails, which gives f a new mtime; mimeo leaves f alone.

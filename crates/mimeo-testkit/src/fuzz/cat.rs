@@ -277,6 +277,7 @@ fn cat_case(cfg: &Config, seed: u64) -> io::Result<Result<Outcome, Broken>> {
         tree,
         through: Vec::new(),
         regular: Vec::new(),
+        target_leads: None,
     }))
 }
 
@@ -289,6 +290,7 @@ fn empty(plan: CatPlan) -> Outcome {
         tree: Vec::new(),
         through: Vec::new(),
         regular: Vec::new(),
+        target_leads: None,
     }
 }
 

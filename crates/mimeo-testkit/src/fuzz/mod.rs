@@ -75,6 +75,9 @@ pub struct Outcome {
     pub through: Vec<PathBuf>,
     /// The paths of `tree` that are regular files on both sides.
     pub regular: Vec<PathBuf>,
+    /// Where the destination led before the run (relative to the case's place) where a
+    /// symlink on its way made that other than its name: a symlink to `.` in the source.
+    pub target_leads: Option<PathBuf>,
 }
 
 /// A kind of difference: the same message shapes, exit codes and fields.
@@ -242,8 +245,10 @@ fn cp_case(cfg: &Config, ours_path: &OsString, seed: u64) -> io::Result<Outcome>
         remove(p)?;
     }
     let start = now() - 2;
-    let side = |path: &OsString, to: &Path| -> io::Result<(Plan, Ran)> {
+    let mut leads = None;
+    let mut side = |path: &OsString, to: &Path| -> io::Result<(Plan, Ran)> {
         let plan = case::build(&place, seed, cfg.user)?;
+        leads = leads_to(&place, &plan.target_path());
         let pump = Pump::start(&place, plan.feed.as_deref(), &plan.drains);
         let runner = Runner {
             path,
@@ -279,7 +284,16 @@ fn cp_case(cfg: &Config, ours_path: &OsString, seed: u64) -> io::Result<Outcome>
         tree,
         through,
         regular,
+        target_leads: leads,
     })
+}
+
+/// Where `target` below `place` leads, relative to `place`, where that is not `target`.
+fn leads_to(place: &Path, target: &Path) -> Option<PathBuf> {
+    let root = fs::canonicalize(place).ok()?;
+    let real = fs::canonicalize(place.join(target)).ok()?;
+    let real = real.strip_prefix(&root).ok()?.to_path_buf();
+    (real != target).then_some(real)
 }
 
 /// What a symlink target that differs is marked with where both targets name one file on each

@@ -86,8 +86,12 @@ pub(crate) fn written_perm(
     if (process.euid == 0 || !wrote) && !chowned {
         return perm;
     }
+    // With the mode kept, cp first narrows root's file to owner bits both have, through the
+    // ACL, which leaves the set-id bits alone: without group execution then, the chown keeps
+    // set-gid. (Anyone else's write took it away before.)
+    let narrowed = process.euid == 0 && opts.preserve.mode;
     let mut cleared = sys::S_ISUID;
-    if perm & 0o010 != 0 {
+    if perm & 0o010 != 0 && !narrowed {
         cleared |= sys::S_ISGID;
     }
     perm & !cleared

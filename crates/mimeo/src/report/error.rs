@@ -558,9 +558,14 @@ impl fmt::Display for Error {
                     };
                     return write!(f, "{verb} attribute {name} {link} {name}: {}", strerror(*e));
                 }
+                // gnulib's `copy_acl` names its paths in the locale style, not as cp does.
+                let path = match self.op {
+                    Op::GetParentAcl | Op::SetParentMode => super::quote::quote_arg(&self.path),
+                    _ => quoted(&self.path),
+                };
                 match self.op.phrase() {
-                    "" => write!(f, "{}", quoted(&self.path))?,
-                    phrase => write!(f, "{phrase} {}", quoted(&self.path))?,
+                    "" => write!(f, "{path}")?,
+                    phrase => write!(f, "{phrase} {path}")?,
                 }
                 if let Some(src) = &self.from {
                     // A link names what it would point to ("cannot create hard link 'd' to

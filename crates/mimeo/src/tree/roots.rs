@@ -710,9 +710,12 @@ pub(crate) fn open_error(path: PathBuf, e: Errno) -> Error {
         Error::sys(Op::Open, path, e)
     }
 }
+/// The longest name btrfs, XFS and ext4 take.
+const NAME_MAX: usize = 255;
+
 /// What is at the destination of a root, looked at only where it matters: for a directory
-/// (a copy into itself?) and for a name with a trailing slash (which fails on a
-/// non-directory). None when nothing is there or it was not looked at.
+/// (a copy into itself?), for a name with a trailing slash (which fails on a non-directory)
+/// and for a name too long to be there. None when nothing is there or it was not looked at.
 fn existing_dst(
     opts: &Options,
     meta: &Meta,
@@ -722,6 +725,13 @@ fn existing_dst(
     parent_missing: bool,
 ) -> Result<Option<Meta>, Error> {
     let slash = dst_name.to_bytes().ends_with(b"/");
+    // A name longer than any filesystem here takes: cp's look at it fails first.
+    let long = dst_name.to_bytes().len() > NAME_MAX;
+    if !parent_missing && long && !meta.is_dir() && !slash {
+        if let Err(e @ Errno::NAMETOOLONG) = sys::stat_at(dst_parent.as_fd(), dst_name, false) {
+            return Err(Error::sys(Op::Stat, dst_path, e));
+        }
+    }
     let there = (!parent_missing && (meta.is_dir() || slash))
         .then(|| sys::stat_at(dst_parent.as_fd(), dst_name, false));
     match there {
