@@ -4386,6 +4386,56 @@ fn dry_run_agrees_with_the_copy_on_sources_named_twice() {
     }
 }
 
+/// -u -l as another user: a destination not older than a source the kernel will not let the
+/// user link (another user's symlink, or a file it may not write, under
+/// `fs.protected_hardlinks`) is kept by cp's rule, though its size differs, rather than removed
+/// and then not linked (fuzz seeds 0x1d83c7a62b7e2a9, 0x5e05f70dc2d6be98).
+#[test]
+fn update_link_keeps_what_the_user_may_not_link_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "f", "the source's data\n", 0o644);
+        write(d, "g", "root's file\n", 0o644);
+        write(d, "t/lf", "old\n", 0o644);
+        write(d, "t/g", "old\n", 0o644);
+        chown(d.join("f"), Some(FOREIGN_UID), Some(FOREIGN_GID)).unwrap();
+        run_ok(
+            "chown",
+            &[
+                "-R",
+                &format!("{FOREIGN_UID}:{FOREIGN_GID}"),
+                d.join("t").to_str().unwrap(),
+            ],
+        );
+        symlink("f", d.join("lf")).unwrap();
+        for (name, secs) in [
+            ("lf", 1_500_000_000),
+            ("g", 1_500_000_000),
+            ("t/lf", 1_600_000_000),
+            ("t/g", 1_600_000_000),
+        ] {
+            set_mtime(&d.join(name), filetime(secs));
+        }
+    };
+    for (n, a) in [
+        &["-a", "-u", "-l", "lf", "t"][..],
+        &["-u", "-l", "g", "t"],
+        &["-a", "-u", "-l", "g", "lf", "t"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let how = Run {
+            foreign_user: true,
+            ..args(a)
+        };
+        same_as_cp(base, &format!("unlinkable{n}"), &setup, &how);
+    }
+}
+
 #[test]
 fn a_file_the_user_may_not_write_is_kept_unless_forced_as_by_cp() {
     let Some(fs) = loop_fs(FsKind::Ext4) else {
