@@ -125,6 +125,19 @@ fn mkfifo(p: &Path) {
     rustix::fs::mknodat(rustix::fs::CWD, p, rustix::fs::FileType::Fifo, mode, 0).unwrap();
 }
 
+/// Sets the access and modification times of `p` to `secs`.
+fn set_times(p: &Path, secs: i64) {
+    let t = rustix::fs::Timespec {
+        tv_sec: secs,
+        tv_nsec: 0,
+    };
+    let times = rustix::fs::Timestamps {
+        last_access: t,
+        last_modification: t,
+    };
+    rustix::fs::utimensat(rustix::fs::CWD, p, &times, rustix::fs::AtFlags::empty()).unwrap();
+}
+
 /// Gives the entries `names` of `d` (symlinks themselves) to `nobody`.
 fn nobodys(d: &Path, names: &[&str]) {
     for name in names {
@@ -222,6 +235,29 @@ fn a_backup_name_too_long_fails_first_as_cp() {
             (&["-b", "-s", &long, "d"], None),
             (&["--backup=simple", &long, "d"], Some(NOBODY)),
         ],
+    );
+}
+
+/// A link to a group's copy that fails names that copy, as cp names it: `f` skipped by -u
+/// onto a directory in the way is the copy `lf` (the same file under -L) is linked to (fuzz
+/// seed 0xfc3753ca1c586588).
+#[test]
+fn a_failed_link_to_a_groups_copy_names_the_copy_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "x");
+        set_times(&d.join("f"), 1_500_000_000);
+        std::os::unix::fs::symlink("f", d.join("lf")).unwrap();
+        fs::create_dir_all(d.join("d/f")).unwrap();
+    };
+    let ours = case_as_cp(dir.path(), 0, &setup, &["-u", "-aL", "f", "lf", "d"], None);
+    assert!(ours.stderr.contains("'d/lf' to 'd/f'"), "{ours:?}");
+    case_as_cp(
+        dir.path(),
+        1,
+        &setup,
+        &["-u", "-L", "--preserve=links", "f", "lf", "d"],
+        None,
     );
 }
 

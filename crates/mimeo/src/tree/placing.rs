@@ -167,13 +167,16 @@ fn link_to_group(
 ) -> Result<bool, Error> {
     let loc_name = sys::cstring(&loc.name);
     let dst_path = || here.dst_path(dst_name);
+    // cp names the copy it links to: "cannot create hard link 'd/b' to 'd/a'".
+    let earlier = || match &loc.dir {
+        Some(rel) => join(&ctx.root(loc.root).dst_path, rel, &loc_name),
+        None => ctx.root(loc.root).dst_path.clone(),
+    };
+    let failed = |e: Errno| Error::sys(Op::Link, dst_path(), e).from_source(earlier());
     let other = if here.holds(loc) {
         None
     } else {
-        Some(
-            ctx.open_loc_dir(loc)
-                .map_err(|e| Error::sys(Op::Link, dst_path(), e))?,
-        )
+        Some(ctx.open_loc_dir(loc).map_err(failed)?)
     };
     let from: BorrowedFd<'_> = match &other {
         Some(Some(fd)) => fd.as_fd(),
@@ -213,22 +216,19 @@ fn link_to_group(
                 && same_dir(from, here.dst_dir);
             if own_copy {
                 before_failed_copy(ctx, here, dst_name, meta, &d)?;
-                let rel = loc.dir.as_deref().unwrap_or_default();
-                let earlier = join(&ctx.root(loc.root).dst_path, rel, &loc_name);
-                let e = Error::sys(Op::Link, dst_path(), Errno::NOENT);
-                return Err(e.from_source(earlier));
+                return Err(failed(Errno::NOENT));
             }
             let ((), temp) = crash::with_temp(here.dst_prefix(), |t| {
                 sys::link(from, &loc_name, here.dst_dir, t)
             })
-            .map_err(|e| Error::sys(Op::Link, dst_path(), e))?;
+            .map_err(failed)?;
             let backup = decision == Decision::Recreate;
             commit(ctx, here, &temp, dst_name, false, backup)?;
             // Renaming onto another link of the same inode does nothing: drop the temporary.
             let _ = sys::unlink(here.dst_dir, &temp, false);
             Ok(true)
         }
-        Err(e) => Err(Error::sys(Op::Link, dst_path(), e)),
+        Err(e) => Err(failed(e)),
     }
 }
 
