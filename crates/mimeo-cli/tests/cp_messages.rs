@@ -261,6 +261,30 @@ fn a_failed_link_to_a_groups_copy_names_the_copy_as_cp() {
     );
 }
 
+/// A directory copied onto itself under -n (`s/x` into `s`) and met again below a later
+/// source (`s/.`) at that very entry is a copy into itself to cp, which names the later
+/// source; where the later one goes elsewhere it is named twice (fuzz seed
+/// 0xa0eb82589b478347, where `s/` into `s` made the entry met so in cp).
+#[test]
+fn a_directory_copied_onto_itself_and_met_again_is_a_copy_into_itself_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("s/x")).unwrap();
+        fs::create_dir(d.join("d")).unwrap();
+        write(&d.join("s/a"), "a");
+    };
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (&["-R", "-n", "s/x", "s/.", "s/"], None),
+            (&["-l", "-R", "-n", "s/x", "s/.", "s/"], Some(NOBODY)),
+            (&["-R", "-n", "s/x/", "s/.", "s"], None),
+            (&["-R", "-n", "s/x", "s/.", "d"], None),
+        ],
+    );
+}
+
 #[test]
 fn an_unreadable_source_is_reported_as_cp_reports_it() {
     let dir = scratch();

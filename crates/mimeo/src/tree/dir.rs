@@ -223,8 +223,12 @@ fn named_earlier(
     let dest = sys::fstat(here.dst_dir)
         .ok()
         .map(|p| (p.id(), name.to_bytes().to_vec()));
-    let root_src = &ctx.root(root).src_path;
-    named::met_below(ctx.opts, dirs, (root, root_src), id, dest, || {
+    let src = sys::fstat(here.src_dir)
+        .ok()
+        .map(|p| (p.id(), name.to_bytes().to_vec()));
+    let r = ctx.root(root);
+    let paths = (r.src_path.as_path(), r.dst_path.as_path());
+    named::met_below(ctx.opts, dirs, (root, paths), (id, src), dest, || {
         here.dst_path(name)
     })
 }

@@ -226,19 +226,33 @@ fn in_an_earlier_copys_way(opts: &Options, dirs: &[NamedDir], root: &Root) -> Op
     })
 }
 
-/// What cp says of a directory `id` met below root `root` (whose source is `root_src`) if it
-/// is a directory root named before: going where that one went (`dest`; `s/sub` and `s/.`
-/// into one directory), the later root is named twice, with a warning; elsewhere (at `dst`),
-/// it is refused (but copied again where cp follows every symlink, as under `-L`).
+/// What cp says of a directory `id` (the entry `src` of the source) met below root `root`
+/// (whose source and destination are `root_paths`) if it is a directory root named before:
+/// where that one went to this very entry (itself, under -n: `s/x` then `s/.`, both into
+/// `s`), cp calls the later root a copy into itself; going where that one went (`dest`;
+/// `s/sub` and `s/.` into one directory), the later root is named twice, with a warning;
+/// elsewhere (at `dst`), it is refused (but copied again where cp follows every symlink, as
+/// under `-L`).
 pub(crate) fn met_below(
     opts: &Options,
     dirs: &[NamedDir],
-    (root, root_src): (u32, &Path),
-    id: (u64, u64),
+    (root, root_paths): (u32, (&Path, &Path)),
+    (id, src): ((u64, u64), Option<Dest>),
     dest: Option<Dest>,
     dst: impl FnOnce() -> PathBuf,
 ) -> Option<Result<Warning, Error>> {
+    let (root_src, root_dst) = root_paths;
     let earlier = dirs.iter().find(|n| n.before <= root && n.id == id)?;
+    if src.is_some() && src == earlier.dest {
+        let refusal = Refusal::IntoItself {
+            dst: root_dst.to_path_buf(),
+        };
+        return Some(Err(Error::refused(
+            Op::Refuse,
+            root_src.to_path_buf(),
+            refusal,
+        )));
+    }
     if dest.is_some() && dest == earlier.dest {
         return Some(Ok(Warning::SourceTwice {
             src: root_src.to_path_buf(),
