@@ -154,6 +154,21 @@ impl Named {
         Some(root.refusal_into_itself())
     }
 
+    /// Whether cp, walking directory root `root`, meets the copy it made of an earlier root
+    /// it refused as a copy into itself (a copy mimeo never makes): one made right in this
+    /// root's source directory (`cp -lRn s/ s/. s/`). cp calls that a copy into itself too,
+    /// naming this root, and copies the rest. It walks no directory onto itself but under -n.
+    pub(crate) fn meets_a_copy_into_itself(&self, opts: &Options, root: &Root) -> bool {
+        let id = root.meta.id();
+        if !self.into_itself.iter().any(|(parent, _)| *parent == id) {
+            return false;
+        }
+        match sys::stat_at(root.dst_parent.as_fd(), &root.dst_name, false) {
+            Ok(m) => m.is_dir() && (m.id() != id || opts.overwrite == Overwrite::NoClobber),
+            Err(_) => true,
+        }
+    }
+
     /// Whether `dir`, a `--parents` directory just made, is where cp made the copy of a
     /// directory root refused as a copy into itself: cp found it there, and took a later
     /// destination below it for one that was there (not new).

@@ -266,6 +266,9 @@ impl<'a> DryRun<'a> {
             self.report.fail(e);
             return None;
         }
+        if dir && named.meets_a_copy_into_itself(opts, &root) {
+            self.report.fail(root.refusal_into_itself());
+        }
         if let Some((parent, name)) = key {
             made.push((parent, name, root.meta));
         }
