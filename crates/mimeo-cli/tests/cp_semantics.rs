@@ -1638,6 +1638,40 @@ fn a_link_named_again_onto_its_own_copy_fails_as_cp() {
     }
 }
 
+/// Under -L with --preserve=links, a symlink to a file of several links is met in inode order,
+/// as cp meets it, not before the file's own names: the group's copy is the first of those
+/// (`s/x`), and the symlink named again on its own (`s/z`) links to it over what the tree
+/// made there. Met first, the symlink's copy was the group's, and cp's rule for a name
+/// copied again took it away ("cannot create hard link 'd/z' to 'd/./z'"; fuzz seed
+/// 0x191b94058e1a1911).
+#[test]
+fn a_symlink_to_a_linked_file_is_met_in_inode_order_under_dereference_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "s/x", "x\n", 0o644);
+        fs::hard_link(d.join("s/x"), d.join("s/y")).unwrap();
+        symlink("x", d.join("s/z")).unwrap();
+        fs::create_dir(d.join("d")).unwrap();
+        let ino = |n: &str| fs::symlink_metadata(d.join(n)).unwrap().ino();
+        assert!(
+            ino("s/z") > ino("s/x"),
+            "the symlink comes after the file by inode"
+        );
+    };
+    let a = ["-aL", "s/.", "s/z", "s/.", "d"];
+    let ours: Vec<&str> = std::iter::once("-j4").chain(a).collect();
+    let how = Run {
+        ours: Some(&ours),
+        ..args(&a)
+    };
+    for round in 0..4 {
+        same_as_cp(base, &format!("symlink-order{round}"), &setup, &how);
+    }
+}
+
 /// A file of one link named again after the tree that copied it, under -L (which links
 /// every file met twice): cp links the tree's copy over itself, which is nothing to do, and
 /// fails only where it takes that copy away first (--remove-destination, --backup). The
