@@ -95,7 +95,9 @@ pub(super) enum LinkStep<'a> {
 /// How the link map is to see `meta` (the entry `src_name` at `here`); None when it is not
 /// remembered. Under -L and -H, cp links every copy of one file reached more than once:
 /// through symlinks, or named more than once. Those files are remembered; others only when
-/// they have more than one link.
+/// they have more than one link. Under -L a file of several links is remembered for the
+/// whole run too: a symlink met after all its names (in inode order, as cp meets them)
+/// still finds its copy.
 fn sighting(ctx: &Ctx<'_>, here: &Here<'_>, src_name: &CStr, meta: &Meta) -> Option<Sighting> {
     let deref = ctx.opts.dereference;
     let pinned = deref != Dereference::Never
@@ -103,7 +105,9 @@ fn sighting(ctx: &Ctx<'_>, here: &Here<'_>, src_name: &CStr, meta: &Meta) -> Opt
             Loc::Root(_) => true,
             _ => {
                 deref == Dereference::Always
-                    && sys::stat_at(here.src_dir, src_name, false).is_ok_and(|m| m.is_symlink())
+                    && (meta.nlink >= 2
+                        || sys::stat_at(here.src_dir, src_name, false)
+                            .is_ok_and(|m| m.is_symlink()))
             }
         };
     // A path met twice (roots that overlap) would count as two of a file's links; under -L,
