@@ -125,6 +125,19 @@ fn mkfifo(p: &Path) {
     rustix::fs::mknodat(rustix::fs::CWD, p, rustix::fs::FileType::Fifo, mode, 0).unwrap();
 }
 
+/// Sets the access and modification times of `p` to `secs`.
+fn set_times(p: &Path, secs: i64) {
+    let t = rustix::fs::Timespec {
+        tv_sec: secs,
+        tv_nsec: 0,
+    };
+    let times = rustix::fs::Timestamps {
+        last_access: t,
+        last_modification: t,
+    };
+    rustix::fs::utimensat(rustix::fs::CWD, p, &times, rustix::fs::AtFlags::empty()).unwrap();
+}
+
 /// Gives the entries `names` of `d` (symlinks themselves) to `nobody`.
 fn nobodys(d: &Path, names: &[&str]) {
     for name in names {
@@ -223,6 +236,82 @@ fn a_backup_name_too_long_fails_first_as_cp() {
             (&["--backup=simple", &long, "d"], Some(NOBODY)),
         ],
     );
+}
+
+/// A link to a group's copy that fails names that copy, as cp names it: `f` skipped by -u
+/// onto a directory in the way is the copy `lf` (the same file under -L) is linked to (fuzz
+/// seed 0xfc3753ca1c586588).
+#[test]
+fn a_failed_link_to_a_groups_copy_names_the_copy_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "x");
+        set_times(&d.join("f"), 1_500_000_000);
+        std::os::unix::fs::symlink("f", d.join("lf")).unwrap();
+        fs::create_dir_all(d.join("d/f")).unwrap();
+    };
+    let ours = case_as_cp(dir.path(), 0, &setup, &["-u", "-aL", "f", "lf", "d"], None);
+    assert!(ours.stderr.contains("'d/lf' to 'd/f'"), "{ours:?}");
+    case_as_cp(
+        dir.path(),
+        1,
+        &setup,
+        &["-u", "-L", "--preserve=links", "f", "lf", "d"],
+        None,
+    );
+}
+
+/// A directory copied onto itself under -n (`s/x` into `s`) and met again below a later
+/// source (`s/.`) at that very entry is a copy into itself to cp, which names the later
+/// source; where the later one goes elsewhere it is named twice (fuzz seed
+/// 0xa0eb82589b478347, where `s/` into `s` made the entry met so in cp).
+#[test]
+fn a_directory_copied_onto_itself_and_met_again_is_a_copy_into_itself_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("s/x")).unwrap();
+        fs::create_dir(d.join("d")).unwrap();
+        write(&d.join("s/a"), "a");
+    };
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (&["-R", "-n", "s/x", "s/.", "s/"], None),
+            (&["-l", "-R", "-n", "s/x", "s/.", "s/"], Some(NOBODY)),
+            (&["-R", "-n", "s/x/", "s/.", "s"], None),
+            (&["-R", "-n", "s/x", "s/.", "d"], None),
+        ],
+    );
+}
+
+/// A later source whose walk meets the copy cp made of an earlier one it then refused as a
+/// copy into itself (`-lRn s/ s/. s/`: cp makes `s/s` and meets it below `s/.`) is a copy
+/// into itself too, with cp's words; mimeo makes no such copy (docs/cp.md, "A copy into
+/// itself makes nothing"), so only the messages and status are compared (fuzz seed
+/// 0xa0eb82589b478347).
+#[test]
+fn a_later_source_meeting_a_copy_into_itself_is_one_too_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("s/x")).unwrap();
+        write(&d.join("s/a"), "a");
+    };
+    for (i, args) in [
+        &["-l", "-R", "-n", "s/", "s/.", "s/"][..],
+        &["-l", "-R", "-n", "s", "s/.", "s"],
+        &["-l", "-R", "s/", "s/.", "s/"],
+        &["-R", "-n", "s/", "s/.", "s/"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
+        let (cp, ours, what) = run_both(&base, &setup, &args, None);
+        same_output(&cp, &ours, &what);
+    }
 }
 
 #[test]

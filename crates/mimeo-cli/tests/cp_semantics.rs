@@ -1727,6 +1727,40 @@ fn a_link_named_again_onto_its_own_copy_fails_as_cp() {
     }
 }
 
+/// Under -L with --preserve=links, a symlink to a file of several links is met in inode order,
+/// as cp meets it, not before the file's own names: the group's copy is the first of those
+/// (`s/x`), and the symlink named again on its own (`s/z`) links to it over what the tree
+/// made there. Met first, the symlink's copy was the group's, and cp's rule for a name
+/// copied again took it away ("cannot create hard link 'd/z' to 'd/./z'"; fuzz seed
+/// 0x191b94058e1a1911).
+#[test]
+fn a_symlink_to_a_linked_file_is_met_in_inode_order_under_dereference_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "s/x", "x\n", 0o644);
+        fs::hard_link(d.join("s/x"), d.join("s/y")).unwrap();
+        symlink("x", d.join("s/z")).unwrap();
+        fs::create_dir(d.join("d")).unwrap();
+        let ino = |n: &str| fs::symlink_metadata(d.join(n)).unwrap().ino();
+        assert!(
+            ino("s/z") > ino("s/x"),
+            "the symlink comes after the file by inode"
+        );
+    };
+    let a = ["-aL", "s/.", "s/z", "s/.", "d"];
+    let ours: Vec<&str> = std::iter::once("-j4").chain(a).collect();
+    let how = Run {
+        ours: Some(&ours),
+        ..args(&a)
+    };
+    for round in 0..4 {
+        same_as_cp(base, &format!("symlink-order{round}"), &setup, &how);
+    }
+}
+
 /// A file of one link named again after the tree that copied it, under -L (which links
 /// every file met twice): cp links the tree's copy over itself, which is nothing to do, and
 /// fails only where it takes that copy away first (--remove-destination, --backup). The
@@ -4472,6 +4506,56 @@ fn dry_run_agrees_with_the_copy_on_sources_named_twice() {
             "{a:?}: {:?}",
             results[1]
         );
+    }
+}
+
+/// -u -l as another user: a destination not older than a source the kernel will not let the
+/// user link (another user's symlink, or a file it may not write, under
+/// `fs.protected_hardlinks`) is kept by cp's rule, though its size differs, rather than removed
+/// and then not linked (fuzz seeds 0x1d83c7a62b7e2a9, 0x5e05f70dc2d6be98).
+#[test]
+fn update_link_keeps_what_the_user_may_not_link_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "f", "the source's data\n", 0o644);
+        write(d, "g", "root's file\n", 0o644);
+        write(d, "t/lf", "old\n", 0o644);
+        write(d, "t/g", "old\n", 0o644);
+        chown(d.join("f"), Some(FOREIGN_UID), Some(FOREIGN_GID)).unwrap();
+        run_ok(
+            "chown",
+            &[
+                "-R",
+                &format!("{FOREIGN_UID}:{FOREIGN_GID}"),
+                d.join("t").to_str().unwrap(),
+            ],
+        );
+        symlink("f", d.join("lf")).unwrap();
+        for (name, secs) in [
+            ("lf", 1_500_000_000),
+            ("g", 1_500_000_000),
+            ("t/lf", 1_600_000_000),
+            ("t/g", 1_600_000_000),
+        ] {
+            set_mtime(&d.join(name), filetime(secs));
+        }
+    };
+    for (n, a) in [
+        &["-a", "-u", "-l", "lf", "t"][..],
+        &["-u", "-l", "g", "t"],
+        &["-a", "-u", "-l", "g", "lf", "t"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let how = Run {
+            foreign_user: true,
+            ..args(a)
+        };
+        same_as_cp(base, &format!("unlinkable{n}"), &setup, &how);
     }
 }
 

@@ -285,7 +285,32 @@ fn not_older(
             && (matches!(
                 write_or_link(rules, src, d, fresh, replace),
                 Decision::Refuse(Conflict::NotWritable | Conflict::Exists { .. })
-            ) || rules.changeable.is_some_and(|may| !may()))
+            ) || rules.changeable.is_some_and(|may| !may())
+                || link_refused(rules, src))
+}
+
+/// `-l`: whether the kernel will not link `src` for this process (`fs.protected_hardlinks`):
+/// another user's entry that is not a regular file it may read and write, or is set-uid, or
+/// set-gid and group-executable. cp's rule keeps what such a link would fail to replace.
+fn link_refused(rules: &Rules<'_>, src: &Meta) -> bool {
+    let p = rules.process;
+    if rules.opts.link != Some(LinkInstead::Hard) || p.euid == 0 || src.uid == p.euid {
+        return false;
+    }
+    let m = src.perm();
+    let set_id = m & 0o4000 != 0 || m & 0o2010 == 0o2010;
+    let rw = if src.gid == p.egid { 0o060 } else { 0o006 };
+    protected_hardlinks() && (!src.is_reg() || set_id || m & rw != rw)
+}
+
+/// Whether `fs.protected_hardlinks` is on (read once; on where it cannot be read, as on
+/// most systems).
+fn protected_hardlinks() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/fs/protected_hardlinks")
+            .map_or(true, |s| s.trim() != "0")
+    })
 }
 
 /// Whether `d` is what an earlier source of the same destination name made, which cp will not

@@ -223,8 +223,12 @@ fn named_earlier(
     let dest = sys::fstat(here.dst_dir)
         .ok()
         .map(|p| (p.id(), name.to_bytes().to_vec()));
-    let root_src = &ctx.root(root).src_path;
-    named::met_below(ctx.opts, dirs, (root, root_src), id, dest, || {
+    let src = sys::fstat(here.src_dir)
+        .ok()
+        .map(|p| (p.id(), name.to_bytes().to_vec()));
+    let r = ctx.root(root);
+    let paths = (r.src_path.as_path(), r.dst_path.as_path());
+    named::met_below(ctx.opts, dirs, (root, paths), (id, src), dest, || {
         here.dst_path(name)
     })
 }
@@ -593,9 +597,14 @@ fn listed(
     let (dirs, mut rest): (Listed, Listed) =
         entries.into_iter().partition(|(_, t)| *t == DType::Dir);
     if ctx.opts.dereference == Dereference::Always && ctx.opts.preserve.links {
-        // Symlinks first: a file they lead to is then remembered before it is met directly,
-        // and linked to (see `link_or_claim`).
-        rest.sort_by_key(|(_, t)| *t != DType::Symlink);
+        // Symlinks to a file of one link first: that file is then remembered before it is
+        // met directly, and linked to (see `link_or_claim`). The rest stay in inode order,
+        // as cp meets them: a file of several links is remembered wherever it is met, and
+        // which of its names is met first is where the group's copy is.
+        let to_one_link = |name: &CString| {
+            sys::stat_at(src, name, true).is_ok_and(|m| m.is_reg() && m.nlink == 1)
+        };
+        rest.sort_by_cached_key(|(n, t)| !(*t == DType::Symlink && to_one_link(n)));
     }
     (dirs, rest)
 }

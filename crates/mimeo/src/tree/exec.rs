@@ -928,6 +928,9 @@ fn dir_root(
         root.finish_parents(ctx.opts, &ctx.report);
         return None;
     }
+    if named.meets_a_copy_into_itself(ctx.opts, &root) {
+        ctx.report.fail(root.refusal_into_itself());
+    }
     let info = open_root_dirs(ctx, index, &mut root);
     // Nothing more is made in its parents.
     root.finish_parents(ctx.opts, &ctx.report);

@@ -154,6 +154,21 @@ impl Named {
         Some(root.refusal_into_itself())
     }
 
+    /// Whether cp, walking directory root `root`, meets the copy it made of an earlier root
+    /// it refused as a copy into itself (a copy mimeo never makes): one made right in this
+    /// root's source directory (`cp -lRn s/ s/. s/`). cp calls that a copy into itself too,
+    /// naming this root, and copies the rest. It walks no directory onto itself but under -n.
+    pub(crate) fn meets_a_copy_into_itself(&self, opts: &Options, root: &Root) -> bool {
+        let id = root.meta.id();
+        if !self.into_itself.iter().any(|(parent, _)| *parent == id) {
+            return false;
+        }
+        match sys::stat_at(root.dst_parent.as_fd(), &root.dst_name, false) {
+            Ok(m) => m.is_dir() && (m.id() != id || opts.overwrite == Overwrite::NoClobber),
+            Err(_) => true,
+        }
+    }
+
     /// Whether `dir`, a `--parents` directory just made, is where cp made the copy of a
     /// directory root refused as a copy into itself: cp found it there, and took a later
     /// destination below it for one that was there (not new).
@@ -226,19 +241,33 @@ fn in_an_earlier_copys_way(opts: &Options, dirs: &[NamedDir], root: &Root) -> Op
     })
 }
 
-/// What cp says of a directory `id` met below root `root` (whose source is `root_src`) if it
-/// is a directory root named before: going where that one went (`dest`; `s/sub` and `s/.`
-/// into one directory), the later root is named twice, with a warning; elsewhere (at `dst`),
-/// it is refused (but copied again where cp follows every symlink, as under `-L`).
+/// What cp says of a directory `id` (the entry `src` of the source) met below root `root`
+/// (whose source and destination are `root_paths`) if it is a directory root named before:
+/// where that one went to this very entry (itself, under -n: `s/x` then `s/.`, both into
+/// `s`), cp calls the later root a copy into itself; going where that one went (`dest`;
+/// `s/sub` and `s/.` into one directory), the later root is named twice, with a warning;
+/// elsewhere (at `dst`), it is refused (but copied again where cp follows every symlink, as
+/// under `-L`).
 pub(crate) fn met_below(
     opts: &Options,
     dirs: &[NamedDir],
-    (root, root_src): (u32, &Path),
-    id: (u64, u64),
+    (root, root_paths): (u32, (&Path, &Path)),
+    (id, src): ((u64, u64), Option<Dest>),
     dest: Option<Dest>,
     dst: impl FnOnce() -> PathBuf,
 ) -> Option<Result<Warning, Error>> {
+    let (root_src, root_dst) = root_paths;
     let earlier = dirs.iter().find(|n| n.before <= root && n.id == id)?;
+    if src.is_some() && src == earlier.dest {
+        let refusal = Refusal::IntoItself {
+            dst: root_dst.to_path_buf(),
+        };
+        return Some(Err(Error::refused(
+            Op::Refuse,
+            root_src.to_path_buf(),
+            refusal,
+        )));
+    }
     if dest.is_some() && dest == earlier.dest {
         return Some(Ok(Warning::SourceTwice {
             src: root_src.to_path_buf(),

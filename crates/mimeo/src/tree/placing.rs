@@ -95,7 +95,9 @@ pub(super) enum LinkStep<'a> {
 /// How the link map is to see `meta` (the entry `src_name` at `here`); None when it is not
 /// remembered. Under -L and -H, cp links every copy of one file reached more than once:
 /// through symlinks, or named more than once. Those files are remembered; others only when
-/// they have more than one link.
+/// they have more than one link. Under -L a file of several links is remembered for the
+/// whole run too: a symlink met after all its names (in inode order, as cp meets them)
+/// still finds its copy.
 fn sighting(ctx: &Ctx<'_>, here: &Here<'_>, src_name: &CStr, meta: &Meta) -> Option<Sighting> {
     let deref = ctx.opts.dereference;
     let pinned = deref != Dereference::Never
@@ -103,7 +105,9 @@ fn sighting(ctx: &Ctx<'_>, here: &Here<'_>, src_name: &CStr, meta: &Meta) -> Opt
             Loc::Root(_) => true,
             _ => {
                 deref == Dereference::Always
-                    && sys::stat_at(here.src_dir, src_name, false).is_ok_and(|m| m.is_symlink())
+                    && (meta.nlink >= 2
+                        || sys::stat_at(here.src_dir, src_name, false)
+                            .is_ok_and(|m| m.is_symlink()))
             }
         };
     // A path met twice (roots that overlap) would count as two of a file's links; under -L,
@@ -167,13 +171,16 @@ fn link_to_group(
 ) -> Result<bool, Error> {
     let loc_name = sys::cstring(&loc.name);
     let dst_path = || here.dst_path(dst_name);
+    // cp names the copy it links to: "cannot create hard link 'd/b' to 'd/a'".
+    let earlier = || match &loc.dir {
+        Some(rel) => join(&ctx.root(loc.root).dst_path, rel, &loc_name),
+        None => ctx.root(loc.root).dst_path.clone(),
+    };
+    let failed = |e: Errno| Error::sys(Op::Link, dst_path(), e).from_source(earlier());
     let other = if here.holds(loc) {
         None
     } else {
-        Some(
-            ctx.open_loc_dir(loc)
-                .map_err(|e| Error::sys(Op::Link, dst_path(), e))?,
-        )
+        Some(ctx.open_loc_dir(loc).map_err(failed)?)
     };
     let from: BorrowedFd<'_> = match &other {
         Some(Some(fd)) => fd.as_fd(),
@@ -213,22 +220,19 @@ fn link_to_group(
                 && same_dir(from, here.dst_dir);
             if own_copy {
                 before_failed_copy(ctx, here, dst_name, meta, &d)?;
-                let rel = loc.dir.as_deref().unwrap_or_default();
-                let earlier = join(&ctx.root(loc.root).dst_path, rel, &loc_name);
-                let e = Error::sys(Op::Link, dst_path(), Errno::NOENT);
-                return Err(e.from_source(earlier));
+                return Err(failed(Errno::NOENT));
             }
             let ((), temp) = crash::with_temp(here.dst_prefix(), |t| {
                 sys::link(from, &loc_name, here.dst_dir, t)
             })
-            .map_err(|e| Error::sys(Op::Link, dst_path(), e))?;
+            .map_err(failed)?;
             let backup = decision == Decision::Recreate;
             commit(ctx, here, &temp, dst_name, false, backup)?;
             // Renaming onto another link of the same inode does nothing: drop the temporary.
             let _ = sys::unlink(here.dst_dir, &temp, false);
             Ok(true)
         }
-        Err(e) => Err(Error::sys(Op::Link, dst_path(), e)),
+        Err(e) => Err(failed(e)),
     }
 }
 

@@ -266,6 +266,9 @@ impl<'a> DryRun<'a> {
             self.report.fail(e);
             return None;
         }
+        if dir && named.meets_a_copy_into_itself(opts, &root) {
+            self.report.fail(root.refusal_into_itself());
+        }
         if let Some((parent, name)) = key {
             made.push((parent, name, root.meta));
         }
@@ -441,8 +444,15 @@ impl<'a> DryRun<'a> {
         }
         let dest = dst.fd.as_ref().and_then(|fd| sys::fstat(fd.as_fd()).ok());
         let dest = dest.map(|p| (p.id(), e.name.to_bytes().to_vec()));
-        let root = (e.root, self.roots.root(e.root).path.as_path());
-        let twice = named::met_below(self.opts, &self.named, root, meta.id(), dest, || {
+        let src = sys::fstat(e.dir)
+            .ok()
+            .map(|p| (p.id(), e.name.to_bytes().to_vec()));
+        let paths = (
+            self.roots.root(e.root).path.as_path(),
+            self.dests[e.root as usize].path.as_path(),
+        );
+        let root = (e.root, paths);
+        let twice = named::met_below(self.opts, &self.named, root, (meta.id(), src), dest, || {
             dst_path.to_path_buf()
         });
         match twice {
