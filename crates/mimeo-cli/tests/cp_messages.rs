@@ -1920,13 +1920,28 @@ fn a_fifo_source_waits_for_its_writer_before_the_destination_as_cp() {
         let place = dir.path().join(side);
         fs::create_dir(&place).unwrap();
         setup(&place);
-        // The writer comes once the copy has had time to open the FIFO and go on.
+        // The writer comes once the copy has had time to open the FIFO and go on. A
+        // non-blocking open for writing fails (ENXIO) until a reader has it open: it is tried
+        // again for a while, as a loaded machine may start the copy late.
         let fifo = place.join("p");
         let writer = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(300));
             let flags = rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::NONBLOCK;
-            let fd = rustix::fs::open(&fifo, flags, rustix::fs::Mode::empty());
-            fd.is_ok_and(|fd| rustix::io::write(&fd, b"data\n").is_ok())
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            loop {
+                match rustix::fs::open(&fifo, flags, rustix::fs::Mode::empty()) {
+                    // Open: the copy has the FIFO open for reading. It may be gone by the
+                    // write (it then fails on the destination), which proves nothing more.
+                    Ok(fd) => {
+                        let _ = rustix::io::write(&fd, b"data\n");
+                        return true;
+                    }
+                    Err(rustix::io::Errno::NXIO) if std::time::Instant::now() < deadline => {
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                    Err(_) => return false,
+                }
+            }
         });
         let runner = Runner {
             path: &path,
