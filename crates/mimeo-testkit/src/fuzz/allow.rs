@@ -159,8 +159,9 @@ pub const ALLOWLIST: &[Allowed] = &[
                  the copy and fills it in inode order until it meets the copy itself, so what \
                  it leaves (and reports on the way) depends on inode numbers, and a later \
                  source copied to the copy's name finds it there; below a directory the user \
-                 may not list, cp never meets the copy; under -L both stop a source \
-                 where they meet the copy, each after what its own order reached",
+                 may not list, cp never meets the copy; under -L (or -l -r, which follows \
+                 as -L does, also to a copy named through a symlink in the source) both stop \
+                 a source where they meet the copy, each after what its own order reached",
         docs: "docs/cp.md, Differences from cp, \"A copy into itself makes nothing\"",
         apply: into_itself,
         last: false,

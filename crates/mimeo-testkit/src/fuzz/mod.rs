@@ -289,9 +289,15 @@ fn cp_case(cfg: &Config, ours_path: &OsString, seed: u64) -> io::Result<Outcome>
 }
 
 /// Where `target` below `place` leads, relative to `place`, where that is not `target`.
+/// A target not there yet leads where its directory does (`s/l/d` with `s/l` a symlink to
+/// `..` is `d`): the copy is made there.
 fn leads_to(place: &Path, target: &Path) -> Option<PathBuf> {
     let root = fs::canonicalize(place).ok()?;
-    let real = fs::canonicalize(place.join(target)).ok()?;
+    let full = place.join(target);
+    let real = fs::canonicalize(&full).ok().or_else(|| {
+        let name = full.file_name()?;
+        Some(fs::canonicalize(full.parent()?).ok()?.join(name))
+    })?;
     let real = real.strip_prefix(&root).ok()?.to_path_buf();
     (real != target).then_some(real)
 }
@@ -594,6 +600,22 @@ fn describe(cfg: &Config, o: &Outcome, problems: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `cp --link -r ls s/l/d` with `s/l` a symlink to `..`: the copy is made at `d`, which is
+    /// not there before the run.
+    #[test]
+    fn a_target_not_there_yet_leads_where_its_directory_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let place = dir.path();
+        fs::create_dir(place.join("s")).unwrap();
+        std::os::unix::fs::symlink("..", place.join("s/l")).unwrap();
+        assert_eq!(
+            leads_to(place, Path::new("s/l/d")),
+            Some(PathBuf::from("d"))
+        );
+        assert_eq!(leads_to(place, Path::new("s/d")), None);
+        assert_eq!(leads_to(place, Path::new("s/x/d")), None);
+    }
 
     #[test]
     fn symlink_targets_naming_one_file_are_marked_and_others_not() {
