@@ -186,6 +186,27 @@ fn a_relative_symlink_outside_the_working_directory_is_named_as_cp_names_it() {
     }
 }
 
+/// A relative `-s` link into a directory the user may not search: cp's look at "." there
+/// fails, so it tries the link, and reports why making it failed.
+#[test]
+fn a_relative_symlink_into_a_directory_not_searchable_is_tried_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "x");
+        fs::create_dir(d.join("d")).unwrap();
+        fs::set_permissions(d.join("d"), fs::Permissions::from_mode(0o444)).unwrap();
+    };
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (&["-s", "f", "d"][..], Some(NOBODY)),
+            (&["-s", "--parents", "f", "d"], Some(NOBODY)),
+            (&["-s", "f", "d"], None),
+        ],
+    );
+}
+
 /// A relative `-s` link named by a dangling symlink with a trailing slash, outside the
 /// working directory: cp refuses the relative link before it makes it (which would find the
 /// symlink there), with or without -f or a backup.
