@@ -205,6 +205,17 @@ fn a_relative_symlink_into_a_directory_not_searchable_is_tried_as_cp() {
             (&["-s", "f", "d"], None),
         ],
     );
+    // With --parents, after a directory that could not be made there, cp takes the next
+    // destination to be new: it does not look at it, and tries the link.
+    let setup = |d: &Path| {
+        write(&d.join("f"), "x");
+        symlink("f", d.join("lf")).unwrap();
+        fs::create_dir_all(d.join("s/x")).unwrap();
+        nobodys(d, &["f", "s", "s/x"]);
+        fs::set_permissions(d.join("s/x"), fs::Permissions::from_mode(0o444)).unwrap();
+    };
+    let args: &[&str] = &["-sR", "--parents", "s/x", "lf", "s/x"];
+    case_as_cp(dir.path(), 3, &setup, args, Some(NOBODY));
 }
 
 /// A directory's mode kept with `--preserve=mode` onto one the user does not own: cp's
