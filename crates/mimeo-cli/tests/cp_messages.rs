@@ -186,6 +186,64 @@ fn a_relative_symlink_outside_the_working_directory_is_named_as_cp_names_it() {
     }
 }
 
+/// A relative `-s` link into a directory the user may not search: cp's look at "." there
+/// fails, so it tries the link, and reports why making it failed.
+#[test]
+fn a_relative_symlink_into_a_directory_not_searchable_is_tried_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "x");
+        fs::create_dir(d.join("d")).unwrap();
+        fs::set_permissions(d.join("d"), fs::Permissions::from_mode(0o444)).unwrap();
+    };
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (&["-s", "f", "d"][..], Some(NOBODY)),
+            (&["-s", "--parents", "f", "d"], Some(NOBODY)),
+            (&["-s", "f", "d"], None),
+        ],
+    );
+    // With --parents, after a directory that could not be made there, cp takes the next
+    // destination to be new: it does not look at it, and tries the link.
+    let setup = |d: &Path| {
+        write(&d.join("f"), "x");
+        symlink("f", d.join("lf")).unwrap();
+        fs::create_dir_all(d.join("s/x")).unwrap();
+        nobodys(d, &["f", "s", "s/x"]);
+        fs::set_permissions(d.join("s/x"), fs::Permissions::from_mode(0o444)).unwrap();
+    };
+    let args: &[&str] = &["-sR", "--parents", "s/x", "lf", "s/x"];
+    case_as_cp(dir.path(), 3, &setup, args, Some(NOBODY));
+}
+
+/// A directory's mode kept with `--preserve=mode` onto one the user does not own: cp's
+/// gnulib `copy_acl` fails, and names it in the locale's quoting style.
+#[test]
+fn a_mode_not_kept_is_worded_as_gnulibs_copy_acl_words_it() {
+    let dir = scratch();
+    let d = OsStr::from_bytes(b"d\xff");
+    let setup = |b: &Path| {
+        fs::create_dir(b.join("s")).unwrap();
+        fs::set_permissions(b.join("s"), fs::Permissions::from_mode(0o700)).unwrap();
+        nobodys(b, &["s"]);
+        fs::create_dir_all(b.join(d).join("s")).unwrap();
+        fs::set_permissions(b.join(d), fs::Permissions::from_mode(0o777)).unwrap();
+    };
+    let mut dst = d.to_os_string();
+    dst.push("/");
+    for (i, keep) in ["--preserve=mode", "--preserve=mode,xattr"]
+        .iter()
+        .enumerate()
+    {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        let args = [os("-R"), os(keep), os("s"), &dst];
+        same_as_cp(&base, &setup, &args, Some(NOBODY));
+    }
+}
+
 /// A relative `-s` link named by a dangling symlink with a trailing slash, outside the
 /// working directory: cp refuses the relative link before it makes it (which would find the
 /// symlink there), with or without -f or a backup.

@@ -995,6 +995,30 @@ fn a_source_directory_named_twice_is_copied_once_as_cp() {
     assert_eq!((planned("D/t"), planned("D/t/f")), (1, 1), "{}", run.stdout);
 }
 
+/// `--parents` with a directory named again as "x/." below parents just made: cp refuses
+/// it as copied before elsewhere, before it makes it (which would find it there). Under -L
+/// it copies it again, and finds it there.
+#[test]
+fn a_directory_named_again_with_a_dot_below_new_parents_is_refused_first_as_cp() {
+    let base = tempfile::tempdir().unwrap();
+    let setup = |d: &Path| {
+        write(d, "t/f", "f\n", 0o644);
+        fs::create_dir(d.join("D")).unwrap();
+        fs::create_dir(d.join("s")).unwrap();
+        symlink("../t", d.join("s/t")).unwrap();
+    };
+    same_as_cp_each(
+        base.path(),
+        "dot-twice",
+        &setup,
+        &[
+            &["-r", "--parents", "t", "s/t/.", "D"][..],
+            &["-r", "--parents", "t", "s/t/.", "t", "D"],
+            &["-rL", "--parents", "t", "s/t/.", "D"],
+        ],
+    );
+}
+
 /// A directory whose copy could not be made is not counted as copied: named again, cp tries
 /// it again (and fails again) rather than warn that it was named twice.
 #[test]

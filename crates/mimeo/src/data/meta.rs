@@ -596,7 +596,9 @@ impl<'a> Apply<'a> {
         if let Some(perm) = perm.or(self.current_perm.filter(|_| opened_up))
             && (self.current_perm != Some(perm) || inherited || opened_up)
         {
-            chmod(dst, perm).map_err(|e| Error::sys(Op::Chmod, path(), e))?;
+            // With the mode kept, cp sets it with gnulib's `copy_acl`, which words its failure.
+            let op = if p.mode { Op::CopyAcl } else { Op::Chmod };
+            chmod(dst, perm).map_err(|e| Error::sys(op, path(), e))?;
         }
         Ok(())
     }

@@ -89,6 +89,8 @@ pub enum Op {
     /// Giving a directory of a source's path back the mode it was made without
     /// (`--parents`).
     RestoreParentMode,
+    /// Giving a copy its source's mode and ACL (`--preserve=mode`), as gnulib's `copy_acl`.
+    CopyAcl,
 }
 
 impl Op {
@@ -132,6 +134,7 @@ impl Op {
             Op::GetParentAcl => "get_parent_acl",
             Op::SetParentTimes => "set_parent_times",
             Op::SetParentMode => "set_parent_mode",
+            Op::CopyAcl => "copy_acl",
             Op::RestoreParentMode => "restore_parent_mode",
         }
     }
@@ -178,7 +181,7 @@ impl Op {
             Op::GetParentAcl => "",
             // cp's words where it gives them their attributes at the end.
             Op::SetParentTimes => "failed to preserve times for",
-            Op::SetParentMode => "preserving permissions for",
+            Op::SetParentMode | Op::CopyAcl => "preserving permissions for",
             Op::RestoreParentMode => "failed to preserve permissions for",
         }
     }
@@ -560,7 +563,9 @@ impl fmt::Display for Error {
                 }
                 // gnulib's `copy_acl` names its paths in the locale style, not as cp does.
                 let path = match self.op {
-                    Op::GetParentAcl | Op::SetParentMode => super::quote::quote_arg(&self.path),
+                    Op::GetParentAcl | Op::SetParentMode | Op::CopyAcl => {
+                        super::quote::quote_arg(&self.path)
+                    }
                     _ => quoted(&self.path),
                 };
                 match self.op.phrase() {

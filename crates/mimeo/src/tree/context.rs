@@ -626,10 +626,13 @@ fn trimmed(base: &Path) -> &Path {
 
 /// `-s`: whether a link to the relative source path `target` would be made in `dir`, a
 /// directory other than the working directory, where it would point elsewhere (cp refuses).
+/// cp looks up "." in both; where either lookup fails (a directory it may not search), it
+/// lets the link be tried, and making it reports the failure.
 pub(crate) fn relative_symlink_elsewhere(target: &[u8], dir: BorrowedFd<'_>) -> bool {
     if target.starts_with(b"/") {
         return false;
     }
     let cwd = sys::stat_at(sys::CWD, c".", true).map(|m| m.id());
-    cwd.is_err() || cwd != sys::fstat(dir).map(|m| m.id())
+    let here = sys::stat_at(dir, c".", true).map(|m| m.id());
+    matches!((cwd, here), (Ok(a), Ok(b)) if a != b)
 }

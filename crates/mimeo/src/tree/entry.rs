@@ -279,7 +279,10 @@ pub(crate) fn looked_first(here: &Here<'_>, dst_name: &CStr, e: Error) -> Error 
         e.op,
         Op::Create | Op::CreateDir | Op::MakeFifo | Op::MakeNode | Op::Symlink | Op::Link
     );
-    if !makes || e.errno() != Some(libc::EACCES) {
+    // A root cp took to be new (`--parents`) it makes without that look.
+    let taken_new =
+        matches!(here.loc, super::context::Loc::Root(_)) && here.root.is_some_and(|r| r.taken_new);
+    if !makes || taken_new || e.errno() != Some(libc::EACCES) {
         return e;
     }
     match sys::stat_at(here.dst_dir, dst_name, false) {

@@ -750,8 +750,21 @@ fn resolve_root(
     if found {
         *new_dst = false;
     }
-    // Without -r, cp omits a directory before it looks at the destination.
-    if opts.recursive && !found && super::roots::dot_after_new_parent(&pair.src, &parents) {
+    // Without -r, cp omits a directory before it looks at the destination. One it copied
+    // before elsewhere it refuses again before it makes anything (see `dir_root`).
+    let copied_before = || {
+        sys::stat_at(
+            sys::CWD,
+            &sys::cstring(pair.src.as_os_str().as_bytes()),
+            true,
+        )
+        .is_ok_and(|m| m.is_dir() && named.refused_again(opts, m.id()))
+    };
+    if opts.recursive
+        && !found
+        && super::roots::dot_after_new_parent(&pair.src, &parents)
+        && !copied_before()
+    {
         super::roots::finish_parents(&parents, opts, report);
         let dst = super::roots::trimmed(&pair.dst);
         return Err((Error::sys(Op::CreateDir, dst, sys::Errno::EXIST), true));

@@ -221,7 +221,7 @@ fn finish_parent(parent: &Parent, opts: &Options, process: &Process) -> Result<(
         e.op = match e.op {
             Op::SetTimes => Op::SetParentTimes,
             // Only its ACLs are set as xattrs, which cp copies with the mode.
-            Op::Chmod | Op::SetXattr => {
+            Op::Chmod | Op::CopyAcl | Op::SetXattr => {
                 e.attribute = None;
                 Op::SetParentMode
             }
