@@ -630,7 +630,8 @@ fn not_backed_up_again(
                 let named = base.is_some_and(|b| name.len() > b.len() && name.starts_with(b));
                 // The empty file cp made there before its clone failed.
                 let made = d.field == Field::Type && d.left == "file" && cloned;
-                (presence(d, false) || made) && below && named && d.right == cwd.left
+                let same = (presence(d, false) || made) && d.right == cwd.left;
+                below && named && (same || made_over_a_file(o, d, &cwd.left, cloned))
             })?;
             Some((cwd.path.clone(), left.path.clone()))
         })
@@ -644,6 +645,28 @@ fn not_backed_up_again(
             .filter(|l| !unbackup(l))
             .collect();
     moved
+}
+
+/// Where the file cp moved away was itself a file and its clone failed: the empty file cp
+/// made in its place differs from the one mimeo kept only in what a file holds (size, bytes,
+/// mode, times), never in presence or type.
+fn made_over_a_file(
+    o: &Outcome,
+    d: &crate::compare::Difference,
+    moved: &str,
+    cloned: bool,
+) -> bool {
+    let held = [
+        Field::Size,
+        Field::Content,
+        Field::Mode,
+        Field::Mtime,
+        Field::Atime,
+    ];
+    // Anchored on the size: cp's file there is the empty one.
+    let anchor = d.field == Field::Size && d.left == "0";
+    let mut there = o.tree.iter().filter(|e| e.path == d.path);
+    cloned && moved == "file" && anchor && there.all(|e| held.contains(&e.field))
 }
 
 /// A symlink target that names another member of the hard-link group its source is in (the
@@ -2135,6 +2158,47 @@ mod tests {
         o.tree = tree("fifo");
         assert!(!simple_backup_in_place(&mut o));
         assert!(o.cp.stderr.contains(unbackup));
+    }
+
+    /// `cp -a --backup=simple --reflink f d` (d/f a file, no clones on ext4): cp 9.1 moves d/f
+    /// to ./f~, makes an empty d/f, fails to clone into it, and cannot rename the backup back;
+    /// mimeo keeps d/f's data (fuzz seed 0x202a9ef2332db47).
+    #[test]
+    fn a_simple_backup_of_a_file_cp_cannot_rename_back_after_a_failed_clone_is_allowed() {
+        let clone = "cp: failed to clone 'd/f' from 'f': Operation not supported\n";
+        let unbackup = "cp: cannot un-backup 'd/f': No such file or directory\n";
+        let fixed = "1500000000.000000000";
+        let now = "1795787192.608714072";
+        let tree = |size: &str| {
+            vec![
+                diff("", Field::Mtime, now, fixed),
+                diff("d/f", Field::Mode, "0600", "0644"),
+                diff("d/f", Field::Mtime, now, fixed),
+                diff("d/f", Field::Atime, now, fixed),
+                diff("d/f", Field::Size, size, "11"),
+                diff("f~", Field::Presence, "file", "absent"),
+            ]
+        };
+        let mut o = outcome(&format!("{unbackup}{clone}"), clone);
+        o.plan.opts = vec!["p", "R", "archive", "backup", "reflink"];
+        o.plan.dest = DestState::Dir;
+        o.tree = tree("0");
+        for a in ALLOWLIST {
+            (a.apply)(&mut o);
+        }
+        assert!(o.tree.is_empty(), "{:?}", o.tree);
+        assert_eq!(o.cp.stderr, o.ours.stderr);
+        // Not where cp's file there is not the empty one it made.
+        let mut o = outcome(&format!("{unbackup}{clone}"), clone);
+        o.plan.opts = vec!["backup", "reflink"];
+        o.tree = tree("5");
+        assert!(!simple_backup_in_place(&mut o));
+        assert!(o.cp.stderr.contains(unbackup));
+        // Nor where the copy did not fail on a clone.
+        let mut o = outcome(unbackup, "");
+        o.plan.opts = vec!["backup", "reflink"];
+        o.tree = tree("0");
+        assert!(!simple_backup_in_place(&mut o));
     }
 
     /// `cp -uvb f f d`, where d/f is as new as f but of another size: mimeo replaces it, and
