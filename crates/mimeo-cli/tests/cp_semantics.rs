@@ -1109,6 +1109,44 @@ fn a_file_named_again_after_a_walk_that_replaced_its_copy_is_copied_again_as_cp(
     );
 }
 
+/// `cp -a s/. s/x d`, where s/x has another link in s: cp links d/x to the group's copy,
+/// which is d/x itself (`d/./x`), so it takes d/x away (removes it, or renames it to its
+/// backup and back) and fails to link what is gone. That is a write into d after the copy of
+/// `s/.` set d's times, so d keeps the time of that write, not its source's.
+#[test]
+fn a_root_that_fails_after_taking_its_own_copy_away_leaves_its_directory_written_as_cp() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = filetime(11_196_007);
+    let setup = |d: &Path| {
+        write(d, "s/x", "x\n", 0o644);
+        fs::hard_link(d.join("s/x"), d.join("s/y")).unwrap();
+        fs::create_dir(d.join("td")).unwrap();
+        symlink("td", d.join("d")).unwrap();
+        for dir in ["s", "td"] {
+            set_mtime(&d.join(dir), old);
+        }
+    };
+    for (i, a) in [
+        &["-a", "s/.", "s/x", "d/"][..],
+        &["-a", "-b", "s/.", "s/x", "d"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        let case = format!("own-copy-gone{i}");
+        let ((cp_ok, cp_err, with_cp), (ours_ok, ours_err, with_mimeo)) =
+            run_each(dir.path(), &case, &setup, &args(a));
+        assert_eq!((cp_ok, &cp_err), (ours_ok, &ours_err), "{a:?}");
+        assert!(
+            cp_err.contains("cannot create hard link 'd/x' to 'd/./x'"),
+            "{cp_err}"
+        );
+        let mtime = |d: &Path| fs::metadata(d.join("td")).unwrap().mtime();
+        assert!(mtime(&with_cp) > old.0, "cp: {a:?}");
+        assert!(mtime(&with_mimeo) > old.0, "mimeo: {a:?}");
+    }
+}
+
 /// `cp -f --backup f f` copies the file to its backup name; a new backup name longer than the
 /// filesystem takes less one is cut to fit and ends in `~` (gnulib's `check_extension`), as
 /// for any other backup.

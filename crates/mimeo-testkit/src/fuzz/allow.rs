@@ -631,7 +631,8 @@ fn not_backed_up_again(
                 let named = base.is_some_and(|b| name.len() > b.len() && name.starts_with(b));
                 // The empty file cp made there before its clone failed.
                 let made = d.field == Field::Type && d.left == "file" && cloned;
-                (presence(d, false) || made) && below && named && d.right == cwd.left
+                let same = (presence(d, false) || made) && d.right == cwd.left;
+                below && named && (same || made_over_a_file(o, d, &cwd.left, cloned))
             })?;
             Some((cwd.path.clone(), left.path.clone()))
         })
@@ -645,6 +646,28 @@ fn not_backed_up_again(
             .filter(|l| !unbackup(l))
             .collect();
     moved
+}
+
+/// Where the file cp moved away was itself a file and its clone failed: the empty file cp
+/// made in its place differs from the one mimeo kept only in what a file holds (size, bytes,
+/// mode, times), never in presence or type.
+fn made_over_a_file(
+    o: &Outcome,
+    d: &crate::compare::Difference,
+    moved: &str,
+    cloned: bool,
+) -> bool {
+    let held = [
+        Field::Size,
+        Field::Content,
+        Field::Mode,
+        Field::Mtime,
+        Field::Atime,
+    ];
+    // Anchored on the size: cp's file there is the empty one.
+    let anchor = d.field == Field::Size && d.left == "0";
+    let mut there = o.tree.iter().filter(|e| e.path == d.path);
+    cloned && moved == "file" && anchor && there.all(|e| held.contains(&e.field))
 }
 
 /// A symlink target that names another member of the hard-link group its source is in (the
@@ -1521,13 +1544,23 @@ fn into_itself(o: &mut Outcome) -> bool {
                 .is_some_and(|n| names.iter().any(|c| c == n));
         (made || named).then(|| d.path.clone())
     }));
+    // A later source cp copied onto a file of the copy: cp 9.1 renamed that file to its
+    // simple backup named from the working directory, not the destination
+    // (simple-backup-in-place), so the backup of `s/s/x` is `./s/x~`, which mimeo never made.
+    let backups = ["b", "backup", "suffix"].iter().any(|id| o.plan.has(id));
+    let dirs = [o.plan.target_path(), o.plan.target_dir()];
+    let misplaced = |d: &crate::compare::Difference| {
+        let cp_only = d.field == Field::Presence && d.right == "absent";
+        let moved = |c: &std::path::PathBuf| dirs.iter().any(|t| t.join(&d.path).starts_with(c));
+        backups && cp_only && copies.iter().any(moved)
+    };
     o.tree.retain(|d| {
         let below = copies.iter().any(|c| d.path.starts_with(c));
         let above = copies
             .iter()
             .any(|c| c.starts_with(&d.path) && c != &d.path);
         // cp may reach the copy through a symlink: any directory's times.
-        !(below || above || matches!(d.field, Field::Mtime | Field::Atime))
+        !(below || above || misplaced(d) || matches!(d.field, Field::Mtime | Field::Atime))
     });
     bridged
         || before != (o.cp.clone(), o.tree.len())
@@ -1890,6 +1923,35 @@ mod tests {
         assert_eq!(o.tree.len(), 1);
     }
 
+    /// `cp -a --backup=simple --parents s s/x/v s`: cp makes s/s/x/v in its copy into itself,
+    /// then backs it up for the later source, as ./s/x/v~ (9.1's simple backup named from the
+    /// working directory); mimeo refused the copy, so nothing was there to back up (fuzz seed
+    /// 0x1f08dc4dbe45b4db).
+    #[test]
+    fn a_backup_cp_made_of_its_copy_into_itself_is_not_judged() {
+        let err = "cp: cannot copy a directory, 's', into itself, 's/s'\n";
+        let tree = vec![diff("s/x/v~", Field::Presence, "file", "absent")];
+        let mut o = outcome(err, err);
+        o.plan.target = "s".into();
+        o.plan.opts = vec!["archive", "parents", "backup"];
+        o.tree = tree.clone();
+        assert!(into_itself(&mut o));
+        assert!(o.tree.is_empty(), "{:?}", o.tree);
+        // Not without backups, nor where the backup would not be in the copy.
+        let mut o = outcome(err, err);
+        o.plan.target = "s".into();
+        o.plan.opts = vec!["archive", "parents"];
+        o.tree = tree;
+        into_itself(&mut o);
+        assert_eq!(o.tree.len(), 1);
+        let mut o = outcome(err, err);
+        o.plan.target = "s".into();
+        o.plan.opts = vec!["archive", "parents", "backup"];
+        o.tree = vec![diff("x/v~", Field::Presence, "file", "absent")];
+        into_itself(&mut o);
+        assert_eq!(o.tree.len(), 1);
+    }
+
     /// `cp -rv s s/g/d` as a user who may not list `s/g`: cp makes `s/g/d` and copies the
     /// rest of `s` into it, but cannot enter `s/g`, so never meets the copy; mimeo refuses
     /// it first.
@@ -2136,6 +2198,47 @@ mod tests {
         o.tree = tree("fifo");
         assert!(!simple_backup_in_place(&mut o));
         assert!(o.cp.stderr.contains(unbackup));
+    }
+
+    /// `cp -a --backup=simple --reflink f d` (d/f a file, no clones on ext4): cp 9.1 moves d/f
+    /// to ./f~, makes an empty d/f, fails to clone into it, and cannot rename the backup back;
+    /// mimeo keeps d/f's data (fuzz seed 0x202a9ef2332db47).
+    #[test]
+    fn a_simple_backup_of_a_file_cp_cannot_rename_back_after_a_failed_clone_is_allowed() {
+        let clone = "cp: failed to clone 'd/f' from 'f': Operation not supported\n";
+        let unbackup = "cp: cannot un-backup 'd/f': No such file or directory\n";
+        let fixed = "1500000000.000000000";
+        let now = "1795787192.608714072";
+        let tree = |size: &str| {
+            vec![
+                diff("", Field::Mtime, now, fixed),
+                diff("d/f", Field::Mode, "0600", "0644"),
+                diff("d/f", Field::Mtime, now, fixed),
+                diff("d/f", Field::Atime, now, fixed),
+                diff("d/f", Field::Size, size, "11"),
+                diff("f~", Field::Presence, "file", "absent"),
+            ]
+        };
+        let mut o = outcome(&format!("{unbackup}{clone}"), clone);
+        o.plan.opts = vec!["p", "R", "archive", "backup", "reflink"];
+        o.plan.dest = DestState::Dir;
+        o.tree = tree("0");
+        for a in ALLOWLIST {
+            (a.apply)(&mut o);
+        }
+        assert!(o.tree.is_empty(), "{:?}", o.tree);
+        assert_eq!(o.cp.stderr, o.ours.stderr);
+        // Not where cp's file there is not the empty one it made.
+        let mut o = outcome(&format!("{unbackup}{clone}"), clone);
+        o.plan.opts = vec!["backup", "reflink"];
+        o.tree = tree("5");
+        assert!(!simple_backup_in_place(&mut o));
+        assert!(o.cp.stderr.contains(unbackup));
+        // Nor where the copy did not fail on a clone.
+        let mut o = outcome(unbackup, "");
+        o.plan.opts = vec!["backup", "reflink"];
+        o.tree = tree("0");
+        assert!(!simple_backup_in_place(&mut o));
     }
 
     /// `cp -uvb f f d`, where d/f is as new as f but of another size: mimeo replaces it, and

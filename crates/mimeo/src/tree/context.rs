@@ -219,6 +219,10 @@ pub(crate) struct Root {
     pub parents: Vec<Parent>,
     /// The root entry was made or written at its destination (for `followers`).
     pub made: std::sync::atomic::AtomicBool,
+    /// The root took away what was at its destination and then failed (cp's order: it
+    /// removed it, or renamed it to its backup and back), which wrote into its directory as
+    /// much as a copy made there; unlike `made`, nothing is there for later roots.
+    pub emptied: std::sync::atomic::AtomicBool,
     /// A directory copied into itself: refused once a source named twice is told apart
     /// (see [`Root::resolve_named`]).
     pub into_itself: bool,
@@ -566,6 +570,15 @@ impl<'a> Here<'a> {
             (Loc::Root(i), None) => i == loc.root,
             (Loc::Below(i, rel), Some(dir)) => i == loc.root && rel == &dir[..],
             _ => false,
+        }
+    }
+
+    /// Records that this root entry took away what was at its destination and failed: its
+    /// directory was written all the same.
+    pub fn emptied(&self) {
+        if let (Loc::Root(_), Some(root)) = (self.loc, self.root) {
+            root.emptied
+                .store(true, std::sync::atomic::Ordering::Relaxed);
         }
     }
 

@@ -467,7 +467,8 @@ fn touch_written_into(ctx: &Ctx<'_>) {
         .iter()
         .enumerate()
         .filter_map(|(i, r)| {
-            let made = r.made.load(std::sync::atomic::Ordering::Relaxed);
+            let made = r.made.load(std::sync::atomic::Ordering::Relaxed)
+                || r.emptied.load(std::sync::atomic::Ordering::Relaxed);
             Some((i, id(r.dst_parent.as_fd())?, made))
         })
         .collect();

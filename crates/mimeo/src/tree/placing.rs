@@ -220,6 +220,7 @@ fn link_to_group(
                 && same_dir(from, here.dst_dir);
             if own_copy {
                 before_failed_copy(ctx, here, dst_name, meta, &d)?;
+                here.emptied();
                 return Err(failed(Errno::NOENT));
             }
             let ((), temp) = crash::with_temp(here.dst_prefix(), |t| {
