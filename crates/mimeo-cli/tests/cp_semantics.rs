@@ -1771,22 +1771,8 @@ fn a_link_named_again_onto_its_own_copy_fails_as_cp() {
         &[],
         &["-u"],
     ];
-    for (i, o) in opts.iter().enumerate() {
-        let a: Vec<&str> = ["--parents", "-a"]
-            .iter()
-            .chain(o.iter())
-            .chain(["s", "s/x", "d"].iter())
-            .copied()
-            .collect();
-        let ours: Vec<&str> = std::iter::once("-j4").chain(a.iter().copied()).collect();
-        let how = Run {
-            ours: Some(&ours),
-            ..args(&a)
-        };
-        for round in 0..6 {
-            same_as_cp(base.path(), &format!("own-copy{i}-{round}"), &setup, &how);
-        }
-    }
+    let around = (&["--parents", "-a"][..], &["s", "s/x", "d"][..]);
+    same_as_cp_with_workers(base.path(), "own-copy", &setup, around, &opts);
 }
 
 /// Under -L with --preserve=links, a symlink to a file of several links is met in inode order,
@@ -1835,25 +1821,29 @@ fn a_file_named_again_after_its_tree_is_linked_over_itself_as_cp() {
         fs::create_dir(d.join("d")).unwrap();
     };
     let opts: [&[&str]; 4] = [&[], &["-f"], &["--remove-destination"], &["--backup"]];
+    let around = (&["-a", "-L"][..], &["s/.", "s/x", "d"][..]);
+    same_as_cp_with_workers(base.path(), "over-itself", &setup, around, &opts);
+}
+
+/// [`same_as_cp`] for each of `opts` between `around`'s two halves, six rounds each with four
+/// workers for mimeo: sources that overlap must come out as cp's whatever the workers do.
+#[track_caller]
+fn same_as_cp_with_workers(
+    base: &Path,
+    case: &str,
+    setup: &dyn Fn(&Path),
+    around: (&[&str], &[&str]),
+    opts: &[&[&str]],
+) {
     for (i, o) in opts.iter().enumerate() {
-        let a: Vec<&str> = ["-a", "-L"]
-            .iter()
-            .chain(o.iter())
-            .chain(["s/.", "s/x", "d"].iter())
-            .copied()
-            .collect();
-        let ours: Vec<&str> = std::iter::once("-j4").chain(a.iter().copied()).collect();
+        let a: Vec<&str> = [around.0, o, around.1].concat();
+        let ours: Vec<&str> = [&["-j4"][..], &a].concat();
         let how = Run {
             ours: Some(&ours),
             ..args(&a)
         };
         for round in 0..6 {
-            same_as_cp(
-                base.path(),
-                &format!("over-itself{i}-{round}"),
-                &setup,
-                &how,
-            );
+            same_as_cp(base, &format!("{case}{i}-{round}"), setup, &how);
         }
     }
 }
