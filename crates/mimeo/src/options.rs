@@ -120,7 +120,7 @@ pub enum DanglingSymlink {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Backup {
-    /// `NAME` + suffix (`--backup=simple`, `never`; `-b` with `VERSION_CONTROL` unset).
+    /// `NAME` + suffix (`--backup=simple`, `never`).
     Simple {
         /// Appended to the name (`~` unless `-S`/`SIMPLE_BACKUP_SUFFIX` say otherwise); any
         /// bytes, as names are.
@@ -129,7 +129,7 @@ pub enum Backup {
     /// `NAME.~N~`, one more than the highest number there (`--backup=numbered`, `t`).
     Numbered,
     /// Numbered if numbered backups of the name exist already, simple otherwise
-    /// (`--backup=existing`, `nil`).
+    /// (`--backup=existing`, `nil`; `-b` with `VERSION_CONTROL` unset, as in cp).
     Existing {
         /// The suffix of a simple backup.
         suffix: OsString,
