@@ -586,10 +586,7 @@ impl<'a> Apply<'a> {
         // kept from it), or none.
         let inherited =
             self.inherited_acl && (p.mode || p.default_mode || self.keep_perm.is_some());
-        // With the mode kept, an entry written into gets the source's ACL or none (gnulib's
-        // copy_acl): its own does not stay (`--attributes-only -p` onto a file with an ACL).
-        let own = !self.created && p.mode;
-        if inherited || own {
+        if inherited {
             self.strip_inherited_acls(dst, xattrs, path)?;
         }
         set_times()?;
