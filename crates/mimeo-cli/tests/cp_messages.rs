@@ -561,6 +561,33 @@ fn unknown_options_are_named_as_cp_names_them_with_control_characters_escaped() 
     }
 }
 
+/// `--attributes-only` with the mode kept gives an existing file the source's ACL, or none,
+/// as cp's `copy_acl` does: the file's own ACL (a named user's read and execute) does not
+/// stay, which would let that user read it (fuzz seed 0x1f3bba387a962c00).
+#[test]
+fn attributes_only_with_the_mode_kept_replaces_the_destinations_acl_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("s"), "src");
+        fs::set_permissions(d.join("s"), fs::Permissions::from_mode(0o640)).unwrap();
+        write(&d.join("d"), "dst");
+        mimeo_testkit::run_ok(
+            "setfacl",
+            &["-m", "u:1234:rx", d.join("d").to_str().unwrap()],
+        );
+    };
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (&["-f", "--attributes-only", "-p", "s", "d"][..], None),
+            (&["--attributes-only", "--preserve=mode", "s", "d"], None),
+            (&["--attributes-only", "-a", "s", "d"], None),
+            (&["--attributes-only", "s", "d"], None),
+        ],
+    );
+}
+
 /// A bad value of any option with fixed choices is quoted as cp quotes it: control
 /// characters, quotes and bytes that are not UTF-8 escaped, none of them raw on the terminal.
 #[test]

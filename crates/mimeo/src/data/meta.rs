@@ -600,6 +600,16 @@ impl<'a> Apply<'a> {
             let op = if p.mode { Op::CopyAcl } else { Op::Chmod };
             chmod(dst, perm).map_err(|e| Error::sys(op, path(), e))?;
         }
+        // With the mode kept, an entry written into gets the source's ACL or none, as gnulib's
+        // copy_acl gives it after its chmod: its own does not stay (`--attributes-only -p`
+        // onto a file with an ACL); copy_acl's words where that is refused.
+        if !inherited && !self.created && p.mode {
+            self.strip_inherited_acls(dst, xattrs, path)
+                .map_err(|e| match e.errno() {
+                    Some(libc::EPERM) => Error::sys(Op::CopyAcl, path(), Errno::PERM),
+                    _ => e,
+                })?;
+        }
         Ok(())
     }
 
