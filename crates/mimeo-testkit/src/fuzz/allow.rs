@@ -1048,6 +1048,14 @@ fn linked_destination(o: &mut Outcome) -> bool {
 /// The lines of `text` in sorted order; with `questions`, each of -i's questions (which end
 /// in "? " and no newline) counts as a line of its own.
 fn sorted_lines(text: &str, questions: bool) -> String {
+    let mut lines = pieces(text, questions);
+    lines.sort_unstable();
+    lines.concat()
+}
+
+/// The lines of `text`, in order; with `questions`, each of -i's questions (which end in
+/// "? " and no newline, so the next message follows on the same line) is a piece of its own.
+fn pieces(text: &str, questions: bool) -> Vec<&str> {
     let mut lines: Vec<&str> = Vec::new();
     for line in text.split_inclusive('\n') {
         let mut rest = line;
@@ -1065,8 +1073,7 @@ fn sorted_lines(text: &str, questions: bool) -> String {
             lines.push(rest);
         }
     }
-    lines.sort_unstable();
-    lines.concat()
+    lines
 }
 
 fn help_text(o: &mut Outcome) -> bool {
@@ -1509,10 +1516,13 @@ fn into_itself(o: &mut Outcome) -> bool {
                 .any(|s| l.contains(s.as_str()) || bare(s) || parent(s))
     };
     // A line the other side says too is kept as often as it says it: cp's walk through the
-    // copy may fail the same way again (a --parents link to the same name).
-    let only_cp = |text: &str, other: &str| -> String {
-        let mut others: Vec<&str> = other.split_inclusive('\n').collect();
-        text.split_inclusive('\n')
+    // copy may fail the same way again (a --parents link to the same name). A question of
+    // -i is judged apart from the message that follows it on its line: one about an entry
+    // outside the copy stays where cp went on into the copy.
+    let only_cp = |text: &str, other: &str, questions: bool| -> String {
+        let mut others: Vec<&str> = pieces(other, questions);
+        pieces(text, questions)
+            .into_iter()
             .filter(|l| match others.iter().position(|o| o == l) {
                 Some(i) => {
                     others.swap_remove(i);
@@ -1522,12 +1532,12 @@ fn into_itself(o: &mut Outcome) -> bool {
             })
             .collect()
     };
-    o.cp.stdout = only_cp(&o.cp.stdout, &ours.0);
-    o.cp.stderr = only_cp(&o.cp.stderr, &ours.1);
+    o.cp.stdout = only_cp(&o.cp.stdout, &ours.0, false);
+    o.cp.stderr = only_cp(&o.cp.stderr, &ours.1, true);
     // Under -L, both stop a source once they meet the copy in it (mimeo once its parallel
     // walk does), so each may have said more of it than the other.
-    o.ours.stdout = only_cp(&o.ours.stdout, &before.0.stdout);
-    o.ours.stderr = only_cp(&o.ours.stderr, &before.0.stderr);
+    o.ours.stdout = only_cp(&o.ours.stdout, &before.0.stdout, false);
+    o.ours.stderr = only_cp(&o.ours.stderr, &before.0.stderr, true);
     // The copy where cp made it and mimeo did not: absent, or what a later source of that
     // name made there (cp found its copy there). A destination that is a symlink in the
     // source leads where its name does not say: that copy is known by its name alone.
@@ -1995,6 +2005,43 @@ mod tests {
         let cp = "cp: cannot create directory 't/x': Permission denied\n";
         let mut o = outcome(cp, ours);
         assert!(!into_itself(&mut o));
+    }
+
+    /// `cp -ri f s/a/ d` (s/a a symlink to "..", so the copy d/a is in the source; d/f in
+    /// the way, no answer): both ask about d/f once. cp's question has no newline, so cp's
+    /// next message, about a file it met in its copy into itself, follows on the same line;
+    /// that message is not judged, the question is (fuzz seed 0xd2660c6cc608f70b).
+    #[test]
+    fn a_question_before_a_line_of_the_copy_into_itself_is_still_judged() {
+        let refused = "cp: cannot copy a directory, 's/a/', into itself, 'd/a'\n";
+        let asked = "cp: overwrite 'd/f'? ";
+        let cp =
+            format!("{asked}cp: cannot open 's/a/s/x' for reading: Permission denied\n{refused}");
+        let ours = format!("{refused}{asked}");
+        let mut o = outcome(&cp, &ours);
+        o.plan.opts = vec!["recursive", "interactive"];
+        o.plan.target = "d".into();
+        assert!(into_itself(&mut o));
+        assert_eq!(o.cp.stderr, format!("{asked}{refused}"));
+        assert!(message_order(&mut o));
+        assert_eq!(o.cp.stderr, o.ours.stderr);
+        // A question mimeo did not ask is still a difference.
+        let mut o = outcome(&cp, refused);
+        o.plan.opts = vec!["recursive", "interactive"];
+        o.plan.target = "d".into();
+        into_itself(&mut o);
+        message_order(&mut o);
+        assert_ne!(o.cp.stderr, o.ours.stderr);
+        // Nor is one mimeo asked and cp did not hidden.
+        let mut o = outcome(
+            &format!("cp: cannot open 's/a/s/x' for reading: Permission denied\n{refused}"),
+            &ours,
+        );
+        o.plan.opts = vec!["recursive", "interactive"];
+        o.plan.target = "d".into();
+        into_itself(&mut o);
+        message_order(&mut o);
+        assert_ne!(o.cp.stderr, o.ours.stderr);
     }
 
     /// `cp -a --parents ls s ls ls` (ls the case's symlink to s): the copy 'ls/s' that both
