@@ -372,6 +372,48 @@ fn a_later_source_meeting_a_copy_into_itself_is_one_too_as_cp() {
     }
 }
 
+/// `cp -ri f s/a/ d` with `s/a` a symlink to `..` (so the copy `d/a` is in the source) and
+/// `d/f` in the way, no answer: cp asks about `d/f` once, then copies into itself; mimeo
+/// asks the same once (and refuses the copy into itself first, docs/cp.md, "A copy into
+/// itself makes nothing", so only the status, the questions and the refusals are compared;
+/// fuzz seed 0xd2660c6cc608f70b).
+#[test]
+fn a_question_before_a_copy_into_itself_is_asked_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("s")).unwrap();
+        symlink("..", d.join("s/a")).unwrap();
+        write(&d.join("f"), "f");
+        fs::create_dir(d.join("d")).unwrap();
+        write(&d.join("d/f"), "in the way");
+        write(&d.join("s/l"), "l");
+        nobodys(d, &["f", "s", "s/a", "s/l", "d", "d/f"]);
+    };
+    // The questions (each ends in "? ", with no newline) and refusals, in sorted order.
+    let said = |t: &str| {
+        let mut l: Vec<String> = t
+            .split_inclusive('\n')
+            .flat_map(|l| l.split_inclusive("? "))
+            .filter(|l| l.ends_with("? ") || l.contains(", into itself, "))
+            .map(str::to_string)
+            .collect();
+        l.sort_unstable();
+        l
+    };
+    for (i, user) in [None, Some(NOBODY)].into_iter().enumerate() {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        let args = [os("-ri"), os("f"), os("s/a/"), os("s/l"), os("d")];
+        let (cp, ours, what) = run_both(&base, &setup, &args, user);
+        assert_eq!(cp.code, ours.code, "exit status: {what}");
+        let asked = "cp: overwrite 'd/f'? ";
+        assert!(cp.stderr.contains(asked), "{what}");
+        assert_eq!(said(&cp.stderr), said(&ours.stderr), "stderr: {what}");
+        assert_eq!(fs::read(base.join("ours/d/f")).unwrap(), b"in the way");
+        assert_eq!(fs::read(base.join("ours/d/l")).unwrap(), b"l");
+    }
+}
+
 #[test]
 fn an_unreadable_source_is_reported_as_cp_reports_it() {
     let dir = scratch();
