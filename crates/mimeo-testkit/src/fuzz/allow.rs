@@ -195,7 +195,9 @@ pub const ALLOWLIST: &[Allowed] = &[
                  empty with the sticky bit that marks it incomplete; the file a destination \
                  symlink leads to is left alone, where cp empties it (an empty one gets the \
                  time of that); an existing empty file is left as it was, where cp's \
-                 truncation gives it a new mtime and clears its set-id bits",
+                 truncation gives it a new mtime and clears its set-id bits, or where cp \
+                 removes it first (--remove-destination, or -f where it cannot open it), a \
+                 new empty file of the user running cp, with the source's mode and new times",
         docs: "docs/cp.md, Differences from cp, \"An existing file is replaced atomically\"",
         apply: failed_clone_leaves_nothing,
         last: false,
@@ -530,11 +532,33 @@ fn failed_clone_leaves_nothing(o: &mut Outcome) -> bool {
             && (d.field == Field::Mtime && later(&d.left, &d.right)
                 || d.field == Field::Mode && set_id_cleared)
     };
+    // An existing empty file cp removed (--remove-destination, or -f where it could not
+    // open it) and made anew before the clone failed: the new one has a new mtime, the
+    // running user as its owner and the source's mode; mimeo kept the old one as it was.
+    let removes = o.plan.has("remove-destination") || o.plan.has("force");
+    let runner = |uid: &str| uid == "0" || uid == super::NOBODY.to_string();
+    let foreign = |p: &Path| {
+        let owner = |d: &&crate::compare::Difference| d.path == p && d.field == Field::Uid;
+        o.tree.iter().filter(owner).any(|d| !runner(&d.left))
+    };
+    let renewed: Vec<PathBuf> = o
+        .tree
+        .iter()
+        .filter(|d| removes && d.field == Field::Mtime && later(&d.left, &d.right))
+        .filter(|d| cloned_onto.contains(&d.path) && o.regular.contains(&d.path))
+        .filter(|d| !foreign(&d.path))
+        .map(|d| d.path.clone())
+        .collect();
+    let made_anew = |d: &crate::compare::Difference| {
+        let owner = matches!(d.field, Field::Uid | Field::Gid | Field::Mode);
+        let times = matches!(d.field, Field::Mtime | Field::Atime);
+        (owner || times) && renewed.contains(&d.path)
+    };
     // The directory cp's file was made in has the time of that.
     let holds = |p: &Path| left.iter().any(|l| l.parent() == Some(p));
     let n = o.tree.len();
     o.tree.retain(|d| {
-        let kept = target(d) || marked(d) || truncated(d);
+        let kept = target(d) || marked(d) || truncated(d) || made_anew(d);
         !(left.contains(&d.path) || d.field == Field::Mtime && holds(&d.path) || kept)
     });
     o.tree.len() != n
@@ -2596,6 +2620,38 @@ mod tests {
                 (Path::new("s/b\u{1b}").into(), Field::Mode)
             ]
         );
+    }
+    /// `cp --remove-destination --reflink -r s/j s/h/c` on ext4 where s/h/c, empty, is
+    /// another user's: cp removed it and made a new empty file, root's, before its clone
+    /// failed; mimeo kept the old one as it was. Not without the removal asked for, nor an
+    /// owner other than the running user's, nor another file.
+    #[test]
+    fn a_failed_clone_onto_a_removed_empty_file_keeps_the_old_one() {
+        let said = "cp: failed to clone 's/h/c' from 's/j': Operation not supported\n";
+        let mut o = outcome(said, said);
+        o.plan.opts = vec!["recursive", "remove-destination", "reflink"];
+        o.regular = vec!["s/h/c".into(), "s/g".into()];
+        let (now, old) = ("1795792772.945027038", "1708998616.412862418");
+        o.tree = vec![
+            diff("s/h/c", Field::Uid, "0", "1234"),
+            diff("s/h/c", Field::Gid, "0", "5678"),
+            diff("s/h/c", Field::Mode, "0644", "0600"),
+            diff("s/h/c", Field::Mtime, now, old),
+            diff("s/g", Field::Uid, "0", "1234"),
+        ];
+        let (mut forced, mut foreign) = (o.clone(), o.clone());
+        assert!(failed_clone_leaves_nothing(&mut o));
+        assert_eq!(o.tree, vec![diff("s/g", Field::Uid, "0", "1234")]);
+        // Without --remove-destination or -f cp wrote into the file: it keeps its owner.
+        forced.plan.opts = vec!["recursive", "reflink"];
+        failed_clone_leaves_nothing(&mut forced);
+        let fields: Vec<_> = forced.tree.iter().map(|d| d.field).collect();
+        assert_eq!(fields, [Field::Uid, Field::Gid, Field::Mode, Field::Uid]);
+        // A new file of another owner than the user running cp is not cp's.
+        foreign.tree[0] = diff("s/h/c", Field::Uid, "4321", "1234");
+        failed_clone_leaves_nothing(&mut foreign);
+        let fields: Vec<_> = foreign.tree.iter().map(|d| d.field).collect();
+        assert_eq!(fields, [Field::Uid, Field::Gid, Field::Mode, Field::Uid]);
     }
     /// `cp -r s/. s/x s/u/l` where s/u/l is a symlink to `.`: cp fills s/u, where the
     /// destination leads, before it meets the copy; mimeo refuses first. What a later source
