@@ -1679,6 +1679,49 @@ fn a_destination_that_is_the_source_or_no_directory_is_reported_before_into_itse
     }
 }
 
+/// A destination named through a symlink in the source that leads out of it (`s/out/`,
+/// followed for the slash) is no copy into itself: cp tells one by identity, so it copies
+/// the source into the directory the link leads to. One that stays in the source is still
+/// refused, by status and message (what cp leaves there is a documented difference).
+#[test]
+fn a_destination_through_a_symlink_out_of_the_source_is_no_copy_into_itself() {
+    let base = tempfile::tempdir().unwrap();
+    let setup = |d: &Path| {
+        write(d, "s/f", "f\n", 0o644);
+        fs::create_dir_all(d.join("s/sub")).unwrap();
+        fs::create_dir_all(d.join("o/d")).unwrap();
+        symlink("../o/d", d.join("s/out")).unwrap();
+    };
+    same_as_cp_each(
+        base.path(),
+        "through-out",
+        &setup,
+        &[
+            &["-r", "-T", "s", "s/out/"][..],
+            &["-r", "-T", "s/", "s/out/"],
+            &["-r", "-T", "s/.", "s/out/"],
+            &["-r", "--sparse=auto", "-T", "s", "s/out/"],
+            &["-r", "-T", "s", "s/out"],
+            &["-r", "s", "s/out/"],
+            &["-r", "s", "s/out"],
+        ],
+    );
+    for (i, a) in [
+        &["-r", "-T", "s", "s/sub/"][..],
+        &["-r", "-T", "s", "s/sub"],
+        &["-r", "s", "s/x"],
+        &["-r", "s/.", "s/x/"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let ((cp_ok, cp_err, _), (ours_ok, ours_err, _)) =
+            run_each(base.path(), &format!("through-in{i}"), &setup, &args(a));
+        assert!(!cp_ok && cp_err.contains("into itself"), "{a:?}: {cp_err}");
+        assert_eq!((cp_ok, cp_err), (ours_ok, ours_err), "{a:?}");
+    }
+}
+
 /// A directory source whose destination name an earlier source of the same run made: cp
 /// copies that one first, and then finds what it made there. A symlink to the source
 /// directory is the same file (not a copy into itself), a file is a non-directory in the way.

@@ -10,7 +10,7 @@ use crate::report::Reporter;
 use crate::report::{EntryKind, Error, Op, Refusal};
 use crate::sys::{self, Errno, Meta, XattrTarget};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::ffi::{CString, OsStr};
+use std::ffi::{CStr, CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -70,7 +70,8 @@ impl Root {
     pub(crate) fn look_again_into_itself(&mut self) {
         if self.into_itself {
             let there = sys::stat_at(self.dst_parent.as_fd(), &self.dst_name, false).ok();
-            self.into_itself = into_itself(self.dst_parent.as_fd(), there, self.meta.id());
+            let (dir, name) = (self.dst_parent.as_fd(), &self.dst_name);
+            self.into_itself = into_itself(dir, name, there, self.meta.id());
         }
     }
 
@@ -145,7 +146,8 @@ impl Root {
             (src_path, dst_path),
             parent_missing,
         )?;
-        let into_itself = meta.is_dir() && into_itself(dst_parent.as_fd(), there, meta.id());
+        let into_itself =
+            meta.is_dir() && into_itself(dst_parent.as_fd(), &dst_name, there, meta.id());
         let dst = dst_facts(opts, dst_parent.as_fd(), &parent_meta);
         // Known per tree for directories; a file given alone is checked only if it is empty.
         let sized_dev =
@@ -622,13 +624,19 @@ fn is_symlink_at(dir: &OwnedFd, name: &CString) -> bool {
     sys::stat_at(dir.as_fd(), &bare, false).is_ok_and(|m| m.is_symlink())
 }
 
-/// Whether copying the directory `id` into `dir`, where `there` is at its name, is a copy
-/// into itself, as cp tells it: `dir` is it or below it, and nothing is there, or a
-/// directory other than it.
+/// Whether copying the directory `id` to `name` in `dir`, where `there` is at that name, is
+/// a copy into itself, as cp tells it: the directory the copy goes into is it or below it,
+/// and nothing is there, or a directory other than it.
 /// Where `name` is the source or not a directory, cp reports that first (decided later).
-fn into_itself(dir: BorrowedFd<'_>, there: Option<Meta>, id: (u64, u64)) -> bool {
+fn into_itself(dir: BorrowedFd<'_>, name: &CStr, there: Option<Meta>, id: (u64, u64)) -> bool {
     match there {
         Some(there) if there.id() == id || !there.is_dir() => false,
+        // "d/" follows a symlink at d, so the copy goes into the directory it leads to,
+        // which need not be below `dir` (cp tells a copy into itself by identity, not name).
+        Some(_) if name.to_bytes().ends_with(b"/") => match sys::open_dir_path(dir, name, true) {
+            Ok(there) => is_inside(there.as_fd(), id),
+            Err(_) => is_inside(dir, id),
+        },
         _ => is_inside(dir, id),
     }
 }
