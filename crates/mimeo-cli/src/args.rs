@@ -126,7 +126,7 @@ pub struct Args {
     /// Preserve the attributes in ATTR_LIST (mode,ownership,timestamps,links,xattr,all), and
     /// sharing: extents shared between source files stay shared in the copy (part of all)
     #[arg(long, value_name = "ATTR_LIST", num_args = 0..=1, require_equals = true,
-          default_missing_value = "mode,ownership,timestamps", action = ArgAction::Append)]
+          default_missing_value = BARE_PRESERVE, action = ArgAction::Append)]
     pub preserve: Vec<String>,
 
     /// Use full source file name under DIRECTORY
@@ -317,7 +317,8 @@ pub enum AttrFlag {
     DerefAlways,
     /// `-P`.
     DerefNever,
-    /// `-p`: mode, ownership and timestamps.
+    /// `-p` or a bare `--preserve`: mode, ownership and timestamps, which leaves cp's note
+    /// that `--no-preserve=mode` was given (unlike `--preserve=mode`).
     PreserveDefault,
     /// `--preserve=LIST`.
     Preserve(String),
@@ -401,6 +402,11 @@ fn last_backup_control(argv: &[OsString]) -> Option<OsString> {
         .map(|v| OsStr::from_bytes(v).to_owned())
 }
 
+/// What a bare `--preserve` gives clap: no argument can hold a NUL byte, so this tells it
+/// from `--preserve=mode,ownership,timestamps`, which cp takes differently (see
+/// [`AttrFlag::PreserveDefault`]).
+const BARE_PRESERVE: &str = "\0";
+
 /// The attribute and symlink flags given, in command-line order.
 fn attr_flags(m: &ArgMatches) -> Vec<AttrFlag> {
     let mut found: Vec<(usize, AttrFlag)> = Vec::new();
@@ -432,7 +438,12 @@ fn attr_flags(m: &ArgMatches) -> Vec<AttrFlag> {
             continue;
         };
         for (i, list) in indices.zip(values) {
-            found.push((i, make(list.clone())));
+            let flag = if list == BARE_PRESERVE {
+                AttrFlag::PreserveDefault
+            } else {
+                make(list.clone())
+            };
+            found.push((i, flag));
         }
     }
     found.sort_by_key(|&(i, _)| i);

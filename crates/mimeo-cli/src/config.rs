@@ -94,6 +94,7 @@ fn apply_list(a: &mut Attributes, list: &str, on: bool) -> Result<(), ConfigErro
             "mode" => {
                 p.mode = on;
                 p.default_mode = !on;
+                p.explicit_no_mode = !on;
             }
             "ownership" => p.ownership = on,
             "timestamps" => p.timestamps = on,
@@ -109,6 +110,7 @@ fn apply_list(a: &mut Attributes, list: &str, on: bool) -> Result<(), ConfigErro
                 // xattr_required stays as it was, as in cp.
                 p.mode = on;
                 p.default_mode = !on;
+                p.explicit_no_mode = !on;
                 p.ownership = on;
                 p.timestamps = on;
                 p.links = on;
@@ -136,7 +138,10 @@ fn attributes(flags: &[AttrFlag]) -> Result<Attributes, ConfigError> {
     for flag in flags {
         match flag {
             AttrFlag::Archive => {
+                // Unlike --preserve=all, -a leaves cp's explicit_no_preserve_mode set.
+                let explicit = a.preserve.explicit_no_mode;
                 apply_list(&mut a, "all", true)?;
+                a.preserve.explicit_no_mode = explicit;
                 // cp's reduced diagnostics, which nothing turns off again.
                 a.preserve.xattr_quiet = true;
                 a.dereference = Some(Dereference::Never);
@@ -149,7 +154,10 @@ fn attributes(flags: &[AttrFlag]) -> Result<Attributes, ConfigError> {
             AttrFlag::DerefAlways => a.dereference = Some(Dereference::Always),
             AttrFlag::DerefNever => a.dereference = Some(Dereference::Never),
             AttrFlag::PreserveDefault => {
+                // Unlike --preserve=mode, -p leaves cp's explicit_no_preserve_mode set.
+                let explicit = a.preserve.explicit_no_mode;
                 apply_list(&mut a, "mode,ownership,timestamps", true)?;
+                a.preserve.explicit_no_mode = explicit;
             }
             AttrFlag::Preserve(list) => apply_list(&mut a, list, true)?,
             AttrFlag::NoPreserve(list) => apply_list(&mut a, list, false)?,

@@ -872,6 +872,34 @@ fn verbose_names_a_copy_that_then_fails_as_cp() {
     );
 }
 
+/// Under --parents, a source of one name after one whose parents cp made is taken to go to a
+/// new destination, made without a look: what is there fails to be made ("File exists"), and
+/// a non-directory has its -v line first, a file named again under -b too; a directory none.
+#[test]
+fn verbose_names_a_source_made_over_after_new_parents_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("s/t")).unwrap();
+        write(&d.join("s/x"), "x");
+        write(&d.join("f"), "f");
+        write(&d.join("g"), "g");
+        symlink("f", d.join("l")).unwrap();
+        fs::create_dir_all(d.join("d/t")).unwrap();
+        write(&d.join("d/g"), "old");
+        symlink("g", d.join("d/l")).unwrap();
+    };
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (&["-v", "--parents", "f", "-b", "s/x", "f", "d"][..], None),
+            (&["-v", "--parents", "s/x", "g", "d"], None),
+            (&["-v", "--parents", "-P", "s/x", "l", "d"], None),
+            (&["-v", "--parents", "-r", "s/x", "s/t", "t", "d"], None),
+        ],
+    );
+}
+
 /// As a user other than root: where cp removes the destination before it copies (a symlink
 /// or FIFO copied as one), it never opens it, so a file of another user's that it may not
 /// write is replaced all the same (also one with other links).

@@ -1409,6 +1409,68 @@ fn parents_directories_get_cps_modes_also_where_the_copy_fails() {
     );
 }
 
+/// --no-preserve=mode before -p or -a (which keep the mode again, but leave cp's note that
+/// the mode was refused): cp makes the directories on the way from 0777, so without the
+/// source's sticky and set-id bits, which the mode it gives them later leaves away too; an
+/// absolute source's parents keep the mode they were made with (their ACL fails first).
+/// A later --preserve=mode or --preserve=all takes the note back.
+#[test]
+fn parents_directories_after_no_preserve_mode_and_p_are_made_from_0777_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    write(base, "abs/sd/x/f", "f\n", 0o644);
+    fs::set_permissions(base.join("abs/sd"), fs::Permissions::from_mode(0o1777)).unwrap();
+    let abs = base.join("abs/sd/x/f");
+    let abs = abs.to_str().unwrap();
+    let setup = |d: &Path| {
+        write(d, "sd/x/f", "f\n", 0o644);
+        fs::set_permissions(d.join("sd/x"), fs::Permissions::from_mode(0o2750)).unwrap();
+        fs::set_permissions(d.join("sd"), fs::Permissions::from_mode(0o1777)).unwrap();
+        fs::create_dir(d.join("D")).unwrap();
+    };
+    same_as_cp_each(
+        base,
+        "pnomode",
+        &setup,
+        &[
+            &["--no-preserve=mode", "-p", "--parents", "sd/x/f", "D"][..],
+            &["--no-preserve=all", "-a", "--parents", "sd/x/f", "D"],
+            &[
+                "--no-preserve=all",
+                "--preserve",
+                "--parents",
+                "sd/x/f",
+                "D",
+            ],
+            &[
+                "--no-preserve=mode",
+                "--preserve=all",
+                "--parents",
+                "sd/x/f",
+                "D",
+            ],
+            &[
+                "--no-preserve=all",
+                "--preserve=mode",
+                "--parents",
+                "sd/x/f",
+                "D",
+            ],
+            &[
+                "--no-preserve=ownership,all",
+                "--preserve",
+                "--parents",
+                abs,
+                "-t",
+                "D",
+            ],
+            &["--no-preserve=mode", "-a", "--parents", abs, "D"],
+        ],
+    );
+}
+
 /// cp gives the directories on the way their sources' modes through the ACL, which leaves
 /// the set-id and sticky bits they have: a new one's set-gid bit from a set-gid parent, an
 /// existing one's own.

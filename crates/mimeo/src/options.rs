@@ -58,6 +58,11 @@ pub struct Preserve {
     /// `cp --no-preserve=mode`, which makes writable copies of read-only files. Existing
     /// destinations keep their mode either way.
     pub default_mode: bool,
+    /// `--no-preserve=mode` (or `all`) with no later `--preserve=mode` (or `all`): cp's
+    /// `explicit_no_preserve_mode`, which `-p`, `--preserve` and `-a` leave set. It matters
+    /// where `mode` is on again only for the directories `--parents` makes: cp makes them
+    /// from 0777 rather than the source's mode, so without its sticky and set-id bits.
+    pub explicit_no_mode: bool,
 }
 
 impl Preserve {
@@ -73,6 +78,7 @@ impl Preserve {
             xattr_required: false,
             xattr_quiet: true,
             default_mode: false,
+            explicit_no_mode: false,
         }
     }
 }

@@ -85,8 +85,10 @@ pub const ALLOWLIST: &[Allowed] = &[
         name: "simple-backup-in-place",
         reason: "cp 9.1 puts a simple backup (NAME~) of a file it copies into another \
                  directory in the working directory instead (a bug of 9.1, which numbered \
-                 backups do not have); mimeo puts it beside the file it keeps (and where the \
-                 copy then fails, cp cannot rename it back: \"cannot un-backup\")",
+                 backups do not have; with --parents, at the destination's path below its \
+                 target, so a source directory's: `./s/x~` for `d/s/x`); mimeo puts it beside \
+                 the file it keeps and never changes a source (and where the copy then fails, \
+                 cp cannot rename it back: \"cannot un-backup\")",
         docs: "docs/cp.md, cp 9.1 where later releases differ",
         apply: simple_backup_in_place,
         last: false,
@@ -580,7 +582,9 @@ fn forced_onto_a_looping_slash(o: &mut Outcome) -> bool {
 
 /// cp's backup in the working directory (present there on cp's side only) where mimeo's is
 /// beside the file, in a directory below (present there on mimeo's side only), and the
-/// working directory's time, which cp's rename into it changed. Where the copy then failed (a
+/// working directory's time, which cp's rename into it changed; under --parents, cp's backup
+/// is below the working directory at the destination's path below its target (in a source
+/// directory `s` for `d/s/x`), and that directory's time goes with it. Where the copy then failed (a
 /// relative `-s` link refused), cp looks for the backup beside the file to rename it back
 /// ("cannot un-backup 'd/x': No such file or directory"): the destination stays moved into the
 /// working directory, where mimeo left it in place; those lines go with the pairs.
@@ -596,17 +600,28 @@ fn simple_backup_in_place(o: &mut Outcome) -> bool {
         };
         d.field == Field::Presence && gone == "absent" && here != "absent"
     };
+    // cp names the backup as the destination below its target directory, from the working
+    // directory: one name deep, or under --parents the source's path (`s/x~` for `d/s/x`).
+    let parents = o.plan.has("parents");
     let mut pairs: Vec<(std::path::PathBuf, std::path::PathBuf)> = o
         .tree
         .iter()
-        .filter(|d| presence(d, true) && d.path.components().count() == 1)
+        .filter(|d| presence(d, true) && (parents || d.path.components().count() == 1))
         .filter_map(|cwd| {
             let beside = o.tree.iter().find(|d| {
-                let below = d.path.components().count() > 1;
-                presence(d, false) && below && d.path.file_name() == cwd.path.file_name()
+                let below = d.path.components().count() > cwd.path.components().count();
+                presence(d, false) && below && d.path.ends_with(&cwd.path)
             })?;
             Some((cwd.path.clone(), beside.path.clone()))
         })
+        .collect();
+    // The directories below the working directory cp's renames went into (under --parents,
+    // a source's, which mimeo never changes): their times.
+    let renamed_into: Vec<PathBuf> = pairs
+        .iter()
+        .filter_map(|(cwd, _)| cwd.parent())
+        .filter(|p| !p.as_os_str().is_empty())
+        .map(Path::to_path_buf)
         .collect();
     pairs.extend(not_backed_up_again(o, &presence));
     if pairs.is_empty() {
@@ -616,7 +631,8 @@ fn simple_backup_in_place(o: &mut Outcome) -> bool {
     o.tree.retain(|d| {
         let pair = pairs.iter().any(|(a, b)| d.path == *a || d.path == *b);
         let cwd_time = d.path.as_os_str().is_empty() && d.field == Field::Mtime && d.right == fixed;
-        !(pair || cwd_time)
+        let dir_time = d.field == Field::Mtime && renamed_into.contains(&d.path);
+        !(pair || cwd_time || dir_time)
     });
     true
 }
@@ -2203,6 +2219,46 @@ mod tests {
             (a.apply)(&mut o);
         }
         assert!(o.tree.is_empty(), "{:?}", o.tree);
+    }
+
+    /// `cp -r --backup=simple --parents s/x s/ s/. d`: the third source's walk backs up the
+    /// d/s/x the first made, which cp 9.1 moves to ./s/x~, into the source directory s
+    /// (whose time changes); mimeo keeps it as d/s/x~ (fuzz seed 0x7a01675d5e557156).
+    #[test]
+    fn a_simple_backup_cp_moves_into_a_source_directory_under_parents_is_allowed() {
+        let err = "cp: cannot create directory 'd/s': File exists\n";
+        let tree = |beside: &str| {
+            vec![
+                diff(
+                    "s",
+                    Field::Mtime,
+                    "1795793822.578843305",
+                    "4131549655.139126696",
+                ),
+                diff("s/x~", Field::Presence, "symlink", "absent"),
+                diff(beside, Field::Presence, "absent", "symlink"),
+                diff(
+                    "t",
+                    Field::Mtime,
+                    "1795793822.578843305",
+                    "4131549655.139126696",
+                ),
+            ]
+        };
+        let case = |opts: Vec<&'static str>, beside: &str| {
+            let mut o = outcome(err, err);
+            o.plan.opts = opts;
+            o.plan.dest = DestState::SymlinkToDir;
+            o.tree = tree(beside);
+            simple_backup_in_place(&mut o);
+            o.tree
+        };
+        let parents = vec!["recursive", "parents", "backup"];
+        let kept = case(parents.clone(), "td/s/x~");
+        assert_eq!(kept, vec![tree("td/s/x~")[3].clone()]);
+        // Not without --parents, nor for a backup elsewhere below the target.
+        assert_eq!(case(vec!["recursive", "backup"], "td/s/x~").len(), 4);
+        assert_eq!(case(parents, "td/u/x~").len(), 4);
     }
 
     /// `cp --backup=simple -s f d`: cp 9.1 moves d/f to ./f~, fails to make the relative link,

@@ -175,7 +175,9 @@ impl<'a> Executor<'a> {
                     // the pool waits for them).
                     run_files_now(&ctx, &mut items, &pairs[n + 1..]);
                     root.finish_parents(opts, &ctx.report);
-                    ctx.report.fail(e);
+                    // cp names a non-directory on its -v line before it makes it.
+                    let (src, dst) = (|| root.src_path.clone(), || root.dst_path.clone());
+                    ctx.report.entry_failed(src, dst, e);
                     continue;
                 }
             }

@@ -377,7 +377,7 @@ pub(crate) fn make_parents(
 }
 
 /// `--parents`: makes the missing directory `d` as cp 9.1 does: with its source's mode (0777
-/// with --no-preserve=mode), set-id and sticky bits included for the kernel to keep or drop,
+/// after --no-preserve=mode, even where -p or -a keep the mode again), set-id and sticky bits included for the kernel to keep or drop,
 /// less the group and other bits with --preserve=ownership (the group and other write bits
 /// with --preserve=mode) until its attributes are set; then opened up to its owner, to be
 /// written into. None where it was there after all; else the mode cp restores without
@@ -393,7 +393,11 @@ fn make_parent(d: &Path, src: &Meta, opts: &Options) -> Result<Option<Option<u32
         } else {
             0
         };
-    let mode = if p.default_mode { 0o777 } else { src.perm() };
+    let mode = if p.default_mode || p.explicit_no_mode {
+        0o777
+    } else {
+        src.perm()
+    };
     let name = sys::cstring(d.as_os_str().as_bytes());
     match sys::mkdir(sys::CWD, &name, mode & !omitted) {
         Ok(()) => {}
