@@ -319,9 +319,17 @@ fn own_copy_kept(o: &mut Outcome) -> bool {
     if pairs.is_empty() {
         return false;
     }
+    // The tree names the copy where it is: a destination symlink (d to td) is looked through.
+    let (target, real) = (o.plan.target_path(), o.plan.target_dir());
+    let in_tree = |y: &Path| match y.strip_prefix(&target) {
+        Ok(rest) => real.join(rest),
+        Err(_) => y.to_path_buf(),
+    };
+    let pairs: Vec<_> = pairs.iter().map(|(x, y)| (x, in_tree(y))).collect();
     let named = |group: &str, p: &Path| group.contains(&format!("{p:?}"));
     o.tree.retain(|d| {
         !pairs.iter().any(|(_, y)| {
+            let y = y.as_path();
             let gone = d.path == *y && d.field == Field::Presence && d.left == "absent";
             let group = d.field == Field::HardLinks && named(&d.right, y) && !named(&d.left, y);
             let dir = d.field == Field::Mtime && y.parent() == Some(d.path.as_path());
@@ -2720,6 +2728,22 @@ mod tests {
         let mut o = outcome(other, "");
         assert!(!own_copy_kept(&mut o));
         assert_eq!(o.cp.stderr, other);
+    }
+
+    /// `cp -R -d s/f s/. d`, d a symlink to td: the copy cp removed is td/f in the tree.
+    #[test]
+    fn an_own_copy_cp_removed_is_found_through_a_destination_symlink() {
+        let line = "cp: cannot create hard link 'd/./f' to 'd/f': No such file or directory\n";
+        let mut o = outcome(line, "");
+        o.plan.dest = DestState::SymlinkToDir;
+        o.plan.target = "d".into();
+        o.tree = vec![
+            diff("td/f", Field::Presence, "absent", "file"),
+            diff("td/g", Field::Presence, "absent", "file"),
+        ];
+        assert!(own_copy_kept(&mut o));
+        let left: Vec<_> = o.tree.iter().map(|d| d.path.clone()).collect();
+        assert_eq!(left, [Path::new("td/g")]);
     }
 
     /// `cp -u -s s/f s/. s/f d`: cp links the second d/f to the first, which fails; under
