@@ -1482,6 +1482,11 @@ fn into_itself(o: &mut Outcome) -> bool {
         if let Some((src, dst)) = rest.split_once(", into itself, ") {
             starts.push(src[..src.len().saturating_sub(1)].to_string());
             starts.push(dst[..dst.len().saturating_sub(1)].to_string());
+            // A copy named `d/.` is `d` itself: cp filled it, so a later source copied into
+            // it finds what cp made there (named `d/x`, without the `.`).
+            if let Some(dir) = dst.strip_suffix("/.'") {
+                starts.push(format!("{dir}/"));
+            }
             if let Some(copy) = unquote(dst) {
                 // A copy made through the destination symlink is where it leads.
                 let (target, real) = (o.plan.target_path(), o.plan.target_dir());
@@ -1929,6 +1934,26 @@ mod tests {
         o.tree = vec![diff("a", Field::Type, "symlink", "directory")];
         into_itself(&mut o);
         assert_eq!(o.tree.len(), 1);
+    }
+
+    /// `cp -pR s/. s/. s/f s/d/6` as a user: cp fills s/d/6 with its copy into itself, so the
+    /// later s/f finds its read-only copy there and cannot open it; mimeo refused the copy
+    /// first and copies s/f (fuzz seed 0x4134fd71ec297845). A line about another place stays.
+    #[test]
+    fn a_later_source_into_a_copy_into_itself_named_with_a_dot_is_not_judged() {
+        let refused = "cp: cannot copy a directory, 's/.', into itself, 's/d/6/.'\n";
+        let twice = "cp: warning: source directory 's/.' specified more than once\n";
+        let denied = "cp: cannot create regular file 's/d/6/f': Permission denied\n";
+        let other = "cp: cannot create regular file 's/d/f': Permission denied\n";
+        let ours = format!("{refused}{twice}");
+        let mut o = outcome(&format!("{refused}{twice}{denied}"), &ours);
+        o.plan.target = "s/d/6".into();
+        assert!(into_itself(&mut o));
+        assert_eq!(o.cp.stderr, ours);
+        let mut o = outcome(&format!("{refused}{twice}{other}"), &ours);
+        o.plan.target = "s/d/6".into();
+        into_itself(&mut o);
+        assert_eq!(o.cp.stderr, format!("{refused}{twice}{other}"));
     }
 
     /// `cp -a --backup=simple --parents s s/x/v s`: cp makes s/s/x/v in its copy into itself,
