@@ -1763,9 +1763,12 @@ fn what_an_earlier_directory_copy_could_not_make_is_not_in_the_way_as_cp() {
         fs::create_dir(d.join("td")).unwrap();
         symlink("td", d.join("d")).unwrap();
     };
-    for (n, a) in [&["-a", "s/.", "s/l/", "d"][..], &["-R", "s/.", "s/l/", "td"]]
-        .into_iter()
-        .enumerate()
+    for (n, a) in [
+        &["-a", "s/.", "s/l/", "d"][..],
+        &["-R", "s/.", "s/l/", "td"],
+    ]
+    .into_iter()
+    .enumerate()
     {
         let user = Run {
             foreign_user: true,
