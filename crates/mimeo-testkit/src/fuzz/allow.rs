@@ -278,6 +278,20 @@ fn hard_link_pair(line: &str, why: &str) -> Option<(std::path::PathBuf, std::pat
     None
 }
 
+/// The names in cp's line "will not create hard link X to directory Y", unquoted.
+fn dir_link_pair(line: &str) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+    let rest = line.strip_prefix("cp: will not create hard link ")?;
+    let mut at = 0;
+    while let Some(i) = rest[at..].find(" to directory ") {
+        let (x, y) = (&rest[..at + i], &rest[at + i + 14..]);
+        if let (Some(x), Some(y)) = (unquote(x), unquote(y)) {
+            return Some((x, y));
+        }
+        at += i + 14;
+    }
+    None
+}
+
 /// Takes cp's lines that `pick` chooses (and mimeo does not print) out of its stderr; the
 /// pairs they name. Where cp is left with nothing to say, its failure was those lines.
 fn drop_link_lines(
@@ -1428,10 +1442,13 @@ fn into_itself(o: &mut Outcome) -> bool {
             // A source named through a symlink it follows (-H): cp meets the copy below
             // itself under another name, which it calls a hard link to the copy.
             // Or a directory named before, met below the source where the copy would be.
+            // The names are compared unquoted: cp quotes a name below the copy in pieces
+            // that need not start as the copy's own quoting does.
             let linked = |c: &str| {
-                c.contains("will not create hard link ")
-                    && (c.ends_with(&format!(" to directory {dst}"))
-                        || c.contains(&format!("will not create hard link {below}")))
+                let (Some((x, y)), Some(copy)) = (dir_link_pair(c), unquote(dst)) else {
+                    return false;
+                };
+                y == copy || x.starts_with(&copy) && x != copy
             };
             // A directory between the source and the copy that the user may not list: cp's
             // walk cannot enter it, so it never meets the copy made below it.
@@ -1934,6 +1951,40 @@ mod tests {
         o.tree = vec![diff("a", Field::Type, "symlink", "directory")];
         into_itself(&mut o);
         assert_eq!(o.tree.len(), 1);
+    }
+
+    /// `cp -a A/i A s A/i` (A = `s/a\a`): cp walks A and meets A/i, named first, below it,
+    /// and s meets A so, each refused as a hard link to the directory copied first, before it
+    /// reaches its copy; mimeo refuses each as a copy into itself. cp quotes the names below
+    /// the copy in other pieces than the copy itself (fuzz seed 0xe1e271a55fc1c43a).
+    #[test]
+    fn a_directory_named_before_met_below_a_copy_into_itself_is_matched_unquoted() {
+        let a = r"'s/a'$'\a'";
+        let ai = r"'s/a'$'\a''/i'";
+        let first = format!("cp: cannot copy a directory, {ai}, into itself, 's/a'$'\\a''/i/i'\n");
+        let ours = format!(
+            "cp: cannot copy a directory, 's', into itself, 's/a'$'\\a''/i/s'\n{first}\
+             cp: cannot copy a directory, {a}, into itself, 's/a'$'\\a''/i/a'$'\\a'\n"
+        );
+        let cp = format!(
+            "{first}cp: will not create hard link 's/a'$'\\a''/i/a'$'\\a''/i' to directory \
+             's/a'$'\\a''/i/i'\ncp: will not create hard link 's/a'$'\\a''/i/s/a'$'\\a' to \
+             directory 's/a'$'\\a''/i/a'$'\\a'\n"
+        );
+        let mut o = outcome(&cp, &ours);
+        o.plan.target = "s/a\x07/i".into();
+        o.tree = vec![
+            diff("s/a\x07/i/i", Field::Presence, "directory", "absent"),
+            diff("s/a\x07/i/s", Field::Presence, "directory", "absent"),
+        ];
+        assert!(into_itself(&mut o));
+        let sorted = |t: &str| {
+            let mut v: Vec<_> = t.lines().map(str::to_string).collect();
+            v.sort();
+            v
+        };
+        assert_eq!(sorted(&o.cp.stderr), sorted(&ours));
+        assert!(o.tree.is_empty());
     }
 
     /// `cp -pR s/. s/. s/f s/d/6` as a user: cp fills s/d/6 with its copy into itself, so the
