@@ -1856,6 +1856,33 @@ fn what_an_earlier_directory_copy_made_is_met_first_as_cp() {
     );
 }
 
+/// A directory named again through a symlink in it (`s/l/`, l -> .) after `s/.`, into a
+/// directory the user may not write: the earlier copy could not make `d/l`, so nothing is in
+/// the way, and cp refuses the later source as a hard link to the directory it copied first.
+#[test]
+fn what_an_earlier_directory_copy_could_not_make_is_not_in_the_way_as_cp() {
+    let fs = loop_fs(FsKind::Ext4).expect("a loop-mounted ext4");
+    let setup = |d: &Path| {
+        write(d, "s/f", "a file\n", 0o644);
+        symlink(".", d.join("s/l")).unwrap();
+        fs::create_dir(d.join("td")).unwrap();
+        symlink("td", d.join("d")).unwrap();
+    };
+    for (n, a) in [
+        &["-a", "s/.", "s/l/", "d"][..],
+        &["-R", "s/.", "s/l/", "td"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let user = Run {
+            foreign_user: true,
+            ..args(a)
+        };
+        same_as_cp(fs.path(), &format!("unmade{n}"), &setup, &user);
+    }
+}
+
 /// A linked file named again after the tree that copied it (`--parents`): cp takes its
 /// earlier copy away first (to a backup name, or removes it) and then fails to link the
 /// group's copy, which was that very entry; a backup is renamed back. Sources that overlap

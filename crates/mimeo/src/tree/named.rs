@@ -197,7 +197,7 @@ impl Named {
 /// made that entry from its source's entry of that name, and cp finds it there before
 /// anything else. A symlink that leads to this root's source is the same file (but under
 /// -n, -b, --remove-destination, -l, -s, -H and -L); anything else that is not a directory is
-/// in the way. None otherwise.
+/// in the way. None otherwise, also where the user may not write into the destination.
 fn in_an_earlier_copys_way(opts: &Options, dirs: &[NamedDir], root: &Root) -> Option<Error> {
     if dirs.is_empty() {
         return None;
@@ -208,6 +208,10 @@ fn in_an_earlier_copys_way(opts: &Options, dirs: &[NamedDir], root: &Root) -> Op
         sys::stat_at(sys::CWD, &dst, true).is_ok_and(|m| m.id() == parent)
     };
     let earlier = dirs.iter().find(into_parent)?;
+    // Where the user may not write, cp made nothing there: the entry is not in the way.
+    if !sys::may_write(root.dst_parent.as_fd(), c".") {
+        return None;
+    }
     let name = root.dst_name.to_bytes();
     let name = &name[..name.iter().rposition(|&c| c != b'/')? + 1];
     let mut entry = earlier.src_path.as_os_str().as_bytes().to_vec();
