@@ -765,9 +765,14 @@ fn existing_dst(
                 let why = Refusal::RelativeSymlink;
                 return Err(Error::refused(Op::Symlink, dst_path, why));
             }
-            let failed = onto_dangling(opts, meta, (src_path, dst_path));
+            let mut failed = onto_dangling(opts, meta, (src_path, dst_path));
             if failed.as_ref().and_then(Error::errno) == Some(libc::ENOTDIR) {
-                touch_dir(dst_parent.as_fd());
+                // A symlink cp cannot make beside d (a directory this user may not write)
+                // fails there, before the rename.
+                let temp = touch_dir(dst_parent.as_fd());
+                if let (Err(t), (Op::Symlink, _)) = (temp, create_op(opts, meta)) {
+                    failed = Some(create_error(opts, meta, (src_path, dst_path), t));
+                }
             }
             match failed {
                 Some(failed) => Err(failed),
@@ -787,11 +792,12 @@ fn existing_dst(
     }
 }
 
-/// Makes and removes an entry in `dir`, which gives it the time cp's failed attempt does.
-fn touch_dir(dir: BorrowedFd<'_>) {
-    if let Ok(((), temp)) = crash::with_temp(b"", |t| sys::symlink(c".", dir, t)) {
-        let _ = sys::unlink(dir, &temp, false);
-    }
+/// Makes and removes a symlink in `dir`, which gives it the time cp's failed attempt does;
+/// the errno where it cannot be made.
+fn touch_dir(dir: BorrowedFd<'_>) -> Result<(), Errno> {
+    let ((), temp) = crash::with_temp(b"", |t| sys::symlink(c".", dir, t))?;
+    let _ = sys::unlink(dir, &temp, false);
+    Ok(())
 }
 
 /// How making a copy of `meta` at "d/", where d is a dangling symlink, fails in cp: mkdir,
