@@ -2483,3 +2483,52 @@ fn a_file_named_twice_around_a_failure_is_named_twice_as_cp() {
         case_as_cp(dir.path(), i, &setup, args, None);
     }
 }
+
+/// Under -f, cp goes on past a destination "d/" it cannot look at for a symlink loop: a
+/// non-directory's copy fails as onto a dangling symlink ("cannot create symbolic link 'd/':
+/// Not a directory", "cannot create fifo 'd/': File exists"), and a file's, whose source it
+/// opens first, at the removal of what it could not open, after its -v line (mimeo said
+/// "cannot stat 'd/'"; fuzz seed 0x4c1b98dc3210399d). So does a file's copy into a loop
+/// ("d/x"), whose -v line was missing. A symlink that cannot be made beside "d/" (a directory
+/// nobody may not write) fails there, onto a loop or a dangling symlink.
+#[test]
+fn forced_onto_a_looping_slash_makes_a_non_directory_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir(d.join("s")).unwrap();
+        write(&d.join("s/x"), "x");
+        symlink("54", d.join("s/54")).unwrap();
+        symlink("s", d.join("ls")).unwrap();
+        write(&d.join("f"), "new");
+        symlink("f", d.join("lf")).unwrap();
+        mkfifo(&d.join("p"));
+        symlink("d", d.join("d")).unwrap();
+        nobodys(d, &["s", "s/x", "s/54", "ls", "f", "lf", "p", "d"]);
+        // Root's directory, where nobody cannot make the symlink cp renames over "d/".
+        fs::create_dir(d.join("ro")).unwrap();
+        symlink("54", d.join("ro/54")).unwrap();
+        symlink("nowhere", d.join("ro/dd")).unwrap();
+    };
+    let seed = ["--strip-trailing-slashes", "-f", "--rec", "ls", "s/54/"];
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (&seed[..], Some(NOBODY)),
+            (&seed, None),
+            (&["-fv", "-r", "ls", "d/"], None),
+            (&["-fb", "-d", "lf", "d/"], None),
+            (&["-fn", "-r", "lf", "s/54/"], None),
+            (&["-fv", "f", "d/"], None),
+            (&["-fu", "lf", "s/54/"], Some(NOBODY)),
+            (&["-fv", "-l", "f", "d/"], None),
+            (&["-fv", "-s", "f", "d/"], None),
+            (&["-fv", "-r", "p", "s/54/"], None),
+            (&["-fv", "f", "d/x"], None),
+            (&["-f", "-r", "lf", "ro/54/"], Some(NOBODY)),
+            (&["-f", "-r", "lf", "ro/dd/"], Some(NOBODY)),
+            // Without -f cp stops at the look.
+            (&["-r", "ls", "d/"], None),
+        ],
+    );
+}

@@ -315,6 +315,9 @@ pub struct Error {
     /// A failure cp counts without a word (see [`Error::unsaid`]): a front end says nothing
     /// of it, but exits as after any failure.
     pub unsaid: bool,
+    /// An [`Op::Remove`] under `-f` of a destination that could not be opened: cp tries it
+    /// after its `-v` line, where its other removals come before.
+    pub(crate) after_failed_open: bool,
 }
 
 impl Error {
@@ -327,6 +330,7 @@ impl Error {
             from: None,
             attribute: None,
             unsaid: false,
+            after_failed_open: false,
         }
     }
 
@@ -349,12 +353,19 @@ impl Error {
             from: None,
             attribute: None,
             unsaid: false,
+            after_failed_open: false,
         }
     }
 
     /// The error, as one cp fails the entry on without naming it.
     pub fn unsaid(mut self) -> Self {
         self.unsaid = true;
+        self
+    }
+
+    /// The error, as a removal under `-f` of a destination that could not be opened.
+    pub(crate) fn after_failed_open(mut self) -> Self {
+        self.after_failed_open = true;
         self
     }
 
@@ -405,6 +416,7 @@ impl Error {
                     | Refusal::SizeDiffers { .. }
                     | Refusal::ContentDiffers
             ),
+            Cause::Os(_) if self.after_failed_open => true,
             Cause::Os(_) => !matches!(
                 self.op,
                 Op::Stat

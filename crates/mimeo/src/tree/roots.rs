@@ -132,12 +132,17 @@ impl Root {
                 }
                 sys::open_read(src_parent.as_fd(), &src_name, follow)
                     .map_err(|e| Error::sys(Op::Open, src_path, e))?;
-                return Err(Error::sys(Op::Remove, dst_path, Errno::LOOP));
+                return Err(Error::sys(Op::Remove, dst_path, Errno::LOOP).after_failed_open());
             }
             other => other.map_err(|e| Error::sys(Op::Stat, dst_path, e))?,
         };
         let parent_meta =
             sys::fstat(dst_parent.as_fd()).map_err(|e| Error::sys(Op::Stat, dst_path, e))?;
+        let open_source = || {
+            sys::open_read(src_parent.as_fd(), &src_name, follow)
+                .map(drop)
+                .map_err(|e| Error::sys(Op::Open, src_path, e))
+        };
         let there = existing_dst(
             opts,
             &meta,
@@ -145,6 +150,7 @@ impl Root {
             &dst_name,
             (src_path, dst_path),
             parent_missing,
+            &open_source,
         )?;
         let into_itself =
             meta.is_dir() && into_itself(dst_parent.as_fd(), &dst_name, there, meta.id());
@@ -729,6 +735,7 @@ const NAME_MAX: usize = 255;
 /// What is at the destination of a root, looked at only where it matters: for a directory
 /// (a copy into itself?), for a name with a trailing slash (which fails on a non-directory)
 /// and for a name too long to be there. None when nothing is there or it was not looked at.
+/// `open_source` opens the source as a file copy does first.
 fn existing_dst(
     opts: &Options,
     meta: &Meta,
@@ -736,6 +743,7 @@ fn existing_dst(
     dst_name: &std::ffi::CString,
     (src_path, dst_path): (&Path, &Path),
     parent_missing: bool,
+    open_source: &dyn Fn() -> Result<(), Error>,
 ) -> Result<Option<Meta>, Error> {
     let slash = dst_name.to_bytes().ends_with(b"/");
     // A name longer than any filesystem here takes: cp's look at it fails first.
@@ -747,11 +755,19 @@ fn existing_dst(
     }
     let there = (!parent_missing && (meta.is_dir() || slash))
         .then(|| sys::stat_at(dst_parent.as_fd(), dst_name, false));
+    // "d/" naming a symlink loop cannot be looked at; under -f cp goes on as if something
+    // were there (its look's errno is not ENOENT) and makes a non-directory as onto a dangling
+    // symlink. A directory's copy reads the stat buffer the failed look left unset (see
+    // docs/cp.md): it stays "cannot stat".
+    let looping = slash && opts.force && !meta.is_dir();
     match there {
         // "d/" naming a dangling symlink: what cp makes there finds the symlink. Where cp
         // replaces it, it makes the link under a temporary name beside it first, which cannot
         // be renamed to a name with a slash and is removed: the directory has a new time.
-        Some(Err(Errno::NOENT)) if slash && is_symlink_at(dst_parent, dst_name) => {
+        Some(Err(e @ (Errno::NOENT | Errno::LOOP)))
+            if e == Errno::LOOP && looping
+                || e == Errno::NOENT && slash && is_symlink_at(dst_parent, dst_name) =>
+        {
             // cp refuses a relative -s link outside the working directory before it makes it.
             let target = src_path.as_os_str().as_encoded_bytes();
             if opts.link == Some(LinkInstead::Symbolic)
@@ -761,11 +777,26 @@ fn existing_dst(
                 let why = Refusal::RelativeSymlink;
                 return Err(Error::refused(Op::Symlink, dst_path, why));
             }
-            let failed = onto_dangling(opts, meta, (src_path, dst_path));
+            let mut failed = onto_dangling(opts, meta, (src_path, dst_path));
             if failed.as_ref().and_then(Error::errno) == Some(libc::ENOTDIR) {
-                touch_dir(dst_parent.as_fd());
+                // A symlink cp cannot make beside d (a directory this user may not write)
+                // fails there, before the rename.
+                let temp = touch_dir(dst_parent.as_fd());
+                if let (Err(t), (Op::Symlink, _)) = (temp, create_op(opts, meta)) {
+                    failed = Some(create_error(opts, meta, (src_path, dst_path), t));
+                }
             }
-            failed.map_or(Ok(None), Err)
+            match failed {
+                Some(failed) => Err(failed),
+                // A file's copy opens its source, then fails to open the loop and, under -f,
+                // to remove "d/" (no directory, ENOTDIR).
+                None if e == Errno::LOOP => {
+                    open_source()?;
+                    let failed = Error::sys(Op::Remove, dst_path, Errno::NOTDIR);
+                    Err(failed.after_failed_open())
+                }
+                None => Ok(None),
+            }
         }
         Some(Err(Errno::NOENT)) | None => Ok(None),
         Some(Err(e)) => Err(Error::sys(Op::Stat, dst_path, e)),
@@ -773,11 +804,12 @@ fn existing_dst(
     }
 }
 
-/// Makes and removes an entry in `dir`, which gives it the time cp's failed attempt does.
-fn touch_dir(dir: BorrowedFd<'_>) {
-    if let Ok(((), temp)) = crash::with_temp(b"", |t| sys::symlink(c".", dir, t)) {
-        let _ = sys::unlink(dir, &temp, false);
-    }
+/// Makes and removes a symlink in `dir`, which gives it the time cp's failed attempt does;
+/// the errno where it cannot be made.
+fn touch_dir(dir: BorrowedFd<'_>) -> Result<(), Errno> {
+    let ((), temp) = crash::with_temp(b"", |t| sys::symlink(c".", dir, t))?;
+    let _ = sys::unlink(dir, &temp, false);
+    Ok(())
 }
 
 /// How making a copy of `meta` at "d/", where d is a dangling symlink, fails in cp: mkdir,
