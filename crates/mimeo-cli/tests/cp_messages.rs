@@ -319,6 +319,89 @@ fn a_failed_link_to_a_groups_copy_names_the_copy_as_cp() {
     );
 }
 
+/// Under -u and --preserve=links, cp links a member it skips as up to date to the group's
+/// copy, whatever is in the way: a copy that is a directory (`f` skipped onto the directory
+/// `d/f`, named again with a backup, which cp does not take as named twice) cannot be linked,
+/// nothing is renamed over a directory, and anything else is replaced by the link (fuzz seed
+/// 0x35db77cc5ae03e8).
+#[test]
+fn an_up_to_date_member_is_linked_to_its_groups_copy_whatever_is_there_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "x");
+        fs::hard_link(d.join("f"), d.join("g")).unwrap();
+        fs::create_dir_all(d.join("d/f")).unwrap();
+        write(&d.join("d/f/old"), "old");
+        fs::create_dir_all(d.join("e/g")).unwrap();
+        write(&d.join("e/f"), "y");
+        mkfifo(&d.join("e/h"));
+        write(&d.join("d/g"), "y");
+        for p in ["f", "d/f", "d/g", "e/f", "e/g", "e/h"] {
+            set_times(&d.join(p), 1_500_000_000);
+        }
+        fs::hard_link(d.join("f"), d.join("h")).unwrap();
+        write(&d.join("a"), "x");
+        set_times(&d.join("a"), 1_500_000_000);
+        fs::create_dir(d.join("d/a")).unwrap();
+        set_times(&d.join("d/a"), 1_500_000_000);
+    };
+    let ours = case_as_cp(
+        dir.path(),
+        0,
+        &setup,
+        &[
+            "-ba",
+            "-u",
+            "--recursi",
+            "--no-dereference",
+            "f",
+            "f",
+            "-b",
+            "d",
+        ],
+        None,
+    );
+    assert!(
+        ours.stderr
+            .contains("'d/f' to 'd/f': Operation not permitted"),
+        "{ours:?}"
+    );
+    let ours = case_as_cp(
+        dir.path(),
+        1,
+        &setup,
+        &["-a", "-u", "-b", "f", "f", "g", "d"],
+        None,
+    );
+    assert!(
+        ours.stderr
+            .contains("'d/g' to 'd/f': Operation not permitted"),
+        "{ours:?}"
+    );
+    let ours = case_as_cp(
+        dir.path(),
+        2,
+        &setup,
+        &["-a", "-u", "f", "g", "h", "e"],
+        None,
+    );
+    assert!(
+        ours.stderr.contains("'e/g' to 'e/f': Is a directory"),
+        "{ours:?}"
+    );
+    // A file of one link is remembered too (the fuzz seed's case).
+    let ours = case_as_cp(dir.path(), 3, &setup, &["-ab", "-u", "a", "a", "d"], None);
+    assert!(
+        ours.stderr
+            .contains("'d/a' to 'd/a': Operation not permitted"),
+        "{ours:?}"
+    );
+    // Onto a file, the link to itself is nothing, as a user too.
+    for (i, user) in [(4, None), (5, Some(NOBODY))] {
+        case_as_cp(dir.path(), i, &setup, &["-ab", "-u", "f", "f", "e"], user);
+    }
+}
+
 /// A directory copied onto itself under -n (`s/x` into `s`) and met again below a later
 /// source (`s/.`) at that very entry is a copy into itself to cp, which names the later
 /// source; where the later one goes elsewhere it is named twice (fuzz seed

@@ -173,7 +173,7 @@ pub const ALLOWLIST: &[Allowed] = &[
         reason: "under -L, a directory the run made that comes up again as a source (through a \
                  symlink leading above the destination) is refused; cp copies the copy into \
                  itself until the names outgrow PATH_MAX (and says what it meets on the way, \
-                 and its directory gets the current time)",
+                 in the source and in the copy, and its directory gets the current time)",
         docs: "docs/cp.md, Differences from cp, \"A copy into itself makes nothing\"",
         apply: copy_reached_again,
         last: false,
@@ -813,11 +813,27 @@ fn copy_reached_again(o: &mut Outcome) -> bool {
     o.cp.stderr = keep(&o.cp.stderr, &|l| too_long(&l));
     // What cp said on its way through the source it copied into itself (a file it may not
     // read, say), which mimeo refused as a whole.
-    let sources: Vec<String> = ours
+    let refusals: Vec<(&str, &str)> = ours
         .iter()
         .filter_map(|l| l.split("cannot copy a directory, ").nth(1))
         .filter_map(|r| r.split_once(", into itself, "))
+        .collect();
+    let sources: Vec<String> = refusals
+        .iter()
         .map(|(src, _)| src[..src.len().saturating_sub(1)].to_string())
+        .collect();
+    // And what it could not make in the copy (a device node a user may not make), named
+    // below the copy: the copy's name without its closing quote, as a directory.
+    let below: Vec<String> = refusals
+        .iter()
+        .map(|(_, dst)| {
+            let open = &dst[..dst.len().saturating_sub(1)];
+            if open.ends_with('/') {
+                open.to_string()
+            } else {
+                format!("{open}/")
+            }
+        })
         .collect();
     // cp names an entry there unquoted where it needs no quotes ("cp: ls/ls/f: can make
     // relative symbolic links only in current directory").
@@ -829,7 +845,7 @@ fn copy_reached_again(o: &mut Outcome) -> bool {
         .collect();
     let said = o.ours.stderr.clone();
     let on_the_way = |l: &str| {
-        let named = sources.iter().any(|s| l.contains(s.as_str()))
+        let named = sources.iter().chain(&below).any(|s| l.contains(s.as_str()))
             || bare.iter().any(|b| l.starts_with(b.as_str()));
         named && !said.contains(l)
     };
@@ -2751,6 +2767,27 @@ mod tests {
         let mut o = outcome(&format!("{other}{cp}"), &ours);
         copy_reached_again(&mut o);
         assert_eq!(o.cp.stderr, format!("{other}{warned}"));
+    }
+
+    /// `cp -aLu ls s/d/` as a user (ls a symlink to s, which holds a device node): cp fails
+    /// to make the node in the copy, named below the copy; mimeo refused the copy.
+    #[test]
+    fn a_copy_reached_again_takes_out_what_cp_could_not_make_in_the_copy() {
+        let node = "cp: cannot create special file 's/d/-rv0': Operation not permitted\n";
+        let long = "cp: cannot stat 'ls/d/d/d/d': File name too long\n";
+        let ours = "cp: cannot copy a directory, 'ls', into itself, 's/d/'\n";
+        let mut o = outcome(&format!("{node}{long}"), ours);
+        assert!(copy_reached_again(&mut o));
+        assert_eq!((o.cp.stderr.as_str(), o.ours.stderr.as_str()), ("", ""));
+        // Beside the copy, or where mimeo says it too, the line stays.
+        let beside = "cp: cannot create special file 's/dx': Operation not permitted\n";
+        let ours = "cp: cannot copy a directory, 'ls', into itself, 's/d'\n";
+        let mut o = outcome(&format!("{beside}{long}"), ours);
+        assert!(copy_reached_again(&mut o));
+        assert_eq!(o.cp.stderr, beside);
+        let mut o = outcome(&format!("{node}{long}"), &format!("{ours}{node}"));
+        assert!(copy_reached_again(&mut o));
+        assert_eq!(o.cp.stderr, node);
     }
 
     /// `cp -aL ls s ls` (ls a symlink to s): cp copies ls into itself until the names are too

@@ -113,7 +113,12 @@ fn sighting(ctx: &Ctx<'_>, here: &Here<'_>, src_name: &CStr, meta: &Meta) -> Opt
     // A path met twice (roots that overlap) would count as two of a file's links; under -L,
     // cp remembers every file, so a file met again that way is linked too.
     let again = ctx.overlapping_roots && (meta.nlink >= 2 || deref == Dereference::Always);
-    if pinned || again {
+    // Under -u, cp remembers every file it skips as up to date; a file named again (with
+    // backups, which cp does not take as named twice) is linked to that copy.
+    let skipped_again = matches!(here.loc, Loc::Root(_))
+        && ctx.opts.overwrite == Overwrite::Update
+        && ctx.opts.backup.is_some();
+    if pinned || again || skipped_again {
         Some(Sighting::Pinned)
     } else if meta.nlink >= 2 {
         Some(Sighting::Link(meta.nlink as u64))
@@ -195,9 +200,22 @@ fn link_to_group(
             // that is a link of that copy already is left as it is. Which member is met
             // first depends on the directory's order, so being a link of some other file
             // (nlink > 1) is not enough.
-            let linked = || sys::stat_at(from, &loc_name, false).is_ok_and(|c| c.id() == d.id());
-            let relink =
-                ctx.opts.overwrite == Overwrite::Update && d.is_reg() && !(d.nlink > 1 && linked());
+            let copy = sys::stat_at(from, &loc_name, false);
+            let linked = || copy.as_ref().is_ok_and(|c| c.id() == d.id());
+            let update = ctx.opts.overwrite == Overwrite::Update;
+            if update && decision == Decision::Skip {
+                // cp's link to the copy goes by a temporary renamed over the entry: a copy
+                // that is a directory (a source -u skipped onto one, named again with a
+                // backup, which cp does not take as named twice) cannot be linked at all,
+                // and nothing is renamed over a directory.
+                if copy.as_ref().is_ok_and(|c| c.is_dir()) {
+                    return Err(failed(Errno::PERM));
+                }
+                if d.is_dir() {
+                    return Err(failed(Errno::ISDIR));
+                }
+            }
+            let relink = update && !(d.nlink > 1 && linked());
             if decision == Decision::Skip && !relink {
                 ctx.report.skipped(|| here.src_path(src_name), dst_path);
                 return Ok(false);
