@@ -763,6 +763,44 @@ fn verbose_says_removed_where_cp_removes_a_destination() {
     );
 }
 
+/// A link to a group's copy made over an existing entry is cp's force_linkat, which says
+/// "removed" after the copy's line, also where the entry was already a link of that copy
+/// (`s/f s/. d`: `d/./f` is `d/f`); where cp removed it first, it says so once, before the
+/// line (fuzz seed 0x5c0e21678ecee016).
+#[test]
+fn verbose_says_removed_for_a_link_made_over_an_entry_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir(d.join("s")).unwrap();
+        write(&d.join("s/f"), "new");
+        fs::hard_link(d.join("s/f"), d.join("s/g")).unwrap();
+        fs::create_dir(d.join("d")).unwrap();
+        write(&d.join("d/g"), "old");
+    };
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["-v", "-a", "s/f", "s/g", "d"],
+            "'s/g' -> 'd/g'\nremoved 'd/g'\n",
+        ),
+        (
+            &["-v", "-a", "s/f", "s/.", "d"],
+            "'s/./f' -> 'd/./f'\nremoved 'd/./f'\n",
+        ),
+        (
+            &["-v", "-a", "--remove-destination", "s/f", "s/g", "d"],
+            "removed 'd/g'\n's/g' -> 'd/g'\n",
+        ),
+        (
+            &["-v", "-a", "-f", "s/f", "s/g", "d"],
+            "'s/g' -> 'd/g'\nremoved 'd/g'\n",
+        ),
+    ];
+    for (i, (args, said)) in cases.into_iter().enumerate() {
+        let ours = case_as_cp(dir.path(), i, &setup, args, None);
+        assert!(ours.stdout.contains(said), "{args:?}: {ours:?}");
+    }
+}
+
 /// cp's "removed" comes before the copy's `-v` line where it removes the destination first
 /// (`--remove-destination`), and after it where it removes what it could not open for
 /// writing (`-f`: a file this user may not write, a symlink to one, a symlink loop). One

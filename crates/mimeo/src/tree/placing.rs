@@ -231,6 +231,11 @@ fn link_to_group(
             commit(ctx, here, &temp, dst_name, false, backup)?;
             // Renaming onto another link of the same inode does nothing: drop the temporary.
             let _ = sys::unlink(here.dst_dir, &temp, false);
+            // cp's link over the entry (force_linkat) says "removed" after the copy's line,
+            // even where the entry was a link of the same file; unless cp removed it first.
+            if !removed_first(&ctx.rules(here, &|| true), meta, &d) {
+                ctx.report.removed_after_open(dst_path);
+            }
             Ok(true)
         }
         Err(e) => Err(failed(e)),
