@@ -2351,6 +2351,44 @@ fn a_destination_that_cannot_be_removed_is_reported_as_cp() {
     }
 }
 
+/// Another user's file in a sticky, world-writable directory: where cp removes it first
+/// (`--remove-destination`, or `-f` where it cannot open it) the kernel refuses, and cp says
+/// "cannot remove", with its -v line under -f only; mimeo's temporary, made there all the
+/// same, is not what fails (nor its clone under `--reflink=always`). One it may write is
+/// written in place.
+#[test]
+fn another_users_file_in_a_sticky_directory_is_not_removed_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "new");
+        fs::create_dir(d.join("t")).unwrap();
+        fs::set_permissions(d.join("t"), fs::Permissions::from_mode(0o1777)).unwrap();
+        write(&d.join("t/g"), "old");
+        fs::set_permissions(d.join("t/g"), fs::Permissions::from_mode(0o644)).unwrap();
+        write(&d.join("t/w"), "old");
+        fs::set_permissions(d.join("t/w"), fs::Permissions::from_mode(0o666)).unwrap();
+    };
+    let nobody = Some(NOBODY);
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (&["-f", "f", "t/g"][..], nobody),
+            (&["--remove-destination", "f", "t/g"], nobody),
+            (&["-v", "-f", "f", "t/g"], nobody),
+            (&["-v", "--remove-destination", "f", "t/g"], nobody),
+            (&["--reflink=always", "-f", "f", "t/g"], nobody),
+            (
+                &["-v", "--reflink=always", "--remove-destination", "f", "t/g"],
+                nobody,
+            ),
+            (&["-f", "-a", "f", "t/g"], nobody),
+            (&["-v", "-f", "f", "t/w"], nobody),
+            (&["-v", "-f", "-R", "f", "t/g"], nobody),
+        ],
+    );
+}
+
 /// Under -i, cp asks about a file before it goes on to the next source: a later source that
 /// is omitted or missing is reported after the question, also where a source after that goes
 /// to the same name (asked about again, or refused as just made).
