@@ -801,6 +801,38 @@ fn verbose_says_removed_for_a_link_made_over_an_entry_as_cp() {
     }
 }
 
+/// `--parents`: once a source's directory was made, cp takes the destinations of the sources
+/// after it to be new (its flag stays set) and makes them without a look: a symlink there,
+/// even one to the source, is refused as "not writing through dangling symlink" (no
+/// question under -i, no backup), a file there cannot be created, each after the copy's -v
+/// line (fuzz seed 0xe749354875c8cfa6).
+#[test]
+fn parents_made_over_a_symlink_is_refused_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "new");
+        write(&d.join("g"), "new");
+        fs::create_dir(d.join("s")).unwrap();
+        write(&d.join("s/x"), "x");
+        fs::create_dir(d.join("d")).unwrap();
+        symlink("../f", d.join("d/f")).unwrap();
+        write(&d.join("d/g"), "old");
+    };
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (
+                &["--backup", "--parents", "-i", "f", "s/x", "f", "d"][..],
+                None,
+            ),
+            (&["--backup", "--parents", "s/x", "f", "d"], None),
+            (&["-v", "--parents", "s/x", "f", "d"], None),
+            (&["-v", "--parents", "s/x", "g", "d"], None),
+        ],
+    );
+}
+
 /// cp's "removed" comes before the copy's `-v` line where it removes the destination first
 /// (`--remove-destination`), and after it where it removes what it could not open for
 /// writing (`-f`: a file this user may not write, a symlink to one, a symlink loop). One

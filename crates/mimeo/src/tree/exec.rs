@@ -175,7 +175,9 @@ impl<'a> Executor<'a> {
                     // the pool waits for them).
                     run_files_now(&ctx, &mut items, &pairs[n + 1..]);
                     root.finish_parents(opts, &ctx.report);
-                    ctx.report.fail(e);
+                    // A non-directory has cp's -v line before the call that fails.
+                    let (src, dst) = (|| pair.src.clone(), || pair.dst.clone());
+                    ctx.report.entry_failed(src, dst, e);
                     continue;
                 }
             }
