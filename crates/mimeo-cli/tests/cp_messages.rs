@@ -2351,7 +2351,8 @@ fn a_destination_that_cannot_be_removed_is_reported_as_cp() {
 /// (`--remove-destination`, or `-f` where it cannot open it) the kernel refuses, and cp says
 /// "cannot remove", with its -v line under -f only; mimeo's temporary, made there all the
 /// same, is not what fails (nor its clone under `--reflink=always`). One it may write is
-/// written in place.
+/// written in place. A symlink copied as one is refused the same way (cp removes first); one
+/// made under `-s -f` fails at cp's rename of the link it made under a temporary name.
 #[test]
 fn another_users_file_in_a_sticky_directory_is_not_removed_as_cp() {
     let dir = scratch();
@@ -2363,6 +2364,7 @@ fn another_users_file_in_a_sticky_directory_is_not_removed_as_cp() {
         fs::set_permissions(d.join("t/g"), fs::Permissions::from_mode(0o644)).unwrap();
         write(&d.join("t/w"), "old");
         fs::set_permissions(d.join("t/w"), fs::Permissions::from_mode(0o666)).unwrap();
+        symlink("f", d.join("l")).unwrap();
     };
     let nobody = Some(NOBODY);
     cases_as_cp(
@@ -2381,6 +2383,10 @@ fn another_users_file_in_a_sticky_directory_is_not_removed_as_cp() {
             (&["-f", "-a", "f", "t/g"], nobody),
             (&["-v", "-f", "f", "t/w"], nobody),
             (&["-v", "-f", "-R", "f", "t/g"], nobody),
+            (&["-P", "--remove-destination", "l", "t/g"], nobody),
+            (&["-v", "-a", "-f", "l", "t/g"], nobody),
+            (&["-v", "-f", "-s", "/dev/null", "t/g"], nobody),
+            (&["--remove-destination", "-s", "/dev/null", "t/g"], nobody),
         ],
     );
 }
