@@ -137,7 +137,11 @@ impl<'a> Reporter<'a> {
     pub fn removed_after_open(&self, path: impl FnOnce() -> PathBuf) {
         if self.wants_entries {
             let mut held = self.removed_after.lock().unwrap_or_else(|e| e.into_inner());
-            held.push(path());
+            // Said once, however many steps of the copy find they remove it.
+            let path = path();
+            if !held.contains(&path) {
+                held.push(path);
+            }
         }
     }
 

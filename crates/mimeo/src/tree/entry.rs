@@ -14,7 +14,7 @@ use super::through;
 use crate::data::meta::{self, Apply, Dst};
 use crate::options::{Dereference, LinkInstead, Overwrite};
 use crate::place::crash;
-use crate::place::decide::Decision;
+use crate::place::decide::{Decision, removed_first};
 use crate::place::links::FirstCopy;
 use crate::report::{Cause, EntryKind, Error, Op, Refusal};
 use crate::sys::{self, Errno, IoBuf, Meta, XattrTarget};
@@ -165,6 +165,22 @@ impl<'a> Made<'a, '_> {
         }
     }
 
+    /// A rename over the old entry refused (a sticky directory, an immutable entry) is cp's
+    /// removal refused, where cp removes it first (`-P` with what is not a regular file,
+    /// `--remove-destination`): "cannot remove", before its -v line.
+    fn refused_removal(&self, e: Error) -> Error {
+        let (ctx, here) = (self.ctx, self.here);
+        if e.op != Op::Rename || e.errno() != Some(libc::EPERM) {
+            return e;
+        }
+        match sys::stat_at(here.dst_dir, self.dst_name, false) {
+            Ok(d) if removed_first(&ctx.rules(here, &|| true), self.meta, &d) => {
+                Error::sys(Op::Remove, here.dst_path(self.dst_name), Errno::PERM)
+            }
+            _ => e,
+        }
+    }
+
     /// Metadata, commit, report.
     fn finish(&self, temp: MadeAt, first: Option<FirstCopy<'a>>) -> Result<(), Error> {
         let (ctx, here, meta) = (self.ctx, self.here, self.meta);
@@ -204,7 +220,8 @@ impl<'a> Made<'a, '_> {
             return Err(e);
         }
         if let Some((t, backup)) = &temp {
-            commit(ctx, here, t, self.dst_name, false, *backup)?;
+            commit(ctx, here, t, self.dst_name, false, *backup)
+                .map_err(|e| self.refused_removal(e))?;
         }
         first_done(first, here, self.dst_name);
         here.made();
@@ -415,7 +432,18 @@ fn link_entry(
                     return Err(failed(e));
                 }
             };
-            commit(ctx, here, &t, dst_name, false, backup)?;
+            // A rename refused (a sticky directory, an immutable entry) is cp's: its removal
+            // first where it removes the destination first, else its own rename of the link
+            // made under a temporary name (force_linkat, force_symlinkat).
+            commit(ctx, here, &t, dst_name, false, backup).map_err(|e| {
+                if e.op != Op::Rename || e.errno() != Some(libc::EPERM) {
+                    e
+                } else if removed_first(&ctx.rules(here, &|| true), &meta, &d) {
+                    Error::sys(Op::Remove, dst_path(), Errno::PERM)
+                } else {
+                    failed(Errno::PERM)
+                }
+            })?;
             // A hard link renamed over another link of its inode leaves the temporary.
             let _ = sys::unlink(here.dst_dir, &t, false);
         }

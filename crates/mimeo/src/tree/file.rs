@@ -15,7 +15,7 @@
 use super::context::{Ctx, Here};
 use super::placing::{
     LinkStep, backup_refused, before_failed_copy, commit, data_error, decide_at, decide_existing,
-    first_done, link_or_claim,
+    first_done, link_or_claim, sticky_keeps,
 };
 use super::roots::open_error;
 use super::sharing::SharedCopy;
@@ -215,6 +215,10 @@ struct Placement<'g> {
     /// A destination symlink replaced where cp, writing through it, could not have opened
     /// what it leads to: should the copy fail, cp's failure (which came first) is reported.
     refused_through: bool,
+    /// The owner of the entry a temporary replaces where cp removes it first: should the
+    /// copy fail, or its rename be refused, cp's failure to remove it (which came first) is
+    /// reported.
+    removed_first: Option<u32>,
 }
 
 impl Placement<'_> {
@@ -398,6 +402,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             progress: None,
             src_xattrs,
             refused_through: false,
+            removed_first: None,
         }
     }
 
@@ -549,6 +554,8 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         };
         let mut p = self.placement(made, first, Some(src_xattrs));
         p.refused_through = d.is_symlink() && decision == Decision::Replace && self.unopenable();
+        let removes = decision == Decision::Recreate && ctx.opts.backup.is_none();
+        p.removed_first = removes.then_some(d.uid);
         Ok(Placing::Write(p))
     }
 
@@ -930,7 +937,16 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         if !p.in_place() {
             let _ = sys::unlink(self.here.dst_dir, self.written_name(p), false);
         }
-        err
+        match &p.removed_first {
+            Some(owner) if sticky_keeps(self.ctx, self.here, *owner) => self.not_removed(),
+            _ => err,
+        }
+    }
+
+    /// cp's failure to remove the destination it replaces (`--remove-destination`, or `-f`
+    /// where it cannot open it), which comes before anything is made.
+    fn not_removed(&self) -> Error {
+        self.announced(Error::sys(Op::Remove, self.dst_path(), Errno::PERM))
     }
 
     /// Writes the data (none with `--attributes-only`), and drops the resume record of a
@@ -1086,12 +1102,19 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             target,
             first,
             shared,
+            removed_first,
             ..
         } = p;
         if let Target::Temp { name: t, backup } = &target {
             let dirty = outcome.method != Method::Clone && outcome.bytes > 0;
-            // Held open until renamed: an open temporary is a live run's (see `crash`).
-            commit(ctx, here, t, self.dst_name, dirty, *backup)?;
+            // Held open until renamed: an open temporary is a live run's (see `crash`). A
+            // rename refused (a sticky directory, an immutable entry) is cp's unlink refused.
+            commit(ctx, here, t, self.dst_name, dirty, *backup).map_err(|e| {
+                match removed_first.is_some() && e.errno() == Some(libc::EPERM) {
+                    true => self.not_removed(),
+                    false => e,
+                }
+            })?;
             if let Some(s) = &shared {
                 s.holder.renamed(self.dst_name);
             }

@@ -37,7 +37,8 @@ pub(super) fn decide_existing(
         };
         backup::is_source(name.to_bytes(), src, here.dst_dir, dst_name, backup)
     };
-    let changeable = || sys::may_change_dir(here.dst_dir).is_ok();
+    let changeable =
+        || sys::may_change_dir(here.dst_dir).is_ok() && !sticky_keeps(ctx, here, d.uid);
     let mut rules = ctx.rules(here, &writable);
     rules.ask = Some(&ask);
     rules.backup_is_source = Some(&backup_is_source);
@@ -249,6 +250,11 @@ fn link_to_group(
             commit(ctx, here, &temp, dst_name, false, backup)?;
             // Renaming onto another link of the same inode does nothing: drop the temporary.
             let _ = sys::unlink(here.dst_dir, &temp, false);
+            // cp's link over the entry (force_linkat) says "removed" after the copy's line,
+            // even where the entry was a link of the same file; unless cp removed it first.
+            if !removed_first(&ctx.rules(here, &|| true), meta, &d) {
+                ctx.report.removed_after_open(dst_path);
+            }
             Ok(true)
         }
         Err(e) => Err(failed(e)),
@@ -291,6 +297,16 @@ pub(super) fn commit(
     }
     crash::commit_temp(here.dst_dir, temp, dst_name, dirty)
         .map_err(|e| Error::sys(Op::Rename, dst_path(), e))
+}
+
+/// Whether the sticky bit of the destination's directory keeps this process from removing
+/// (or renaming over) its entry of `owner`: only that owner, the directory's, or root may.
+/// A temporary is made there all the same, so this is asked where cp's removal comes first.
+pub(super) fn sticky_keeps(ctx: &Ctx<'_>, here: &Here<'_>, owner: u32) -> bool {
+    let euid = ctx.process.euid;
+    euid != 0
+        && owner != euid
+        && sys::fstat(here.dst_dir).is_ok_and(|m| m.mode & sys::S_ISVTX != 0 && m.uid != euid)
 }
 
 /// Where a temporary that failed with `e` in a directory where the old entry is to be backed

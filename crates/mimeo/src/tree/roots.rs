@@ -4,7 +4,7 @@
 use super::context::{DstFacts, Parent, Root, relative_symlink_elsewhere};
 use super::work::{DirSeen, FileKey};
 use crate::data::meta::{self, Apply, Dst, Process};
-use crate::options::{Dereference, LinkInstead, Options, Reflink};
+use crate::options::{DanglingSymlink, Dereference, LinkInstead, Options, Reflink};
 use crate::place::crash;
 use crate::report::Reporter;
 use crate::report::{EntryKind, Error, Op, Refusal};
@@ -443,11 +443,14 @@ fn has_dir_part(src: &Path) -> bool {
 /// [`make_parents`]) where something is there: it makes the entry without looking, which
 /// finds it there. None where cp would look first after all (a directory without -r), or
 /// for a link, whose message names its source too (a directory is made as one also under
-/// `-l` and `-s`).
+/// `-l` and `-s`). A regular file's exclusive open that finds a symlink there is refused as
+/// cp's copy refuses one: "not writing through dangling symlink", whatever it points to.
 pub(crate) fn made_over(opts: &Options, root: &Root) -> Option<Error> {
     let m = &root.meta;
-    let there = sys::stat_at(root.dst_parent.as_fd(), &root.dst_name, false).is_ok();
-    if !there || (opts.link.is_some() && !m.is_dir()) {
+    let Ok(there) = sys::stat_at(root.dst_parent.as_fd(), &root.dst_name, false) else {
+        return None;
+    };
+    if opts.link.is_some() && !m.is_dir() {
         return None;
     }
     let node = !(m.is_reg() || m.is_dir() || m.is_symlink());
@@ -464,6 +467,9 @@ pub(crate) fn made_over(opts: &Options, root: &Root) -> Option<Error> {
         } else {
             Op::MakeNode
         }
+    } else if there.is_symlink() && opts.dangling_symlink == DanglingSymlink::Refuse {
+        let refusal = Refusal::DanglingSymlink;
+        return Some(Error::refused(Op::Create, trimmed(&root.dst_path), refusal));
     } else {
         Op::Create
     };
