@@ -930,7 +930,15 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         if !p.in_place() {
             let _ = sys::unlink(self.here.dst_dir, self.written_name(p), false);
         }
-        err
+        // cp renames the old entry to its backup name before it clones: where that rename
+        // would fail (a name too long), cp's words are about the backup. Asked only here,
+        // after a failed clone, so a copy that succeeds makes no extra call.
+        match &p.target {
+            Target::Temp { backup: true, .. } if err.op == Op::Clone => {
+                backup_refused(self.ctx, self.here, self.dst_name).unwrap_or(err)
+            }
+            _ => err,
+        }
     }
 
     /// Writes the data (none with `--attributes-only`), and drops the resume record of a
