@@ -296,6 +296,36 @@ fn a_backup_name_too_long_fails_first_as_cp() {
     );
 }
 
+/// On ext4, which cannot clone, a `--reflink=always` copy over a file whose backup name is
+/// too long fails at the backup, as cp's rename to that name comes before its clone; the old
+/// file stays (fuzz seed 0x3c9c689ceae5ca62).
+#[test]
+fn a_backup_name_too_long_fails_before_a_clone_as_cp() {
+    let fs = mimeo_testkit::LoopFs::try_new(mimeo_testkit::FsKind::Ext4, 64)
+        .expect("an ext4 loop mount");
+    let long = format!("s/{}", "n".repeat(252));
+    let setup = |d: &Path| {
+        for sub in ["s", "d"] {
+            fs::create_dir(d.join(sub)).unwrap();
+            fs::set_permissions(d.join(sub), fs::Permissions::from_mode(0o777)).unwrap();
+        }
+        write(&d.join(&long), "new");
+        write(&d.join(format!("d/{}", &long[2..])), "old");
+    };
+    let simple = ["--backup=simple", "-S", ".orig"];
+    let plain = [&simple[..], &["--reflink", &long, "d"]].concat();
+    let archive = [
+        &simple[..],
+        &["-a", "--remove-destination", "--reflink", &long, "d"],
+    ]
+    .concat();
+    cases_as_cp(
+        fs.path(),
+        &setup,
+        &[(&plain[..], None), (&archive[..], Some(NOBODY))],
+    );
+}
+
 /// A link to a group's copy that fails names that copy, as cp names it: `f` skipped by -u
 /// onto a directory in the way is the copy `lf` (the same file under -L) is linked to (fuzz
 /// seed 0xfc3753ca1c586588).

@@ -937,8 +937,18 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         if !p.in_place() {
             let _ = sys::unlink(self.here.dst_dir, self.written_name(p), false);
         }
-        match &p.removed_first {
-            Some(owner) if sticky_keeps(self.ctx, self.here, *owner) => self.not_removed(),
+        if p.removed_first
+            .is_some_and(|owner| sticky_keeps(self.ctx, self.here, owner))
+        {
+            return self.not_removed();
+        }
+        // cp renames the old entry to its backup name before it clones: where that rename
+        // would fail (a name too long), cp's words are about the backup. Asked only here,
+        // after a failed clone, so a copy that succeeds makes no extra call.
+        match &p.target {
+            Target::Temp { backup: true, .. } if err.op == Op::Clone => {
+                backup_refused(self.ctx, self.here, self.dst_name).unwrap_or(err)
+            }
             _ => err,
         }
     }
