@@ -2723,3 +2723,35 @@ fn forced_onto_a_looping_slash_makes_a_non_directory_as_cp() {
         ],
     );
 }
+
+/// A directory source named through a symlink (`s/t/`, `t` leading to `../s`) after that
+/// symlink itself (`s/t`), into `d` (a symlink to a directory): cp copies the symlink first,
+/// and then finds it at the destination before it looks for the directory among those it
+/// copied, so the symlink leading to the source is the same file (not "will not create hard
+/// link", where the first source `s` was that directory); one leading elsewhere is a
+/// non-directory in the way (fuzz seed 0xc6f2ed3a5b4eb16e).
+#[test]
+fn a_symlink_a_source_made_is_met_before_a_directory_named_twice_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("s/x")).unwrap();
+        fs::create_dir(d.join("td")).unwrap();
+        write(&d.join("s/f"), "f");
+        symlink("../s", d.join("s/t")).unwrap();
+        symlink("x", d.join("s/u")).unwrap();
+        symlink("td", d.join("d")).unwrap();
+    };
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (&["-r", "s", "s/t", "s/t/", "d"], None),
+            (&["-r", "s", "s/t", "s/t/", "d"], Some(NOBODY)),
+            (&["-r", "s/t", "s/t/", "d"], None),
+            (&["-r", "-n", "s", "s/t", "s/t/", "d"], None),
+            (&["-r", "--backup", "s", "s/t", "s/t/", "d"], None),
+            (&["-r", "s/x", "s/u", "s/u/", "d"], None),
+            (&["-r", "s/x", "s/u", "s/u/", "d"], Some(NOBODY)),
+        ],
+    );
+}

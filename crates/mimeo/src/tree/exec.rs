@@ -915,6 +915,18 @@ fn dir_root(
     earlier_item: Option<usize>,
     items: &mut Vec<WorkItem>,
 ) -> Option<(Root, WorkKind)> {
+    let mut root = root;
+    if let Some(at) = earlier_item {
+        // The earlier one runs first, now, before this directory is made or refused, also
+        // as one named before: what it made is what cp then finds at the destination, before
+        // it looks for the directory among those it copied (a symlink to the source there is
+        // the same file, not a copy into itself nor a directory named twice).
+        let item = items.remove(at);
+        // Before the pool runs: a file it splits has no helpers, its splitter copies every
+        // range.
+        dir::root_entry(ctx, &mut Buffers::new(), item.root, &mut |_| {});
+        root.look_again_into_itself();
+    }
     // The same directory named again into the same place: cp copies it once, and says so (a
     // backup would otherwise keep the first copy's files).
     let mark = named.mark();
@@ -926,17 +938,6 @@ fn dir_root(
         // cp gives the `--parents` directories their attributes after the copy all the same.
         root.finish_parents(ctx.opts, &ctx.report);
         return None;
-    }
-    let mut root = root;
-    if let Some(at) = earlier_item {
-        // The earlier one runs first, now, before this directory is made or refused: what
-        // it made is what cp then finds at the destination (a symlink to the source there
-        // is the same file, not a copy into itself).
-        let item = items.remove(at);
-        // Before the pool runs: a file it splits has no helpers, its splitter copies every
-        // range.
-        dir::root_entry(ctx, &mut Buffers::new(), item.root, &mut |_| {});
-        root.look_again_into_itself();
     }
     if let Some(e) = named.refuse_into_itself(&root, mark) {
         ctx.report.fail(e);
