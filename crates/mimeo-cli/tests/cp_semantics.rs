@@ -1957,6 +1957,25 @@ fn a_file_named_again_after_its_tree_is_linked_over_itself_as_cp() {
     same_as_cp_with_workers(base.path(), "over-itself", &setup, around, &opts);
 }
 
+/// Sources that are one file (`f` and symlinks to it, followed under -L): cp copies `f`
+/// first and links the others to that copy, so a failure names `f`'s copy as the link's
+/// target; mimeo runs them in that order whatever its workers do (`d/f` is a directory
+/// here, so every link fails, and the message says which copy the group is named after).
+#[test]
+fn sources_that_are_one_file_run_in_cp_order() {
+    let base = tempfile::tempdir().unwrap();
+    let setup = |d: &Path| {
+        write(d, "f", "x\n", 0o644);
+        for i in 0..4 {
+            std::os::unix::fs::symlink("f", d.join(format!("l{i}"))).unwrap();
+        }
+        fs::create_dir_all(d.join("d/f")).unwrap();
+    };
+    let opts: [&[&str]; 3] = [&["-aL"], &["-L", "--preserve=links"], &["-aH"]];
+    let around = (&["-u"][..], &["f", "l0", "l1", "l2", "l3", "d"][..]);
+    same_as_cp_with_workers(base.path(), "one-file", &setup, around, &opts);
+}
+
 /// [`same_as_cp`] for each of `opts` between `around`'s two halves, six rounds each with four
 /// workers for mimeo: sources that overlap must come out as cp's whatever the workers do.
 #[track_caller]

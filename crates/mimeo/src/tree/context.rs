@@ -68,6 +68,8 @@ pub(crate) struct Ctx<'a> {
     /// twice by the same path: link groups are then kept for the whole run (see
     /// [`roots_overlap`]).
     pub overlapping_roots: bool,
+    /// Two non-directory roots are one source file (see [`roots_share_a_file`]).
+    pub roots_share_a_file: bool,
     pub hooks: HookSet<'a>,
     /// Under `-L`, the directories this run made: a symlink that leads back into the copy
     /// must not make it copy itself into itself without end.
@@ -108,6 +110,7 @@ impl<'a> Ctx<'a> {
             early_dirs: Default::default(),
             roots: Vec::new(),
             overlapping_roots: false,
+            roots_share_a_file: false,
             hooks,
         }
     }
@@ -305,6 +308,18 @@ pub(crate) fn roots_overlap_refs(roots: &[&Root]) -> bool {
         }
     }
     false
+}
+
+/// Whether two roots that are not directories are one source file (`cp -aL f lf d`, with
+/// `lf` a symlink to `f`): which of them copies it and which links to that copy, or names it
+/// in a message, is cp's command-line order, so they run in it. Known from the roots' own
+/// looks: no system call.
+pub(crate) fn roots_share_a_file(roots: &[Root]) -> bool {
+    let mut seen = std::collections::HashSet::new();
+    roots
+        .iter()
+        .filter(|r| !r.meta.is_dir())
+        .any(|r| !seen.insert(r.meta.id()))
 }
 
 /// What a destination directory is like, as far as copying into it goes.

@@ -213,6 +213,7 @@ impl<'a> Executor<'a> {
             queue.add(&mut ctx, root, index, dest, earlier_item);
         }
         ctx.overlapping_roots = super::context::roots_overlap(&ctx.roots);
+        ctx.roots_share_a_file = super::context::roots_share_a_file(&ctx.roots);
         ctx.named = named;
         (Executor { ctx, start }, items)
     }
@@ -425,11 +426,12 @@ impl<'a> Executor<'a> {
         dir::complete(&self.ctx, &mut worker.0, done);
     }
 
-    /// Whether the sources overlap (one lies in another's tree): cp copies them one after
-    /// another, and what a later one finds (and which of them names an entry on its `-v`
-    /// line, or links a file met twice) depends on that order, so they run on one worker.
+    /// Whether the sources overlap (one lies in another's tree) or two are one file: cp
+    /// copies them one after another, and what a later one finds (and which of them names
+    /// an entry on its `-v` line, or links a file met twice) depends on that order, so they
+    /// run on one worker.
     pub(crate) fn in_order(&self) -> bool {
-        self.ctx.overlapping_roots
+        self.ctx.overlapping_roots || self.ctx.roots_share_a_file
     }
 
     /// Bytes of file data read from the sources so far: copied by offload or stream, not
