@@ -1149,8 +1149,19 @@ mod tests {
 
             // A write: first the ctime is too fresh to trust, then the page is dirty,
             // then (written back) the block is the parent's own.
+            let written = std::time::Instant::now();
             a.write_all_at(b"x", 2 * MIB).expect("write");
-            assert_eq!(plain_why(&a, &b, 0, 4 * MIB), Why::Unsettled, "{kind}");
+            let why = plain_why(&a, &b, 0, 4 * MIB);
+            if written.elapsed() < SETTLED {
+                assert_eq!(why, Why::Unsettled, "{kind}");
+            } else {
+                // Descheduled past SETTLED between the write and the look (a loaded
+                // machine): the ctime is then old enough, and the dirty page is what shows.
+                assert!(
+                    matches!(why, Why::Unsettled | Why::Dirty),
+                    "{kind}: {why:?}"
+                );
+            }
             settle();
             assert_eq!(plain_why(&a, &b, 2 * MIB, MIB), Why::Dirty, "{kind}");
             a.sync_all().expect("fsync");
