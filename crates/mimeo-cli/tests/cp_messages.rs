@@ -2755,3 +2755,54 @@ fn a_symlink_a_source_made_is_met_before_a_directory_named_twice_as_cp() {
         ],
     );
 }
+
+/// Under -i, a source that fails after a directory's walk (`cp -i -b -t d s/. s/e missing`)
+/// does not let the files named after the walk run ahead of it: the walk meets `d/./e` first
+/// and the later `s/e` asks about the copy the walk made, as in cp. Its failure is said
+/// before the walk's questions (mimeo takes the walk up once the sources are all looked at);
+/// the questions come in cp's order (fuzz seed 0x691f276a199ac9f0).
+#[test]
+fn a_failure_after_a_walk_under_i_lets_no_later_file_run_ahead_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("s")).unwrap();
+        fs::create_dir_all(d.join("d")).unwrap();
+        write(&d.join("s/e"), "new");
+        write(&d.join("s/g"), "new");
+        write(&d.join("d/g"), "old");
+    };
+    let questions = |t: &str| -> Vec<String> {
+        t.split_inclusive("? ")
+            .filter(|p| p.ends_with("? "))
+            .map(|p| p.rsplit('\n').next().unwrap_or(p).to_owned())
+            .collect()
+    };
+    let pieces = |t: &str| {
+        let mut v: Vec<String> = t.split_inclusive(['\n', ' ']).map(str::to_owned).collect();
+        v.sort();
+        v
+    };
+    for (i, a) in [
+        &["-i", "-a", "-b", "-t", "d", "s/.", "s/e", "missing"][..],
+        &["-i", "-r", "-t", "d", "s/.", "s/g", "s/e", "missing"][..],
+    ]
+    .iter()
+    .enumerate()
+    {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        let args: Vec<&OsStr> = a.iter().map(|a| os(a)).collect();
+        let (cp, ours, what) = run_both(&base, &setup, &args, None);
+        assert_eq!(cp.code, ours.code, "exit status: {what}");
+        assert!(!questions(&cp.stderr).is_empty(), "{what}");
+        assert_eq!(questions(&cp.stderr), questions(&ours.stderr), "{what}");
+        assert_eq!(pieces(&cp.stderr), pieces(&ours.stderr), "{what}");
+        let opts = CompareOptions {
+            atime: false,
+            mtime: false,
+            ..CompareOptions::default()
+        };
+        let diff = compare_trees(&base.join("cp"), &base.join("ours"), &opts).unwrap();
+        assert!(diff.differences.is_empty(), "trees: {what}\n{diff:?}");
+    }
+}

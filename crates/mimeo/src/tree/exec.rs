@@ -854,7 +854,12 @@ fn root_failed(
     if ctx.opts.interactive {
         // Every question before this failure, also about a file a later source names again
         // (which then meets it as just made, see `just_made_by`). -i runs in one process.
-        run_files_now(ctx, items, &[]);
+        // Files queued after a directory's walk wait for it, as cp copies in order: their
+        // questions then follow this failure.
+        let walks = items.iter().position(|i| !matches!(i.kind, WorkKind::Root));
+        let mut before: Vec<WorkItem> = items.drain(..walks.unwrap_or(items.len())).collect();
+        run_files_now(ctx, &mut before, &[]);
+        items.splice(0..0, before);
     }
     if twice {
         let src = pair.src.clone();
