@@ -362,6 +362,29 @@ pub(super) fn before_failed_copy(
     Ok(())
 }
 
+/// `before_failed_copy` for a source cp opens to read (a regular file, or a FIFO, socket or
+/// device node read as one), which then cannot be opened. cp looks at a destination symlink
+/// through it there, as it would write into what it leads to (unless it removes or backs up
+/// the entry anyway): a loop or a dangling one it leaves alone, and it judges the removal by
+/// what the symlink leads to. `src` is the source as it is (a node, not the file it is read
+/// as). Only a failed copy pays for the look.
+pub(super) fn before_failed_read(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    dst_name: &CStr,
+    src: &Meta,
+    d: &Meta,
+) -> Result<(), Error> {
+    let fresh = ctx.opts.remove_destination || ctx.opts.backup.is_some();
+    if !d.is_symlink() || fresh {
+        return before_failed_copy(ctx, here, dst_name, src, d);
+    }
+    match sys::stat_at(here.dst_dir, dst_name, true) {
+        Ok(t) => before_failed_copy(ctx, here, dst_name, src, &t),
+        Err(_) => Ok(()),
+    }
+}
+
 /// A data-path failure as an error on the side it happened on.
 pub(super) fn data_error(
     e: DataError,
