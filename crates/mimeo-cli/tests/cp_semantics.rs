@@ -2661,6 +2661,63 @@ fn sockets_and_symlink_loops_at_the_destination_as_cp() {
     }
 }
 
+/// A source cp reads as a file but cannot open (a socket or a device without a driver,
+/// ENXIO; as a user, a file it may not read) onto an existing entry: cp looks at a
+/// destination symlink through it before it opens the source, so a loop (under `-f`) or a
+/// dangling one stays, and under `-P` it removes a plain file or a symlink to one first,
+/// which stays removed when the open fails. With `--preserve=links` it removes a symlink to
+/// a file with other links (judged by the file), also under `-L`.
+#[test]
+fn an_unopenable_source_onto_a_symlink_or_file_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            drop(std::os::unix::net::UnixListener::bind(d.join("k")).unwrap());
+            fs::set_permissions(d.join("k"), fs::Permissions::from_mode(0o666)).unwrap();
+            // A local/experimental major: no driver, so opening it fails with ENXIO.
+            rustix::fs::mknodat(
+                rustix::fs::CWD,
+                d.join("n"),
+                rustix::fs::FileType::CharacterDevice,
+                rustix::fs::Mode::from_raw_mode(0o666),
+                rustix::fs::makedev(240, 0),
+            )
+            .unwrap();
+            write(d, "u", "secret\n", 0o000);
+            write(d, "t", "t\n", 0o666);
+            write(d, "t2", "t2\n", 0o666);
+            fs::hard_link(d.join("t2"), d.join("t2b")).unwrap();
+            write(d, "file", "old\n", 0o666);
+            symlink("loop", d.join("loop")).unwrap();
+            symlink("nowhere", d.join("dangling")).unwrap();
+            symlink("t", d.join("to-file")).unwrap();
+            symlink("t2", d.join("to-linked")).unwrap();
+        };
+        let mut i = 0;
+        for opts in [
+            &["--force", "-d", "--sparse", "never"][..],
+            &["-d"],
+            &["-f"],
+            &["-f", "--preserve=links"],
+            &["-fL", "--preserve=links"],
+        ] {
+            for (src, foreign) in [("k", false), ("n", false), ("k", true), ("u", true)] {
+                for dst in ["loop", "dangling", "file", "to-file", "to-linked"] {
+                    let a: Vec<&str> = opts.iter().copied().chain([src, dst]).collect();
+                    let how = Run {
+                        foreign_user: foreign,
+                        ..args(&a)
+                    };
+                    same_as_cp(base, &format!("unopenable{i}"), &setup, &how);
+                    i += 1;
+                }
+            }
+        }
+    }
+}
+
 /// A node the user may not write (root's FIFO) cannot be opened to write into: cp fails,
 /// and with `-f` removes it and makes a new file, as for a regular file.
 #[test]

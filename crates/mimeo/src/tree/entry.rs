@@ -6,8 +6,8 @@
 use super::context::{Ctx, Here, relative_symlink_elsewhere};
 use super::file::{as_file, copy_contents, copy_regular};
 use super::placing::{
-    LinkStep, backup_fails_first, backup_refused, before_failed_copy, commit, decide_at,
-    decide_existing, first_done, link_or_claim,
+    LinkStep, backup_fails_first, backup_refused, before_failed_copy, before_failed_read, commit,
+    decide_at, decide_existing, first_done, link_or_claim,
 };
 use super::roots::stat_error;
 use super::through;
@@ -337,7 +337,7 @@ fn socket_contents(
                 return Ok(());
             }
             // The open fails next: what cp does to the destination first stays done.
-            Ok(_) => before_failed_copy(ctx, here, dst_name, meta, &d)?,
+            Ok(_) => before_failed_read(ctx, here, dst_name, meta, &d)?,
             // With --attributes-only cp would open it as a file all the same.
             Err(e) if ctx.opts.attributes_only && e.op == Op::MakeNode => {}
             // cp opens the source before it opens or makes the destination: that fails first.

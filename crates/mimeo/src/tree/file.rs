@@ -14,7 +14,7 @@
 
 use super::context::{Ctx, Here};
 use super::placing::{
-    LinkStep, backup_refused, before_failed_copy, commit, data_error, decide_at, decide_existing,
+    LinkStep, backup_refused, before_failed_read, commit, data_error, decide_at, decide_existing,
     first_done, link_or_claim, sticky_keeps,
 };
 use super::roots::open_error;
@@ -109,8 +109,8 @@ fn unopened(
     seen: impl Fn(Meta) -> Meta,
 ) -> Result<Option<FileOutcome>, Error> {
     let (name, dst_name) = names;
-    let (meta, read_node) = match sys::stat_at(here.src_dir, name, follow) {
-        Ok(m) if kind(&m) => (seen(m), !m.is_reg()),
+    let (raw, meta, read_node) = match sys::stat_at(here.src_dir, name, follow) {
+        Ok(m) if kind(&m) => (m, seen(m), !m.is_reg()),
         _ => return Err(err),
     };
     let d = match sys::stat_at(here.dst_dir, dst_name, false) {
@@ -146,7 +146,7 @@ fn unopened(
             Err(e)
         }
         Err(_) => Err(err),
-        Ok(_) => before_failed_copy(ctx, here, dst_name, &meta, &d).and(Err(err)),
+        Ok(_) => before_failed_read(ctx, here, dst_name, &raw, &d).and(Err(err)),
     }
 }
 

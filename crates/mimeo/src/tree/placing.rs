@@ -166,7 +166,8 @@ pub(super) fn link_or_claim<'a>(
 }
 
 /// Links `dst_name` to the group's copy at `loc`, over an existing entry as the overwrite
-/// decision says. False when the decision skips it.
+/// decision says. False when the decision skips it, or where the link over a member `-u`
+/// skips has said all there is to say.
 fn link_to_group(
     ctx: &Ctx<'_>,
     here: &Here<'_>,
@@ -197,14 +198,14 @@ fn link_to_group(
         Ok(()) => Ok(true),
         Err(Errno::EXIST) => {
             let (decision, d) = decide_at(ctx, here, src_name, dst_name, (meta, false))?;
-            // Under -u, cp links an up-to-date member to the group's copy all the same; one
-            // that is a link of that copy already is left as it is. Which member is met
-            // first depends on the directory's order, so being a link of some other file
-            // (nlink > 1) is not enough.
+            // Under -u, cp links a member it skips as up to date to the group's copy all the
+            // same (force_linkat, a temporary renamed over the entry), also where the entry
+            // is a link of that copy already (a rename that does nothing), and says only
+            // "removed" under -v.
             let copy = sys::stat_at(from, &loc_name, false);
-            let linked = || copy.as_ref().is_ok_and(|c| c.id() == d.id());
             let update = ctx.opts.overwrite == Overwrite::Update;
-            if update && decision == Decision::Skip {
+            let relink = update && decision == Decision::Skip;
+            if relink {
                 // cp's link to the copy goes by a temporary renamed over the entry: a copy
                 // that is a directory (a source -u skipped onto one, named again with a
                 // backup, which cp does not take as named twice) cannot be linked at all,
@@ -216,7 +217,6 @@ fn link_to_group(
                     return Err(failed(Errno::ISDIR));
                 }
             }
-            let relink = update && !(d.nlink > 1 && linked());
             if decision == Decision::Skip && !relink {
                 ctx.report.skipped(|| here.src_path(src_name), dst_path);
                 return Ok(false);
@@ -250,9 +250,15 @@ fn link_to_group(
             commit(ctx, here, &temp, dst_name, false, backup)?;
             // Renaming onto another link of the same inode does nothing: drop the temporary.
             let _ = sys::unlink(here.dst_dir, &temp, false);
+            if relink {
+                here.made();
+                ctx.report.removed(dst_path);
+                return Ok(false);
+            }
             // cp's link over the entry (force_linkat) says "removed" after the copy's line,
-            // even where the entry was a link of the same file; unless cp removed it first.
-            if !removed_first(&ctx.rules(here, &|| true), meta, &d) {
+            // even where the entry was a link of the same file; unless cp removed it first,
+            // or renamed it to its backup name (then the link is made where nothing is).
+            if !backup && !removed_first(&ctx.rules(here, &|| true), meta, &d) {
                 ctx.report.removed_after_open(dst_path);
             }
             Ok(true)
@@ -360,6 +366,29 @@ pub(super) fn before_failed_copy(
             .map_err(|e| Error::sys(Op::Remove, here.dst_path(dst_name), e))?;
     }
     Ok(())
+}
+
+/// `before_failed_copy` for a source cp opens to read (a regular file, or a FIFO, socket or
+/// device node read as one), which then cannot be opened. cp looks at a destination symlink
+/// through it there, as it would write into what it leads to (unless it removes or backs up
+/// the entry anyway): a loop or a dangling one it leaves alone, and it judges the removal by
+/// what the symlink leads to. `src` is the source as it is (a node, not the file it is read
+/// as). Only a failed copy pays for the look.
+pub(super) fn before_failed_read(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    dst_name: &CStr,
+    src: &Meta,
+    d: &Meta,
+) -> Result<(), Error> {
+    let fresh = ctx.opts.remove_destination || ctx.opts.backup.is_some();
+    if !d.is_symlink() || fresh {
+        return before_failed_copy(ctx, here, dst_name, src, d);
+    }
+    match sys::stat_at(here.dst_dir, dst_name, true) {
+        Ok(t) => before_failed_copy(ctx, here, dst_name, src, &t),
+        Err(_) => Ok(()),
+    }
 }
 
 /// A data-path failure as an error on the side it happened on.
