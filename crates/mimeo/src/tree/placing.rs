@@ -222,16 +222,17 @@ fn link_to_group(
                 return Ok(false);
             }
             // A root whose group's copy is this very entry, made by an earlier tree (a
-            // source named again where the tree copied it): where cp takes it away first (to
-            // its backup name, or removes it) it then fails to link what is gone, and a
-            // backup is renamed back; elsewhere the link over it is one to itself, which is
-            // nothing to do. (cp copies the tree first. Where the root got there first, the
-            // tree's entry links to it as to any other copy: which of the group's entries the
-            // tree would have copied first is not known there.) A tree named after the root
-            // (cp -a s/f s/. d) is one cp copies after it, so its entry that got here first
-            // (roots run in parallel) is this root's copy as cp makes it.
+            // source named again where the tree copied it) or by an earlier root (a file
+            // named twice with numbered backups, which cp does not take as named twice):
+            // where cp takes it away first (to its backup name, or removes it) it then fails
+            // to link what is gone, and a backup is renamed back; elsewhere the link over it
+            // is one to itself, which is nothing to do. (cp copies the tree first. Where the
+            // root got there first, the tree's entry links to it as to any other copy: which
+            // of the group's entries the tree would have copied first is not known there.) A
+            // tree named after the root (cp -a s/f s/. d) is one cp copies after it, so its
+            // entry that got here first (roots run in parallel) is this root's copy as cp
+            // makes it.
             let own_copy = matches!(here.loc, Loc::Root(i) if loc.root < i)
-                && loc.dir.is_some()
                 && decision != Decision::Skip
                 && (ctx.opts.backup.is_some()
                     || removed_first(&ctx.rules(here, &|| true), meta, &d))
