@@ -432,6 +432,56 @@ fn an_up_to_date_member_is_linked_to_its_groups_copy_whatever_is_there_as_cp() {
     }
 }
 
+/// Under -u, cp links an entry it skips as up to date to its group's copy quietly: -v says
+/// only "removed", with no line for the link (a file named twice with numbered backups, both
+/// times onto a newer copy, and a tree's two links onto newer files).
+#[test]
+fn an_up_to_date_entry_linked_to_its_groups_copy_is_told_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "x");
+        set_times(&d.join("f"), 1_500_000_000);
+        fs::create_dir_all(d.join("d")).unwrap();
+        fs::set_permissions(d.join("d"), fs::Permissions::from_mode(0o777)).unwrap();
+        write(&d.join("d/f"), "y");
+        set_times(&d.join("d/f"), 1_600_000_000);
+        fs::create_dir_all(d.join("s")).unwrap();
+        write(&d.join("s/a"), "x");
+        fs::hard_link(d.join("s/a"), d.join("s/b")).unwrap();
+        set_times(&d.join("s/a"), 1_500_000_000);
+        fs::create_dir_all(d.join("e/s")).unwrap();
+        write(&d.join("e/s/a"), "y");
+        write(&d.join("e/s/b"), "z");
+        for p in ["e/s/a", "e/s/b"] {
+            set_times(&d.join(p), 1_600_000_000);
+        }
+    };
+    let cases: [(&[&str], Option<u32>); 4] = [
+        (
+            &["-uv", "--preserve=links", "--backup=t", "f", "f", "d"],
+            None,
+        ),
+        (
+            &["-uv", "--preserve=links", "--backup=t", "f", "f", "d"],
+            Some(NOBODY),
+        ),
+        (&["-uvL", "-a", "--backup=t", "f", "f", "d"], None),
+        (&["-uva", "s", "e"], None),
+    ];
+    for (i, &(args, user)) in cases.iter().enumerate() {
+        let ours = case_as_cp(dir.path(), i, &setup, args, user);
+        assert!(!ours.stdout.contains("' -> '"), "{ours:?}");
+        // As a user, the link to another's file is refused (protected hard links).
+        match user {
+            None => assert!(ours.stdout.starts_with("removed "), "{ours:?}"),
+            Some(_) => assert!(
+                ours.stderr.ends_with("Operation not permitted\n"),
+                "{ours:?}"
+            ),
+        }
+    }
+}
+
 /// A directory copied onto itself under -n (`s/x` into `s`) and met again below a later
 /// source (`s/.`) at that very entry is a copy into itself to cp, which names the later
 /// source; where the later one goes elsewhere it is named twice (fuzz seed

@@ -153,8 +153,11 @@ pub(super) fn link_or_claim<'a>(
         }
         Some(LinkClaim::LinkTo(loc)) => loc,
     };
-    if link_to_group(ctx, here, src_name, dst_name, meta, &loc)? {
+    let linked = link_to_group(ctx, here, src_name, dst_name, meta, &loc)?;
+    if linked != Linked::Skipped {
         here.made();
+    }
+    if linked == Linked::Told {
         ctx.report.copied(
             || here.src_path(src_name),
             || here.dst_path(dst_name),
@@ -165,8 +168,20 @@ pub(super) fn link_or_claim<'a>(
     Ok(LinkStep::Done)
 }
 
+/// What [`link_to_group`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Linked {
+    /// Made the link, which -v tells as a copy.
+    Told,
+    /// Made the link over an entry -u skipped as up to date: cp links it quietly, saying
+    /// only "removed".
+    Quietly,
+    /// Left the entry as the overwrite decision says.
+    Skipped,
+}
+
 /// Links `dst_name` to the group's copy at `loc`, over an existing entry as the overwrite
-/// decision says. False when the decision skips it.
+/// decision says.
 fn link_to_group(
     ctx: &Ctx<'_>,
     here: &Here<'_>,
@@ -174,7 +189,7 @@ fn link_to_group(
     dst_name: &CStr,
     meta: &Meta,
     loc: &LinkLoc,
-) -> Result<bool, Error> {
+) -> Result<Linked, Error> {
     let loc_name = sys::cstring(&loc.name);
     let dst_path = || here.dst_path(dst_name);
     // cp names the copy it links to: "cannot create hard link 'd/b' to 'd/a'".
@@ -194,7 +209,7 @@ fn link_to_group(
         None => here.dst_dir,
     };
     match sys::link(from, &loc_name, here.dst_dir, dst_name) {
-        Ok(()) => Ok(true),
+        Ok(()) => Ok(Linked::Told),
         Err(Errno::EXIST) => {
             let (decision, d) = decide_at(ctx, here, src_name, dst_name, (meta, false))?;
             // Under -u, cp links an up-to-date member to the group's copy all the same; one
@@ -209,17 +224,18 @@ fn link_to_group(
                 // that is a directory (a source -u skipped onto one, named again with a
                 // backup, which cp does not take as named twice) cannot be linked at all,
                 // and nothing is renamed over a directory.
+                // Either way without a -v line for the entry, as cp's quiet link.
                 if copy.as_ref().is_ok_and(|c| c.is_dir()) {
-                    return Err(failed(Errno::PERM));
+                    return Err(failed(Errno::PERM).untold());
                 }
                 if d.is_dir() {
-                    return Err(failed(Errno::ISDIR));
+                    return Err(failed(Errno::ISDIR).untold());
                 }
             }
             let relink = update && !(d.nlink > 1 && linked());
             if decision == Decision::Skip && !relink {
                 ctx.report.skipped(|| here.src_path(src_name), dst_path);
-                return Ok(false);
+                return Ok(Linked::Skipped);
             }
             // A root whose group's copy is this very entry, made by an earlier tree (a
             // source named again where the tree copied it) or by an earlier root (a file
@@ -243,12 +259,20 @@ fn link_to_group(
                 here.emptied();
                 return Err(failed(Errno::NOENT));
             }
+            // cp links an entry -u skipped without its -v line, failing or not.
+            let untold = |e: Errno| match decision {
+                Decision::Skip => failed(e).untold(),
+                _ => failed(e),
+            };
             let ((), temp) = crash::with_temp(here.dst_prefix(), |t| {
                 sys::link(from, &loc_name, here.dst_dir, t)
             })
-            .map_err(failed)?;
+            .map_err(untold)?;
             let backup = decision == Decision::Recreate;
-            commit(ctx, here, &temp, dst_name, false, backup)?;
+            commit(ctx, here, &temp, dst_name, false, backup).map_err(|e| match decision {
+                Decision::Skip => e.untold(),
+                _ => e,
+            })?;
             // Renaming onto another link of the same inode does nothing: drop the temporary.
             let _ = sys::unlink(here.dst_dir, &temp, false);
             // cp's link over the entry (force_linkat) says "removed" after the copy's line,
@@ -256,7 +280,11 @@ fn link_to_group(
             if !removed_first(&ctx.rules(here, &|| true), meta, &d) {
                 ctx.report.removed_after_open(dst_path);
             }
-            Ok(true)
+            Ok(if decision == Decision::Skip {
+                Linked::Quietly
+            } else {
+                Linked::Told
+            })
         }
         Err(e) => Err(failed(e)),
     }
