@@ -93,13 +93,18 @@ pub(super) enum LinkStep<'a> {
     Copy(Option<FirstCopy<'a>>),
 }
 
-/// How the link map is to see `meta` (the entry `src_name` at `here`); None when it is not
-/// remembered. Under -L and -H, cp links every copy of one file reached more than once:
+/// How the link map is to see `meta` (the entry `src_name` at `here`), and whether only where
+/// -u skips it; None when it is not remembered. Under -L and -H, cp links every copy of one file reached more than once:
 /// through symlinks, or named more than once. Those files are remembered; others only when
 /// they have more than one link. Under -L a file of several links is remembered for the
 /// whole run too: a symlink met after all its names (in inode order, as cp meets them)
 /// still finds its copy.
-fn sighting(ctx: &Ctx<'_>, here: &Here<'_>, src_name: &CStr, meta: &Meta) -> Option<Sighting> {
+fn sighting(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    src_name: &CStr,
+    meta: &Meta,
+) -> Option<(Sighting, bool)> {
     let deref = ctx.opts.dereference;
     let pinned = deref != Dereference::Never
         && match here.loc {
@@ -115,16 +120,20 @@ fn sighting(ctx: &Ctx<'_>, here: &Here<'_>, src_name: &CStr, meta: &Meta) -> Opt
     // cp remembers every file, so a file met again that way is linked too.
     let again = ctx.overlapping_roots && (meta.nlink >= 2 || deref == Dereference::Always);
     // Under -u, cp remembers every file it skips as up to date; a file named again (with
-    // backups, which cp does not take as named twice) is linked to that copy.
+    // backups, which cp does not take as named twice) is linked to that copy. One it copies
+    // it remembers only as it would without -u.
     let skipped_again = matches!(here.loc, Loc::Root(_))
         && ctx.opts.overwrite == Overwrite::Update
         && ctx.opts.backup.is_some();
-    if pinned || again || skipped_again {
-        Some(Sighting::Pinned)
+    if pinned || again {
+        Some((Sighting::Pinned, false))
+    } else if skipped_again {
+        let only_skipped = meta.nlink < 2 && deref != Dereference::Always;
+        Some((Sighting::Pinned, only_skipped))
     } else if meta.nlink >= 2 {
-        Some(Sighting::Link(meta.nlink as u64))
+        Some((Sighting::Link(meta.nlink as u64), false))
     } else if deref == Dereference::Always {
-        Some(Sighting::Lookup)
+        Some((Sighting::Lookup, false))
     } else {
         None
     }
@@ -142,14 +151,20 @@ pub(super) fn link_or_claim<'a>(
         // A file copied on its own (`copy_file`) has no group to join.
         return Ok(LinkStep::Copy(None));
     }
-    let Some(how) = sighting(ctx, here, src_name, meta) else {
+    let Some((how, only_skipped)) = sighting(ctx, here, src_name, meta) else {
         return Ok(LinkStep::Copy(None));
     };
     let groups = ctx.link_groups();
     let loc = match groups.claim(meta.id(), how) {
         None => return Ok(LinkStep::Copy(None)),
         Some(LinkClaim::First) => {
-            return Ok(LinkStep::Copy(Some(FirstCopy::new(groups, meta.id()))));
+            let first = FirstCopy::new(groups, meta.id());
+            let first = if only_skipped {
+                first.if_skipped()
+            } else {
+                first
+            };
+            return Ok(LinkStep::Copy(Some(first)));
         }
         Some(LinkClaim::LinkTo(loc)) => loc,
     };
@@ -277,14 +292,15 @@ fn link_to_group(
             let _ = sys::unlink(here.dst_dir, &temp, false);
             // cp's link over the entry (force_linkat) says "removed" after the copy's line,
             // even where the entry was a link of the same file; unless cp removed it first.
+            // The link of an entry -u skipped has no such line: it says "removed" at once.
+            if decision == Decision::Skip {
+                ctx.report.removed(dst_path);
+                return Ok(Linked::Quietly);
+            }
             if !removed_first(&ctx.rules(here, &|| true), meta, &d) {
                 ctx.report.removed_after_open(dst_path);
             }
-            Ok(if decision == Decision::Skip {
-                Linked::Quietly
-            } else {
-                Linked::Told
-            })
+            Ok(Linked::Told)
         }
         Err(e) => Err(failed(e)),
     }
@@ -298,7 +314,14 @@ fn same_dir(a: BorrowedFd<'_>, b: BorrowedFd<'_>) -> bool {
 /// Records where a group's first copy now lives, for the links that follow.
 pub(super) fn first_done(first: Option<FirstCopy<'_>>, here: &Here<'_>, dst_name: &CStr) {
     if let (Some(first), Some(loc)) = (first, here.link_loc(dst_name)) {
-        first.done(loc);
+        first.done(loc, false);
+    }
+}
+
+/// [`first_done`] for a group's first member that -u skipped as up to date.
+pub(super) fn first_skipped(first: Option<FirstCopy<'_>>, here: &Here<'_>, dst_name: &CStr) {
+    if let (Some(first), Some(loc)) = (first, here.link_loc(dst_name)) {
+        first.done(loc, true);
     }
 }
 
