@@ -493,6 +493,85 @@ fn an_up_to_date_member_linked_to_its_groups_copy_says_removed_as_cp() {
     }
 }
 
+/// Under -u, cp links an entry it skips as up to date to its group's copy quietly: -v says
+/// only "removed", with no line for the link (a file named twice or three times with
+/// numbered backups onto a newer copy, and a tree's two links onto newer files). A file of
+/// one link that -a copies (onto an older one) cp does not remember, so the next name is
+/// copied or skipped on its own.
+#[test]
+fn an_up_to_date_entry_linked_to_its_groups_copy_is_told_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "x");
+        set_times(&d.join("f"), 1_500_000_000);
+        for (dst, secs) in [("d", 1_600_000_000), ("o", 1_400_000_000)] {
+            fs::create_dir_all(d.join(dst)).unwrap();
+            fs::set_permissions(d.join(dst), fs::Permissions::from_mode(0o777)).unwrap();
+            write(&d.join(dst).join("f"), "y");
+            set_times(&d.join(dst).join("f"), secs);
+        }
+        fs::create_dir_all(d.join("s")).unwrap();
+        write(&d.join("s/a"), "x");
+        fs::hard_link(d.join("s/a"), d.join("s/b")).unwrap();
+        set_times(&d.join("s/a"), 1_500_000_000);
+        fs::create_dir_all(d.join("e/s")).unwrap();
+        write(&d.join("e/s/a"), "y");
+        write(&d.join("e/s/b"), "z");
+        for p in ["e/s/a", "e/s/b"] {
+            set_times(&d.join(p), 1_600_000_000);
+        }
+    };
+    // Each case, as whom, and how many "removed" lines cp says (None: as a user, the link to
+    // another's file is refused, protected hard links).
+    let cases: [(&[&str], Option<u32>, Option<usize>); 6] = [
+        (
+            &["-uv", "--preserve=links", "--backup=t", "f", "f", "d"],
+            None,
+            Some(1),
+        ),
+        (
+            &["-uv", "--preserve=links", "--backup=t", "f", "f", "d"],
+            Some(NOBODY),
+            None,
+        ),
+        (
+            &["-uv", "--preserve=links", "--backup=t", "f", "f", "f", "d"],
+            None,
+            Some(2),
+        ),
+        (&["-uvL", "-a", "--backup=t", "f", "f", "d"], None, Some(1)),
+        (
+            &["-uv", "-a", "--backup=t", "f", "f", "f", "d"],
+            None,
+            Some(2),
+        ),
+        (&["-uva", "s", "e"], None, Some(1)),
+    ];
+    for (i, &(args, user, removed)) in cases.iter().enumerate() {
+        let ours = case_as_cp(dir.path(), i, &setup, args, user);
+        let said = ours
+            .stdout
+            .lines()
+            .filter(|l| l.starts_with("removed "))
+            .count();
+        match removed {
+            Some(n) => assert_eq!(said, n, "{ours:?}"),
+            None => assert!(
+                ours.stderr.ends_with("Operation not permitted\n"),
+                "{ours:?}"
+            ),
+        }
+    }
+    // Onto an older file: mimeo's -v line leaves out cp's "(backup: ...)" (docs/cp.md).
+    let base = dir.path().join("older");
+    fs::create_dir(&base).unwrap();
+    let args: Vec<&OsStr> = ["-uv", "-a", "--backup=t", "f", "f", "o"].map(os).to_vec();
+    let (cp, ours, what) = run_both(&base, &setup, &args, None);
+    assert_eq!(cp.stdout, "'f' -> 'o/f' (backup: 'o/f.~1~')\n", "{what}");
+    assert_eq!(ours.stdout, "'f' -> 'o/f'\n", "{what}");
+    assert_eq!((cp.code, &cp.stderr), (ours.code, &ours.stderr), "{what}");
+}
+
 /// A directory copied onto itself under -n (`s/x` into `s`) and met again below a later
 /// source (`s/.`) at that very entry is a copy into itself to cp, which names the later
 /// source; where the later one goes elsewhere it is named twice (fuzz seed

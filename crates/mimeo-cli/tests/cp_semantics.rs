@@ -2071,6 +2071,34 @@ fn update_leaves_a_skipped_link_alone() {
     }
 }
 
+/// A file named twice with numbered backups, which cp does not take as named twice: without
+/// -r (or with -L) cp remembers every file, so under --preserve=links it backs up the copy it
+/// just made of the first name and fails to link the second to it, which is gone; the backup
+/// is renamed back. Simple backups are refused as "just-created", -u skips the second, and
+/// -a does not remember a file of one link.
+#[test]
+fn a_file_named_twice_with_numbered_backups_fails_to_link_as_cp() {
+    let base = tempfile::tempdir().unwrap();
+    let setup = |d: &Path| {
+        write(d, "f", "x\n", 0o644);
+        fs::create_dir(d.join("d")).unwrap();
+    };
+    let opts: [&[&str]; 8] = [
+        &["--preserve=links", "--backup=t"],
+        &["--preserve=all", "--backup=t"],
+        &["--preserve=links", "--backup=t", "--remove-destination"],
+        &["-aL", "--backup=t"],
+        &["-u", "--preserve=links", "--backup=t"],
+        &["-a", "--backup=t"],
+        &["--preserve=links", "--backup=simple"],
+        &["--preserve=links", "--backup=t", "f"],
+    ];
+    for (i, o) in opts.iter().enumerate() {
+        let a: Vec<&str> = o.iter().chain(["f", "f", "d"].iter()).copied().collect();
+        same_as_cp(base.path(), &format!("twice{i}"), &setup, &args(&a));
+    }
+}
+
 /// A source directory refused as a copy into itself still counts as named: named again to
 /// the same place it is warned about, to another place refused, and onto itself reported as
 /// the same file, in cp's order. (What cp leaves of the copy into itself is a documented

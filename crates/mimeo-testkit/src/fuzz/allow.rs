@@ -1713,10 +1713,14 @@ fn into_itself(o: &mut Outcome) -> bool {
     // or unquoted, as -v names the directories --parents makes ("s -> s/d/s"), or not at
     // all: an xattr of what it copied into the copy, which cp names by the attribute alone
     // (libattr's "getting attribute 'user.k' of 'user.k'").
+    // A later source named through a dot (`s/.` copied to `d/s/.`) names the copy's path with
+    // a `/./` in it ("cannot overwrite directory 'd/s/./p'"): the same name.
     let mentions = |l: &str| {
         fn plain(s: &str) -> &str {
             s.trim_start_matches('\'')
         }
+        let flat = l.replace("/./", "/");
+        let l = flat.as_str();
         let bare = |s: &String| l.starts_with(&format!("cp: {}", plain(s)));
         let parent =
             |s: &String| !l.starts_with('\'') && l.contains(" -> ") && l.contains(plain(s));
@@ -2238,6 +2242,38 @@ mod tests {
         o.plan.target = "s/d/6".into();
         into_itself(&mut o);
         assert_eq!(o.cp.stderr, format!("{refused}{twice}{other}"));
+    }
+
+    /// `cp -as --parents s/p/ s/. d` (s/p a symlink to ".."): cp makes d/s/p, its copy into
+    /// itself, so the later s/. finds a directory there for the symlink p and cannot overwrite
+    /// it; mimeo refused the copy first, so nothing is there and -s refuses the relative
+    /// symlink. Both name it through the dot (fuzz seed 0x583ee2d386b6b79). A line about
+    /// another name through the dot stays.
+    #[test]
+    fn a_later_source_named_through_a_dot_onto_a_copy_into_itself_is_not_judged() {
+        let refused = "cp: cannot copy a directory, 's/p/', into itself, 'd/s/p'\n";
+        let other = "cp: d/s/./h: can make relative symbolic links only in current directory\n";
+        let cp = format!(
+            "{refused}cp: cannot overwrite directory 'd/s/./p' with non-directory\n{other}"
+        );
+        let ours = format!(
+            "{refused}cp: 'd/s/./p': can make relative symbolic links only in current \
+             directory\n{other}"
+        );
+        let mut o = outcome(&cp, &ours);
+        o.plan.target = "d".into();
+        assert!(into_itself(&mut o));
+        assert_eq!(o.cp.stderr, format!("{refused}{other}"));
+        assert_eq!(o.ours.stderr, o.cp.stderr);
+        // Another name through the dot is still judged.
+        let cp = format!("{refused}{other}");
+        let ours = format!(
+            "{refused}cp: d/s/./g: can make relative symbolic links only in current directory\n{other}"
+        );
+        let mut o = outcome(&cp, &ours);
+        o.plan.target = "d".into();
+        into_itself(&mut o);
+        assert_ne!(o.ours.stderr, o.cp.stderr);
     }
 
     /// `cp -a --backup=simple --parents s s/x/v s`: cp makes s/s/x/v in its copy into itself,

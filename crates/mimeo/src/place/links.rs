@@ -235,6 +235,8 @@ pub(crate) struct FirstCopy<'a> {
     groups: &'a dyn LinkGroups,
     id: (u64, u64),
     finished: bool,
+    /// Remembered only where -u skips it (see [`FirstCopy::if_skipped`]).
+    only_skipped: bool,
 }
 
 impl<'a> FirstCopy<'a> {
@@ -243,10 +245,23 @@ impl<'a> FirstCopy<'a> {
             groups,
             id,
             finished: false,
+            only_skipped: false,
         }
     }
 
-    pub fn done(mut self, location: LinkLoc) {
+    /// A member cp remembers only where -u skips it as up to date: a copy it makes is left
+    /// out of the group, whose next member is its first in turn.
+    pub fn if_skipped(mut self) -> Self {
+        self.only_skipped = true;
+        self
+    }
+
+    /// The copy is at `location`; for a member remembered only where skipped, only if
+    /// `skipped`.
+    pub fn done(mut self, location: LinkLoc, skipped: bool) {
+        if self.only_skipped && !skipped {
+            return;
+        }
         self.finished = true;
         self.groups.settle(self.id, Some(location));
     }

@@ -318,6 +318,8 @@ pub struct Error {
     /// An [`Op::Remove`] under `-f` of a destination that could not be opened: cp tries it
     /// after its `-v` line, where its other removals come before.
     pub(crate) after_failed_open: bool,
+    /// A failure cp reports without its `-v` line for the entry (see [`Error::untold`]).
+    pub(crate) untold: bool,
 }
 
 impl Error {
@@ -331,6 +333,7 @@ impl Error {
             attribute: None,
             unsaid: false,
             after_failed_open: false,
+            untold: false,
         }
     }
 
@@ -354,6 +357,7 @@ impl Error {
             attribute: None,
             unsaid: false,
             after_failed_open: false,
+            untold: false,
         }
     }
 
@@ -366,6 +370,13 @@ impl Error {
     /// The error, as a removal under `-f` of a destination that could not be opened.
     pub(crate) fn after_failed_open(mut self) -> Self {
         self.after_failed_open = true;
+        self
+    }
+
+    /// The error, as one of a step cp takes without its `-v` line for the entry: the link of
+    /// an entry -u skipped as up to date to its group's copy.
+    pub(crate) fn untold(mut self) -> Self {
+        self.untold = true;
         self
     }
 
@@ -405,6 +416,9 @@ impl Error {
     /// fails from the copy's first step on (opening the source, making, linking, writing,
     /// the metadata) follows cp's `-v` line for it.
     pub(crate) fn begun(&self) -> bool {
+        if self.untold {
+            return false;
+        }
         match &self.cause {
             Cause::Refused(r) => matches!(
                 r,

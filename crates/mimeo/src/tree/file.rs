@@ -15,7 +15,7 @@
 use super::context::{Ctx, Here};
 use super::placing::{
     LinkStep, backup_refused, before_failed_read, commit, data_error, decide_at, decide_existing,
-    first_done, link_or_claim, sticky_keeps,
+    first_done, first_skipped, link_or_claim, sticky_keeps,
 };
 use super::roots::open_error;
 use super::sharing::SharedCopy;
@@ -578,7 +578,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         if ctx.opts.overwrite == Overwrite::Update {
             // An up-to-date member of a hard-link group is the group's copy, as in cp: the
             // members still to come are linked to it.
-            first_done(first, here, self.dst_name);
+            first_skipped(first, here, self.dst_name);
         }
         ctx.report.skipped(|| self.src_path(), || self.dst_path());
     }

@@ -93,13 +93,18 @@ pub(super) enum LinkStep<'a> {
     Copy(Option<FirstCopy<'a>>),
 }
 
-/// How the link map is to see `meta` (the entry `src_name` at `here`); None when it is not
-/// remembered. Under -L and -H, cp links every copy of one file reached more than once:
+/// How the link map is to see `meta` (the entry `src_name` at `here`), and whether only where
+/// -u skips it; None when it is not remembered. Under -L and -H, cp links every copy of one file reached more than once:
 /// through symlinks, or named more than once. Those files are remembered; others only when
 /// they have more than one link. Under -L a file of several links is remembered for the
 /// whole run too: a symlink met after all its names (in inode order, as cp meets them)
 /// still finds its copy.
-fn sighting(ctx: &Ctx<'_>, here: &Here<'_>, src_name: &CStr, meta: &Meta) -> Option<Sighting> {
+fn sighting(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    src_name: &CStr,
+    meta: &Meta,
+) -> Option<(Sighting, bool)> {
     let deref = ctx.opts.dereference;
     let pinned = deref != Dereference::Never
         && match here.loc {
@@ -115,16 +120,20 @@ fn sighting(ctx: &Ctx<'_>, here: &Here<'_>, src_name: &CStr, meta: &Meta) -> Opt
     // cp remembers every file, so a file met again that way is linked too.
     let again = ctx.overlapping_roots && (meta.nlink >= 2 || deref == Dereference::Always);
     // Under -u, cp remembers every file it skips as up to date; a file named again (with
-    // backups, which cp does not take as named twice) is linked to that copy.
+    // backups, which cp does not take as named twice) is linked to that copy. One it copies
+    // it remembers only as it would without -u.
     let skipped_again = matches!(here.loc, Loc::Root(_))
         && ctx.opts.overwrite == Overwrite::Update
         && ctx.opts.backup.is_some();
-    if pinned || again || skipped_again {
-        Some(Sighting::Pinned)
+    if pinned || again {
+        Some((Sighting::Pinned, false))
+    } else if skipped_again {
+        let only_skipped = meta.nlink < 2 && deref != Dereference::Always;
+        Some((Sighting::Pinned, only_skipped))
     } else if meta.nlink >= 2 {
-        Some(Sighting::Link(meta.nlink as u64))
+        Some((Sighting::Link(meta.nlink as u64), false))
     } else if deref == Dereference::Always {
-        Some(Sighting::Lookup)
+        Some((Sighting::Lookup, false))
     } else {
         None
     }
@@ -142,19 +151,28 @@ pub(super) fn link_or_claim<'a>(
         // A file copied on its own (`copy_file`) has no group to join.
         return Ok(LinkStep::Copy(None));
     }
-    let Some(how) = sighting(ctx, here, src_name, meta) else {
+    let Some((how, only_skipped)) = sighting(ctx, here, src_name, meta) else {
         return Ok(LinkStep::Copy(None));
     };
     let groups = ctx.link_groups();
     let loc = match groups.claim(meta.id(), how) {
         None => return Ok(LinkStep::Copy(None)),
         Some(LinkClaim::First) => {
-            return Ok(LinkStep::Copy(Some(FirstCopy::new(groups, meta.id()))));
+            let first = FirstCopy::new(groups, meta.id());
+            let first = if only_skipped {
+                first.if_skipped()
+            } else {
+                first
+            };
+            return Ok(LinkStep::Copy(Some(first)));
         }
         Some(LinkClaim::LinkTo(loc)) => loc,
     };
-    if link_to_group(ctx, here, src_name, dst_name, meta, &loc)? {
+    let linked = link_to_group(ctx, here, src_name, dst_name, meta, &loc)?;
+    if linked != Linked::Skipped {
         here.made();
+    }
+    if linked == Linked::Told {
         ctx.report.copied(
             || here.src_path(src_name),
             || here.dst_path(dst_name),
@@ -165,9 +183,20 @@ pub(super) fn link_or_claim<'a>(
     Ok(LinkStep::Done)
 }
 
+/// What [`link_to_group`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Linked {
+    /// Made the link, which -v tells as a copy.
+    Told,
+    /// Made the link over an entry -u skipped as up to date: cp links it quietly, saying
+    /// only "removed".
+    Quietly,
+    /// Left the entry as the overwrite decision says.
+    Skipped,
+}
+
 /// Links `dst_name` to the group's copy at `loc`, over an existing entry as the overwrite
-/// decision says. False when the decision skips it, or where the link over a member `-u`
-/// skips has said all there is to say.
+/// decision says.
 fn link_to_group(
     ctx: &Ctx<'_>,
     here: &Here<'_>,
@@ -175,7 +204,7 @@ fn link_to_group(
     dst_name: &CStr,
     meta: &Meta,
     loc: &LinkLoc,
-) -> Result<bool, Error> {
+) -> Result<Linked, Error> {
     let loc_name = sys::cstring(&loc.name);
     let dst_path = || here.dst_path(dst_name);
     // cp names the copy it links to: "cannot create hard link 'd/b' to 'd/a'".
@@ -195,7 +224,7 @@ fn link_to_group(
         None => here.dst_dir,
     };
     match sys::link(from, &loc_name, here.dst_dir, dst_name) {
-        Ok(()) => Ok(true),
+        Ok(()) => Ok(Linked::Told),
         Err(Errno::EXIST) => {
             let (decision, d) = decide_at(ctx, here, src_name, dst_name, (meta, false))?;
             // Under -u, cp links a member it skips as up to date to the group's copy all the
@@ -210,28 +239,30 @@ fn link_to_group(
                 // that is a directory (a source -u skipped onto one, named again with a
                 // backup, which cp does not take as named twice) cannot be linked at all,
                 // and nothing is renamed over a directory.
+                // Either way without a -v line for the entry, as cp's quiet link.
                 if copy.as_ref().is_ok_and(|c| c.is_dir()) {
-                    return Err(failed(Errno::PERM));
+                    return Err(failed(Errno::PERM).untold());
                 }
                 if d.is_dir() {
-                    return Err(failed(Errno::ISDIR));
+                    return Err(failed(Errno::ISDIR).untold());
                 }
             }
             if decision == Decision::Skip && !relink {
                 ctx.report.skipped(|| here.src_path(src_name), dst_path);
-                return Ok(false);
+                return Ok(Linked::Skipped);
             }
             // A root whose group's copy is this very entry, made by an earlier tree (a
-            // source named again where the tree copied it): where cp takes it away first (to
-            // its backup name, or removes it) it then fails to link what is gone, and a
-            // backup is renamed back; elsewhere the link over it is one to itself, which is
-            // nothing to do. (cp copies the tree first. Where the root got there first, the
-            // tree's entry links to it as to any other copy: which of the group's entries the
-            // tree would have copied first is not known there.) A tree named after the root
-            // (cp -a s/f s/. d) is one cp copies after it, so its entry that got here first
-            // (roots run in parallel) is this root's copy as cp makes it.
+            // source named again where the tree copied it) or by an earlier root (a file
+            // named twice with numbered backups, which cp does not take as named twice):
+            // where cp takes it away first (to its backup name, or removes it) it then fails
+            // to link what is gone, and a backup is renamed back; elsewhere the link over it
+            // is one to itself, which is nothing to do. (cp copies the tree first. Where the
+            // root got there first, the tree's entry links to it as to any other copy: which
+            // of the group's entries the tree would have copied first is not known there.) A
+            // tree named after the root (cp -a s/f s/. d) is one cp copies after it, so its
+            // entry that got here first (roots run in parallel) is this root's copy as cp
+            // makes it.
             let own_copy = matches!(here.loc, Loc::Root(i) if loc.root < i)
-                && loc.dir.is_some()
                 && decision != Decision::Skip
                 && (ctx.opts.backup.is_some()
                     || removed_first(&ctx.rules(here, &|| true), meta, &d))
@@ -242,18 +273,26 @@ fn link_to_group(
                 here.emptied();
                 return Err(failed(Errno::NOENT));
             }
+            // cp links an entry -u skipped without its -v line, failing or not.
+            let untold = |e: Errno| match decision {
+                Decision::Skip => failed(e).untold(),
+                _ => failed(e),
+            };
             let ((), temp) = crash::with_temp(here.dst_prefix(), |t| {
                 sys::link(from, &loc_name, here.dst_dir, t)
             })
-            .map_err(failed)?;
+            .map_err(untold)?;
             let backup = decision == Decision::Recreate;
-            commit(ctx, here, &temp, dst_name, false, backup)?;
+            commit(ctx, here, &temp, dst_name, false, backup).map_err(|e| match decision {
+                Decision::Skip => e.untold(),
+                _ => e,
+            })?;
             // Renaming onto another link of the same inode does nothing: drop the temporary.
             let _ = sys::unlink(here.dst_dir, &temp, false);
             if relink {
                 here.made();
                 ctx.report.removed(dst_path);
-                return Ok(false);
+                return Ok(Linked::Quietly);
             }
             // cp's link over the entry (force_linkat) says "removed" after the copy's line,
             // even where the entry was a link of the same file; unless cp removed it first,
@@ -261,7 +300,7 @@ fn link_to_group(
             if !backup && !removed_first(&ctx.rules(here, &|| true), meta, &d) {
                 ctx.report.removed_after_open(dst_path);
             }
-            Ok(true)
+            Ok(Linked::Told)
         }
         Err(e) => Err(failed(e)),
     }
@@ -275,7 +314,14 @@ fn same_dir(a: BorrowedFd<'_>, b: BorrowedFd<'_>) -> bool {
 /// Records where a group's first copy now lives, for the links that follow.
 pub(super) fn first_done(first: Option<FirstCopy<'_>>, here: &Here<'_>, dst_name: &CStr) {
     if let (Some(first), Some(loc)) = (first, here.link_loc(dst_name)) {
-        first.done(loc);
+        first.done(loc, false);
+    }
+}
+
+/// [`first_done`] for a group's first member that -u skipped as up to date.
+pub(super) fn first_skipped(first: Option<FirstCopy<'_>>, here: &Here<'_>, dst_name: &CStr) {
+    if let (Some(first), Some(loc)) = (first, here.link_loc(dst_name)) {
+        first.done(loc, true);
     }
 }
 
