@@ -1109,6 +1109,31 @@ fn a_file_named_again_after_a_walk_that_replaced_its_copy_is_copied_again_as_cp(
     );
 }
 
+/// `cp -aL --backup=t --parents s/ s/x ls d` (ls to s, d to td): s/x named again is
+/// linked over its group's copy d/s/x, which is that very name; cp backs it up, fails to link
+/// and renames the backup back, so the copy stays and the walk through ls links to it. (With
+/// simple backups cp 9.1 moves the copy into the source instead and loses it: allowed as
+/// simple-backup-in-place; fuzz seed 0x710afaa9c70bef9c.)
+#[test]
+fn a_name_linked_over_its_own_copy_under_parents_keeps_the_copy_as_cp() {
+    let dir = tempfile::tempdir().unwrap();
+    let setup = |d: &Path| {
+        write(d, "s/x", "x\n", 0o644);
+        symlink("s", d.join("ls")).unwrap();
+        fs::create_dir(d.join("td")).unwrap();
+        symlink("td", d.join("d")).unwrap();
+    };
+    same_as_cp_each(
+        dir.path(),
+        "own-parents",
+        &setup,
+        &[
+            &["-aL", "--backup=t", "--parents", "s/", "s/x", "ls", "d"][..],
+            &["-a", "--parents", "-L", "s/", "s/x", "ls", "d"],
+        ],
+    );
+}
+
 /// `cp -a s/. s/x d`, where s/x has another link in s: cp links d/x to the group's copy,
 /// which is d/x itself (`d/./x`), so it takes d/x away (removes it, or renames it to its
 /// backup and back) and fails to link what is gone. That is a write into d after the copy of
