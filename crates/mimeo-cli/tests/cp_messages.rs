@@ -2405,6 +2405,91 @@ fn a_fifo_source_waits_for_its_writer_before_the_destination_as_cp() {
     assert!(ours_fed, "mimeo waits for the writer as cp does");
 }
 
+/// A FIFO read as a file whose destination cannot be made (its parent is missing, or under -f
+/// a symlink loop): cp opens the source (waiting for its writer) before it fails on the
+/// destination, so a writer that comes later still meets a reader, and its write changes the
+/// FIFO's mtime as under cp.
+#[test]
+fn a_fifo_source_is_opened_before_a_missing_parent_fails_as_cp() {
+    let dir = scratch();
+    let bin = link_as(dir.path(), util::mimeo().get_program().as_ref(), "cp").unwrap();
+    let mut ours_path = OsString::from(&bin);
+    ours_path.push(":/usr/bin:/bin");
+    let cases = [
+        (
+            &["--reflink", "p", "s/x/d"][..],
+            "cannot create regular file 's/x/d'",
+        ),
+        (&["-f", "p", "lp/d"], "cannot remove 'lp/d'"),
+    ];
+    for (i, (args, message)) in cases.into_iter().enumerate() {
+        fifo_source_before_its_destination(dir.path(), i, &ours_path, args, message);
+    }
+}
+
+/// One case of the test above: `args` run by cp and by mimeo in a place of their own with
+/// the FIFO `p` and the symlink loop `lp`; cp's messages contain `message`.
+fn fifo_source_before_its_destination(
+    dir: &Path,
+    i: usize,
+    ours_path: &OsString,
+    args: &[&str],
+    message: &str,
+) {
+    let mut ran = Vec::new();
+    for (side, path) in [
+        ("cp", OsString::from("/usr/bin:/bin")),
+        ("ours", ours_path.clone()),
+    ] {
+        let place = dir.join(format!("{side}{i}"));
+        fs::create_dir(&place).unwrap();
+        mkfifo(&place.join("p"));
+        symlink("lp", place.join("lp")).unwrap();
+        // As in the test above: a non-blocking open for writing fails (ENXIO) until the copy
+        // has the FIFO open for reading; one that never opens it leaves the writer to give up
+        // after its deadline, so the test fails rather than hangs.
+        let fifo = place.join("p");
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            let flags = rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::NONBLOCK;
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            loop {
+                match rustix::fs::open(&fifo, flags, rustix::fs::Mode::empty()) {
+                    Ok(fd) => {
+                        let _ = rustix::io::write(&fd, b"data\n");
+                        return true;
+                    }
+                    Err(rustix::io::Errno::NXIO) if std::time::Instant::now() < deadline => {
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                    Err(_) => return false,
+                }
+            }
+        });
+        let runner = Runner {
+            path: &path,
+            user: None,
+            timeout: Duration::from_secs(30),
+        };
+        let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+        let out = runner.run(&place, &args, &[]).unwrap();
+        ran.push((out, writer.join().unwrap()));
+    }
+    let (ours, ours_fed) = ran.pop().unwrap();
+    let (cp, cp_fed) = ran.pop().unwrap();
+    same_output(
+        &cp,
+        &ours,
+        &format!("{args:?}\ncp: {cp:?}\nmimeo: {ours:?}"),
+    );
+    assert!(cp.stderr.contains(message), "{args:?}: {cp:?}");
+    assert!(cp_fed, "{args:?}: cp's open waits for the writer");
+    assert!(
+        ours_fed,
+        "{args:?}: mimeo opens the FIFO before the destination as cp does"
+    );
+}
+
 /// -f removes a destination cp cannot open (a socket, another user's read-only file), and
 /// --remove-destination any: in a directory the user may not write, cp fails at that removal
 /// ("cannot remove"), before it makes anything.

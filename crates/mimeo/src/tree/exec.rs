@@ -242,7 +242,7 @@ impl<'a> Executor<'a> {
             HookSet::new(&NoHooks),
         );
         for pair in pairs {
-            let mut root = Root::resolve(opts, pair)?;
+            let mut root = Root::resolve(opts, pair, Some(control))?;
             if root.meta.is_dir() {
                 let src = sys::open_dir(root.src_parent.as_fd(), &root.src_name, root.follow)
                     .map_err(|e| open_error(root.src_path.clone(), e))?;
@@ -775,7 +775,7 @@ fn resolve_root(
         return Err((Error::sys(Op::CreateDir, dst, sys::Errno::EXIST), true));
     }
     // cp gives the parents it made their attributes also where the copy then fails.
-    let mut root = Root::resolve_named(opts, pair).map_err(|e| {
+    let mut root = Root::resolve_named(opts, pair, report.control).map_err(|e| {
         super::roots::finish_parents(&parents, opts, report);
         (e, true)
     })?;

@@ -83,7 +83,7 @@ impl<'a> Scan<'a> {
         let wopts = walk_options(opts, Want::Files);
         let list = pairs
             .iter()
-            .filter_map(|pair| Root::resolve(opts, pair).ok())
+            .filter_map(|pair| Root::resolve(opts, pair, None).ok())
             .map(walk_root)
             .collect();
         let (roots, items) = Roots::new(list, &wopts, &mut |_| {});

@@ -6,7 +6,7 @@ use super::work::{DirSeen, FileKey};
 use crate::data::meta::{self, Apply, Dst, Process};
 use crate::options::{DanglingSymlink, Dereference, LinkInstead, Options, Reflink};
 use crate::place::crash;
-use crate::report::Reporter;
+use crate::report::{Control, Reporter};
 use crate::report::{EntryKind, Error, Op, Refusal};
 use crate::sys::{self, Errno, Meta, XattrTarget};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -37,14 +37,24 @@ impl CopyPair {
 
 impl Root {
     /// Resolves a command-line pair. Creates nothing.
-    pub(crate) fn resolve(opts: &Options, pair: &CopyPair) -> Result<Root, Error> {
-        Root::resolve_in(opts, pair, false)?.refuse_into_itself()
+    /// `control` is the copy's own, for a FIFO source it may wait on (see `open_first`);
+    /// without it (a scan, a dry run) no FIFO or device source is opened.
+    pub(crate) fn resolve(
+        opts: &Options,
+        pair: &CopyPair,
+        control: Option<&Control>,
+    ) -> Result<Root, Error> {
+        Root::resolve_in(opts, pair, false, control)?.refuse_into_itself()
     }
 
     /// [`Root::resolve`] that leaves a copy into itself to the caller ([`Root::into_itself`]):
     /// cp tells a source named twice apart first, so that such a root still counts as named.
-    pub(crate) fn resolve_named(opts: &Options, pair: &CopyPair) -> Result<Root, Error> {
-        Root::resolve_in(opts, pair, false)
+    pub(crate) fn resolve_named(
+        opts: &Options,
+        pair: &CopyPair,
+        control: &Control,
+    ) -> Result<Root, Error> {
+        Root::resolve_in(opts, pair, false, Some(control))
     }
 
     /// The root, or cp's error for a directory copied into itself.
@@ -84,10 +94,15 @@ impl Root {
         pair: &CopyPair,
         parent_missing: bool,
     ) -> Result<Root, Error> {
-        Root::resolve_in(opts, pair, parent_missing)
+        Root::resolve_in(opts, pair, parent_missing, None)
     }
 
-    fn resolve_in(opts: &Options, pair: &CopyPair, parent_missing: bool) -> Result<Root, Error> {
+    fn resolve_in(
+        opts: &Options,
+        pair: &CopyPair,
+        parent_missing: bool,
+        control: Option<&Control>,
+    ) -> Result<Root, Error> {
         let src_path = &pair.src;
         let dst_path = &pair.dst;
         let trailing_slash = src_path.as_os_str().as_bytes().ends_with(b"/");
@@ -107,12 +122,10 @@ impl Root {
             Err(Errno::NOENT) if parent_missing => sys::open_dir(src_parent.as_fd(), c".", false)
                 .map_err(|e| stat_error(src_path.clone(), e))?,
             // cp looks at the destination first: only a missing one goes on to be created,
-            // after the source of a file copy is opened (a regular file or a socket: a FIFO
-            // or device would block it there).
+            // after the source of a file copy is opened (a FIFO's open waits for its writer).
             Err(Errno::NOENT) => {
-                let opened_first = meta.is_reg() || meta.file_type() == sys::S_IFSOCK;
-                if opened_first && create_op(opts, &meta).0 == Op::Create {
-                    sys::open_read(src_parent.as_fd(), &src_name, follow)
+                if create_op(opts, &meta).0 == Op::Create {
+                    open_first(src_parent.as_fd(), &src_name, follow, &meta, control)
                         .map_err(|e| Error::sys(Op::Open, src_path, e))?;
                 }
                 return Err(create_error(
@@ -130,7 +143,7 @@ impl Root {
                 if op != Op::Create {
                     return Err(create_error(opts, &meta, (src_path, dst_path), Errno::LOOP));
                 }
-                sys::open_read(src_parent.as_fd(), &src_name, follow)
+                open_first(src_parent.as_fd(), &src_name, follow, &meta, control)
                     .map_err(|e| Error::sys(Op::Open, src_path, e))?;
                 return Err(Error::sys(Op::Remove, dst_path, Errno::LOOP).after_failed_open());
             }
@@ -867,6 +880,30 @@ fn create_op(opts: &Options, meta: &Meta) -> (Op, bool) {
         None if meta.file_type() == sys::S_IFIFO => (Op::MakeFifo, false),
         None => (Op::MakeNode, false),
     }
+}
+
+/// Opens the source `name` of a file copy whose destination cannot be created, as cp opens
+/// it before it tries (an open may have an effect: a FIFO's writer meets a reader). A FIFO or
+/// device is opened only with the copy's `control`, and a FIFO is then held until it has had
+/// a writer, as cp's blocking open is; a stop request ends the wait.
+fn open_first(
+    dir: BorrowedFd<'_>,
+    name: &CStr,
+    follow: bool,
+    meta: &Meta,
+    control: Option<&Control>,
+) -> Result<(), Errno> {
+    let node = !(meta.is_reg() || meta.file_type() == sys::S_IFSOCK);
+    let control = match control {
+        None if node => return Ok(()),
+        other => other,
+    };
+    let src = sys::open_read(dir, name, follow)?;
+    if let Some(control) = control.filter(|_| meta.file_type() == sys::S_IFIFO) {
+        // Stopped: the copy fails on the destination all the same.
+        let _ = crate::data::node::wait_for_writer(src.as_fd(), control);
+    }
+    Ok(())
 }
 
 /// What the entries of a root need to know of the directory they are copied into.
