@@ -295,6 +295,8 @@ fn give_parent_attributes(parent: &Parent, opts: &Options, process: &Process) ->
             let times_and_owner = Apply {
                 opts: &kept,
                 created: false,
+                // Nor does it lose the ACLs it inherited.
+                inherited_acl: false,
                 ..apply
             };
             times_and_owner.run(dst, &Vec::new(), &path, &named)?;
