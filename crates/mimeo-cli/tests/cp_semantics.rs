@@ -815,6 +815,84 @@ fn parents_take_their_sources_acls_with_the_mode_as_cp() {
     }
 }
 
+/// A `--parents` directory made under a default ACL inherits ACLs; with the mode kept, cp's
+/// copy_acl gives it its source's ACLs, or none where the source has none: a named user the
+/// source never let in is not let in to the copy. Also after an earlier source of the run
+/// failed as a copy into itself, with the destination inside the sources (fuzz seed
+/// 0xe1e2492ee7babd28); as root and as another user.
+#[test]
+fn parents_made_under_a_default_acl_keep_only_their_sources_acls_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let setup = |d: &Path| {
+            write(d, "s/a/f", "f\n", 0o644);
+            fs::create_dir_all(d.join("s/t")).unwrap();
+            fs::create_dir(d.join("t")).unwrap();
+            for dir in ["s", "t"] {
+                let dir = d.join(dir);
+                run_ok(
+                    "setfacl",
+                    &["-d", "-m", "u:1234:rx,g:5678:rw", dir.to_str().unwrap()],
+                );
+            }
+            chown_all(d);
+        };
+        let acls =
+            |p: &Path| ["system.posix_acl_access", "system.posix_acl_default"].map(|n| xattr(p, n));
+        for foreign_user in [false, true] {
+            for (i, a) in [
+                &["--parents", "-a", "s/a/f", "t"][..],
+                &["--parents", "-a", "--attributes-only", "s/a/f", "t"],
+                &["--parents", "-p", "s/a/f", "t"],
+            ]
+            .iter()
+            .enumerate()
+            {
+                let how = Run {
+                    foreign_user,
+                    ..args(a)
+                };
+                let case = format!("pacl{i}{}", u8::from(foreign_user));
+                let ours = same_as_cp(base, &case, &setup, &how);
+                let theirs = base.join(format!("{case}-cp"));
+                for dir in ["t/s", "t/s/a"] {
+                    assert_eq!(
+                        acls(&theirs.join(dir)),
+                        acls(&ours.join(dir)),
+                        "{a:?} {dir}"
+                    );
+                }
+                assert_eq!(acls(&ours.join("t/s/a")), [None, None], "{a:?}");
+            }
+            // What cp leaves of the copy into itself is a documented difference: only the
+            // directories made for the second source are compared.
+            let a = [
+                "--parents",
+                "-a",
+                "--attributes-only",
+                "-t",
+                "s/t",
+                "s/t",
+                "s/a/f",
+            ];
+            let how = Run {
+                foreign_user,
+                ..args(&a)
+            };
+            let case = format!("paclself{}", u8::from(foreign_user));
+            let ((cp_ok, cp_err, cp), (ok, err, ours)) = run_each(base, &case, &setup, &how);
+            assert_eq!((cp_ok, &cp_err), (ok, &err), "{a:?}");
+            assert!(cp_err.contains("into itself"), "{cp_err}");
+            for dir in ["s/t/s", "s/t/s/a"] {
+                assert_eq!(acls(&cp.join(dir)), acls(&ours.join(dir)), "{a:?} {dir}");
+            }
+            assert_eq!(acls(&ours.join("s/t/s/a")), [None, None], "{a:?}");
+        }
+    }
+}
+
 #[test]
 fn parents_of_an_absolute_source_fail_on_their_acl_as_cp() {
     // cp 9.1 reads the ACL of an absolute source's directories under their names less the

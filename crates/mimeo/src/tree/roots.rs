@@ -268,8 +268,11 @@ fn give_parent_attributes(parent: &Parent, opts: &Options, process: &Process) ->
         0
     };
     // Without --preserve=mode the mode is the one it was made with, or the one cp restores.
+    // A directory made under a default ACL inherited ACLs: with the mode, cp's copy_acl
+    // replaces them with the source's, or removes them where the source has none.
     let apply = Apply {
         created: parent.created && opts.preserve.mode,
+        inherited_acl: parent.created && opts.preserve.mode,
         kept_special,
         narrows: false,
         ..Apply::for_existing(opts, process, &parent.src)
@@ -305,6 +308,8 @@ fn give_parent_attributes(parent: &Parent, opts: &Options, process: &Process) ->
             let times_and_owner = Apply {
                 opts: &kept,
                 created: false,
+                // Nor does it lose the ACLs it inherited.
+                inherited_acl: false,
                 ..apply
             };
             times_and_owner.run(dst, &Vec::new(), &path, &named)?;
