@@ -391,10 +391,8 @@ fn own_copy_kept(o: &mut Outcome) -> bool {
 /// cp's links of skipped -u destinations to an earlier name's copy: the lines where that
 /// failed, and the groups cp made (with the data the linked names took on).
 fn update_skip_not_relinked(o: &mut Outcome) -> bool {
-    let links = ["link", "archive", "preserve", "d"]
-        .iter()
-        .any(|id| o.plan.has(id));
-    if !o.plan.has("update") || links {
+    let links = ["link", "archive", "d"].iter().any(|id| o.plan.has(id));
+    if !o.plan.has("update") || links || preserves_links(&o.plan.args) {
         return false;
     }
     let pick = |l: &str| {
@@ -428,6 +426,20 @@ fn update_skip_not_relinked(o: &mut Outcome) -> bool {
             .any(|g| d == g || data(d.field) && named(&g.left, &d.path))
     });
     lines || o.tree.len() != n
+}
+
+/// Whether a `--preserve` among `args` (in any abbreviation) names links or all: a bare one
+/// keeps mode, ownership and timestamps only.
+fn preserves_links(args: &[std::ffi::OsString]) -> bool {
+    args.iter().any(|a| {
+        let a = a.to_string_lossy();
+        let Some((name, list)) = a.split_once('=') else {
+            return false;
+        };
+        name.len() > "--p".len()
+            && "--preserve".starts_with(name)
+            && list.split(',').any(|v| v == "links" || v == "all")
+    })
 }
 
 /// A symlink on mimeo's side only, where cp removed it under --remove-destination and then
@@ -3508,6 +3520,13 @@ mod tests {
         let mut o = outcome(&format!("{omit}{link}"), omit);
         o.plan.opts = vec!["update", "archive"];
         assert!(!update_skip_not_relinked(&mut o));
+        // A bare --preserve keeps no links (fuzz seed 0xfa0d643db331ef43); --pres=links does.
+        for (arg, allowed) in [("--preserve", true), ("--pres=mode,links", false)] {
+            let mut o = outcome(&format!("{omit}{link}"), omit);
+            o.plan.opts = vec!["update", "preserve"];
+            o.plan.args = vec![arg.into(), "f".into(), "f".into(), "d".into()];
+            assert_eq!(update_skip_not_relinked(&mut o), allowed, "{arg}");
+        }
     }
 
     /// `cp -n -a --parents -l s/X/m s/X s/X` as a user who may not link m: cp fails to link
