@@ -5078,3 +5078,31 @@ fn a_directory_reached_through_a_symlink_gets_the_symlinks_xattrs_as_cp() {
         }
     }
 }
+
+/// Under -x too, a directory on another filesystem reached through a symlink under -L gets
+/// the symlink's xattrs and the directory's own ACL, as from cp.
+#[test]
+fn a_directory_on_another_filesystem_reached_through_a_symlink_keeps_its_acl_as_cp() {
+    let (Some(fs), Some(other)) = (loop_fs(FsKind::Btrfs), loop_fs(FsKind::Ext4)) else {
+        return;
+    };
+    let base = fs.path();
+    let elsewhere = other.path().to_path_buf();
+    let setup = |d: &Path| {
+        write(d, "s/f", "f\n", 0o644);
+        // One directory for both runs, so that their symlinks are alike.
+        let m = elsewhere.join("m");
+        fs::create_dir_all(&m).unwrap();
+        let p = m.to_str().unwrap();
+        run_ok("setfacl", &["-m", "u:1:rx", p]);
+        run_ok("setfattr", &["-n", "user.note", "-v", "kept", p]);
+        symlink(&m, d.join("s/lm")).unwrap();
+    };
+    let each: [&[&str]; 2] = [&["-aLx", "s", "d"], &["-asLx", "s/", "d"]];
+    for (i, a) in each.iter().enumerate() {
+        let ours = same_as_cp(base, &format!("mount{i}"), &setup, &args(a));
+        let copy = ours.join("d/lm");
+        assert_eq!(xattr(&copy, "user.note"), None, "{a:?}");
+        assert!(xattr(&copy, "system.posix_acl_access").is_some(), "{a:?}");
+    }
+}

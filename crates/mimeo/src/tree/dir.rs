@@ -249,7 +249,13 @@ fn dir_xattrs_at(
         // the xattrs it may not read (a directory its owner may not list).
         Err(_) => {
             let at = sys::proc_fd_path(dir, Some(name));
-            source_xattrs(ctx, XattrTarget::NoFollow(&at), path)
+            // One reached through a symlink under -L: the symlink's xattrs, its own ACLs.
+            let link =
+                look(ctx).follow && sys::stat_at(dir, name, false).is_ok_and(|m| m.is_symlink());
+            match link.then(|| sys::open_dir(dir, name, true).ok()).flatten() {
+                Some(fd) => linked_xattrs(ctx, fd.as_fd(), &at, path),
+                None => source_xattrs(ctx, XattrTarget::NoFollow(&at), path),
+            }
         }
     }
 }
