@@ -5112,3 +5112,75 @@ fn directory_set_id_bits_as_cp_leaves_them() {
         }
     }
 }
+
+/// A directory reached through a symlink under -L gets none of its xattrs, with or without
+/// -s and an entry below that fails: cp reads them by name without following it (the
+/// symlink's own), and its ACL following it (the directory's).
+#[test]
+fn a_directory_reached_through_a_symlink_gets_the_symlinks_xattrs_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Btrfs) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "s/a/f", "f\n", 0o644);
+        let a = d.join("s/a");
+        let a = a.to_str().unwrap();
+        run_ok("setfacl", &["-m", "u:1:rx", a]);
+        run_ok("setfattr", &["-n", "user.note", "-v", "kept", a]);
+        symlink("a", d.join("s/la")).unwrap();
+    };
+    let each: [&[&str]; 3] = [
+        &["-aL", "--no-preserve=links", "s", "d"],
+        &["-asL", "s/", "d"],
+        &["-aH", "s/la", "d"],
+    ];
+    for foreign_user in [false, true] {
+        for (i, a) in each.iter().enumerate() {
+            let how = Run {
+                foreign_user,
+                ..args(a)
+            };
+            let ours = same_as_cp(base, &format!("via-link{foreign_user}{i}"), &setup, &how);
+            let copy = if a.contains(&"-aH") {
+                ours.join("d")
+            } else {
+                ours.join("d/la")
+            };
+            assert_eq!(xattr(&copy, "user.note"), None, "{a:?}");
+            assert!(xattr(&copy, "system.posix_acl_access").is_some(), "{a:?}");
+            if !a.contains(&"-aH") {
+                let own = xattr(&ours.join("d/a"), "user.note");
+                assert_eq!(own.as_deref(), Some(&b"kept"[..]), "{a:?}");
+            }
+        }
+    }
+}
+
+/// Under -x too, a directory on another filesystem reached through a symlink under -L gets
+/// the symlink's xattrs and the directory's own ACL, as from cp.
+#[test]
+fn a_directory_on_another_filesystem_reached_through_a_symlink_keeps_its_acl_as_cp() {
+    let (Some(fs), Some(other)) = (loop_fs(FsKind::Btrfs), loop_fs(FsKind::Ext4)) else {
+        return;
+    };
+    let base = fs.path();
+    let elsewhere = other.path().to_path_buf();
+    let setup = |d: &Path| {
+        write(d, "s/f", "f\n", 0o644);
+        // One directory for both runs, so that their symlinks are alike.
+        let m = elsewhere.join("m");
+        fs::create_dir_all(&m).unwrap();
+        let p = m.to_str().unwrap();
+        run_ok("setfacl", &["-m", "u:1:rx", p]);
+        run_ok("setfattr", &["-n", "user.note", "-v", "kept", p]);
+        symlink(&m, d.join("s/lm")).unwrap();
+    };
+    let each: [&[&str]; 2] = [&["-aLx", "s", "d"], &["-asLx", "s/", "d"]];
+    for (i, a) in each.iter().enumerate() {
+        let ours = same_as_cp(base, &format!("mount{i}"), &setup, &args(a));
+        let copy = ours.join("d/lm");
+        assert_eq!(xattr(&copy, "user.note"), None, "{a:?}");
+        assert!(xattr(&copy, "system.posix_acl_access").is_some(), "{a:?}");
+    }
+}

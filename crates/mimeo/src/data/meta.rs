@@ -133,7 +133,7 @@ pub(crate) fn default_acl_perm(dir: XattrTarget<'_>) -> Option<u32> {
 }
 
 /// A POSIX ACL, under its common name or XFS's own (which root sees too).
-fn is_acl(name: &[u8]) -> bool {
+pub(crate) fn is_acl(name: &[u8]) -> bool {
     name.starts_with(b"system.posix_acl_") || name.starts_with(b"trusted.SGI_ACL_")
 }
 

@@ -249,7 +249,13 @@ fn dir_xattrs_at(
         // the xattrs it may not read (a directory its owner may not list).
         Err(_) => {
             let at = sys::proc_fd_path(dir, Some(name));
-            source_xattrs(ctx, XattrTarget::NoFollow(&at), path)
+            // One reached through a symlink under -L: the symlink's xattrs, its own ACLs.
+            let link =
+                look(ctx).follow && sys::stat_at(dir, name, false).is_ok_and(|m| m.is_symlink());
+            match link.then(|| sys::open_dir(dir, name, true).ok()).flatten() {
+                Some(fd) => linked_xattrs(ctx, fd.as_fd(), &at, path),
+                None => source_xattrs(ctx, XattrTarget::NoFollow(&at), path),
+            }
         }
     }
 }
@@ -528,7 +534,10 @@ fn read_source(ctx: &Ctx<'_>, src: BorrowedFd<'_>, done: &mut DirDone) -> Lineag
             return lineage;
         }
     };
-    let xattrs = source_xattrs(ctx, XattrTarget::Fd(src), &src_path);
+    let xattrs = match through_link(ctx, root, &done.path) {
+        Some(at) => linked_xattrs(ctx, src, &at, &src_path),
+        None => source_xattrs(ctx, XattrTarget::Fd(src), &src_path),
+    };
     lineage.sgid = if ctx.opts.preserve.mode {
         m.mode & sys::S_ISGID != 0
     } else if done.info.created {
@@ -539,6 +548,42 @@ fn read_source(ctx: &Ctx<'_>, src: BorrowedFd<'_>, done: &mut DirDone) -> Lineag
     lineage.ancestors = look(ctx).ancestors(&done.info.lineage, m.id());
     done.source = Some((m.into(), xattrs));
     lineage
+}
+
+/// The symlink through which the source directory `rel` was reached (`-L`, or `-H` for a
+/// root named without a trailing slash), as a path whose last component is not followed.
+fn through_link(ctx: &Ctx<'_>, root: &Root, rel: &[u8]) -> Option<CString> {
+    let is_link = |dir, name: &CStr| sys::stat_at(dir, name, false).is_ok_and(|l| l.is_symlink());
+    if rel.is_empty() {
+        let slash =
+            std::os::unix::ffi::OsStrExt::as_bytes(root.src_path.as_os_str()).ends_with(b"/");
+        let parent = root.src_parent.as_fd();
+        let link = !slash && is_link(parent, &root.src_name);
+        return link.then(|| sys::proc_fd_path(parent, Some(&root.src_name)));
+    }
+    if !look(ctx).follow {
+        return None;
+    }
+    let (anchor, _) = root.dirs();
+    let name = sys::cstring(rel);
+    is_link(anchor, &name).then(|| sys::proc_fd_path(anchor, Some(&name)))
+}
+
+/// The xattrs of a directory reached through the symlink `at`. cp reads them by name without
+/// following it (libattr's llistxattr), so it copies the symlink's own xattrs, and none of
+/// the directory's; its ACLs, which it reads following the name, are the directory's.
+fn linked_xattrs(
+    ctx: &Ctx<'_>,
+    src: BorrowedFd<'_>,
+    at: &CStr,
+    path: &dyn Fn() -> std::path::PathBuf,
+) -> XattrList {
+    let acl = |n: &[u8]| meta::is_acl(n);
+    let mut xattrs = source_xattrs(ctx, XattrTarget::NoFollow(at), path);
+    xattrs.retain(|(n, _)| !acl(n));
+    let dir = source_xattrs(ctx, XattrTarget::Fd(src), path);
+    xattrs.extend(dir.into_iter().filter(|(n, _)| acl(n)));
+    xattrs
 }
 
 /// What the pass's entries need to know of the destination directory, looked at now when
