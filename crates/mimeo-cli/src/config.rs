@@ -596,9 +596,9 @@ fn under_parents(
 ) -> Result<Vec<CopyPair>, ConfigError> {
     both_target_options(target_dir, no_target_dir)?;
     let (dir, sources) = match (target_dir, operands.split_last()) {
+        (_, None) => return Err(usage("missing file operand")),
         (Some(dir), _) => (dir, operands),
         (None, Some((dest, sources))) => (dest.as_path(), sources),
-        (None, None) => return Err(usage("missing file operand")),
     };
     if sources.is_empty() {
         let last = quote(&operands[0]);

@@ -748,6 +748,25 @@ fn option_errors_come_in_cps_order_and_words() {
     }
 }
 
+/// No operand besides `-t`'s directory is a usage error in cp's words, with and without
+/// `--parents` (which panicked on it: fuzz seed 0x351850f499495f02).
+#[test]
+fn no_source_after_a_target_directory_is_a_usage_error_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| fs::create_dir(d.join("d")).unwrap();
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (&["-R", "--pa", "-t", "d", "-S", "s/", "-d"][..], None),
+            (&["--parents", "-t", "d"], None),
+            (&["--parents", "-t", "absent"], None),
+            (&["--parents"], None),
+            (&["-t", "d"], None),
+        ],
+    );
+}
+
 /// An empty operand is a name like any other to cp, one that does not exist: as a source, a
 /// destination, a `-t` directory, or among others (where the missing target is reported).
 #[test]
