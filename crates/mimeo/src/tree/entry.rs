@@ -7,14 +7,14 @@ use super::context::{Ctx, Here, relative_symlink_elsewhere};
 use super::file::{as_file, copy_contents, copy_regular};
 use super::placing::{
     LinkStep, backup_fails_first, backup_refused, before_failed_copy, before_failed_read, commit,
-    decide_at, decide_existing, first_done, link_or_claim,
+    decide_at, decide_existing, first_done, link_or_claim, refused_removal,
 };
 use super::roots::stat_error;
 use super::through;
 use crate::data::meta::{self, Apply, Dst};
 use crate::options::{Dereference, LinkInstead, Overwrite};
 use crate::place::crash;
-use crate::place::decide::{Decision, removed_first};
+use crate::place::decide::Decision;
 use crate::place::links::FirstCopy;
 use crate::report::{Cause, EntryKind, Error, Op, Refusal};
 use crate::sys::{self, Errno, IoBuf, Meta, XattrTarget};
@@ -165,19 +165,15 @@ impl<'a> Made<'a, '_> {
         }
     }
 
-    /// A rename over the old entry refused (a sticky directory, an immutable entry) is cp's
-    /// removal refused, where cp removes it first (`-P` with what is not a regular file,
-    /// `--remove-destination`): "cannot remove", before its -v line.
+    /// A rename over the old entry refused where cp removes it first ([`refused_removal`]).
     fn refused_removal(&self, e: Error) -> Error {
         let (ctx, here) = (self.ctx, self.here);
         if e.op != Op::Rename || e.errno() != Some(libc::EPERM) {
             return e;
         }
         match sys::stat_at(here.dst_dir, self.dst_name, false) {
-            Ok(d) if removed_first(&ctx.rules(here, &|| true), self.meta, &d) => {
-                Error::sys(Op::Remove, here.dst_path(self.dst_name), Errno::PERM)
-            }
-            _ => e,
+            Ok(d) => refused_removal(ctx, here, self.dst_name, self.meta, &d, &e).unwrap_or(e),
+            Err(_) => e,
         }
     }
 
@@ -436,12 +432,12 @@ fn link_entry(
             // first where it removes the destination first, else its own rename of the link
             // made under a temporary name (force_linkat, force_symlinkat).
             commit(ctx, here, &t, dst_name, false, backup).map_err(|e| {
-                if e.op != Op::Rename || e.errno() != Some(libc::EPERM) {
-                    e
-                } else if removed_first(&ctx.rules(here, &|| true), &meta, &d) {
-                    Error::sys(Op::Remove, dst_path(), Errno::PERM)
-                } else {
-                    failed(Errno::PERM)
+                match refused_removal(ctx, here, dst_name, &meta, &d, &e) {
+                    Some(removal) => removal,
+                    None if e.op == Op::Rename && e.errno() == Some(libc::EPERM) => {
+                        failed(Errno::PERM)
+                    }
+                    None => e,
                 }
             })?;
             // A hard link renamed over another link of its inode leaves the temporary.

@@ -251,46 +251,22 @@ fn link_to_group(
                 ctx.report.skipped(|| here.src_path(src_name), dst_path);
                 return Ok(Linked::Skipped);
             }
-            // A root whose group's copy is this very entry, made by an earlier tree (a
-            // source named again where the tree copied it) or by an earlier root (a file
-            // named twice with numbered backups, which cp does not take as named twice):
-            // where cp takes it away first (to its backup name, or removes it) it then fails
-            // to link what is gone, and a backup is renamed back; elsewhere the link over it
-            // is one to itself, which is nothing to do. (cp copies the tree first. Where the
-            // root got there first, the tree's entry links to it as to any other copy: which
-            // of the group's entries the tree would have copied first is not known there.) A
-            // tree named after the root (cp -a s/f s/. d) is one cp copies after it, so its
-            // entry that got here first (roots run in parallel) is this root's copy as cp
-            // makes it.
-            let own_copy = matches!(here.loc, Loc::Root(i) if loc.root < i)
-                && decision != Decision::Skip
-                && (ctx.opts.backup.is_some()
-                    || removed_first(&ctx.rules(here, &|| true), meta, &d))
-                && loc_name.as_c_str() == dst_name
-                && same_dir(from, here.dst_dir);
-            if own_copy {
+            if decision != Decision::Skip && own_copy(ctx, here, loc, dst_name, from, meta, &d) {
                 before_failed_copy(ctx, here, dst_name, meta, &d)?;
                 here.emptied();
                 return Err(failed(Errno::NOENT));
             }
             // cp links an entry -u skipped without its -v line, failing or not.
-            let untold = |e: Errno| match decision {
-                Decision::Skip => failed(e).untold(),
-                _ => failed(e),
-            };
+            let told = |e: Error| if relink { e.untold() } else { e };
             let ((), temp) = crash::with_temp(here.dst_prefix(), |t| {
                 sys::link(from, &loc_name, here.dst_dir, t)
             })
-            .map_err(untold)?;
+            .map_err(|e| told(failed(e)))?;
             let backup = decision == Decision::Recreate;
-            commit(ctx, here, &temp, dst_name, false, backup).map_err(|e| match decision {
-                Decision::Skip => e.untold(),
-                _ => e,
-            })?;
+            commit(ctx, here, &temp, dst_name, false, backup).map_err(told)?;
             // Renaming onto another link of the same inode does nothing: drop the temporary.
             let _ = sys::unlink(here.dst_dir, &temp, false);
             if relink {
-                here.made();
                 ctx.report.removed(dst_path);
                 return Ok(Linked::Quietly);
             }
@@ -304,6 +280,48 @@ fn link_to_group(
         }
         Err(e) => Err(failed(e)),
     }
+}
+
+/// Whether the group's copy at `loc` is the very entry `dst_name` a root is about to link
+/// over, made by an earlier tree (a source named again where the tree copied it) or by an
+/// earlier root (a file named twice with numbered backups, which cp does not take as named
+/// twice), where cp takes the entry away first (to its backup name, or removes it): cp then
+/// fails to link what is gone, and a backup is renamed back; elsewhere the link over it is
+/// one to itself, which is nothing to do. (cp copies the tree first. Where the root got there
+/// first, the tree's entry links to it as to any other copy: which of the group's entries the
+/// tree would have copied first is not known there.) A tree named after the root (cp -a s/f
+/// s/. d) is one cp copies after it, so its entry that got here first (roots run in
+/// parallel) is this root's copy as cp makes it.
+fn own_copy(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    loc: &LinkLoc,
+    dst_name: &CStr,
+    from: BorrowedFd<'_>,
+    meta: &Meta,
+    d: &Meta,
+) -> bool {
+    matches!(here.loc, Loc::Root(i) if loc.root < i)
+        && (ctx.opts.backup.is_some() || removed_first(&ctx.rules(here, &|| true), meta, d))
+        && loc.name == dst_name.to_bytes()
+        && same_dir(from, here.dst_dir)
+}
+
+/// A rename over the old entry `d` refused (a sticky directory, an immutable entry), where
+/// cp removes the destination first (`-P` with what is not a regular file,
+/// `--remove-destination`): cp's removal refused, "cannot remove", before its -v line. None
+/// for any other failure.
+pub(super) fn refused_removal(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    dst_name: &CStr,
+    src: &Meta,
+    d: &Meta,
+    e: &Error,
+) -> Option<Error> {
+    let refused = e.op == Op::Rename && e.errno() == Some(libc::EPERM);
+    (refused && removed_first(&ctx.rules(here, &|| true), src, d))
+        .then(|| Error::sys(Op::Remove, here.dst_path(dst_name), Errno::PERM))
 }
 
 /// Whether two directory handles are one directory.
