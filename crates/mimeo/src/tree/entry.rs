@@ -368,19 +368,18 @@ fn link_entry(
     };
     // With --preserve=links, cp hard-links a later member of a group to the symlink it made
     // for the first, before anything else.
-    let first = match kind {
-        LinkInstead::Symbolic => match link_or_claim(ctx, here, name, dst_name, &meta)? {
-            LinkStep::Done => return Ok(()),
-            LinkStep::Copy(first) => first,
-        },
-        LinkInstead::Hard => None,
-    };
-    let target = match kind {
-        LinkInstead::Symbolic => match symlink_target(here, name, dst_name) {
-            Ok(target) => Some(target),
-            Err(e) => return relative_refused(ctx, here, name, dst_name, &meta, e),
-        },
-        LinkInstead::Hard => None,
+    let (first, target) = match kind {
+        LinkInstead::Symbolic => {
+            let first = match link_or_claim(ctx, here, name, dst_name, &meta)? {
+                LinkStep::Done => return Ok(()),
+                LinkStep::Copy(first) => first,
+            };
+            match symlink_target(here, name, dst_name) {
+                Ok(target) => (first, Some(target)),
+                Err(e) => return relative_refused(ctx, here, name, dst_name, &meta, e),
+            }
+        }
+        LinkInstead::Hard => (None, None),
     };
     let make = |t: &CStr| match &target {
         Some(path) => sys::symlink(path, here.dst_dir, t),
@@ -432,13 +431,9 @@ fn link_entry(
             // first where it removes the destination first, else its own rename of the link
             // made under a temporary name (force_linkat, force_symlinkat).
             commit(ctx, here, &t, dst_name, false, backup).map_err(|e| {
-                match refused_removal(ctx, here, dst_name, &meta, &d, &e) {
-                    Some(removal) => removal,
-                    None if e.op == Op::Rename && e.errno() == Some(libc::EPERM) => {
-                        failed(Errno::PERM)
-                    }
-                    None => e,
-                }
+                let refused = e.op == Op::Rename && e.errno() == Some(libc::EPERM);
+                refused_removal(ctx, here, dst_name, &meta, &d, &e)
+                    .unwrap_or_else(|| if refused { failed(Errno::PERM) } else { e })
             })?;
             // A hard link renamed over another link of its inode leaves the temporary.
             let _ = sys::unlink(here.dst_dir, &t, false);
