@@ -218,6 +218,45 @@ fn a_relative_symlink_into_a_directory_not_searchable_is_tried_as_cp() {
     case_as_cp(dir.path(), 3, &setup, args, Some(NOBODY));
 }
 
+/// A file without a write bit that an earlier source of the same command made is refused a
+/// later source of its name without `-f`, as cp refuses it (its open for writing fails):
+/// the refusal mimeo meets where it replaced a destination symlink that cp writes through
+/// (docs/cp.md, "A destination symlink is replaced, never written through").
+#[test]
+fn a_later_source_onto_the_read_only_copy_of_an_earlier_one_is_refused_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("s")).unwrap();
+        write(&d.join("s/x"), "");
+        fs::set_permissions(d.join("s/x"), fs::Permissions::from_mode(0o444)).unwrap();
+        write(&d.join("f"), "data");
+        fs::create_dir(d.join("td")).unwrap();
+        symlink("td", d.join("d")).unwrap();
+        nobodys(d, &["s", "s/x", "f", "td", "d"]);
+    };
+    let args: &[&str] = &["-r", "s/x", "s/.", "f", "d"];
+    let forced: &[&str] = &["-rf", "s/x", "s/.", "f", "d"];
+    let refused = case_as_cp(dir.path(), 0, &setup, args, Some(NOBODY));
+    assert_eq!(
+        (refused.code, refused.stderr.as_str()),
+        (
+            Some(1),
+            "cp: cannot create regular file 'd/./x': Permission denied\n"
+        )
+    );
+    case_as_cp(dir.path(), 1, &setup, forced, Some(NOBODY));
+    case_as_cp(dir.path(), 2, &setup, args, None);
+    // The same file there before the command.
+    let before = |d: &Path| {
+        setup(d);
+        write(&d.join("td/x"), "old");
+        fs::set_permissions(d.join("td/x"), fs::Permissions::from_mode(0o444)).unwrap();
+        nobodys(d, &["td/x"]);
+    };
+    case_as_cp(dir.path(), 3, &before, &["-r", "s/x", "d"], Some(NOBODY));
+    case_as_cp(dir.path(), 4, &before, &["-rf", "s/x", "d"], Some(NOBODY));
+}
+
 /// A directory's mode kept with `--preserve=mode` onto one the user does not own: cp's
 /// gnulib `copy_acl` fails, and names it in the locale's quoting style.
 #[test]

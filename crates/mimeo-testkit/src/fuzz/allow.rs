@@ -66,7 +66,8 @@ pub const ALLOWLIST: &[Allowed] = &[
     Allowed {
         name: "symlink-destination-replaced",
         reason: "a destination symlink is replaced by the copy, never written through (also \
-                 a dangling one, which cp refuses)",
+                 a dangling one, which cp refuses); a later source of the same name is then \
+                 refused a replacement without a write bit, as cp refuses such a file",
         docs: "docs/cp.md, Differences from cp, \"A destination symlink is replaced, never \
                written through\"",
         apply: symlink_replaced,
@@ -1428,6 +1429,9 @@ fn symlink_replaced(o: &mut Outcome) -> bool {
             o.cp.code = o.ours.code;
         }
     }
+    if replaced {
+        later_copy_refused(o);
+    }
     let copies = if replaced {
         target_copies(o)
     } else {
@@ -1455,6 +1459,60 @@ fn symlink_replaced(o: &mut Outcome) -> bool {
         !(link || joined || (target || copy) && d.field != Field::Presence)
     });
     true
+}
+
+/// A later source of a name whose symlink mimeo replaced finds the file its first copy made
+/// there, of its source's mode; one without a write bit refuses a user other than root as it
+/// would refuse cp had cp replaced the symlink too ("cannot create regular file 'd/./x':
+/// Permission denied"), where cp wrote through the symlink again. Only that refusal of a
+/// name whose symlink the tree shows replaced goes, and with it mimeo's failing status.
+fn later_copy_refused(o: &mut Outcome) {
+    let replaced: Vec<&Path> = o
+        .tree
+        .iter()
+        .filter(|d| d.field == Field::Type && d.left == "symlink" && d.right == "file")
+        .map(|d| d.path.as_path())
+        .collect();
+    let (target, real) = (o.plan.target_path(), o.plan.target_dir());
+    // The places a copy named in a message is in the tree: `d/./x` is `d/x`, which is
+    // `td/x` through the destination symlink, or where a source's symlink led it.
+    let places = |named: &Path| {
+        let named = named.components().as_path().to_path_buf();
+        let mut at = vec![named.clone()];
+        if let Ok(rest) = named.strip_prefix(&target) {
+            at.push(real.join(rest));
+            if let Some(leads) = &o.target_leads {
+                at.push(leads.join(rest));
+            }
+        }
+        at
+    };
+    let refused = |l: &str| {
+        let Some(quoted) = l
+            .strip_prefix("cp: cannot create regular file ")
+            .and_then(|r| r.strip_suffix(": Permission denied\n"))
+        else {
+            return false;
+        };
+        unquote(quoted).is_some_and(|named| {
+            places(&named)
+                .iter()
+                .any(|p| replaced.contains(&p.as_path()))
+        })
+    };
+    let cp: Vec<&str> = o.cp.stderr.split_inclusive('\n').collect();
+    let ours: String = o
+        .ours
+        .stderr
+        .split_inclusive('\n')
+        .filter(|l| cp.contains(l) || !refused(l))
+        .collect();
+    if ours != o.ours.stderr {
+        o.ours.stderr = ours;
+        if only_warnings(&o.ours.stderr) && o.ours.code == Some(1) {
+            o.ours.code = o.cp.code;
+        }
+    }
 }
 
 /// The members of a hard-link group as the comparison shows it (`["a", "b"]`, each
@@ -2233,6 +2291,54 @@ mod tests {
         o.tree = vec![diff("td/x", Field::Type, "symlink", "file")];
         assert!(symlink_replaced(&mut o));
         assert_eq!((o.cp.stderr.as_str(), o.cp.code), (second, Some(1)));
+    }
+
+    /// `cp -r s/x ABS/s/. f d` as nobody (d a symlink to td, d/x a symlink to f, s/x of mode
+    /// 0444): cp writes s/x through the symlink twice; mimeo replaces it with a copy of mode
+    /// 0444, onto which the second copy of s/x is refused as cp refuses it there.
+    #[test]
+    fn a_later_copy_refused_by_the_read_only_file_that_replaced_a_symlink_is_allowed() {
+        let second = "cp: cannot create regular file 'd/./x': Permission denied\n";
+        let replaced = |cp: &str, ours: &str| {
+            let mut o = outcome(cp, ours);
+            o.cp.code = Some(0);
+            o.plan.dest = DestState::SymlinkToDir;
+            o.plan.target = "d".into();
+            o.tree = vec![
+                diff("td/x", Field::Type, "symlink", "file"),
+                diff("f", Field::Size, "0", "70000"),
+            ];
+            o.through = vec!["f".into()];
+            o
+        };
+        let mut o = replaced("", second);
+        assert!(symlink_replaced(&mut o));
+        assert_eq!((o.ours.stderr.as_str(), o.ours.code), ("", Some(0)));
+        assert!(o.tree.is_empty());
+
+        // Another name's refusal, or another failure of the same name, stays, and so does
+        // mimeo's status.
+        for other in [
+            "cp: cannot create regular file 'd/./y': Permission denied\n",
+            "cp: cannot create regular file 'd/./x': No space left on device\n",
+            "cp: cannot remove 'd/./x': Permission denied\n",
+        ] {
+            let mut o = replaced("", other);
+            assert!(symlink_replaced(&mut o));
+            assert_eq!((o.ours.stderr.as_str(), o.ours.code), (other, Some(1)));
+        }
+        // A refusal beside another failure drops only itself.
+        let stat = "cp: cannot stat 's/z': No such file or directory\n";
+        let mut o = replaced(stat, &format!("{second}{stat}"));
+        o.cp.code = Some(1);
+        assert!(symlink_replaced(&mut o));
+        assert_eq!((o.ours.stderr.as_str(), o.ours.code), (stat, Some(1)));
+        // Without a replaced symlink there is nothing to allow.
+        let mut o = replaced("", second);
+        o.tree.retain(|d| d.field != Field::Type);
+        o.through.clear();
+        assert!(!symlink_replaced(&mut o));
+        assert_eq!(o.ours.code, Some(1));
     }
 
     #[test]
