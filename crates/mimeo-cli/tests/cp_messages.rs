@@ -1143,6 +1143,34 @@ fn verbose_says_removed_in_cps_order() {
     }
 }
 
+/// A symlink below a directory copied under -H replaces an existing entry as under -P: cp
+/// follows only the command line's symlinks, so below it removes the entry first and says
+/// "removed" before the copy's line (fuzz seed 0xc2b905df25c9e79d). One entry, so the order
+/// is cp's line for line.
+#[test]
+fn verbose_says_removed_for_a_symlink_below_a_command_line_one_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir(d.join("s")).unwrap();
+        symlink("a", d.join("s/w")).unwrap();
+        fs::create_dir_all(d.join("d/s")).unwrap();
+        symlink("b", d.join("d/s/w")).unwrap();
+    };
+    for (i, args) in [&["-v", "-H", "-R", "s", "d"][..], &["-v", "-R", "s", "d"]]
+        .into_iter()
+        .enumerate()
+    {
+        let base = dir.path().join(i.to_string());
+        fs::create_dir(&base).unwrap();
+        let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
+        let (cp, ours, what) = run_both(&base, &setup, &args, None);
+        assert_eq!(cp.code, ours.code, "exit status: {what}");
+        assert!(cp.stdout.contains("removed 'd/s/w'\n"), "{what}");
+        assert_eq!(cp.stdout, ours.stdout, "stdout, in order: {what}");
+        assert_eq!(cp.stderr, ours.stderr, "stderr: {what}");
+    }
+}
+
 /// A symlink in a directory this user may not write, to a file it may write: cp writes
 /// through it, and says so once (mimeo said it also for the removal it did not do; fuzz seed
 /// 0x3f385d34190636f0).

@@ -1084,8 +1084,12 @@ fn copy_reached_again(o: &mut Outcome) -> bool {
     });
     // And the -v lines of what cp copied of it (the copy again, deeper each time).
     let lines: Vec<String> = o.ours.stdout.lines().map(String::from).collect();
-    let copied =
-        |l: &str| !lines.iter().any(|o| o == l) && sources.iter().any(|s| l.starts_with(s));
+    // cp quotes a name holding both a quote and a control character from an empty `''`
+    // ("'''ls/a'\''b'$'\t'"): the same name.
+    let copied = |l: &str| {
+        let name = l.strip_prefix("''").unwrap_or(l);
+        !lines.iter().any(|o| o == l) && sources.iter().any(|s| name.starts_with(s))
+    };
     o.cp.stdout = keep(&o.cp.stdout, &copied);
     // Which path first meets a symlink loop depends on how far each went into the copy.
     let cyclic = |l: &str| l.contains("cannot copy cyclic symbolic link");
@@ -1909,26 +1913,24 @@ fn into_itself(o: &mut Outcome) -> bool {
     // all: an xattr of what it copied into the copy, which cp names by the attribute alone
     // (libattr's "getting attribute 'user.k' of 'user.k'").
     // A later source named through a dot (`s/.` copied to `d/s/.`) names the copy's path with
-    // a `/./` in it ("cannot overwrite directory 'd/s/./p'"): the same name. A source that
-    // is itself named through a dot (`s/.`) is met as written: cp names its entries
-    // `'s/./x'`, which the flattened line no longer starts the same way.
-    let mentions = |l: &str| {
+    // a `/./` in it ("cannot overwrite directory 'd/s/./p'"): the same name. The line is
+    // matched as said too: a source named `s/.` starts the names below it with that dot
+    // (`'s/./x'`), which the flattened line no longer starts the same way.
+    let mentions = |said: &str| {
         fn plain(s: &str) -> &str {
             s.trim_start_matches('\'')
         }
-        let as_written = starts.iter().any(|s| l.contains(s.as_str()));
-        let flat = l.replace("/./", "/");
-        let l = flat.as_str();
-        let bare = |s: &String| l.starts_with(&format!("cp: {}", plain(s)));
-        let parent =
-            |s: &String| !l.starts_with('\'') && l.contains(" -> ") && l.contains(plain(s));
-        let attribute =
-            l.starts_with("cp: getting attribute ") || l.starts_with("cp: setting attribute ");
-        attribute
-            || as_written
-            || starts
+        let names = |l: &str| {
+            let bare = |s: &String| l.starts_with(&format!("cp: {}", plain(s)));
+            let parent =
+                |s: &String| !l.starts_with('\'') && l.contains(" -> ") && l.contains(plain(s));
+            starts
                 .iter()
                 .any(|s| l.contains(s.as_str()) || bare(s) || parent(s))
+        };
+        let attribute = said.starts_with("cp: getting attribute ")
+            || said.starts_with("cp: setting attribute ");
+        attribute || names(said) || names(&said.replace("/./", "/"))
     };
     // A line the other side says too is kept as often as it says it: cp's walk through the
     // copy may fail the same way again (a --parents link to the same name). A question of
@@ -2180,6 +2182,20 @@ mod tests {
         o.ours.stdout = "'f' -> 'ls/f'\n".into();
         assert!(copy_reached_again(&mut o));
         assert_eq!(o.cp.stdout, o.ours.stdout);
+    }
+
+    /// -L through a symlink loop, with a name cp quotes from an empty `''` (a quote and a
+    /// control character in it): its -v lines are what cp copied of the copy too (fuzz seed
+    /// 0x6a90a079f50ef145). A line of another source stays.
+    #[test]
+    fn verbose_lines_of_a_copy_reached_again_quoted_from_an_empty_quote_are_not_judged() {
+        let long = "cp: cannot stat 'ls/ls/ls/x': File name too long\n";
+        let ours = "cp: cannot copy a directory, 'ls', into itself, 'ls/ls'\n";
+        let mut o = outcome(long, ours);
+        let other = "'''f'\\''$'\\t' -> 'g'\n";
+        o.cp.stdout = format!("'''ls/x'\\''$'\\t' -> '''ls/ls/x'\\''$'\\t'\n{other}");
+        assert!(copy_reached_again(&mut o));
+        assert_eq!(o.cp.stdout, other);
     }
 
     #[test]
@@ -2554,6 +2570,32 @@ mod tests {
         o.plan.target = "d".into();
         into_itself(&mut o);
         assert_ne!(o.ours.stderr, o.cp.stderr);
+    }
+
+    /// `cp -a f /c/s/. s/x f -R s/x` as a user: cp fills its copy of `/c/s/.` into itself in
+    /// directory order and says on the way that it cannot open `/c/s/./x/w`; mimeo refused
+    /// the copy first. The name keeps the source's dot (fuzz seed 0xf1ef782927a7cad1). A line
+    /// about a file outside the source stays.
+    #[test]
+    fn a_line_below_a_source_named_with_a_dot_is_not_judged() {
+        let refused = "cp: cannot copy a directory, '/c/s/.', into itself, 's/x/.'\n\
+                       cp: cannot copy a directory, 's/x', into itself, 's/x/x'\n";
+        let twice = "cp: warning: source file 'f' specified more than once\n";
+        let denied =
+            |name: &str| format!("cp: cannot open '{name}' for reading: Permission denied\n");
+        let ours = format!("{refused}{twice}");
+        let judged = |cp: String| {
+            let mut o = outcome(&cp, &ours);
+            o.plan.target = "s/x".into();
+            o.plan.dest = DestState::InsideSource;
+            o.plan.sources = vec!["f".into(), "/c/s/.".into(), "s/x".into(), "f".into()];
+            let applied = into_itself(&mut o);
+            (applied, o.cp.stderr)
+        };
+        let below = format!("{refused}{}{twice}", denied("/c/s/./x/w"));
+        assert_eq!(judged(below), (true, ours.clone()));
+        let outside = format!("{refused}{}{twice}", denied("/c/g"));
+        assert_eq!(judged(outside.clone()).1, outside);
     }
 
     /// `cp -a --backup=simple --parents s s/x/v s`: cp makes s/s/x/v in its copy into itself,

@@ -424,10 +424,14 @@ pub(crate) fn unopened_removed(rules: &Rules<'_>, src: &Meta, d: &Meta) -> bool 
 /// cp's rule for removing an existing non-directory `d` before it copies `src` there (no
 /// backup taking the name first): `--remove-destination`; and where it copies data (not
 /// `--attributes-only`), a link group it keeps (`--preserve=links`) or a source that is not
-/// a regular file under `-P`.
+/// a regular file under `-P` (which is also `-H`'s below the command line's names).
 fn removed_before(rules: &Rules<'_>, src: &Meta, d: &Meta) -> bool {
     let opts = rules.opts;
-    let never = opts.dereference == Dereference::Never;
+    let never = match opts.dereference {
+        Dereference::Never => true,
+        Dereference::CommandLine => !rules.follows,
+        Dereference::Always => false,
+    };
     let data = !opts.attributes_only;
     let regular = src.is_reg() && !rules.read_node;
     let replaced = opts.preserve.links && d.nlink > 1 || never && !regular;
