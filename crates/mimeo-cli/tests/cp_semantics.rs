@@ -656,6 +656,51 @@ fn a_read_only_files_xattrs_are_set_before_its_acl_as_cp() {
     }
 }
 
+/// A user's file that `-a` replaces with another owner's read-only one: cp, writing into it,
+/// first narrows it to the bits both modes share (no owner write) before the chown it may not
+/// do, so the kernel refuses it the source's user.* xattrs, while the old file's stay; named
+/// under --preserve=all. The replacement gets the same xattrs.
+#[test]
+fn a_file_narrowed_read_only_before_its_xattrs_gets_none_of_the_sources_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let base = fs.path();
+        let note = |d: &Path, name: &str, value: &str| {
+            rustix::fs::lsetxattr(
+                d.join(name),
+                "user.note",
+                value.as_bytes(),
+                rustix::fs::XattrFlags::empty(),
+            )
+            .unwrap();
+        };
+        let setup = |d: &Path| {
+            write(d, "f", "new\n", 0o444);
+            note(d, "f", "source");
+            for (name, old) in [("g", None), ("h", Some("old"))] {
+                write(d, name, "old\n", 0o644);
+                if let Some(v) = old {
+                    note(d, name, v);
+                }
+                chown(d.join(name), Some(FOREIGN_UID), Some(FOREIGN_GID)).unwrap();
+            }
+        };
+        for (i, opt) in ["-a", "--preserve=all"].iter().enumerate() {
+            for to in ["g", "h"] {
+                let a = [*opt, "f", to];
+                let how = Run {
+                    foreign_user: true,
+                    ..args(&a)
+                };
+                let ours = same_as_cp(base, &format!("narrowed{i}{to}"), &setup, &how);
+                let want = (to == "h").then_some(&b"old"[..]);
+                assert_eq!(xattr(&ours.join(to), "user.note").as_deref(), want);
+            }
+        }
+    }
+}
+
 #[test]
 fn an_xattr_a_node_refuses_is_left_out_under_archive_as_cp() {
     let Some(fs) = loop_fs(FsKind::Ext4) else {

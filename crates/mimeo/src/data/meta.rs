@@ -472,6 +472,11 @@ pub(crate) struct Apply<'a> {
     /// before it gets another owner (see `narrow`); not a `--parents` directory on the way,
     /// which cp gives its owner outright.
     pub narrows: bool,
+    /// A file made to take the place of one cp would write into and narrow (see `narrow`) to
+    /// bits without the owner's write: the kernel then refuses cp, not being root, the
+    /// source's user.* xattrs (EACCES), while those the old file had stay. So the new file
+    /// is read-only again before the source's xattrs are set.
+    pub narrowed_read_only: bool,
 }
 
 impl<'a> Apply<'a> {
@@ -501,6 +506,7 @@ impl<'a> Apply<'a> {
             kept: 0,
             written_node: false,
             narrows: true,
+            narrowed_read_only: false,
         }
     }
 
@@ -521,6 +527,7 @@ impl<'a> Apply<'a> {
             kept: 0,
             written_node: false,
             narrows: true,
+            narrowed_read_only: false,
         }
     }
 
@@ -560,14 +567,15 @@ impl<'a> Apply<'a> {
         if !xattrs.is_empty() {
             let at = self.kept.min(xattrs.len());
             let keep = |e| later.borrow_mut().push(e);
-            let set = set_xattrs(
-                self.opts,
-                self.process,
-                dst,
-                xattrs.split_at(at),
-                path,
-                &keep,
-            );
+            let (kept, from_src) = xattrs.split_at(at);
+            let set = |both| set_xattrs(self.opts, self.process, dst, both, path, &keep);
+            // The old file's go on while it is opened up, the source's once it is read-only.
+            let set = match self.current_perm {
+                Some(perm) if self.narrowed_read_only && opened_up => set((kept, &[]))
+                    .and_then(|()| chmod(dst, perm).map_err(|e| Error::sys(Op::Chmod, path(), e)))
+                    .and_then(|()| set((&[], from_src))),
+                _ => set((kept, from_src)),
+            };
             if let Err(e) = set {
                 // The mode stays as it is (a file marked incomplete by its mode stays so),
                 // but for a node's, which cp's copy of a file's data goes on to set.

@@ -933,6 +933,7 @@ pub(crate) fn complete(ctx: &Ctx<'_>, w: &mut Buffers, done: DirDone) {
         kept: 0,
         written_node: false,
         narrows: true,
+        narrowed_read_only: false,
     };
     let flushed = || {
         if ctx.opts.sync {

@@ -196,6 +196,9 @@ struct Placed {
     /// It carries the xattr mark of a file copied on its own, which its last metadata step
     /// removes.
     marked: bool,
+    /// It replaces a file that cp would narrow to a mode without the owner's write before
+    /// the xattrs (see `Apply::narrowed_read_only`).
+    narrowed_read_only: bool,
 }
 
 /// The outcome of the place phase: the destination open for writing, where it is, and what
@@ -449,6 +452,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             kept_special: 0,
             kept_xattrs: Vec::new(),
             marked: false,
+            narrowed_read_only: false,
         }
     }
 
@@ -598,6 +602,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
                 kept_xattrs: Vec::new(),
                 // A file alone goes on under the mark it was left with.
                 marked: here.marker.is_none(),
+                narrowed_read_only: false,
             };
             return Ok((r.fd, Target::Resumed(r.prior.done), placed));
         }
@@ -758,8 +763,22 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             kept_special,
             kept_xattrs,
             marked: false,
+            narrowed_read_only: self.narrowed_read_only(d),
         };
         Ok(Some((fd, temp, placed)))
+    }
+
+    /// Whether cp, writing into the existing file `d` (ours), would narrow it to the permission
+    /// bits it shares with the source before it changes the owner (`Apply::narrow`), and so
+    /// leave it without the owner's write while it sets the xattrs. Root is never refused.
+    fn narrowed_read_only(&self, d: &Meta) -> bool {
+        let (p, src, process) = (self.ctx.opts.preserve, &self.meta, &self.ctx.process);
+        process.euid != 0
+            && p.ownership
+            && p.mode
+            && d.uid == process.euid
+            && (d.uid, d.gid) != (src.uid, src.gid)
+            && d.perm() & src.perm() & 0o200 == 0
     }
 
     /// The mode the file `d` keeps when cp's writing into it is what the copy stands for:
@@ -840,6 +859,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             kept_xattrs: Vec::new(),
             // A file alone may carry the mark an earlier run left on it.
             marked: here.marker.is_none() && data,
+            narrowed_read_only: false,
         };
         Ok((fd, Target::InPlace, placed))
     }
@@ -1181,6 +1201,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             kept,
             written_node: false,
             narrows: true,
+            narrowed_read_only: p.placed.narrowed_read_only,
         };
         let named = |e| ctx.report.attribute(e);
         apply.run(Dst::Fd(p.dst.as_fd()), &xattrs, &|| self.dst_path(), &named)

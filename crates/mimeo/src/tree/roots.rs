@@ -275,6 +275,7 @@ fn give_parent_attributes(parent: &Parent, opts: &Options, process: &Process) ->
         inherited_acl: parent.created && opts.preserve.mode,
         kept_special,
         narrows: false,
+        narrowed_read_only: false,
         ..Apply::for_existing(opts, process, &parent.src)
     };
     let dst = Dst::Fd(fd.as_fd());
