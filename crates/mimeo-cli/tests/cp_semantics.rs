@@ -3138,6 +3138,11 @@ fn backups_are_named_and_made_as_by_cp() {
                 &["-b", "-a", "l", "d"],
                 &["-b", "-r", "dir", "d"],
                 &["--backup=numbered", "-r", "dir/.", "."],
+                // A suffix that reads as --backup=CONTROL is no CONTROL: the later bare
+                // --backup keeps the default (existing), or the CONTROL given before it.
+                &["-S", "--backup=numbered", "--backup", "s", "d"],
+                &["--suffix", "--backup=t", "-b", "--backup", "s", "d"],
+                &["--backup=simple", "-lS", "--backup=t", "--backup", "s", "n"],
                 // Usage errors, worded as cp words them.
                 &["--backup=x", "s", "d"],
                 &["--backup=n", "s", "d"],
