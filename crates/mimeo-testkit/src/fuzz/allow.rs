@@ -1978,7 +1978,7 @@ fn unquote(quoted: &str) -> Option<std::path::PathBuf> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::compare::Difference;
     use crate::fuzz::case::{DestState, Plan};
@@ -2034,7 +2034,7 @@ mod tests {
         assert!(!forced_onto_a_looping_slash(&mut unforced));
     }
 
-    fn outcome(cp: &str, ours: &str) -> Outcome {
+    pub(crate) fn outcome(cp: &str, ours: &str) -> Outcome {
         Outcome {
             plan: Plan {
                 tool: "cp",
@@ -2058,7 +2058,7 @@ mod tests {
         }
     }
 
-    fn diff(path: &str, field: Field, left: &str, right: &str) -> Difference {
+    pub(crate) fn diff(path: &str, field: Field, left: &str, right: &str) -> Difference {
         Difference {
             path: path.into(),
             field,
