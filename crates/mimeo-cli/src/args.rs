@@ -8,8 +8,7 @@
 use crate::cmdline;
 use clap::parser::ValueSource;
 use clap::{ArgAction, ArgMatches, Command, CommandFactory, FromArgMatches, Parser, ValueEnum};
-use std::ffi::{OsStr, OsString};
-use std::os::unix::ffi::OsStrExt;
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -382,24 +381,10 @@ pub fn parse(prog: &'static str, argv: Vec<OsString>) -> Result<Args, Stop> {
     let mut args =
         Args::from_arg_matches(&matches).map_err(|e| Stop::Usage(cmdline::clap_message(&e)))?;
     args.attr_flags = attr_flags(&matches);
-    // cp keeps the last CONTROL given: a later bare --backup does not drop it.
-    if args.backup == Some(None) {
-        args.backup = Some(last_backup_control(&argv));
-    }
     args.context_given = matches.value_source("context") == Some(ValueSource::CommandLine);
     args.interactive_last = args.interactive
         && (!args.no_clobber || matches.index_of("interactive") > matches.index_of("no_clobber"));
     Ok(args)
-}
-
-/// The value of the last `--backup=CONTROL` among the options of `argv` (spelled out).
-fn last_backup_control(argv: &[OsString]) -> Option<OsString> {
-    argv.iter()
-        .skip(1)
-        .take_while(|a| *a != "--")
-        .filter_map(|a| a.as_bytes().strip_prefix(b"--backup="))
-        .last()
-        .map(|v| OsStr::from_bytes(v).to_owned())
 }
 
 /// What a bare `--preserve` gives clap: no argument can hold a NUL byte, so this tells it

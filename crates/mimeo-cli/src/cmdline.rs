@@ -137,6 +137,8 @@ pub fn normalize_with(
     let mut out = Vec::with_capacity(argv.len());
     let mut rest = argv.into_iter();
     out.extend(rest.next());
+    // The last `--backup=CONTROL` read, for a later bare `--backup`.
+    let mut control = None;
     while let Some(token) = rest.next() {
         let bytes = token.as_bytes();
         if bytes == b"--" {
@@ -159,12 +161,33 @@ pub fn normalize_with(
                 return Err(Refused { message, read: out });
             }
         };
+        if opt.is_some_and(|o| o.long.as_deref() == Some("backup")) {
+            keep_backup_control(&mut out[read..], &mut control);
+        }
         if opt.is_some_and(|o| o.ends) {
             break;
         }
     }
     out.extend(rest);
     Ok(out)
+}
+
+/// A bare `--backup` (`read`, as spelled out) given the last CONTROL (`control`) that came
+/// before it: cp sets the version control only where a CONTROL is given, so a later bare
+/// `--backup` keeps it. Done here, where an option's value (`-S --backup=t`, a suffix) is
+/// told from an option.
+fn keep_backup_control(read: &mut [OsString], control: &mut Option<OsString>) {
+    let [token] = read else { return };
+    match token.as_bytes().strip_prefix(b"--backup=") {
+        Some(value) => *control = Some(OsStr::from_bytes(value).to_owned()),
+        None => {
+            if let Some(value) = control {
+                let mut spelled = OsString::from("--backup=");
+                spelled.push(value);
+                *token = spelled;
+            }
+        }
+    }
 }
 
 /// One `--name[=value]` argument (`body` is what follows `--`), spelled out onto `out`, with

@@ -962,6 +962,41 @@ fn parents_of_an_absolute_source_fail_on_their_acl_as_cp() {
     );
 }
 
+/// An absolute source named twice under `--parents` with simple backups: cp 9.1 finds its
+/// first copy by the name below the target but looks that name's directory up from the
+/// working directory, where it is not, and stops there with that name alone (fuzz seed
+/// 0x4dfdec156afb4c1c). With numbered backups it never looks; with -i it asks first.
+#[test]
+fn an_absolute_source_named_twice_with_parents_and_backups_stops_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Xfs) else {
+        return;
+    };
+    let base = fs.path();
+    write(base, "abs/src/f", "f\n", 0o644);
+    let src = base.join("abs/src/f");
+    let src = src.to_str().unwrap();
+    let dest = |d: &Path| fs::create_dir(d.join("d")).unwrap();
+    same_as_cp_each(
+        base,
+        "twice",
+        &dest,
+        &[
+            &[
+                "--parents",
+                "--attributes-only",
+                "--backup",
+                "-d",
+                src,
+                src,
+                "d",
+            ][..],
+            &["--parents", "--backup=simple", src, src, "d"],
+            &["--parents", "--backup=numbered", src, src, "d"],
+            &["--parents", "-b", "-i", src, src, "d"],
+        ],
+    );
+}
+
 /// The same failure leaves the times of the directories above the deepest as cp made them:
 /// it stopped before their turn, and nothing later gives them their sources' times.
 #[test]
@@ -3183,6 +3218,11 @@ fn backups_are_named_and_made_as_by_cp() {
                 &["-b", "-a", "l", "d"],
                 &["-b", "-r", "dir", "d"],
                 &["--backup=numbered", "-r", "dir/.", "."],
+                // A suffix that reads as --backup=CONTROL is no CONTROL: the later bare
+                // --backup keeps the default (existing), or the CONTROL given before it.
+                &["-S", "--backup=numbered", "--backup", "s", "d"],
+                &["--suffix", "--backup=t", "-b", "--backup", "s", "d"],
+                &["--backup=simple", "-lS", "--backup=t", "--backup", "s", "n"],
                 // Usage errors, worded as cp words them.
                 &["--backup=x", "s", "d"],
                 &["--backup=n", "s", "d"],

@@ -91,7 +91,9 @@ pub const ALLOWLIST: &[Allowed] = &[
                  the file it keeps and never changes a source (and where the copy then fails, \
                  cp cannot rename it back: \"cannot un-backup\"; so a name linked over its \
                  group's copy under --parents loses that copy, and later names of the group \
-                 fail to link to it, where mimeo puts it back as cp does numbered backups)",
+                 fail to link to it, where mimeo puts it back as cp does numbered backups; \
+                 and a second failed clone onto a name backs up the empty file cp left at the \
+                 first, where mimeo left nothing to back up)",
         docs: "docs/cp.md, cp 9.1 where later releases differ",
         apply: simple_backup_in_place,
         last: false,
@@ -928,7 +930,10 @@ fn self_link_lost(o: &mut Outcome) -> bool {
 /// starts with, below, of the same type, on mimeo's side only; one for each of cp's "cannot
 /// un-backup" lines, which are taken out. None unless all of them pair. Where cp's failed
 /// copy was a clone, cp made the file before the clone failed (failed-clone-leaves-nothing):
-/// the destination is then a regular file on cp's side where mimeo kept what was there.
+/// the destination is then a regular file on cp's side where mimeo kept what was there; and
+/// where nothing was there before, the file cp moved away is the one it left where an earlier
+/// clone onto that name failed, so cp's side has a file there (the next failed clone's) where
+/// mimeo's has nothing.
 fn not_backed_up_again(
     o: &mut Outcome,
     presence: &dyn Fn(&crate::compare::Difference, bool) -> bool,
@@ -945,6 +950,16 @@ fn not_backed_up_again(
         return Vec::new();
     }
     let cloned = o.cp.stderr.contains("cp: failed to clone ");
+    // How many of cp's clones onto `p` failed.
+    let clones_onto = |p: &Path| {
+        let onto = |l: &&str| {
+            l.strip_prefix("cp: failed to clone ")
+                .and_then(|rest| rest.rsplit_once(" from "))
+                .and_then(|(dst, _)| unquote(dst))
+                .is_some_and(|dst| dst == p)
+        };
+        o.cp.stderr.lines().filter(onto).count()
+    };
     let moved: Vec<_> = o
         .tree
         .iter()
@@ -958,7 +973,11 @@ fn not_backed_up_again(
                 // The empty file cp made there before its clone failed.
                 let made = d.field == Field::Type && d.left == "file" && cloned;
                 let same = (presence(d, false) || made) && d.right == cwd.left;
-                below && named && (same || made_over_a_file(o, d, &cwd.left, cloned))
+                // Nothing there before: the empty file cp left where one clone failed is
+                // the backup, the one it left where the next failed is the file there.
+                let remade = presence(d, true) && d.left == "file" && cwd.left == "file";
+                let remade = remade && clones_onto(&d.path) >= 2;
+                below && named && (same || remade || made_over_a_file(o, d, &cwd.left, cloned))
             })?;
             Some((cwd.path.clone(), left.path.clone()))
         })
@@ -2051,7 +2070,7 @@ fn unquote(quoted: &str) -> Option<std::path::PathBuf> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::compare::Difference;
     use crate::fuzz::case::{DestState, Plan};
@@ -2107,7 +2126,7 @@ mod tests {
         assert!(!forced_onto_a_looping_slash(&mut unforced));
     }
 
-    fn outcome(cp: &str, ours: &str) -> Outcome {
+    pub(crate) fn outcome(cp: &str, ours: &str) -> Outcome {
         Outcome {
             plan: Plan {
                 tool: "cp",
@@ -2131,7 +2150,7 @@ mod tests {
         }
     }
 
-    fn diff(path: &str, field: Field, left: &str, right: &str) -> Difference {
+    pub(crate) fn diff(path: &str, field: Field, left: &str, right: &str) -> Difference {
         Difference {
             path: path.into(),
             field,
@@ -3044,6 +3063,45 @@ mod tests {
         o.plan.opts = vec!["backup", "reflink"];
         o.tree = tree("0");
         assert!(!simple_backup_in_place(&mut o));
+    }
+
+    /// `cp -L -b --parents --reflink lf lf d` (lf a symlink to a file, no clones on ext4): cp
+    /// 9.1 leaves an empty d/lf where the first clone failed, moves it to ./lf~ to back it up
+    /// for the second source, leaves another empty d/lf where that clone fails, and cannot
+    /// rename the backup back; mimeo removes each file it failed to clone into, so the second
+    /// source has nothing to back up (fuzz seed 0x929792030561d331).
+    #[test]
+    fn a_failed_clone_cp_backed_up_and_cannot_rename_back_is_allowed() {
+        let clone = "cp: failed to clone 'd/lf' from 'lf': Operation not supported\n";
+        let unbackup = "cp: cannot un-backup 'd/lf': No such file or directory\n";
+        let tree = || {
+            vec![
+                diff(
+                    "",
+                    Field::Mtime,
+                    "1795804532.174966581",
+                    "1500000000.000000000",
+                ),
+                diff("d/lf", Field::Presence, "file", "absent"),
+                diff("lf~", Field::Presence, "file", "absent"),
+            ]
+        };
+        let twice = format!("{clone}{clone}");
+        let mut o = outcome(&format!("{unbackup}{twice}"), &twice);
+        o.plan.opts = vec!["dereference", "backup", "parents", "recursive", "reflink"];
+        o.plan.dest = DestState::Dir;
+        o.tree = tree();
+        for a in ALLOWLIST {
+            (a.apply)(&mut o);
+        }
+        assert!(o.tree.is_empty(), "{:?}", o.tree);
+        assert_eq!(o.cp.stderr, o.ours.stderr);
+        // Not where only one clone onto it failed: the file cp backed up was there before.
+        let mut o = outcome(&format!("{unbackup}{clone}"), clone);
+        o.plan.opts = vec!["dereference", "backup", "parents", "recursive", "reflink"];
+        o.tree = tree();
+        assert!(!simple_backup_in_place(&mut o));
+        assert!(o.cp.stderr.contains(unbackup));
     }
 
     /// `cp -uvb f f d`, where d/f is as new as f but of another size: mimeo replaces it, and

@@ -82,6 +82,9 @@ pub enum Op {
     CreateParent,
     /// Reading the ACL of a directory of a source's path (`--parents` with modes kept).
     GetParentAcl,
+    /// Looking up, from the working directory, the directory of a destination an earlier
+    /// source made, by its name below the target (`--parents`: cp 9.1's set of made files).
+    StatMadeDir,
     /// Giving a directory of a source's path its source's times (`--parents`).
     SetParentTimes,
     /// Giving a directory of a source's path its source's mode and ACL (`--parents`).
@@ -132,6 +135,7 @@ impl Op {
             Op::StatParent => "stat_parent",
             Op::CreateParent => "create_parent",
             Op::GetParentAcl => "get_parent_acl",
+            Op::StatMadeDir => "stat_made_dir",
             Op::SetParentTimes => "set_parent_times",
             Op::SetParentMode => "set_parent_mode",
             Op::CopyAcl => "copy_acl",
@@ -179,6 +183,8 @@ impl Op {
             Op::CreateParent => "cannot make directory",
             // cp names only the path it could not read the ACL of.
             Op::GetParentAcl => "",
+            // gnulib's same_name names only the directory, as it is.
+            Op::StatMadeDir => "",
             // cp's words where it gives them their attributes at the end.
             Op::SetParentTimes => "failed to preserve times for",
             Op::SetParentMode | Op::CopyAcl => "preserving permissions for",
@@ -592,6 +598,7 @@ impl fmt::Display for Error {
                     Op::GetParentAcl | Op::SetParentMode | Op::CopyAcl => {
                         super::quote::quote_arg(&self.path)
                     }
+                    Op::StatMadeDir => self.path.to_string_lossy().into_owned(),
                     _ => quoted(&self.path),
                 };
                 match self.op.phrase() {

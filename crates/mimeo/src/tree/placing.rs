@@ -6,7 +6,7 @@ use super::context::{Ctx, Here, Loc, join};
 use crate::data::copy::DataError;
 use crate::options::{Dereference, Overwrite};
 use crate::place::decide::{
-    Decision, Lookups, decide, removed_first, symlink_removed, unopened_removed,
+    Conflict, Decision, Lookups, decide, removed_first, symlink_removed, unopened_removed,
 };
 use crate::place::links::{FirstCopy, LinkClaim, LinkLoc, Sighting};
 use crate::place::{backup, crash};
@@ -14,6 +14,30 @@ use crate::report::{EntryKind, Error, Op};
 use crate::sys::{self, Errno, Meta};
 use rustix::fd::{AsFd, BorrowedFd};
 use std::ffi::CStr;
+use std::os::unix::ffi::OsStrExt;
+
+/// cp 9.1 finds what it made by the destination's name below the target directory, but
+/// compares directories of such names from the working directory (gnulib's `same_name`, in
+/// its set of made files): under `--parents` that is the source's path less its leading
+/// slashes, and where that directory is not there (an absolute source), cp stops at the
+/// source that meets its own copy with only the directory's name and why.
+fn made_dir_gone(ctx: &Ctx<'_>, here: &Here<'_>) -> Option<Error> {
+    let (Loc::Root(_), Some(root)) = (here.loc, here.root) else {
+        return None;
+    };
+    if !ctx.opts.parents {
+        return None;
+    }
+    let rel = root.src_path.as_os_str().as_encoded_bytes();
+    let rel = &rel[rel.iter().position(|&b| b != b'/')?..];
+    let dir = match rel.iter().rposition(|&b| b == b'/') {
+        Some(end) => &rel[..end],
+        None => return None,
+    };
+    let err = sys::stat_at(sys::CWD, &sys::cstring(dir), false).err()?;
+    let dir = std::path::Path::new(std::ffi::OsStr::from_bytes(dir));
+    Some(Error::sys(Op::StatMadeDir, dir, err))
+}
 
 /// Asks the one overwrite decision about the existing destination `d` of `here/dst_name`,
 /// with the `-i` question where the decision comes to it. `read_node`: `src` is a FIFO or
@@ -51,6 +75,8 @@ pub(super) fn decide_existing(
     };
     let decision = decide(&rules, src, Some(d), &look);
     match decision {
+        Decision::Refuse(c @ Conflict::JustCreated { .. }) => Err(made_dir_gone(ctx, here)
+            .unwrap_or_else(|| c.error(here.src_path(name), here.dst_path(dst_name)))),
         Decision::Refuse(c) => Err(c.error(here.src_path(name), here.dst_path(dst_name))),
         Decision::Skip => Ok(Decision::Skip),
         other => {
