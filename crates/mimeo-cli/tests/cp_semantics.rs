@@ -1250,6 +1250,33 @@ fn a_root_that_fails_after_taking_its_own_copy_away_leaves_its_directory_written
     }
 }
 
+/// `cp -a --backup=t --parents s s/y/z d`: cp copies s first, so the parents of s/y/z are
+/// there when it comes to it and it has none to give their times; backing up d/s/y/z writes
+/// into d/s/y after the walk set its times, and it keeps the time of that write (fuzz seed
+/// 0x37a6302840e97436).
+#[test]
+fn parents_an_earlier_walk_made_keep_the_time_of_a_later_write_as_cp() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = filetime(11_196_007);
+    let setup = |d: &Path| {
+        write(d, "s/y/z", "z\n", 0o644);
+        fs::create_dir(d.join("d")).unwrap();
+        for dir in ["s", "s/y"] {
+            set_mtime(&d.join(dir), old);
+        }
+    };
+    let a = ["-a", "--backup=t", "--parents", "s", "s/y/z", "d"];
+    let ((cp_ok, cp_err, with_cp), (ours_ok, ours_err, with_mimeo)) =
+        run_each(dir.path(), "walked-parents", &setup, &args(&a));
+    assert_eq!((cp_ok, &cp_err), (ours_ok, &ours_err));
+    let mtime = |d: &Path, p: &str| fs::metadata(d.join(p)).unwrap().mtime();
+    for d in [&with_cp, &with_mimeo] {
+        assert!(d.join("d/s/y/z.~1~").exists(), "{d:?}");
+        assert_eq!(mtime(d, "d/s"), old.0, "{d:?}");
+        assert!(mtime(d, "d/s/y") > old.0, "{d:?}");
+    }
+}
+
 /// `cp -f --backup f f` copies the file to its backup name; a new backup name longer than the
 /// filesystem takes less one is cut to fit and ends in `~` (gnulib's `check_extension`), as
 /// for any other backup.

@@ -657,9 +657,10 @@ fn made_early(ctx: &Ctx<'_>, root: &mut Root) {
 
 /// `--parents`: the directories `root` made on the way that an earlier root's walk makes too
 /// (`cp -r --parents s s/./x/y d`: `d/s/./x`) are named by that walk, as cp names them (see
-/// [`made_early`]).
+/// [`made_early`]), and given their times by it.
 fn parents_made_early(ctx: &Ctx<'_>, root: &mut Root) {
-    if !ctx.report.wants_entries() || !root.parents.iter().any(|p| p.created) {
+    let wanted = ctx.report.wants_entries() || ctx.opts.preserve.timestamps;
+    if !wanted || !root.parents.iter().any(|p| p.created) {
         return;
     }
     let stat = |p: &std::path::Path| {
