@@ -1277,6 +1277,34 @@ fn parents_an_earlier_walk_made_keep_the_time_of_a_later_write_as_cp() {
     }
 }
 
+/// `cp -RdL --parents s/ s/p d`, s/p a FIFO: under -L cp remembers every file, so s/p named
+/// again is linked to its copy d/s/p, which is that very entry: cp links over it (a temporary
+/// renamed onto it, which does nothing) and never tries to make a FIFO there. The temporary
+/// is a write into d/s after the walk set its times (fuzz seed 0xb7b08fe5533fc3d5).
+#[test]
+fn a_fifo_named_again_under_dereference_is_linked_to_its_copy_as_cp() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = filetime(11_196_007);
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("s")).unwrap();
+        run_ok("mkfifo", &[d.join("s/p").to_str().unwrap()]);
+        fs::create_dir(d.join("d")).unwrap();
+        set_mtime(&d.join("s"), old);
+    };
+    let each: [&[&str]; 3] = [
+        &["-R", "-dpL", "--parents", "s/", "s/p", "d"],
+        &["-RL", "--preserve=links", "s/.", "s/p", "d"],
+        &["-RL", "--preserve=links", "-v", "s/p", "s/.", "d"],
+    ];
+    for (i, a) in each.iter().enumerate() {
+        let with_mimeo = same_as_cp(dir.path(), &format!("fifo-again{i}"), &setup, &args(a));
+        assert!(with_mimeo.join("d/p").exists() || with_mimeo.join("d/s/p").exists());
+    }
+    let mtime = |d: &Path| fs::metadata(d.join("d/s")).unwrap().mtime();
+    assert!(mtime(&dir.path().join("fifo-again0-cp")) > old.0);
+    assert!(mtime(&dir.path().join("fifo-again0-mimeo")) > old.0);
+}
+
 /// `cp -f --backup f f` copies the file to its backup name; a new backup name longer than the
 /// filesystem takes less one is cut to fit and ends in `~` (gnulib's `check_extension`), as
 /// for any other backup.
