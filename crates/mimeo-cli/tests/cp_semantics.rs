@@ -1305,6 +1305,32 @@ fn a_fifo_named_again_under_dereference_is_linked_to_its_copy_as_cp() {
     assert!(mtime(&dir.path().join("fifo-again0-mimeo")) > old.0);
 }
 
+/// `cp -rH --parents x/l s s d`, x/l a symlink to s: cp remembers a directory's first
+/// destination only (d/x/l), so s named twice after it is copied again rather than skipped
+/// with "specified more than once"; x/l's new parent d/x leaves cp taking the destination to
+/// be new, and the second s's directory is made without a look: "cannot create directory
+/// 'd/s': File exists" (fuzz seed 0xb10815d3b2005979).
+#[test]
+fn a_directory_named_twice_after_it_went_elsewhere_is_made_again_under_parents_as_cp() {
+    let dir = tempfile::tempdir().unwrap();
+    let setup = |d: &Path| {
+        write(d, "s/a/f", "f\n", 0o644);
+        fs::create_dir(d.join("x")).unwrap();
+        symlink("../s", d.join("x/l")).unwrap();
+        fs::create_dir(d.join("d")).unwrap();
+    };
+    same_as_cp_each(
+        dir.path(),
+        "again-elsewhere",
+        &setup,
+        &[
+            &["--parents", "-rH", "x/l", "s", "s", "d"][..],
+            &["--parents", "-rL", "-v", "x/l", "s", "s", "s", "d"],
+            &["--parents", "-r", "x/l", "s", "s", "d"],
+        ],
+    );
+}
+
 /// `cp -f --backup f f` copies the file to its backup name; a new backup name longer than the
 /// filesystem takes less one is cut to fit and ends in `~` (gnulib's `check_extension`), as
 /// for any other backup.

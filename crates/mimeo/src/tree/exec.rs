@@ -160,8 +160,13 @@ impl<'a> Executor<'a> {
             // for a source named twice), also where an earlier file (named again under
             // -b, or another one of that name) went: what that one left there is found.
             let file_lead = earlier.is_some_and(|e| !ctx.roots[e].meta.is_dir());
-            let dir_lead = earlier.is_some() && !file_lead;
             let id = root.meta.id();
+            // The same directory named before to this place, after it went first elsewhere
+            // (under -H and -L, see `Named::dir_again`), is copied again: cp makes it without
+            // a look where it takes it to be new, and finds it there.
+            let again_here = earlier.is_some_and(|e| ctx.roots[e].meta.id() == id)
+                && named.first_elsewhere(id, &dest);
+            let dir_lead = earlier.is_some() && !file_lead && !again_here;
             let twice = dir_lead
                 || root.named_twice
                 || named.went(id, &dest)
