@@ -1330,6 +1330,87 @@ fn a_root_that_fails_after_taking_its_own_copy_away_leaves_its_directory_written
     }
 }
 
+/// `cp -a --backup=t --parents s s/y/z d`: cp copies s first, so the parents of s/y/z are
+/// there when it comes to it and it has none to give their times; backing up d/s/y/z writes
+/// into d/s/y after the walk set its times, and it keeps the time of that write (fuzz seed
+/// 0x37a6302840e97436).
+#[test]
+fn parents_an_earlier_walk_made_keep_the_time_of_a_later_write_as_cp() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = filetime(11_196_007);
+    let setup = |d: &Path| {
+        write(d, "s/y/z", "z\n", 0o644);
+        fs::create_dir(d.join("d")).unwrap();
+        for dir in ["s", "s/y"] {
+            set_mtime(&d.join(dir), old);
+        }
+    };
+    let a = ["-a", "--backup=t", "--parents", "s", "s/y/z", "d"];
+    let ((cp_ok, cp_err, with_cp), (ours_ok, ours_err, with_mimeo)) =
+        run_each(dir.path(), "walked-parents", &setup, &args(&a));
+    assert_eq!((cp_ok, &cp_err), (ours_ok, &ours_err));
+    let mtime = |d: &Path, p: &str| fs::metadata(d.join(p)).unwrap().mtime();
+    for d in [&with_cp, &with_mimeo] {
+        assert!(d.join("d/s/y/z.~1~").exists(), "{d:?}");
+        assert_eq!(mtime(d, "d/s"), old.0, "{d:?}");
+        assert!(mtime(d, "d/s/y") > old.0, "{d:?}");
+    }
+}
+
+/// `cp -RdL --parents s/ s/p d`, s/p a FIFO: under -L cp remembers every file, so s/p named
+/// again is linked to its copy d/s/p, which is that very entry: cp links over it (a temporary
+/// renamed onto it, which does nothing) and never tries to make a FIFO there. The temporary
+/// is a write into d/s after the walk set its times (fuzz seed 0xb7b08fe5533fc3d5).
+#[test]
+fn a_fifo_named_again_under_dereference_is_linked_to_its_copy_as_cp() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = filetime(11_196_007);
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("s")).unwrap();
+        run_ok("mkfifo", &[d.join("s/p").to_str().unwrap()]);
+        fs::create_dir(d.join("d")).unwrap();
+        set_mtime(&d.join("s"), old);
+    };
+    let each: [&[&str]; 3] = [
+        &["-R", "-dpL", "--parents", "s/", "s/p", "d"],
+        &["-RL", "--preserve=links", "s/.", "s/p", "d"],
+        &["-RL", "--preserve=links", "-v", "s/p", "s/.", "d"],
+    ];
+    for (i, a) in each.iter().enumerate() {
+        let with_mimeo = same_as_cp(dir.path(), &format!("fifo-again{i}"), &setup, &args(a));
+        assert!(with_mimeo.join("d/p").exists() || with_mimeo.join("d/s/p").exists());
+    }
+    let mtime = |d: &Path| fs::metadata(d.join("d/s")).unwrap().mtime();
+    assert!(mtime(&dir.path().join("fifo-again0-cp")) > old.0);
+    assert!(mtime(&dir.path().join("fifo-again0-mimeo")) > old.0);
+}
+
+/// `cp -rH --parents x/l s s d`, x/l a symlink to s: cp remembers a directory's first
+/// destination only (d/x/l), so s named twice after it is copied again rather than skipped
+/// with "specified more than once"; x/l's new parent d/x leaves cp taking the destination to
+/// be new, and the second s's directory is made without a look: "cannot create directory
+/// 'd/s': File exists" (fuzz seed 0xb10815d3b2005979).
+#[test]
+fn a_directory_named_twice_after_it_went_elsewhere_is_made_again_under_parents_as_cp() {
+    let dir = tempfile::tempdir().unwrap();
+    let setup = |d: &Path| {
+        write(d, "s/a/f", "f\n", 0o644);
+        fs::create_dir(d.join("x")).unwrap();
+        symlink("../s", d.join("x/l")).unwrap();
+        fs::create_dir(d.join("d")).unwrap();
+    };
+    same_as_cp_each(
+        dir.path(),
+        "again-elsewhere",
+        &setup,
+        &[
+            &["--parents", "-rH", "x/l", "s", "s", "d"][..],
+            &["--parents", "-rL", "-v", "x/l", "s", "s", "s", "d"],
+            &["--parents", "-r", "x/l", "s", "s", "d"],
+        ],
+    );
+}
+
 /// `cp -f --backup f f` copies the file to its backup name; a new backup name longer than the
 /// filesystem takes less one is cut to fit and ends in `~` (gnulib's `check_extension`), as
 /// for any other backup.

@@ -263,8 +263,8 @@ pub(crate) struct Parent {
     /// made it without bits it may have lost, or opened it up to its owner (see
     /// `roots::make_parent`). None leaves it as made.
     pub restore: Option<u32>,
-    /// Made where an earlier root's walk makes it too: that walk names it under `-v` (see
-    /// [`Root::made_early`]).
+    /// Made where an earlier root's walk makes it too: that walk names it under `-v` and
+    /// gives it its times (see [`Root::made_early`]).
     pub early: bool,
     /// Given its source's times: cp stops at the first parent it fails on, after its times,
     /// and those above keep the times they have.

@@ -160,8 +160,13 @@ impl<'a> Executor<'a> {
             // for a source named twice), also where an earlier file (named again under
             // -b, or another one of that name) went: what that one left there is found.
             let file_lead = earlier.is_some_and(|e| !ctx.roots[e].meta.is_dir());
-            let dir_lead = earlier.is_some() && !file_lead;
             let id = root.meta.id();
+            // The same directory named before to this place, after it went first elsewhere
+            // (under -H and -L, see `Named::dir_again`), is copied again: cp makes it without
+            // a look where it takes it to be new, and finds it there.
+            let again_here = earlier.is_some_and(|e| ctx.roots[e].meta.id() == id)
+                && named.first_elsewhere(id, &dest);
+            let dir_lead = earlier.is_some() && !file_lead && !again_here;
             let twice = dir_lead
                 || root.named_twice
                 || named.went(id, &dest)
@@ -657,9 +662,10 @@ fn made_early(ctx: &Ctx<'_>, root: &mut Root) {
 
 /// `--parents`: the directories `root` made on the way that an earlier root's walk makes too
 /// (`cp -r --parents s s/./x/y d`: `d/s/./x`) are named by that walk, as cp names them (see
-/// [`made_early`]).
+/// [`made_early`]), and given their times by it.
 fn parents_made_early(ctx: &Ctx<'_>, root: &mut Root) {
-    if !ctx.report.wants_entries() || !root.parents.iter().any(|p| p.created) {
+    let wanted = ctx.report.wants_entries() || ctx.opts.preserve.timestamps;
+    if !wanted || !root.parents.iter().any(|p| p.created) {
         return;
     }
     let stat = |p: &std::path::Path| {

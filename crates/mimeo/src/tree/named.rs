@@ -115,9 +115,18 @@ impl Named {
         None
     }
 
-    /// Whether a directory `id` going to `dest` was named before to that place.
+    /// Whether a directory `id` going to `dest` was named before to that place: first, as
+    /// cp remembers only a directory's first destination (under -H and -L one named again
+    /// elsewhere and then here is copied again, see [`Named::dir_again`]).
     pub(crate) fn went(&self, id: (u64, u64), dest: &Option<Dest>) -> bool {
-        dest.is_some() && self.dirs.iter().any(|n| n.id == id && n.dest == *dest)
+        let first = self.dirs.iter().find(|n| n.id == id);
+        dest.is_some() && first.is_some_and(|n| n.dest == *dest)
+    }
+
+    /// Whether a directory `id` was named first to another place than `dest` (known).
+    pub(crate) fn first_elsewhere(&self, id: (u64, u64), dest: &Option<Dest>) -> bool {
+        let first = self.dirs.iter().find(|n| n.id == id);
+        dest.is_some() && first.is_some_and(|n| n.dest != *dest)
     }
 
     /// Whether a directory `id` was named before to another place, where cp refuses it

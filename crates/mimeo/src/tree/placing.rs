@@ -252,7 +252,14 @@ fn link_to_group(
     match sys::link(from, &loc_name, here.dst_dir, dst_name) {
         Ok(()) => Ok(Linked::Told),
         Err(Errno::EXIST) => {
-            let (decision, d) = decide_at(ctx, here, src_name, dst_name, (meta, false))?;
+            let d = sys::stat_at(here.dst_dir, dst_name, false)
+                .map_err(|e| Error::sys(Op::Stat, dst_path(), e))?;
+            let decision = match decide_existing(ctx, here, src_name, dst_name, (meta, false), &d) {
+                // The call that makes a FIFO or node finds the entry there (-L): cp never
+                // makes that call for a group member, it links over the entry (force_linkat).
+                Err(e) if made_there(&e) => Decision::Replace,
+                other => other?,
+            };
             // Under -u, cp links a member it skips as up to date to the group's copy all the
             // same (force_linkat, a temporary renamed over the entry), also where the entry
             // is a link of that copy already (a rename that does nothing), and says only
@@ -348,6 +355,11 @@ pub(super) fn refused_removal(
     let refused = e.op == Op::Rename && e.errno() == Some(libc::EPERM);
     (refused && removed_first(&ctx.rules(here, &|| true), src, d))
         .then(|| Error::sys(Op::Remove, here.dst_path(dst_name), Errno::PERM))
+}
+
+/// Whether `e` is the failure of the call that makes a FIFO or node where an entry is.
+fn made_there(e: &Error) -> bool {
+    matches!(e.op, Op::MakeFifo | Op::MakeNode) && e.errno() == Some(libc::EEXIST)
 }
 
 /// Whether two directory handles are one directory.

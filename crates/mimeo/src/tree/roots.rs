@@ -214,12 +214,25 @@ impl Root {
 /// made (also where the copy then fails before it has a root).
 pub(crate) fn finish_parents(parents: &[Parent], opts: &Options, report: &Reporter<'_>) {
     let process = Process::current();
+    // Where an earlier root's walk makes the deepest of them, in cp's order it was there:
+    // cp had no parents to give their times, and the copy's write leaves that directory the
+    // time of the write (see `touch_parents_written_into`).
+    let walked = parents.last().is_some_and(|p| p.created && p.early);
+    let untimed;
+    let opts = if walked && opts.preserve.timestamps {
+        let mut o = opts.clone();
+        o.preserve.timestamps = false;
+        untimed = o;
+        &untimed
+    } else {
+        opts
+    };
     // A failure stops cp's work on the parents (those made keep the mode they were made
     // with); those made were reported as made.
     let mut failed = false;
     for parent in parents.iter().rev() {
         if !failed {
-            parent.timed.store(true, Ordering::Relaxed);
+            parent.timed.store(!walked, Ordering::Relaxed);
             if let Err(e) = finish_parent(parent, opts, &process) {
                 report.fail(e);
                 failed = true;
