@@ -635,6 +635,34 @@ fn a_directory_copied_onto_itself_and_met_again_is_a_copy_into_itself_as_cp() {
     );
 }
 
+/// `--parents` with a directory root then one deeper in it, through a symlink of its tree
+/// (`s` then `s/q/L/`, L a symlink to a directory): cp has copied L as a symlink by then, and
+/// finds it at the later one's destination before it looks for the directory among those it
+/// copied: not a directory in the way (fuzz seed 0x6677c390d0755002).
+#[test]
+fn parents_below_an_earlier_copy_finds_what_it_made_there_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("s/q")).unwrap();
+        fs::create_dir(d.join("d")).unwrap();
+        write(&d.join("s/q/f"), "f");
+        // To the copy of s where copied, to s itself in the source.
+        std::os::unix::fs::symlink("../../s", d.join("s/q/L")).unwrap();
+        nobodys(d, &["s", "s/q", "s/q/f", "d"]);
+    };
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (&["-a", "--parents", "s", "s/q/L/", "d"], None),
+            (
+                &["-a", "--backup", "--parents", "s", "s/q/L/", "d"],
+                Some(NOBODY),
+            ),
+        ],
+    );
+}
+
 /// A later source whose walk meets the copy cp made of an earlier one it then refused as a
 /// copy into itself (`-lRn s/ s/. s/`: cp makes `s/s` and meets it below `s/.`) is a copy
 /// into itself too, with cp's words; mimeo makes no such copy (docs/cp.md, "A copy into

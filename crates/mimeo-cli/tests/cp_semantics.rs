@@ -1862,6 +1862,38 @@ fn parents_directories_a_later_source_writes_into_get_its_time_as_cp() {
     }
 }
 
+/// `--parents`: cp looks at a parent's source once the earlier sources are copied. Where an
+/// earlier one wrote into that source (`ls`, a symlink to `s`, copied into `ls`, that is into
+/// `s`), the parent made for `s/.` gets the time of that write, not the source's old one.
+#[test]
+fn parents_directory_whose_source_an_earlier_source_wrote_into_gets_that_time_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let old = rustix::fs::Timespec {
+        tv_sec: 978_307_200,
+        tv_nsec: 0,
+    };
+    let setup = |d: &Path| {
+        write(d, "s/x", "x\n", 0o644);
+        let times = rustix::fs::Timestamps {
+            last_access: old,
+            last_modification: old,
+        };
+        let flags = rustix::fs::AtFlags::empty();
+        rustix::fs::utimensat(rustix::fs::CWD, d.join("s"), &times, flags).unwrap();
+        std::os::unix::fs::symlink("s", d.join("ls")).unwrap();
+    };
+    let a = ["-a", "--parents", "ls", "s/.", "ls"];
+    let ((cp_ok, cp_msg, cp), (ours_ok, ours_msg, ours)) =
+        run_each(base, "pwritten", &setup, &args(&a));
+    assert_eq!((cp_ok, cp_msg), (ours_ok, ours_msg));
+    let old_time = |d: &Path| fs::metadata(d.join("s/s")).unwrap().mtime() == old.tv_sec;
+    assert!(!old_time(&cp), "cp gave s/s the source's old time");
+    assert_eq!(old_time(&cp), old_time(&ours));
+}
+
 /// A source directory named again, to another destination than the first time (`s/.` and
 /// `s` into one directory): cp refuses it ("will not create hard link 'D/s' to directory
 /// 'D/.'") and exits 1, unless it follows command-line symlinks (`-H`, `-L`), where it

@@ -130,10 +130,16 @@ impl<'a> Executor<'a> {
         let mut named = Named::default();
         // cp's flag that a --parents destination is new, kept from one source to the next.
         let mut new_dst = false;
+        // The directories the roots so far write into (only looked at for --parents times).
+        let mut written: Vec<(u64, u64)> = Vec::new();
         for (n, pair) in pairs.iter().enumerate() {
-            let mut root = match resolve_root(opts, pair, &ctx.report, &named, &mut new_dst) {
+            let resolved = resolve_root(opts, pair, &ctx.report, &named, &written, &mut new_dst);
+            let mut root = match resolved {
                 Ok(mut root) => {
                     parents_made_early(&ctx, &mut root);
+                    if opts.parents && opts.preserve.timestamps {
+                        written.extend(sys::fstat(root.dst_parent.as_fd()).map(|m| m.id()));
+                    }
                     root
                 }
                 // Making a non-directory where its parent is missing, or at "d/" naming a
@@ -746,14 +752,22 @@ fn resolve_root(
     pair: &CopyPair,
     report: &Reporter<'_>,
     named: &Named,
+    written: &[(u64, u64)],
     new_dst: &mut bool,
 ) -> Result<Root, (Error, bool)> {
-    let parents = if opts.parents {
+    let mut parents = if opts.parents {
         // cp has not looked at the source yet: it is not counted as named.
         super::roots::make_parents(&pair.src, &pair.dst, opts, new_dst).map_err(|e| (e, false))?
     } else {
         Vec::new()
     };
+    // cp looks at a parent's source after the earlier sources are copied: one that an earlier
+    // source wrote into has, then, the time of that write (here it may not have run yet).
+    for parent in &mut parents {
+        if written.contains(&parent.src.id()) {
+            parent.src.mtime = now();
+        }
+    }
     // cp made the copy of an earlier directory it refused as a copy into itself where the
     // first of these was just made: it found that there, and takes nothing below it as new.
     let first = parents.iter().find(|p| p.created);
@@ -788,6 +802,14 @@ fn resolve_root(
     root.parents = parents;
     Ok(root)
 }
+/// The time now, as a file's mtime.
+fn now() -> (i64, u32) {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    (t.as_secs() as i64, t.subsec_nanos())
+}
+
 /// Where [`Executor::with_hooks`] puts the roots it takes in.
 struct Queue<'q> {
     items: &'q mut Vec<WorkItem>,

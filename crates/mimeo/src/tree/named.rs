@@ -74,8 +74,7 @@ impl Named {
         if dest.is_some() && !root.taken_new && there().is_ok_and(left) {
             return None;
         }
-        let in_the_way = || in_an_earlier_copys_way(opts, &self.dirs, root);
-        if let Some(e) = (!root.taken_new).then(in_the_way).flatten() {
+        if let Some(e) = in_an_earlier_copys_way(opts, &self.dirs, root) {
             return Some(Err(e));
         }
         let same = self.dirs.iter().filter(|n| n.id == id);
@@ -216,7 +215,14 @@ fn in_an_earlier_copys_way(opts: &Options, dirs: &[NamedDir], root: &Root) -> Op
         let dst = sys::cstring(n.dst_path.as_os_str().as_bytes());
         sys::stat_at(sys::CWD, &dst, true).is_ok_and(|m| m.id() == parent)
     };
-    let earlier = dirs.iter().find(into_parent)?;
+    // A destination taken to be new is made without a look, but one deeper in an earlier
+    // copy: the directories `--parents` made on the way there, cp found made by that copy.
+    let (earlier, between) = match dirs.iter().find(into_parent) {
+        Some(n) if !root.taken_new => (n, None),
+        Some(_) => return None,
+        None if opts.parents => below_an_earlier_copy(opts, dirs, root)?,
+        None => return None,
+    };
     // Where the user may not write, cp made nothing there: the entry is not in the way.
     if !sys::may_write(root.dst_parent.as_fd(), c".") {
         return None;
@@ -224,6 +230,10 @@ fn in_an_earlier_copys_way(opts: &Options, dirs: &[NamedDir], root: &Root) -> Op
     let name = root.dst_name.to_bytes();
     let name = &name[..name.iter().rposition(|&c| c != b'/')? + 1];
     let mut entry = earlier.src_path.as_os_str().as_bytes().to_vec();
+    if let Some(between) = between {
+        entry.push(b'/');
+        entry.extend_from_slice(between.as_os_str().as_bytes());
+    }
     entry.push(b'/');
     entry.extend_from_slice(name);
     let entry = sys::cstring(&entry);
@@ -252,6 +262,47 @@ fn in_an_earlier_copys_way(opts: &Options, dirs: &[NamedDir], root: &Root) -> Op
     } else {
         Error::refused(Op::CreateDir, dst, Refusal::NonDirectoryInTheWay { src })
     })
+}
+
+/// `--parents`: the earlier directory root whose copy holds `root`'s destination directory
+/// deeper down (`s` then `s/q/L/`, both into `d`: `d/s/q`), with the path from that copy to
+/// it (`q`). cp has made the directories between by then, where the earlier source has
+/// directories; None where it has something else on the way.
+fn below_an_earlier_copy<'n>(
+    opts: &Options,
+    dirs: &'n [NamedDir],
+    root: &Root,
+) -> Option<(&'n NamedDir, Option<PathBuf>)> {
+    let id_of = |p: &Path| {
+        let p = sys::cstring(p.as_os_str().as_bytes());
+        sys::stat_at(sys::CWD, &p, true).ok().map(|m| m.id())
+    };
+    let copies: Vec<_> = dirs
+        .iter()
+        .filter_map(|n| Some((id_of(&n.dst_path)?, n)))
+        .collect();
+    let dir = super::roots::trimmed(&root.dst_path).parent()?;
+    let follow = opts.dereference == Dereference::Always;
+    for above in dir.ancestors().skip(1) {
+        if above.as_os_str().is_empty() {
+            break;
+        }
+        let Some(id) = id_of(above) else { continue };
+        let Some(&(_, earlier)) = copies.iter().find(|(d, _)| *d == id) else {
+            continue;
+        };
+        let between = dir.strip_prefix(above).ok()?;
+        let mut src = earlier.src_path.clone();
+        for name in between.components() {
+            src.push(name);
+            let at = sys::cstring(src.as_os_str().as_bytes());
+            if !sys::stat_at(sys::CWD, &at, follow).is_ok_and(|m| m.is_dir()) {
+                return None;
+            }
+        }
+        return Some((earlier, Some(between.to_path_buf())));
+    }
+    None
 }
 
 /// What cp says of a directory `id` (the entry `src` of the source) met below root `root`
