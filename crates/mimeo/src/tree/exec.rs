@@ -802,6 +802,7 @@ fn resolve_root(
     root.parents = parents;
     Ok(root)
 }
+
 /// The time now, as a file's mtime.
 fn now() -> (i64, u32) {
     let t = std::time::SystemTime::now()
