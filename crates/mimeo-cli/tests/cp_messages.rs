@@ -663,6 +663,30 @@ fn parents_below_an_earlier_copy_finds_what_it_made_there_as_cp() {
     );
 }
 
+/// `-l` as a user: an earlier root's symlink the kernel would not link (another user's, under
+/// `fs.protected_hardlinks`) was not made, so a later `--parents` root through it (`s` then
+/// `s/x/`) finds nothing in its way and is made, as cp makes it (fuzz seed
+/// 0x72dceec9e821d871).
+#[test]
+fn parents_below_a_symlink_an_earlier_copy_could_not_link_are_made_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("s/t")).unwrap();
+        fs::create_dir(d.join("d")).unwrap();
+        write(&d.join("s/t/f"), "f");
+        std::os::unix::fs::symlink("t", d.join("s/x")).unwrap();
+        // The user's own file links, so the symlink's failure is the only line.
+        nobodys(d, &["d", "s/t/f"]);
+    };
+    let args: &[&str] = &["-d", "--parents", "-r", "-l", "s", "s/x/", "d"];
+    let backups: &[&str] = &["-d", "--parents", "-r", "-l", "-b", "s", "s/x/", "d"];
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[(args, Some(NOBODY)), (backups, Some(NOBODY)), (args, None)],
+    );
+}
+
 /// A later source whose walk meets the copy cp made of an earlier one it then refused as a
 /// copy into itself (`-lRn s/ s/. s/`: cp makes `s/s` and meets it below `s/.`) is a copy
 /// into itself too, with cp's words; mimeo makes no such copy (docs/cp.md, "A copy into

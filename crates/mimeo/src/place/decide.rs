@@ -293,8 +293,12 @@ fn not_older(
 /// another user's entry that is not a regular file it may read and write, or is set-uid, or
 /// set-gid and group-executable. cp's rule keeps what such a link would fail to replace.
 fn link_refused(rules: &Rules<'_>, src: &Meta) -> bool {
-    let p = rules.process;
-    if rules.opts.link != Some(LinkInstead::Hard) || p.euid == 0 || src.uid == p.euid {
+    kernel_refuses_link(rules.opts, rules.process, src)
+}
+
+/// [`link_refused`] for the process `p` under `opts`.
+pub(crate) fn kernel_refuses_link(opts: &Options, p: &Process, src: &Meta) -> bool {
+    if opts.link != Some(LinkInstead::Hard) || p.euid == 0 || src.uid == p.euid {
         return false;
     }
     let m = src.perm();

@@ -14,7 +14,7 @@ use super::through;
 use crate::data::meta::{self, Apply, Dst};
 use crate::options::{Dereference, LinkInstead, Overwrite};
 use crate::place::crash;
-use crate::place::decide::Decision;
+use crate::place::decide::{Decision, kernel_refuses_link};
 use crate::place::links::FirstCopy;
 use crate::report::{Cause, EntryKind, Error, Op, Refusal};
 use crate::sys::{self, Errno, IoBuf, Meta, XattrTarget};
@@ -344,6 +344,23 @@ fn socket_contents(
     copy_contents(ctx, here, buf, names, follow).map(|_| ())
 }
 
+/// Whether the entry `dst_name` of `here` is the destination directory of a root named after
+/// `here`'s, which mimeo makes before any walk starts and cp only when it gets to that root.
+/// Asked only where a link failed.
+fn made_by_a_later_root(ctx: &Ctx<'_>, here: &Here<'_>, dst_name: &CStr) -> bool {
+    let super::context::Loc::Below(root, _) = here.loc else {
+        return false;
+    };
+    let Ok(d) = sys::stat_at(here.dst_dir, dst_name, false) else {
+        return false;
+    };
+    let later = ctx.roots.iter().skip(root as usize + 1);
+    d.is_dir()
+        && later
+            .filter_map(|r| r.dirs.as_ref())
+            .any(|(_, dst)| sys::fstat(dst.as_fd()).is_ok_and(|m| m.id() == d.id()))
+}
+
 /// `-l`/`-s`: makes a link to the source entry `name` at `dst_name` instead of a copy.
 fn link_entry(
     ctx: &Ctx<'_>,
@@ -394,6 +411,14 @@ fn link_entry(
     let failed = |e: Errno| Error::sys(op, dst_path(), e).from_source(src_path());
     match make(dst_name) {
         Ok(()) => {}
+        // Onto a later root's directory, made before cp would make it: the link the kernel
+        // refuses fails as it does onto nothing.
+        Err(Errno::EXIST)
+            if kernel_refuses_link(ctx.opts, &ctx.process, &meta)
+                && made_by_a_later_root(ctx, here, dst_name) =>
+        {
+            return Err(failed(Errno::PERM));
+        }
         Err(Errno::EXIST) => {
             let (decision, d) = decide_at(ctx, here, name, dst_name, (&meta, false))?;
             if decision == Decision::Skip {

@@ -8,7 +8,9 @@
 use super::context::{Root, same_name_paths};
 use super::roots::{file_source_id, root_file_key};
 use super::work::{Dest, Named, NamedDir};
+use crate::data::meta::Process;
 use crate::options::{Dereference, Options, Overwrite};
+use crate::place::decide::kernel_refuses_link;
 use crate::report::{Error, Op, Refusal, Warning};
 use crate::sys::{self, Meta};
 use rustix::fd::AsFd;
@@ -239,7 +241,9 @@ fn in_an_earlier_copys_way(opts: &Options, dirs: &[NamedDir], root: &Root) -> Op
     let entry = sys::cstring(&entry);
     let follow = opts.dereference == Dereference::Always;
     let made = sys::stat_at(sys::CWD, &entry, follow).ok()?;
-    if made.is_dir() {
+    // Nor where the earlier copy made nothing: a directory, or under -l what the kernel will
+    // not link (another user's symlink, under fs.protected_hardlinks).
+    if made.is_dir() || kernel_refuses_link(opts, &Process::current(), &made) {
         return None;
     }
     let src = root.src_path.clone();
