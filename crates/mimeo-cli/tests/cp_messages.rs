@@ -774,6 +774,40 @@ fn an_unreadable_source_is_reported_as_cp_reports_it() {
     assert!(ours.stderr.contains("for reading"), "{ours:?}");
 }
 
+/// A FIFO read as a file (`--copy-contents`) under -P onto a file in a directory the user
+/// may not write: cp removes the destination first, as for any source that is not a regular
+/// file, and fails there ("cannot remove"), before its -v line and before it opens the FIFO
+/// (fuzz seed 0x93cc783e171b8941). mimeo opens the FIFO first, which here only waits for a
+/// writer.
+#[test]
+fn a_fifo_read_as_a_file_fails_at_its_removal_first_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir(d.join("s")).unwrap();
+        write(&d.join("s/x"), "old");
+        mkfifo(&d.join("p"));
+        fs::set_permissions(d.join("p"), fs::Permissions::from_mode(0o666)).unwrap();
+        // mimeo waits for the FIFO's writer before it looks at the destination (it opened
+        // the FIFO first): one comes, and goes after a while where nothing reads.
+        if d.ends_with("ours") {
+            let p = d.join("p");
+            std::thread::spawn(move || {
+                std::process::Command::new("timeout")
+                    .args(["10", "sh", "-c", "echo data > \"$0\""])
+                    .arg(p)
+                    .status()
+            });
+        }
+    };
+    let verbose: &[&str] = &["-a", "--verbose", "--copy-contents", "p", "s/x"];
+    let plain: &[&str] = &["-R", "--copy-contents", "p", "s/x"];
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[(verbose, Some(NOBODY)), (plain, Some(NOBODY))],
+    );
+}
+
 #[test]
 fn fifo_and_parent_failures_are_worded_as_cp_words_them() {
     let dir = scratch();

@@ -25,7 +25,7 @@ use crate::data::meta::{self, Apply, Dst, creation_mode};
 use crate::data::{node, origin, verify};
 use crate::options::{Overwrite, Reflink};
 use crate::place::crash;
-use crate::place::decide::{Decision, looked_through};
+use crate::place::decide::{Decision, looked_through, removed_first};
 use crate::place::links::FirstCopy;
 use crate::place::resume::{self, ResumeProgress};
 use crate::report::{EntryKind, Error, FileOutcome, Method, Op, Refusal};
@@ -551,9 +551,13 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         let owner_only = self.owner_only(Some(&src_xattrs));
         let made = match decision {
             Decision::InPlace => self.open_in_place(&d, owner_only)?,
-            Decision::Recreate => self.recreate(owner_only)?,
+            Decision::Recreate => {
+                let mut rules = ctx.rules(here, &|| true);
+                rules.read_node = self.contents;
+                self.recreate(owner_only, removed_first(&rules, meta, &d))?
+            }
             _ if d.is_symlink() => self.replace_symlink(owner_only)?,
-            _ if !d.is_reg() => self.recreate(owner_only)?,
+            _ if !d.is_reg() => self.recreate(owner_only, false)?,
             _ => self.overwrite(&d, owner_only)?,
         };
         let mut p = self.placement(made, first, Some(src_xattrs));
@@ -620,9 +624,15 @@ impl<'a, 'c> RegularFile<'a, 'c> {
 
     /// A temporary that replaces an existing entry by a file made as if nothing were there.
     /// A temporary is incomplete by its name, so it needs no marker (and no chmod to clear
-    /// one): it is created as restricted as its final mode requires.
-    fn recreate(&self, owner_only: u32) -> Result<(OwnedFd, Target, Placed), Error> {
-        self.try_recreate(owner_only).map_err(|e| self.announced(e))
+    /// one): it is created as restricted as its final mode requires. `removed_first`: cp
+    /// removes the destination before anything else (see `decide::removed_first`).
+    fn recreate(
+        &self,
+        owner_only: u32,
+        removed_first: bool,
+    ) -> Result<(OwnedFd, Target, Placed), Error> {
+        self.try_recreate(owner_only, removed_first)
+            .map_err(|e| if removed_first { e } else { self.announced(e) })
     }
 
     /// Under -f the removal follows the failed open, after cp's -v line: it is said for the
@@ -637,8 +647,13 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         e
     }
 
-    /// [`Self::recreate`] without the -v line of a failure.
-    fn try_recreate(&self, owner_only: u32) -> Result<(OwnedFd, Target, Placed), Error> {
+    /// [`Self::recreate`] without the -v line of a failure. cp's removal first fails before
+    /// its -v line, where the directory cannot be written ("cannot remove").
+    fn try_recreate(
+        &self,
+        owner_only: u32,
+        removed_first: bool,
+    ) -> Result<(OwnedFd, Target, Placed), Error> {
         let (ctx, here) = (self.ctx, self.here);
         let mode = creation_mode(ctx.opts, &ctx.process, here.dst.setgid, &self.meta) & owner_only;
         let backup = ctx.opts.backup.is_some();
@@ -650,7 +665,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             // directory cannot be written; without a backup, -f and --remove-destination
             // remove it first (-f: what cp cannot open), and fail at that.
             let refused = matches!(e, Errno::ACCESS | Errno::PERM | Errno::ROFS);
-            let removes = ctx.opts.force || ctx.opts.remove_destination;
+            let removes = ctx.opts.force || ctx.opts.remove_destination || removed_first;
             let op = match (backup, removes) {
                 (true, _) if refused => Op::Backup,
                 (false, true) if refused => Op::Remove,
@@ -666,7 +681,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
     /// directory (one the user may not write), cp's way is taken: the regular file the
     /// symlink leads to is written into, as the fallback for a regular file does.
     fn replace_symlink(&self, owner_only: u32) -> Result<(OwnedFd, Target, Placed), Error> {
-        let err = match self.try_recreate(owner_only) {
+        let err = match self.try_recreate(owner_only, false) {
             Err(e) if e.errno() == Some(libc::EACCES) => e,
             made => return made.map_err(|e| self.announced(e)),
         };
