@@ -231,6 +231,12 @@ fn in_an_earlier_copys_way(opts: &Options, dirs: &[NamedDir], root: &Root) -> Op
     }
     let name = root.dst_name.to_bytes();
     let name = &name[..name.iter().rposition(|&c| c != b'/')? + 1];
+    // A directory there already stays one: cp replaces no directory with the earlier copy's
+    // non-directory (it asks first under -i, then refuses).
+    let there = sys::stat_at(root.dst_parent.as_fd(), &sys::cstring(name), false);
+    if there.is_ok_and(|m| m.is_dir()) {
+        return None;
+    }
     let mut entry = earlier.src_path.as_os_str().as_bytes().to_vec();
     if let Some(between) = between {
         entry.push(b'/');
