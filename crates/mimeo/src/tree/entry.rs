@@ -420,48 +420,9 @@ fn link_entry(
             return Err(failed(Errno::PERM));
         }
         Err(Errno::EXIST) => {
-            let (decision, d) = decide_at(ctx, here, name, dst_name, (&meta, false))?;
-            if decision == Decision::Skip {
-                ctx.report.skipped(src_path, dst_path);
+            if !link_over(ctx, here, (name, dst_name), &meta, through, &make, &failed)? {
                 return Ok(());
             }
-            // A backup or --remove-destination puts the destination aside first: a link made
-            // through it finds nothing (see `through`; nothing is renamed or removed, so the
-            // way to the source stays). Under -f alone cp links to a temporary name and
-            // renames it over the destination, which is there all along.
-            let aside = ctx.opts.backup.is_some() || ctx.opts.remove_destination;
-            let via_dst = || through::source_through_destination(here, name, dst_name);
-            if through && aside && decision == Decision::Recreate && d.is_symlink() && via_dst() {
-                // -u: what cp's rule keeps (not older) it skips first, as for a copy.
-                if ctx.opts.overwrite == Overwrite::Update && d.mtime >= meta.mtime {
-                    ctx.report.skipped(src_path, dst_path);
-                    return Ok(());
-                }
-                return Err(failed(Errno::NOENT));
-            }
-            let backup = ctx.opts.backup.is_some();
-            let t = match crash::with_temp(here.dst_prefix(), &make) {
-                Ok(((), t)) => t,
-                Err(e) => {
-                    if let Some(b) = backup_fails_first(ctx, here, backup, e) {
-                        return Err(Error::sys(Op::Backup, dst_path(), b));
-                    }
-                    // Where cp removes the destination before it links, a failed link
-                    // leaves it removed.
-                    before_failed_copy(ctx, here, dst_name, &meta, &d)?;
-                    return Err(failed(e));
-                }
-            };
-            // A rename refused (a sticky directory, an immutable entry) is cp's: its removal
-            // first where it removes the destination first, else its own rename of the link
-            // made under a temporary name (force_linkat, force_symlinkat).
-            commit(ctx, here, &t, dst_name, false, backup).map_err(|e| {
-                let refused = e.op == Op::Rename && e.errno() == Some(libc::EPERM);
-                refused_removal(ctx, here, dst_name, &meta, &d, &e)
-                    .unwrap_or_else(|| if refused { failed(Errno::PERM) } else { e })
-            })?;
-            // A hard link renamed over another link of its inode leaves the temporary.
-            let _ = sys::unlink(here.dst_dir, &t, false);
         }
         Err(e) => return Err(failed(e)),
     }
@@ -472,6 +433,64 @@ fn link_entry(
     }
     ctx.report.copied(src_path, dst_path, entry, None);
     Ok(())
+}
+
+/// [`link_entry`] onto the existing entry at `dst_name`: decides about it and links over it
+/// (by a temporary name renamed over it). Returns false where the entry is kept (skipped).
+fn link_over(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    (name, dst_name): (&CStr, &CStr),
+    meta: &Meta,
+    through: bool,
+    make: &dyn Fn(&CStr) -> Result<(), Errno>,
+    failed: &dyn Fn(Errno) -> Error,
+) -> Result<bool, Error> {
+    let src_path = || here.src_path(name);
+    let dst_path = || here.dst_path(dst_name);
+    let (decision, d) = decide_at(ctx, here, name, dst_name, (meta, false))?;
+    if decision == Decision::Skip {
+        ctx.report.skipped(src_path, dst_path);
+        return Ok(false);
+    }
+    // A backup or --remove-destination puts the destination aside first: a link made
+    // through it finds nothing (see `through`; nothing is renamed or removed, so the
+    // way to the source stays). Under -f alone cp links to a temporary name and
+    // renames it over the destination, which is there all along.
+    let aside = ctx.opts.backup.is_some() || ctx.opts.remove_destination;
+    let via_dst = || through::source_through_destination(here, name, dst_name);
+    if through && aside && decision == Decision::Recreate && d.is_symlink() && via_dst() {
+        // -u: what cp's rule keeps (not older) it skips first, as for a copy.
+        if ctx.opts.overwrite == Overwrite::Update && d.mtime >= meta.mtime {
+            ctx.report.skipped(src_path, dst_path);
+            return Ok(false);
+        }
+        return Err(failed(Errno::NOENT));
+    }
+    let backup = ctx.opts.backup.is_some();
+    let t = match crash::with_temp(here.dst_prefix(), make) {
+        Ok(((), t)) => t,
+        Err(e) => {
+            if let Some(b) = backup_fails_first(ctx, here, backup, e) {
+                return Err(Error::sys(Op::Backup, dst_path(), b));
+            }
+            // Where cp removes the destination before it links, a failed link
+            // leaves it removed.
+            before_failed_copy(ctx, here, dst_name, meta, &d)?;
+            return Err(failed(e));
+        }
+    };
+    // A rename refused (a sticky directory, an immutable entry) is cp's: its removal
+    // first where it removes the destination first, else its own rename of the link
+    // made under a temporary name (force_linkat, force_symlinkat).
+    commit(ctx, here, &t, dst_name, false, backup).map_err(|e| {
+        let refused = e.op == Op::Rename && e.errno() == Some(libc::EPERM);
+        refused_removal(ctx, here, dst_name, meta, &d, &e)
+            .unwrap_or_else(|| if refused { failed(Errno::PERM) } else { e })
+    })?;
+    // A hard link renamed over another link of its inode leaves the temporary.
+    let _ = sys::unlink(here.dst_dir, &t, false);
+    Ok(true)
 }
 
 /// What cp gives a symlink it made for `-s`: under -p the source's times, and with

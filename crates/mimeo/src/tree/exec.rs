@@ -192,25 +192,7 @@ impl<'a> Executor<'a> {
                     continue;
                 }
             }
-            let mut earlier_item = earlier.and_then(|e| {
-                items
-                    .iter()
-                    .position(|i| i.root == e as u32 && matches!(i.kind, WorkKind::Root))
-            });
-            // A directory root queued since, whose walk may replace what the earlier one
-            // made, runs before this one in cp's order: where the sources overlap (and so
-            // run in order) this one, a file, is queued on its own, after it.
-            if let Some(at) = earlier_item.filter(|_| !root.meta.is_dir()) {
-                let walk_between = items[at + 1..]
-                    .iter()
-                    .any(|i| matches!(i.kind, WorkKind::Dir(_)));
-                if walk_between && overlap_with(&ctx.roots, &root) {
-                    let lead = items[at].root;
-                    ctx.roots[lead as usize].leads = true;
-                    root.lead = Some(lead);
-                    earlier_item = None;
-                }
-            }
+            let earlier_item = earlier_item(&mut ctx, &items, earlier, &mut root);
             if let (Some(e), None, true) = (earlier, earlier_item, file_lead) {
                 // The earlier one ran already (see `run_files_now`): what it made, this one
                 // will not replace.
@@ -809,6 +791,36 @@ fn now() -> (i64, u32) {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     (t.as_secs() as i64, t.subsec_nanos())
+}
+
+/// The queued item of the `earlier` root that goes to the same destination name as `root`,
+/// which `root` is queued behind. A directory root queued since, whose walk may replace what
+/// the earlier one made, runs before `root` in cp's order: where the sources overlap (and so
+/// run in order) `root`, a file, is queued on its own, after it, and led by that root.
+fn earlier_item(
+    ctx: &mut Ctx<'_>,
+    items: &[WorkItem],
+    earlier: Option<usize>,
+    root: &mut super::context::Root,
+) -> Option<usize> {
+    let at = earlier.and_then(|e| {
+        items
+            .iter()
+            .position(|i| i.root == e as u32 && matches!(i.kind, WorkKind::Root))
+    })?;
+    if root.meta.is_dir() {
+        return Some(at);
+    }
+    let walk_between = items[at + 1..]
+        .iter()
+        .any(|i| matches!(i.kind, WorkKind::Dir(_)));
+    if walk_between && overlap_with(&ctx.roots, root) {
+        let lead = items[at].root;
+        ctx.roots[lead as usize].leads = true;
+        root.lead = Some(lead);
+        return None;
+    }
+    Some(at)
 }
 
 /// Where [`Executor::with_hooks`] puts the roots it takes in.

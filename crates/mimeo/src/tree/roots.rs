@@ -118,37 +118,15 @@ impl Root {
             return Err(Error::refused(Op::Refuse, src_path, Refusal::NotRecursive));
         }
         let (dst_parent_path, dst_name) = split(dst_path);
-        let dst_parent = match sys::open_dir_to_use(sys::CWD, &dst_parent_path, true) {
-            Err(Errno::NOENT) if parent_missing => sys::open_dir(src_parent.as_fd(), c".", false)
-                .map_err(|e| stat_error(src_path.clone(), e))?,
-            // cp looks at the destination first: only a missing one goes on to be created,
-            // after the source of a file copy is opened (a FIFO's open waits for its writer).
-            Err(Errno::NOENT) => {
-                if create_op(opts, &meta).0 == Op::Create {
-                    open_first(src_parent.as_fd(), &src_name, follow, &meta, control)
-                        .map_err(|e| Error::sys(Op::Open, src_path, e))?;
-                }
-                return Err(create_error(
-                    opts,
-                    &meta,
-                    (src_path, dst_path),
-                    Errno::NOENT,
-                ));
-            }
-            // Under -f cp goes on past a destination it cannot stat for a symlink loop, to
-            // replace it: making it fails for the same loop, and for a file (whose source
-            // it opens first) so does the removal -f then tries.
-            Err(Errno::LOOP) if opts.force => {
-                let op = create_op(opts, &meta).0;
-                if op != Op::Create {
-                    return Err(create_error(opts, &meta, (src_path, dst_path), Errno::LOOP));
-                }
-                open_first(src_parent.as_fd(), &src_name, follow, &meta, control)
-                    .map_err(|e| Error::sys(Op::Open, src_path, e))?;
-                return Err(Error::sys(Op::Remove, dst_path, Errno::LOOP).after_failed_open());
-            }
-            other => other.map_err(|e| Error::sys(Op::Stat, dst_path, e))?,
-        };
+        let source = (src_parent.as_fd(), src_name.as_c_str(), follow, &meta);
+        let dst_parent = open_dst_parent(
+            opts,
+            &dst_parent_path,
+            parent_missing,
+            source,
+            (src_path, dst_path),
+            control,
+        )?;
         let parent_meta =
             sys::fstat(dst_parent.as_fd()).map_err(|e| Error::sys(Op::Stat, dst_path, e))?;
         let open_source = || {
@@ -898,6 +876,46 @@ fn create_op(opts: &Options, meta: &Meta) -> (Op, bool) {
         None if meta.is_reg() || !opts.recursive || opts.copy_contents => (Op::Create, false),
         None if meta.file_type() == sys::S_IFIFO => (Op::MakeFifo, false),
         None => (Op::MakeNode, false),
+    }
+}
+
+/// Opens the directory the destination goes into, as cp looks at the destination first: only
+/// a missing one goes on to be created (and fails there), after the source `src` of a file
+/// copy is opened; under `parent_missing` the source's own directory stands in for it.
+fn open_dst_parent(
+    opts: &Options,
+    dst_parent_path: &CStr,
+    parent_missing: bool,
+    (src_parent, src_name, follow, meta): (BorrowedFd<'_>, &CStr, bool, &Meta),
+    (src_path, dst_path): (&PathBuf, &PathBuf),
+    control: Option<&Control>,
+) -> Result<OwnedFd, Error> {
+    match sys::open_dir_to_use(sys::CWD, dst_parent_path, true) {
+        Err(Errno::NOENT) if parent_missing => {
+            sys::open_dir(src_parent, c".", false).map_err(|e| stat_error(src_path.clone(), e))
+        }
+        // cp looks at the destination first: only a missing one goes on to be created,
+        // after the source of a file copy is opened (a FIFO's open waits for its writer).
+        Err(Errno::NOENT) => {
+            if create_op(opts, meta).0 == Op::Create {
+                open_first(src_parent, src_name, follow, meta, control)
+                    .map_err(|e| Error::sys(Op::Open, src_path, e))?;
+            }
+            Err(create_error(opts, meta, (src_path, dst_path), Errno::NOENT))
+        }
+        // Under -f cp goes on past a destination it cannot stat for a symlink loop, to
+        // replace it: making it fails for the same loop, and for a file (whose source
+        // it opens first) so does the removal -f then tries.
+        Err(Errno::LOOP) if opts.force => {
+            let op = create_op(opts, meta).0;
+            if op != Op::Create {
+                return Err(create_error(opts, meta, (src_path, dst_path), Errno::LOOP));
+            }
+            open_first(src_parent, src_name, follow, meta, control)
+                .map_err(|e| Error::sys(Op::Open, src_path, e))?;
+            Err(Error::sys(Op::Remove, dst_path, Errno::LOOP).after_failed_open())
+        }
+        other => other.map_err(|e| Error::sys(Op::Stat, dst_path, e)),
     }
 }
 
