@@ -1956,6 +1956,7 @@ fn into_itself(o: &mut Outcome) -> bool {
     // The quoted source and copy of each line, without their closing quotes: the start of
     // any name at or below them.
     let mut starts = Vec::new();
+    let mut roots = Vec::new();
     let mut copies = Vec::new();
     for l in &lines {
         let Some(rest) = l.split("cannot copy a directory, ").nth(1) else {
@@ -1964,6 +1965,7 @@ fn into_itself(o: &mut Outcome) -> bool {
         if let Some((src, dst)) = rest.split_once(", into itself, ") {
             starts.push(src[..src.len().saturating_sub(1)].to_string());
             starts.push(dst[..dst.len().saturating_sub(1)].to_string());
+            roots.extend([src, dst].into_iter().filter_map(unquote));
             // A copy named `d/.` is `d` itself: cp filled it, so a later source copied into
             // it finds what cp made there (named `d/x`, without the `.`).
             if let Some(dir) = dst.strip_suffix("/.'") {
@@ -2001,9 +2003,15 @@ fn into_itself(o: &mut Outcome) -> bool {
             let bare = |s: &String| l.starts_with(&format!("cp: {}", plain(s)));
             let parent =
                 |s: &String| !l.starts_with('\'') && l.contains(" -> ") && l.contains(plain(s));
-            starts
-                .iter()
-                .any(|s| l.contains(s.as_str()) || bare(s) || parent(s))
+            // A -v line names them unquoted too: cp quotes a name holding a quote and a
+            // control character from an empty `''` where it stands alone (the refusal), and
+            // without it where a plainer piece comes first (`'s/a'\''b'$'\303''/x'`).
+            let below = |n: std::path::PathBuf| roots.iter().any(|r| n.starts_with(r));
+            let verbose = l.split(" -> ").filter_map(unquote).any(below);
+            verbose
+                || starts
+                    .iter()
+                    .any(|s| l.contains(s.as_str()) || bare(s) || parent(s))
         };
         let attribute = said.starts_with("cp: getting attribute ")
             || said.starts_with("cp: setting attribute ");
@@ -3308,6 +3316,22 @@ pub(crate) mod tests {
         let mut o = outcome(other, ours);
         into_itself(&mut o);
         assert_ne!(o.cp.stderr, o.ours.stderr);
+    }
+
+    /// `cp -RvL S S` where S holds a quote and non-ASCII (fuzz seed 0x976c966834be13b8): both
+    /// refuse it quoting S from an empty `''`; cp's -v line of what it copied before it met
+    /// the copy quotes S without it, and is taken out. A line of another source stays.
+    #[test]
+    fn a_verbose_line_of_a_copy_into_itself_quoted_without_the_empty_quote_is_not_judged() {
+        let s = r#"'s/53\'\''"$/_/rph92-'$'\303\251\344\270\255'"#;
+        let n = r#"'/rph92-'$'\303\251\344\270\255'"#;
+        let err = format!("cp: cannot copy a directory, ''{s}, into itself, ''{s}{n}\n");
+        let mut o = outcome(&err, &err);
+        let other = r#"'s/53\'\''"$/_/t'$'\303\251''/-w-' -> 'd/-w-'"#;
+        let own = format!("{s}'/-w-' -> {s}{n}'/-w-'");
+        o.cp.stdout = format!("{own}\n{other}\n");
+        assert!(into_itself(&mut o));
+        assert_eq!(o.cp.stdout, format!("{other}\n"));
     }
 
     /// `cp -rli s/_ ls s/l` (ls a symlink to s, s/l one to .): both ask about s/l/_, which is
