@@ -22,7 +22,7 @@ use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::fs;
 use std::io;
-use std::os::unix::fs::{PermissionsExt, symlink};
+use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -71,7 +71,7 @@ pub struct Outcome {
     pub ours: Ran,
     pub tree: Vec<Difference>,
     /// Where the symlinks cp's side kept and mimeo's replaced lead inside the case: the
-    /// files cp wrote through them (relative to the case's place).
+    /// files cp wrote through them, and their other names (relative to the case's place).
     pub through: Vec<PathBuf>,
     /// The paths of `tree` that are regular files on both sides.
     pub regular: Vec<PathBuf>,
@@ -343,7 +343,8 @@ fn mark_one_file_targets(d: &mut Difference, place: &Path, roots: [&Path; 2]) {
 /// mimeo replaced) leads, relative to the case's place, where that is inside it: cp wrote
 /// into that file. `root` is cp's tree, which was the place.
 fn replaced_link_targets(tree: &[Difference], place: &Path, root: &Path) -> Vec<PathBuf> {
-    tree.iter()
+    let mut targets: Vec<PathBuf> = tree
+        .iter()
         .filter(|d| d.field == Field::Type && d.left == "symlink")
         .filter_map(|d| {
             let t = fs::read_link(root.join(&d.path)).ok()?;
@@ -363,7 +364,23 @@ fn replaced_link_targets(tree: &[Difference], place: &Path, root: &Path) -> Vec<
             }
             Some(out)
         })
-        .collect()
+        .collect();
+    // cp's write through the symlink also gave the target's other names (hard links in the
+    // case, as cp's side has them) its times.
+    let inode = |p: &Path| {
+        fs::symlink_metadata(root.join(p))
+            .ok()
+            .filter(|m| m.file_type().is_file())
+            .map(|m| (m.dev(), m.ino()))
+    };
+    let written: Vec<_> = targets.iter().filter_map(|t| inode(t)).collect();
+    for d in tree {
+        let linked = inode(&d.path).is_some_and(|i| written.contains(&i));
+        if linked && !targets.contains(&d.path) {
+            targets.push(d.path.clone());
+        }
+    }
+    targets
 }
 
 /// The paths of `tree` that are regular files in both `roots`.
@@ -701,5 +718,39 @@ mod tests {
         ];
         let through = replaced_link_targets(&tree, &place, &root);
         assert_eq!(through, [Path::new("s/x"), Path::new("f")]);
+    }
+
+    /// cp -R f s/l with s/l a symlink to s/x, a file hard-linked as s/y and s/z: cp writes
+    /// s/x through s/l, and so its other names get the time of that too (fuzz seed
+    /// 0x2ee36ed220053b96 on ext4). Its other names are targets; a file of its own is not.
+    #[test]
+    fn a_replaced_symlinks_target_takes_its_hard_links_along() {
+        let dir = tempfile::tempdir().unwrap();
+        let place = dir.path().join("case");
+        let root = dir.path().join("cp");
+        fs::create_dir_all(root.join("s")).unwrap();
+        fs::write(root.join("s/x"), "x").unwrap();
+        fs::hard_link(root.join("s/x"), root.join("s/y")).unwrap();
+        fs::hard_link(root.join("s/x"), root.join("s/z")).unwrap();
+        fs::write(root.join("s/other"), "o").unwrap();
+        symlink("x", root.join("s/l")).unwrap();
+        let diff = |path: &str, field: Field, left: &str, right: &str| Difference {
+            path: path.into(),
+            field,
+            left: left.into(),
+            right: right.into(),
+        };
+        let tree = [
+            diff("s/l", Field::Type, "symlink", "file"),
+            diff("s/x", Field::Mtime, "2", "1"),
+            diff("s/y", Field::Mtime, "2", "1"),
+            diff("s/z", Field::Mtime, "2", "1"),
+            diff("s/other", Field::Mtime, "2", "1"),
+        ];
+        let through = replaced_link_targets(&tree, &place, &root);
+        assert_eq!(
+            through,
+            [Path::new("s/x"), Path::new("s/y"), Path::new("s/z")]
+        );
     }
 }
