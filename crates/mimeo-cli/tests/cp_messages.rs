@@ -867,6 +867,33 @@ fn a_fifo_read_as_a_file_fails_at_its_removal_first_as_cp() {
     );
 }
 
+/// A FIFO named twice (read as a file, without -r): cp copies what its one writer writes,
+/// then refuses the second as "just-created" before it opens the FIFO again, which no writer
+/// would open (fuzz seed 0x7ce10d520042f460: mimeo waited for one until killed).
+#[test]
+fn a_fifo_named_twice_is_refused_before_it_is_opened_again_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        mkfifo(&d.join("p"));
+        fs::create_dir(d.join("d")).unwrap();
+        let p = d.join("p");
+        std::thread::spawn(move || {
+            std::process::Command::new("timeout")
+                .args(["10", "sh", "-c", "echo data > \"$0\""])
+                .arg(p)
+                .status()
+        });
+    };
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (&["p", "p", "d"], None),
+            (&["-f", "-S", "", "p", "p", "d"], None),
+        ],
+    );
+}
+
 #[test]
 fn fifo_and_parent_failures_are_worded_as_cp_words_them() {
     let dir = scratch();

@@ -23,9 +23,9 @@ use super::{shared_reads, sharing, split, through};
 use crate::data::copy::{Checkpoint, DataError, DataJob, Layout, copy_file};
 use crate::data::meta::{self, Apply, Dst, creation_mode};
 use crate::data::{node, origin, verify};
-use crate::options::{Overwrite, Reflink};
+use crate::options::{Backup, Overwrite, Reflink};
 use crate::place::crash;
-use crate::place::decide::{Decision, looked_through, removed_first};
+use crate::place::decide::{Conflict, Decision, looked_through, removed_first};
 use crate::place::links::FirstCopy;
 use crate::place::resume::{self, ResumeProgress};
 use crate::report::{EntryKind, Error, FileOutcome, Method, Op, Refusal};
@@ -73,6 +73,11 @@ pub(crate) fn copy_contents(
         Err(e) => return unopened(ctx, here, names, follow, e, is_node, as_file),
     };
     if node.file_type() == sys::S_IFIFO {
+        // cp looks at the destination before it opens the source: what an earlier source
+        // just made there it refuses without waiting for a writer.
+        if let Some(e) = just_made_there(ctx, here, names, &as_file(node)) {
+            return Err(e);
+        }
         node::wait_for_writer(src.as_fd(), ctx.report.control)
             .map_err(|e| data_error(e, || here.src_path(names.0), || here.dst_path(names.1)))?;
     }
@@ -80,6 +85,27 @@ pub(crate) fn copy_contents(
     let mut file = RegularFile::new(ctx, here, names, &src, meta);
     file.contents = true;
     file.copy(buf, None)
+}
+
+/// The refusal of a copy of `src` onto what an earlier command-line source made at
+/// `names.1` in this run (cp's "will not overwrite just-created"), which cp makes before it
+/// opens the source, where no `-i` question comes first. One lstat, for a FIFO root only.
+fn just_made_there(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    (name, dst_name): (&CStr, &CStr),
+    src: &Meta,
+) -> Option<Error> {
+    let made = ctx.rules(here, &|| true).just_created?;
+    // Numbered backups keep both (see `decide::just_created`).
+    if ctx.opts.interactive || ctx.opts.backup == Some(Backup::Numbered) {
+        return None;
+    }
+    let d = sys::stat_at(here.dst_dir, dst_name, false).ok()?;
+    (d.id() == made).then(|| {
+        let symlink = looked_through(ctx.opts, src, &d);
+        Conflict::JustCreated { symlink }.error(here.src_path(name), here.dst_path(dst_name))
+    })
 }
 
 /// The node `node` as the regular file it is copied as (`--copy-contents`).
