@@ -894,6 +894,26 @@ fn a_fifo_named_twice_is_refused_before_it_is_opened_again_as_cp() {
     );
 }
 
+/// `-v -f` onto a symlink to a file the user may not write, from a source the user may not
+/// read: cp fails to open the source first, so it never opens (and then removes) the
+/// destination, and says no "removed" (fuzz seed 0x5914b36daa76e1cd).
+#[test]
+fn an_unreadable_source_says_no_removal_cp_never_reached() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir(d.join("s")).unwrap();
+        write(&d.join("s/x"), "x");
+        fs::set_permissions(d.join("s/x"), fs::Permissions::from_mode(0o600)).unwrap();
+        write(&d.join("t"), "t");
+        std::os::unix::fs::symlink("t", d.join("d")).unwrap();
+    };
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[(&["-v", "-f", "s/x", "d"], Some(NOBODY))],
+    );
+}
+
 #[test]
 fn fifo_and_parent_failures_are_worded_as_cp_words_them() {
     let dir = scratch();

@@ -7,7 +7,7 @@ use super::context::{Ctx, Here, relative_symlink_elsewhere};
 use super::file::{as_file, copy_contents, copy_regular};
 use super::placing::{
     LinkStep, backup_fails_first, backup_refused, before_failed_copy, before_failed_read, commit,
-    decide_at, decide_existing, first_done, link_or_claim, refused_removal,
+    decide_at, decide_for_unopened, first_done, link_or_claim, refused_removal,
 };
 use super::roots::stat_error;
 use super::through;
@@ -326,7 +326,7 @@ fn socket_contents(
         } else {
             *meta
         };
-        match decide_existing(ctx, here, name, dst_name, (&seen, true), &d) {
+        match decide_for_unopened(ctx, here, name, dst_name, (&seen, true), &d) {
             Ok(Decision::Skip) => {
                 ctx.report
                     .skipped(|| here.src_path(name), || here.dst_path(dst_name));

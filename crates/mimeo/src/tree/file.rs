@@ -15,7 +15,7 @@
 use super::context::{Ctx, Here};
 use super::placing::{
     LinkStep, backup_refused, before_failed_read, commit, data_error, decide_at, decide_existing,
-    first_done, first_skipped, link_or_claim, sticky_keeps,
+    decide_for_unopened, first_done, first_skipped, link_or_claim, sticky_keeps,
 };
 use super::roots::open_error;
 use super::sharing::SharedCopy;
@@ -149,7 +149,7 @@ fn unopened(
             .skipped(|| here.src_path(name), || here.dst_path(dst_name));
         Ok(None)
     };
-    match decide_existing(ctx, here, name, dst_name, (&meta, read_node), &d) {
+    match decide_for_unopened(ctx, here, name, dst_name, (&meta, read_node), &d) {
         Ok(Decision::Skip) => skipped(),
         // -u also compares sizes; cp, which does not, skips what is not older before it
         // opens the source, so a source that cannot be read is no failure there. (A symlink

@@ -47,8 +47,33 @@ pub(super) fn decide_existing(
     here: &Here<'_>,
     name: &CStr,
     dst_name: &CStr,
+    src: (&Meta, bool),
+    d: &Meta,
+) -> Result<Decision, Error> {
+    decide_existing_as(ctx, here, (name, dst_name), src, d, true)
+}
+
+/// [`decide_existing`] for a source that could not be opened: cp, which opens the source
+/// before the destination, never reaches what it removes after a failed open of the
+/// destination (its -v "removed" line there).
+pub(super) fn decide_for_unopened(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    name: &CStr,
+    dst_name: &CStr,
+    src: (&Meta, bool),
+    d: &Meta,
+) -> Result<Decision, Error> {
+    decide_existing_as(ctx, here, (name, dst_name), src, d, false)
+}
+
+fn decide_existing_as(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    (name, dst_name): (&CStr, &CStr),
     (src, read_node): (&Meta, bool),
     d: &Meta,
+    source_opened: bool,
 ) -> Result<Decision, Error> {
     let ask = || {
         ctx.report
@@ -89,7 +114,7 @@ pub(super) fn decide_existing(
                     if changeable() {
                         ctx.report.removed(path);
                     }
-                } else if after_open() && changeable() {
+                } else if source_opened && after_open() && changeable() {
                     ctx.report.removed_after_open(path);
                 }
             }
