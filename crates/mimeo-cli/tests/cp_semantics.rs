@@ -3157,7 +3157,8 @@ fn update_keeps_hard_link_groups_with_an_up_to_date_member_as_cp() {
 /// chain of symlinks through it, a directory symlink on the way), the open (or the hard link
 /// made through it, -l) fails. A backup is renamed back, so the source stays. Under
 /// `--remove-destination` cp leaves the symlink removed; mimeo fails as cp (status, message)
-/// and keeps it, the way to a source (the allowlist's "source-path-kept"). A source that only
+/// and keeps it, the way to a source (the allowlist's "source-path-kept"). A symlink to a
+/// socket copied onto itself fails alike (cp never gets to the socket). A source that only
 /// reaches the same file another way is copied.
 #[test]
 fn a_source_reached_through_its_destination_is_not_opened_as_cp() {
@@ -3171,6 +3172,8 @@ fn a_source_reached_through_its_destination_is_not_opened_as_cp() {
             symlink("f", d.join("lf")).unwrap();
             symlink("lf", d.join("a")).unwrap();
             symlink("dir", d.join("dl")).unwrap();
+            drop(std::os::unix::net::UnixListener::bind(d.join("so")).unwrap());
+            symlink("so", d.join("lso")).unwrap();
         };
         same_as_cp_each(
             base,
@@ -3185,6 +3188,9 @@ fn a_source_reached_through_its_destination_is_not_opened_as_cp() {
                 &["-bHr", "lf", "lf"],
                 &["-b", "a", "lf"],
                 &["-bT", "dl/x", "dl"],
+                // A socket, read as a file, is not reached either (not ENXIO).
+                &["-b", "lso", "lso"],
+                &["-T", "--backup=existing", "lso", "lso"],
                 // A hard link made through it finds nothing either.
                 &["-bl", "lf", "lf"],
                 &["-blL", "a", "lf"],
@@ -3221,6 +3227,18 @@ fn a_source_reached_through_its_destination_is_not_opened_as_cp() {
             assert_eq!(kept, Path::new("f"), "{a:?}: the way to the source stays");
             assert_eq!(fs::read(with_mimeo.join("a")).unwrap(), b"data\n", "{a:?}");
         }
+        // The same for a symlink to a socket (not "source vanished", not removed).
+        let a = ["-v", "--remove-destination", "lso", "lso"];
+        let ((cp_ok, cp_err, with_cp), (ours_ok, ours_err, with_mimeo)) =
+            run_each(base, "removed-socket", &setup, &args(&a));
+        assert!(!cp_ok && !ours_ok, "both fail");
+        assert_eq!(cp_err, ours_err);
+        assert!(
+            fs::symlink_metadata(with_cp.join("lso")).is_err(),
+            "cp removes"
+        );
+        let kept = fs::read_link(with_mimeo.join("lso")).unwrap();
+        assert_eq!(kept, Path::new("so"), "the way to the source stays");
         // An older one is not.
         let older = |d: &Path| {
             setup(d);

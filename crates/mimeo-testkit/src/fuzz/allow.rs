@@ -214,7 +214,8 @@ pub const ALLOWLIST: &[Allowed] = &[
                  time of that); an existing empty file is left as it was, where cp's \
                  truncation gives it a new mtime and clears its set-id bits, or where cp \
                  removes it first (--remove-destination, or -f where it cannot open it), a \
-                 new empty file of the user running cp, with the source's mode and new times; \
+                 new empty file of the user running cp, with the source's mode and new times \
+                 and without the old one's other names (a hard link of the source) or xattrs; \
                  a later copy onto that name in the run meets cp's empty file, which cp asks \
                  about under -i (and, unanswered, keeps) or cannot back up under a name too \
                  long, where mimeo fails to clone again",
@@ -679,11 +680,27 @@ fn failed_clone_leaves_nothing(o: &mut Outcome) -> bool {
         let times = matches!(d.field, Field::Mtime | Field::Atime);
         (owner || times) && renewed.contains(&d.path)
     };
+    // The old file cp removed kept its other names (a hard link of the source) and its
+    // xattrs, which cp's new empty file has none of: mimeo's name is still one of them.
+    let unlinked = |d: &crate::compare::Difference| match d.field {
+        Field::Xattr => d.left.ends_with("=absent") && renewed.contains(&d.path),
+        Field::HardLinks => {
+            let (cp, ours) = (group_members(&d.left), group_members(&d.right));
+            renewed.iter().any(|p| {
+                let rest: Vec<&PathBuf> = ours.iter().filter(|o| *o != p).collect();
+                let alone = cp.len() == 1 && cp[0] == *p;
+                let left_behind =
+                    cp.len() == rest.len() && cp.iter().zip(&rest).all(|(a, b)| a == *b);
+                ours.contains(p) && rest.len() + 1 == ours.len() && (alone || left_behind)
+            })
+        }
+        _ => false,
+    };
     // The directory cp's file was made in has the time of that.
     let holds = |p: &Path| left.iter().any(|l| l.parent() == Some(p));
     let n = o.tree.len();
     o.tree.retain(|d| {
-        let kept = target(d) || marked(d) || truncated(d) || made_anew(d);
+        let kept = target(d) || marked(d) || truncated(d) || made_anew(d) || unlinked(d);
         !(left.contains(&d.path) || d.field == Field::Mtime && holds(&d.path) || kept)
     });
     o.tree.len() != n || met_again
@@ -3547,6 +3564,45 @@ pub(crate) mod tests {
         failed_clone_leaves_nothing(&mut foreign);
         let fields: Vec<_> = foreign.tree.iter().map(|d| d.field).collect();
         assert_eq!(fields, [Field::Uid, Field::Gid, Field::Mode, Field::Uid]);
+    }
+    /// `cp --reflink --remove-destination s/3ue d` on ext4 where d, empty, is a hard link of
+    /// s/3ue with xattrs: cp removed d and made a new empty file, alone and without xattrs,
+    /// before its clone failed; mimeo kept d, still a link of s/3ue (fuzz seed
+    /// 0x45431b750d26430c). The group is reported under either name. Not without the removal
+    /// asked for, nor a group that lost another name, nor an xattr cp's file has.
+    #[test]
+    fn a_failed_clone_onto_a_removed_link_of_the_source_keeps_the_old_one() {
+        let said = "cp: failed to clone 'd' from 's/3ue': Operation not supported\n";
+        let mut o = outcome(said, said);
+        o.plan.opts = vec!["verbose", "reflink", "remove-destination"];
+        o.regular = vec!["d".into(), "s/3ue".into()];
+        let (now, old) = ("1795792772.945027038", "1708998616.412862418");
+        let group = "[\"d\", \"s/3ue\"]";
+        o.tree = vec![
+            diff("d", Field::Mtime, now, old),
+            diff("d", Field::Xattr, "user.mimeo.k0=absent", "[]"),
+            diff("d", Field::HardLinks, "[\"d\"]", group),
+        ];
+        let (mut other_order, mut kept) = (o.clone(), o.clone());
+        let mut written = o.clone();
+        assert!(failed_clone_leaves_nothing(&mut o));
+        assert_eq!(o.tree, vec![]);
+        other_order.tree[2] = diff("s/3ue", Field::HardLinks, "[\"s/3ue\"]", group);
+        assert!(failed_clone_leaves_nothing(&mut other_order));
+        assert_eq!(other_order.tree, vec![]);
+        // Without --remove-destination or -f cp wrote into the file (its truncation's mtime
+        // is cp's): its links and xattrs stay.
+        written.plan.opts = vec!["verbose", "reflink"];
+        failed_clone_leaves_nothing(&mut written);
+        let fields: Vec<_> = written.tree.iter().map(|d| d.field).collect();
+        assert_eq!(fields, [Field::Xattr, Field::HardLinks]);
+        // A group that lost another name than the renewed one, an xattr cp's file has.
+        kept.tree[1] = diff("d", Field::Xattr, "user.mimeo.k0=[]", "absent");
+        let three = "[\"d\", \"s/a\", \"s/b\"]";
+        kept.tree[2] = diff("d", Field::HardLinks, "[\"d\", \"s/a\"]", three);
+        failed_clone_leaves_nothing(&mut kept);
+        let fields: Vec<_> = kept.tree.iter().map(|d| d.field).collect();
+        assert_eq!(fields, [Field::Xattr, Field::HardLinks]);
     }
     /// `cp -r s/. s/x s/u/l` where s/u/l is a symlink to `.`: cp fills s/u, where the
     /// destination leads, before it meets the copy; mimeo refuses first. What a later source

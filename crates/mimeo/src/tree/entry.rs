@@ -332,6 +332,15 @@ fn socket_contents(
                     .skipped(|| here.src_path(name), || here.dst_path(dst_name));
                 return Ok(());
             }
+            // cp puts the destination aside first, and the source's name, leading through
+            // it, then finds nothing; mimeo leaves the way to a source alone, as for a file.
+            Ok(Decision::Recreate)
+                if d.is_symlink()
+                    && fresh
+                    && through::source_through_destination(here, name, dst_name) =>
+            {
+                return Err(Error::os(Op::Open, here.src_path(name), libc::ENOENT));
+            }
             // The open fails next: what cp does to the destination first stays done.
             Ok(_) => before_failed_read(ctx, here, dst_name, meta, &d)?,
             // With --attributes-only cp would open it as a file all the same.
