@@ -333,6 +333,30 @@ fn a_backup_name_too_long_fails_first_as_cp() {
             (&["--backup=simple", &long, "d"], Some(NOBODY)),
         ],
     );
+    // A directory the user may not write: the name's length still fails first, for a copy
+    // and for a hard link (fuzz seed 0x842e4e5e615e26ec).
+    let locked = |d: &Path| {
+        for sub in ["s", "d"] {
+            fs::create_dir(d.join(sub)).unwrap();
+            fs::set_permissions(d.join(sub), fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        write(&d.join(&long), "new");
+        write(&d.join(format!("d/{}", &long[2..])), "old");
+    };
+    let attrs = ["--backup=simple", "-a", "--attributes-only", &long, "d"];
+    let dir = scratch();
+    cases_as_cp(
+        dir.path(),
+        &locked,
+        &[
+            (&attrs[..], Some(NOBODY)),
+            (
+                &["--backup=simple", "-S", "-", &long, &long, "d"],
+                Some(NOBODY),
+            ),
+            (&["--backup=simple", "-l", &long, "d"], Some(NOBODY)),
+        ],
+    );
 }
 
 /// On ext4, which cannot clone, a `--reflink=always` copy over a file whose backup name is

@@ -150,10 +150,11 @@ impl<'a> Made<'a, '_> {
                         Ok(((), t)) => Ok(Some(Some((t, decision == Decision::Recreate)))),
                         Err(e) => {
                             let backup = decision == Decision::Recreate;
-                            let (op, e) = match backup_fails_first(ctx, here, backup, e) {
-                                Some(b) => (Op::Backup, b),
-                                None => (self.op, e),
-                            };
+                            let (op, e) =
+                                match backup_fails_first(ctx, here, self.dst_name, backup, e) {
+                                    Some(b) => (Op::Backup, b),
+                                    None => (self.op, e),
+                                };
                             // What cp did to the old entry before it failed stays done.
                             before_failed_copy(ctx, here, self.dst_name, self.meta, &d)?;
                             Err(Error::sys(op, dst_path(), e))
@@ -480,7 +481,7 @@ fn link_over(
     let t = match crash::with_temp(here.dst_prefix(), make) {
         Ok(((), t)) => t,
         Err(e) => {
-            if let Some(b) = backup_fails_first(ctx, here, backup, e) {
+            if let Some(b) = backup_fails_first(ctx, here, dst_name, backup, e) {
                 return Err(Error::sys(Op::Backup, dst_path(), b));
             }
             // Where cp removes the destination before it links, a failed link

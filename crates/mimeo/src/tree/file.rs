@@ -14,8 +14,8 @@
 
 use super::context::{Ctx, Here};
 use super::placing::{
-    LinkStep, backup_refused, before_failed_read, commit, data_error, decide_at, decide_existing,
-    decide_for_unopened, first_done, first_skipped, link_or_claim, sticky_keeps,
+    LinkStep, backup_refused, backup_too_long, before_failed_read, commit, data_error, decide_at,
+    decide_existing, decide_for_unopened, first_done, first_skipped, link_or_claim, sticky_keeps,
 };
 use super::roots::open_error;
 use super::sharing::SharedCopy;
@@ -689,8 +689,17 @@ impl<'a, 'c> RegularFile<'a, 'c> {
         .map_err(|e| {
             // cp renames the old entry to its backup first, and fails there where the
             // directory cannot be written; without a backup, -f and --remove-destination
-            // remove it first (-f: what cp cannot open), and fail at that.
+            // remove it first (-f: what cp cannot open), and fail at that. A backup name
+            // too long fails that rename before the directory's permissions do.
             let refused = matches!(e, Errno::ACCESS | Errno::PERM | Errno::ROFS);
+            let e = match e {
+                Errno::ACCESS | Errno::PERM
+                    if backup && backup_too_long(ctx, here, self.dst_name) =>
+                {
+                    Errno::NAMETOOLONG
+                }
+                _ => e,
+            };
             let removes = ctx.opts.force || ctx.opts.remove_destination || removed_first;
             let op = match (backup, removes) {
                 (true, _) if refused => Op::Backup,

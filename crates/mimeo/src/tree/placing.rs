@@ -446,10 +446,13 @@ pub(super) fn sticky_keeps(ctx: &Ctx<'_>, here: &Here<'_>, owner: u32) -> bool {
 /// up fails as cp's backup does, the error cp's fails with: cp renames the old entry to its
 /// backup name before it makes the new one, and fails there where the directory may not be
 /// written. A hard link to another user's file is refused (EPERM) before the kernel looks at
-/// the directory's permissions: the directory then decides.
+/// the directory's permissions: the directory then decides. A backup name longer than the
+/// filesystem takes fails before the directory's permissions (the kernel looks up the new
+/// name first), but after a read-only mount.
 pub(super) fn backup_fails_first(
     ctx: &Ctx<'_>,
     here: &Here<'_>,
+    dst_name: &CStr,
     backup: bool,
     e: Errno,
 ) -> Option<Errno> {
@@ -457,10 +460,24 @@ pub(super) fn backup_fails_first(
         return None;
     }
     match e {
-        Errno::ACCESS | Errno::ROFS => Some(e),
+        Errno::ROFS => Some(e),
+        Errno::ACCESS | Errno::PERM if backup_too_long(ctx, here, dst_name) => {
+            Some(Errno::NAMETOOLONG)
+        }
+        Errno::ACCESS => Some(e),
         Errno::PERM => sys::may_change_dir(here.dst_dir).err(),
         _ => None,
     }
+}
+
+/// Whether the backup name of `dst_name` is longer than the filesystem takes (under
+/// `--backup`): cp's rename to it then fails with ENAMETOOLONG, before the kernel checks the
+/// directory's permissions.
+pub(super) fn backup_too_long(ctx: &Ctx<'_>, here: &Here<'_>, dst_name: &CStr) -> bool {
+    ctx.opts
+        .backup
+        .as_ref()
+        .is_some_and(|how| backup::too_long(here.dst_dir, dst_name, here.dst_prefix(), how))
 }
 
 /// cp renames the old entry to its backup name before it opens the source or makes a link:
@@ -469,8 +486,8 @@ pub(super) fn backup_fails_first(
 /// directory's permissions).
 pub(super) fn backup_refused(ctx: &Ctx<'_>, here: &Here<'_>, dst_name: &CStr) -> Option<Error> {
     let refused = |e| Some(Error::sys(Op::Backup, here.dst_path(dst_name), e));
-    let how = ctx.opts.backup.as_ref()?;
-    if backup::too_long(here.dst_dir, dst_name, here.dst_prefix(), how) {
+    ctx.opts.backup.as_ref()?;
+    if backup_too_long(ctx, here, dst_name) {
         return refused(Errno::NAMETOOLONG);
     }
     sys::may_change_dir(here.dst_dir).err().and_then(refused)
