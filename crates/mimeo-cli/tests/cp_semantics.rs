@@ -832,6 +832,44 @@ fn hard_links_met_through_overlapping_sources_are_one_group_as_cp() {
     }
 }
 
+/// Under -L with links kept, cp remembers every file it copies: a file of one link met
+/// both directly and below a symlink to its directory (before or after) has its copies linked.
+#[test]
+fn files_met_again_below_a_symlinked_directory_are_one_group_under_dereference_as_cp() {
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        let setup = |d: &Path| {
+            write(d, "s/b/f", "one link\n", 0o644);
+            write(d, "s/b/sub/g", "deeper\n", 0o644);
+            symlink("b", d.join("s/a")).unwrap();
+            symlink("b", d.join("s/z")).unwrap();
+            symlink("s", d.join("ls")).unwrap();
+        };
+        same_as_cp_each(
+            fs.path(),
+            "symdir",
+            &setup,
+            &[
+                &["-rL", "--preserve=links", "s", "d"][..],
+                &["-aL", "s", "d"],
+                &[
+                    "--no-preserve",
+                    "mode,links,ownership",
+                    "--backup=numbered",
+                    "-d",
+                    "-r",
+                    "-L",
+                    "-R",
+                    "--",
+                    "ls",
+                    "d",
+                ],
+            ],
+        );
+    }
+}
+
 #[test]
 fn parents_take_their_sources_acls_with_the_mode_as_cp() {
     let Some(fs) = loop_fs(FsKind::Ext4) else {

@@ -39,8 +39,9 @@ pub enum Sighting {
     /// it may be met any number of times, so its group is kept for the whole run, as cp
     /// keeps it.
     Pinned,
-    /// A file with a single link reached directly under `-L`: it joins the group of an
-    /// earlier pinned sighting if there is one, and registers nothing otherwise.
+    /// A file with a single link: it joins the group of an earlier pinned sighting if there is
+    /// one, and registers nothing otherwise. (The copy no longer asks this: under `-L` every
+    /// file is [`Sighting::Pinned`], as one may be met again below a symlinked directory.)
     Lookup,
 }
 

@@ -144,28 +144,19 @@ pub(super) enum LinkStep<'a> {
     Copy(Option<FirstCopy<'a>>),
 }
 
-/// How the link map is to see `meta` (the entry `src_name` at `here`), and whether only where
-/// -u skips it; None when it is not remembered. Under -L and -H, cp links every copy of one file reached more than once:
-/// through symlinks, or named more than once. Those files are remembered; others only when
-/// they have more than one link. Under -L a file of several links is remembered for the
-/// whole run too: a symlink met after all its names (in inode order, as cp meets them)
-/// still finds its copy.
-fn sighting(
-    ctx: &Ctx<'_>,
-    here: &Here<'_>,
-    src_name: &CStr,
-    meta: &Meta,
-) -> Option<(Sighting, bool)> {
+/// How the link map is to see `meta` (an entry at `here`), and whether only where -u skips
+/// it; None when it is not remembered. Under -L and -H, cp links every copy of one file
+/// reached more than once: through symlinks, or named more than once. Under -L every file is
+/// remembered for the whole run (it may sit below a symlinked directory met later); under -H
+/// the operands are, and others only when they have more than one link.
+fn sighting(ctx: &Ctx<'_>, here: &Here<'_>, meta: &Meta) -> Option<(Sighting, bool)> {
     let deref = ctx.opts.dereference;
     let pinned = deref != Dereference::Never
         && match here.loc {
             Loc::Root(_) => true,
-            _ => {
-                deref == Dereference::Always
-                    && (meta.nlink >= 2
-                        || sys::stat_at(here.src_dir, src_name, false)
-                            .is_ok_and(|m| m.is_symlink()))
-            }
+            // Any file may be met again below a symlink to one of its directories, before or
+            // after it is met directly: cp remembers every file under -L.
+            _ => deref == Dereference::Always,
         };
     // A path met twice (roots that overlap) would count as two of a file's links; under -L,
     // cp remembers every file, so a file met again that way is linked too.
@@ -183,8 +174,6 @@ fn sighting(
         Some((Sighting::Pinned, only_skipped))
     } else if meta.nlink >= 2 {
         Some((Sighting::Link(meta.nlink as u64), false))
-    } else if deref == Dereference::Always {
-        Some((Sighting::Lookup, false))
     } else {
         None
     }
@@ -202,7 +191,7 @@ pub(super) fn link_or_claim<'a>(
         // A file copied on its own (`copy_file`) has no group to join.
         return Ok(LinkStep::Copy(None));
     }
-    let Some((how, only_skipped)) = sighting(ctx, here, src_name, meta) else {
+    let Some((how, only_skipped)) = sighting(ctx, here, meta) else {
         return Ok(LinkStep::Copy(None));
     };
     let groups = ctx.link_groups();
