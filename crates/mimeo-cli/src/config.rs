@@ -229,7 +229,7 @@ fn backup(a: &Args) -> Result<Option<Backup>, ConfigError> {
         .suffix
         .clone()
         .or_else(|| std::env::var_os("SIMPLE_BACKUP_SUFFIX"))
-        .filter(|s| !s.is_empty() && !s.as_bytes().contains(&b'/'))
+        .filter(|s| !s.is_empty() && own_last_component(s.as_bytes()))
         .unwrap_or_else(|| "~".into());
     Ok(match kind {
         BackupType::None => None,
@@ -237,6 +237,14 @@ fn backup(a: &Args) -> Result<Option<Backup>, ConfigError> {
         BackupType::Existing => Some(Backup::Existing { suffix }),
         BackupType::Numbered => Some(Backup::Numbered),
     })
+}
+
+/// gnulib's test for a simple-backup suffix, `last_component (s) == s`: no slash but trailing
+/// ones (`s/` is kept, and its backup then fails as the kernel's rename to that name does;
+/// `a/b` and `/s` give way to `~`).
+fn own_last_component(s: &[u8]) -> bool {
+    let body = s.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1);
+    body > 0 && !s[..body].contains(&b'/')
 }
 
 /// Whether the running kernel has SELinux enabled (its filesystem is mounted).
@@ -707,6 +715,22 @@ mod tests {
                 Path::new(stripped),
                 "{given}"
             );
+        }
+    }
+
+    #[test]
+    fn a_suffix_is_kept_when_it_is_its_own_last_component() {
+        for (suffix, kept) in [
+            ("~", true),
+            ("s/", true),
+            ("s//", true),
+            ("./", true),
+            ("a/b", false),
+            ("/s", false),
+            ("/", false),
+            ("//", false),
+        ] {
+            assert_eq!(own_last_component(suffix.as_bytes()), kept, "{suffix}");
         }
     }
 }

@@ -5438,3 +5438,70 @@ fn a_directory_on_another_filesystem_reached_through_a_symlink_keeps_its_acl_as_
         assert!(xattr(&copy, "system.posix_acl_access").is_some(), "{a:?}");
     }
 }
+
+/// A simple-backup suffix that is its own last component but for trailing slashes (`-S s/`,
+/// gnulib's `last_component (suffix) == suffix`) is kept, and cp's rename of a non-directory
+/// to that name fails (ENOTDIR): the old entry stays and nothing is copied, for a copy, a
+/// link, a symlink, within a tree, and before a source that cannot be read. Numbered backups
+/// ignore the suffix; one like `a/b` or `/s` gives way to `~`. `$SIMPLE_BACKUP_SUFFIX` is
+/// read by the same rule (fuzz seeds 0x75b394cf4b06887c, 0xc03221f7640f063c).
+#[test]
+fn a_backup_suffix_ending_in_a_slash_fails_the_backup_as_cp() {
+    let base = tempfile::tempdir().unwrap();
+    // Reachable by the other user of the case that runs as one.
+    fs::set_permissions(base.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let setup = |d: &Path| {
+        write(d, "f", "new\n", 0o644);
+        write(d, "d", "old\n", 0o644);
+        write(d, "D/f", "old D/f\n", 0o644);
+        write(d, "src/sub/f", "new tree\n", 0o644);
+        write(d, "D/src/sub/f", "old tree\n", 0o644);
+        write(d, "u", "unreadable\n", 0o200);
+        fs::create_dir(d.join("ds")).unwrap();
+        symlink("d", d.join("l")).unwrap();
+    };
+    same_as_cp_each(
+        base.path(),
+        "slash",
+        &setup,
+        &[
+            &["-S", "s/", "f", "d"][..],
+            &["-Pp", "-Ss/", "--strip-trailing-slashes", "src/sub/f", "d"],
+            &["-S", "s//", "f", "d"],
+            &["-S", "./", "-l", "f", "d"],
+            &["-S", "s/", "-s", "f", "d"],
+            &["-P", "-S", "s/", "f", "l"],
+            &["-S", "s/", "f", "D"],
+            &["-S", "s/", "--backup=existing", "f", "d"],
+            &["-S", "s/", "--backup=numbered", "f", "d"],
+            &["-S", "s/", "--attributes-only", "f", "d"],
+            &["-f", "-S", "s/", "d", "d"],
+            // A directory destination: its entries' backups fail, a directory's merge.
+            &["-r", "-S", "s/", "src", "D"],
+            &["-a", "-l", "-S", "s/", "src", "D"],
+            &["-r", "-S", "s/", "-T", "f", "D"],
+            // Not their own last component: `~`.
+            &["-S", "a/b", "f", "d"],
+            &["-S", "/s", "f", "d"],
+            &["-S", "/", "f", "d"],
+        ],
+    );
+    // The backup fails before the source is opened.
+    let foreign = Run {
+        foreign_user: true,
+        ..args(&["-S", "s/", "u", "d"])
+    };
+    same_as_cp(base.path(), "slash-unreadable", &setup, &foreign);
+    for (i, suffix) in ["s/", "a/b"].into_iter().enumerate() {
+        for (j, a) in [&["-b", "f", "d"][..], &["--backup=numbered", "f", "d"]]
+            .into_iter()
+            .enumerate()
+        {
+            let how = Run {
+                env: &[("SIMPLE_BACKUP_SUFFIX", suffix)],
+                ..args(a)
+            };
+            same_as_cp(base.path(), &format!("slash-env{i}{j}"), &setup, &how);
+        }
+    }
+}

@@ -27,6 +27,12 @@ pub(crate) fn make(
     loop {
         let (path, numbered, shortened) = backup_name(dir, name, prefix, backup)?;
         let renamed = || sys::rename(dir, name, dir, &path).map(|()| path.clone());
+        // A name ending in `/` (a suffix like `s/`) is cp's rename's to judge: it fails with
+        // ENOTDIR for a non-directory and moves a directory. A link there fails with ENOENT,
+        // which would read as an old entry gone meanwhile.
+        if path.to_bytes().ends_with(b"/") {
+            return renamed();
+        }
         if numbered {
             match sys::link(dir, name, dir, &path) {
                 // Another run took this number meanwhile: count again (a shortened name
@@ -90,15 +96,24 @@ fn backup_name(
     Ok((sys::cstring(&path), numbered, shortened))
 }
 
-/// Whether the backup name of `dir/name` has a last component longer than the filesystem
-/// takes (an explicit simple backup, which is never shortened): cp's rename to it fails with
-/// ENAMETOOLONG. (`name` a path below `dir`: the limit of `dir`'s filesystem is asked.)
-pub(crate) fn too_long(dir: BorrowedFd<'_>, name: &CStr, prefix: &[u8], backup: &Backup) -> bool {
-    let Ok((path, _, _)) = backup_name(dir, name, prefix, backup) else {
-        return false;
-    };
+/// How cp's rename of `dir/name` to its backup name fails before the kernel checks the
+/// directory's permissions, as far as the name decides: a last component longer than the
+/// filesystem takes (an explicit simple backup, which is never shortened) with ENAMETOOLONG,
+/// else a name ending in `/` (a suffix like `s/`) for a non-directory with ENOTDIR. (`name` a
+/// path below `dir`: the limit of `dir`'s filesystem is asked.)
+pub(crate) fn refused_by_name(
+    dir: BorrowedFd<'_>,
+    name: &CStr,
+    prefix: &[u8],
+    backup: &Backup,
+) -> Option<Errno> {
+    let (path, _, _) = backup_name(dir, name, prefix, backup).ok()?;
     let len = last_component(path.to_bytes()).len() as u64;
-    sys::name_max(dir).is_ok_and(|max| len > max)
+    if sys::name_max(dir).is_ok_and(|max| len > max) {
+        return Some(Errno::NAMETOOLONG);
+    }
+    let slashed = path.to_bytes().ends_with(b"/");
+    (slashed && sys::stat_at(dir, name, false).is_ok_and(|m| !m.is_dir())).then_some(Errno::NOTDIR)
 }
 
 /// gnulib's `check_extension`: a last component longer than the name limit less one is cut to

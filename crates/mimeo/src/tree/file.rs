@@ -14,8 +14,9 @@
 
 use super::context::{Ctx, Here};
 use super::placing::{
-    LinkStep, backup_refused, backup_too_long, before_failed_read, commit, data_error, decide_at,
-    decide_existing, decide_for_unopened, first_done, first_skipped, link_or_claim, sticky_keeps,
+    LinkStep, backup_name_refused, backup_refused, before_failed_read, commit, data_error,
+    decide_at, decide_existing, decide_for_unopened, first_done, first_skipped, link_or_claim,
+    sticky_keeps,
 };
 use super::roots::open_error;
 use super::sharing::SharedCopy;
@@ -693,10 +694,8 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             // too long fails that rename before the directory's permissions do.
             let refused = matches!(e, Errno::ACCESS | Errno::PERM | Errno::ROFS);
             let e = match e {
-                Errno::ACCESS | Errno::PERM
-                    if backup && backup_too_long(ctx, here, self.dst_name) =>
-                {
-                    Errno::NAMETOOLONG
+                Errno::ACCESS | Errno::PERM if backup => {
+                    backup_name_refused(ctx, here, self.dst_name).unwrap_or(e)
                 }
                 _ => e,
             };

@@ -436,8 +436,8 @@ pub(super) fn sticky_keeps(ctx: &Ctx<'_>, here: &Here<'_>, owner: u32) -> bool {
 /// backup name before it makes the new one, and fails there where the directory may not be
 /// written. A hard link to another user's file is refused (EPERM) before the kernel looks at
 /// the directory's permissions: the directory then decides. A backup name longer than the
-/// filesystem takes fails before the directory's permissions (the kernel looks up the new
-/// name first), but after a read-only mount.
+/// filesystem takes, or one ending in `/` for a non-directory, fails before the directory's
+/// permissions (the kernel looks up the new name first), but after a read-only mount.
 pub(super) fn backup_fails_first(
     ctx: &Ctx<'_>,
     here: &Here<'_>,
@@ -448,25 +448,25 @@ pub(super) fn backup_fails_first(
     if !backup || ctx.opts.backup.is_none() {
         return None;
     }
+    let by_name = || backup_name_refused(ctx, here, dst_name);
     match e {
         Errno::ROFS => Some(e),
-        Errno::ACCESS | Errno::PERM if backup_too_long(ctx, here, dst_name) => {
-            Some(Errno::NAMETOOLONG)
-        }
-        Errno::ACCESS => Some(e),
-        Errno::PERM => sys::may_change_dir(here.dst_dir).err(),
+        Errno::ACCESS => by_name().or(Some(e)),
+        Errno::PERM => by_name().or_else(|| sys::may_change_dir(here.dst_dir).err()),
         _ => None,
     }
 }
 
-/// Whether the backup name of `dst_name` is longer than the filesystem takes (under
-/// `--backup`): cp's rename to it then fails with ENAMETOOLONG, before the kernel checks the
-/// directory's permissions.
-pub(super) fn backup_too_long(ctx: &Ctx<'_>, here: &Here<'_>, dst_name: &CStr) -> bool {
-    ctx.opts
-        .backup
-        .as_ref()
-        .is_some_and(|how| backup::too_long(here.dst_dir, dst_name, here.dst_prefix(), how))
+/// How the backup of `dst_name` fails by its name alone (under `--backup`): a name longer
+/// than the filesystem takes, or one ending in `/` for a non-directory; cp's rename to it fails
+/// there, before the kernel checks the directory's permissions.
+pub(super) fn backup_name_refused(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    dst_name: &CStr,
+) -> Option<Errno> {
+    let how = ctx.opts.backup.as_ref()?;
+    backup::refused_by_name(here.dst_dir, dst_name, here.dst_prefix(), how)
 }
 
 /// cp renames the old entry to its backup name before it opens the source or makes a link:
@@ -476,8 +476,8 @@ pub(super) fn backup_too_long(ctx: &Ctx<'_>, here: &Here<'_>, dst_name: &CStr) -
 pub(super) fn backup_refused(ctx: &Ctx<'_>, here: &Here<'_>, dst_name: &CStr) -> Option<Error> {
     let refused = |e| Some(Error::sys(Op::Backup, here.dst_path(dst_name), e));
     ctx.opts.backup.as_ref()?;
-    if backup_too_long(ctx, here, dst_name) {
-        return refused(Errno::NAMETOOLONG);
+    if let Some(e) = backup_name_refused(ctx, here, dst_name) {
+        return refused(e);
     }
     sys::may_change_dir(here.dst_dir).err().and_then(refused)
 }
