@@ -5486,6 +5486,21 @@ fn a_backup_suffix_ending_in_a_slash_fails_the_backup_as_cp() {
             &["-S", "/", "f", "d"],
         ],
     );
+    // Nothing is made and removed first: the directory is left as it was, as cp leaves it.
+    let dated = |d: &Path| {
+        setup(d);
+        write(d, "x/d", "old\n", 0o644);
+        set_mtime(&d.join("x"), filetime(1_000_000_000));
+    };
+    for (i, a) in [&["f", "x/d"][..], &["-l", "f", "x/d"], &["-s", "/f", "x/d"]]
+        .into_iter()
+        .enumerate()
+    {
+        let a = [&["-S", "s/"], a].concat();
+        let ours = same_as_cp(base.path(), &format!("slash-dir{i}"), &dated, &args(&a));
+        let mtime = fs::metadata(ours.join("x")).unwrap().mtime();
+        assert_eq!(mtime, 1_000_000_000, "the directory changed: {a:?}");
+    }
     // The backup fails before the source is opened.
     let foreign = Run {
         foreign_user: true,

@@ -4,7 +4,7 @@
 
 use super::context::{Ctx, Here, Loc, join};
 use crate::data::copy::DataError;
-use crate::options::{Dereference, Overwrite};
+use crate::options::{Backup, Dereference, Overwrite};
 use crate::place::decide::{
     Conflict, Decision, Lookups, decide, removed_first, symlink_removed, unopened_removed,
 };
@@ -105,6 +105,9 @@ fn decide_existing_as(
         Decision::Refuse(c) => Err(c.error(here.src_path(name), here.dst_path(dst_name))),
         Decision::Skip => Ok(Decision::Skip),
         other => {
+            if other == Decision::Recreate {
+                slashed_backup(ctx, here, dst_name)?;
+            }
             // In a directory the user may not change, cp's removal fails ("cannot remove").
             if ctx.report.wants_entries() {
                 let path = || here.dst_path(dst_name);
@@ -120,6 +123,26 @@ fn decide_existing_as(
             }
             Ok(other)
         }
+    }
+}
+
+/// A simple-backup suffix ending in `/` (`-S s/`): cp's rename of the old entry to that name
+/// fails (ENOTDIR for a non-directory) before it makes anything, so it fails here, before a
+/// temporary is made and the directory changed. Asked only for such a suffix; a read-only
+/// mount, which fails the rename first, is left to the temporary's failure.
+fn slashed_backup(ctx: &Ctx<'_>, here: &Here<'_>, dst_name: &CStr) -> Result<(), Error> {
+    let slashed = match &ctx.opts.backup {
+        Some(Backup::Simple { suffix } | Backup::Existing { suffix }) => {
+            suffix.as_bytes().ends_with(b"/")
+        }
+        _ => false,
+    };
+    if !slashed || sys::may_change_dir(here.dst_dir) == Err(Errno::ROFS) {
+        return Ok(());
+    }
+    match backup_name_refused(ctx, here, dst_name) {
+        Some(e) => Err(Error::sys(Op::Backup, here.dst_path(dst_name), e)),
+        None => Ok(()),
     }
 }
 
