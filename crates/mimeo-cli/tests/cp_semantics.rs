@@ -398,6 +398,103 @@ fn a_file_whose_owner_cannot_be_kept_loses_its_sticky_bit_as_cp() {
     same_as_cp(fs.path(), "sticky", &setup, &how);
 }
 
+/// Makes `name` in `d` a directory of `mode`, the foreign user's where `theirs`.
+fn dir_of(d: &Path, name: &str, mode: u32, theirs: bool) {
+    let p = d.join(name);
+    fs::create_dir_all(&p).unwrap();
+    if theirs {
+        chown(&p, Some(FOREIGN_UID), Some(FOREIGN_GID)).unwrap();
+    }
+    fs::set_permissions(&p, fs::Permissions::from_mode(mode)).unwrap();
+}
+
+#[test]
+fn a_parents_directory_gets_the_whole_mode_of_someone_elses_as_cp() {
+    // `cp --parents -p` as a user, of root's set-gid directory: cp sets the whole mode of a
+    // directory on the way even where it cannot give it its owner, and the kernel lets its
+    // maker, in its group, have the set-gid bit.
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    for (n, mode) in [0o2711, 0o3755, 0o1777].into_iter().enumerate() {
+        let setup = move |d: &Path| {
+            write(d, "s/m/f", "x\n", 0o644);
+            fs::set_permissions(d.join("s/m"), fs::Permissions::from_mode(mode)).unwrap();
+            dir_of(d, "t", 0o755, true);
+        };
+        let how = Run {
+            foreign_user: true,
+            ..args(&["--parents", "-p", "s/m/f", "t"])
+        };
+        let dir = same_as_cp(fs.path(), &format!("m{n}"), &setup, &how);
+        let made = fs::metadata(dir.join("t/s/m")).unwrap().mode() & 0o7777;
+        assert_eq!(made, mode, "m{n}");
+    }
+}
+
+#[test]
+fn a_directory_whose_owner_cannot_be_kept_keeps_only_the_bits_it_has_as_cp() {
+    // `cp -a` as a user, of root's sticky and set-id directories: cp drops their special bits
+    // from the mode it sets, so one merged into keeps its own and a new one what mkdir gave
+    // it (the sticky bit, and set-gid from a set-gid parent).
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let setup = |d: &Path| {
+        for (name, mode) in [("x", 0o1777), ("y", 0o3777), ("z", 0o2755)] {
+            dir_of(d, &format!("s/{name}"), mode, false);
+        }
+        dir_of(d, "t", 0o755, true);
+        dir_of(d, "t/x", 0o755, true);
+        dir_of(d, "g", 0o2775, true);
+    };
+    let how = Run {
+        foreign_user: true,
+        ..args(&["-a", "s/x", "s/y", "s/z", "t"])
+    };
+    let dir = same_as_cp(fs.path(), "merged", &setup, &how);
+    let mode = |p: &str| fs::metadata(dir.join(p)).unwrap().mode() & 0o7777;
+    assert_eq!((mode("t/x"), mode("t/y")), (0o777, 0o1777));
+    let how = Run {
+        foreign_user: true,
+        ..args(&["-a", "s/x", "s/y", "s/z", "g"])
+    };
+    same_as_cp(fs.path(), "in-set-gid", &setup, &how);
+}
+
+#[test]
+fn attributes_only_onto_a_users_file_keeps_its_special_bits_where_its_owner_stays_as_cp() {
+    // `cp -a --attributes-only` as a user, of root's file onto one of its own: the chown is
+    // refused, so nothing takes the old file's set-id bits, which cp's setting of the mode
+    // through the ACL leaves. Of a file of the user's group, cp's change of the group alone
+    // takes them.
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    for (n, (src, dst, group)) in [
+        (0o644, 0o4755, 0),
+        (0o640, 0o2755, 0),
+        (0o644, 0o6755, FOREIGN_GID),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let setup = move |d: &Path| {
+            write(d, "s", "new\n", src);
+            chown(d.join("s"), None, Some(group)).unwrap();
+            fs::set_permissions(d.join("s"), fs::Permissions::from_mode(src)).unwrap();
+            write(d, "d", "old\n", 0o600);
+            chown(d.join("d"), Some(FOREIGN_UID), Some(FOREIGN_GID)).unwrap();
+            fs::set_permissions(d.join("d"), fs::Permissions::from_mode(dst)).unwrap();
+        };
+        let how = Run {
+            foreign_user: true,
+            ..args(&["-a", "--attributes-only", "s", "d"])
+        };
+        same_as_cp(fs.path(), &format!("a{n}"), &setup, &how);
+    }
+}
+
 #[test]
 fn a_user_copying_onto_what_it_may_write_but_not_replace_writes_in_place_as_cp() {
     let Some(fs) = loop_fs(FsKind::Ext4) else {

@@ -82,19 +82,31 @@ pub(crate) fn written_perm(
     wrote: bool,
 ) -> u32 {
     let perm = existing.perm();
-    let chowned = opts.preserve.ownership && (existing.uid, existing.gid) != (src.uid, src.gid);
+    let chowned = opts.preserve.ownership
+        && (existing.uid, existing.gid) != (src.uid, src.gid)
+        && chown_takes(existing, src, process);
     if (process.euid == 0 || !wrote) && !chowned {
         return perm;
     }
-    // With the mode kept, cp first narrows root's file to owner bits both have, through the
+    // With the mode kept, cp first narrows the file to owner bits both have, through the
     // ACL, which leaves the set-id bits alone: without group execution then, the chown keeps
-    // set-gid. (Anyone else's write took it away before.)
-    let narrowed = process.euid == 0 && opts.preserve.mode;
+    // set-gid. (Where anyone but root wrote, the write took it away before.)
+    let narrowed = opts.preserve.mode && (process.euid == 0 || !wrote);
     let mut cleared = sys::S_ISUID;
     if perm & 0o010 != 0 && !narrowed {
         cleared |= sys::S_ISGID;
     }
     perm & !cleared
+}
+
+/// Whether cp's chown of `existing` to the source's owner changes it. Root's does; anyone
+/// else's only on a file of their own, where it fails (the owner is not theirs to give) and
+/// cp then gives it the source's group alone, which it may only where it belongs to that
+/// group (or the file has it already). A refused chown leaves the set-id bits.
+fn chown_takes(existing: &Meta, src: &Meta, process: &Process) -> bool {
+    process.euid == 0
+        || (existing.uid == process.euid
+            && (existing.gid == src.gid || process.egid == src.gid || sys::in_group(src.gid)))
 }
 
 /// The xattrs of an existing destination that cp, writing into it, would leave in place, for
@@ -477,6 +489,9 @@ pub(crate) struct Apply<'a> {
     /// source's user.* xattrs (EACCES), while those the old file had stay. So the new file
     /// is read-only again before the source's xattrs are set.
     pub narrowed_read_only: bool,
+    /// The source's whole mode is set even where its owner could not be kept: cp does so
+    /// for a `--parents` directory on the way, whose mode it sets apart from the copy.
+    pub whole_mode: bool,
 }
 
 impl<'a> Apply<'a> {
@@ -507,6 +522,7 @@ impl<'a> Apply<'a> {
             written_node: false,
             narrows: true,
             narrowed_read_only: false,
+            whole_mode: false,
         }
     }
 
@@ -528,6 +544,7 @@ impl<'a> Apply<'a> {
             written_node: false,
             narrows: true,
             narrowed_read_only: false,
+            whole_mode: false,
         }
     }
 
@@ -771,17 +788,15 @@ impl<'a> Apply<'a> {
         } else {
             return None;
         };
-        // Where the owner could not be kept, cp drops the set-id bits of a file or directory
-        // (and a file's sticky bit), but keeps those of a FIFO, socket or device node; those
-        // of a directory only where it was asked to keep the owner (a directory's set-id bits
-        // run nothing).
+        // Where the owner could not be kept, cp drops the set-id and sticky bits of a file or
+        // directory, but keeps those of a FIFO, socket or device node; those of a directory
+        // only where it was asked to keep the owner (a directory's set-id bits run nothing).
+        // The entry then keeps the ones it has (see `kept_special`). A `--parents`
+        // directory gets the source's whole mode.
         let special = !matches!(self.src.file_type(), sys::S_IFREG | sys::S_IFDIR);
         let unasked = self.src.is_dir() && !self.opts.preserve.ownership;
-        if !owner_kept && self.opts.preserve.mode && !special && !unasked {
-            perm &= !(sys::S_ISUID | sys::S_ISGID);
-            if self.src.is_reg() {
-                perm &= !sys::S_ISVTX;
-            }
+        if !owner_kept && self.opts.preserve.mode && !special && !unasked && !self.whole_mode {
+            perm &= !(sys::S_ISUID | sys::S_ISGID | sys::S_ISVTX);
         }
         // cp sets a preserved mode that has no set-id or sticky bit through the ACL, which
         // leaves those the entry has (a new directory's set-gid bit from its parent); the

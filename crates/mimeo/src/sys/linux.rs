@@ -1148,6 +1148,12 @@ pub(crate) fn egid() -> u32 {
     rustix::process::getegid().as_raw()
 }
 
+/// Whether `gid` is one of the process's supplementary groups (false where they cannot be
+/// read).
+pub(crate) fn in_group(gid: u32) -> bool {
+    rustix::process::getgroups().is_ok_and(|g| g.iter().any(|g| g.as_raw() == gid))
+}
+
 // ---- durability and page cache ----
 
 pub(crate) fn fsync(fd: BorrowedFd<'_>) -> Result<()> {

@@ -922,7 +922,7 @@ pub(crate) fn complete(ctx: &Ctx<'_>, w: &mut Buffers, done: DirDone) {
         keep_perm: None,
         // A directory keeps its set-id and sticky bits under cp's setting of the source's
         // ACL, as a file written into does.
-        kept_special: kept_special(ctx, info, fd.as_fd()),
+        kept_special: kept_special(ctx, info, &meta, fd.as_fd()),
         current_perm: info
             .created
             .then_some(0o700 | if info.dst_setgid { sys::S_ISGID } else { 0 }),
@@ -934,6 +934,7 @@ pub(crate) fn complete(ctx: &Ctx<'_>, w: &mut Buffers, done: DirDone) {
         written_node: false,
         narrows: true,
         narrowed_read_only: false,
+        whole_mode: false,
     };
     let flushed = || {
         if ctx.opts.sync {
@@ -989,13 +990,15 @@ fn made_early_for(ctx: &Ctx<'_>, root: u32, fd: BorrowedFd<'_>) -> bool {
 }
 
 /// The set-id and sticky bits the destination directory has before its mode is set, which a
-/// preserved mode may leave: a new one's set-gid bit inherited from its parent (it is made
-/// 0700 otherwise), an existing one's own (one fstat, under --preserve=mode only).
-fn kept_special(ctx: &Ctx<'_>, info: &DirInfo, fd: BorrowedFd<'_>) -> u32 {
+/// preserved mode may leave: a new one's set-gid bit inherited from its parent and the
+/// source's sticky bit, which cp's mkdir gives it (mimeo makes it 0700), an existing one's
+/// own (one fstat, under --preserve=mode only).
+fn kept_special(ctx: &Ctx<'_>, info: &DirInfo, src: &Meta, fd: BorrowedFd<'_>) -> u32 {
     if !ctx.opts.preserve.mode {
         0
     } else if info.created {
-        if info.dst_setgid { sys::S_ISGID } else { 0 }
+        let sgid = if info.dst_setgid { sys::S_ISGID } else { 0 };
+        sgid | (src.mode & sys::S_ISVTX)
     } else {
         sys::fstat(fd).map_or(0, |d| d.perm() & 0o7000)
     }

@@ -1251,6 +1251,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
             written_node: false,
             narrows: true,
             narrowed_read_only: p.placed.narrowed_read_only,
+            whole_mode: false,
         };
         let named = |e| ctx.report.attribute(e);
         apply.run(Dst::Fd(p.dst.as_fd()), &xattrs, &|| self.dst_path(), &named)

@@ -267,6 +267,7 @@ fn give_parent_attributes(parent: &Parent, opts: &Options, process: &Process) ->
         kept_special,
         narrows: false,
         narrowed_read_only: false,
+        whole_mode: true,
         ..Apply::for_existing(opts, process, &parent.src)
     };
     let dst = Dst::Fd(fd.as_fd());
