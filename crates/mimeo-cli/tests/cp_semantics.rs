@@ -1711,6 +1711,30 @@ fn parents_directories_get_cps_modes_also_where_the_copy_fails() {
     );
 }
 
+/// A `--parents` directory the user may neither list nor search: cp reads its ACLs by name,
+/// which needs no search of the directory itself, and so gives it and the directories above
+/// it their sources' mode and times although the copy inside it fails; named again, its
+/// copy (now the owner's to read, not to search) gets them again without a failure.
+#[test]
+fn parents_directories_that_cannot_be_searched_get_their_attributes_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let setup = |d: &Path| {
+        write(d, "s/z/va", "va\n", 0o644);
+        fs::set_permissions(d.join("s/z"), fs::Permissions::from_mode(0o600)).unwrap();
+        fs::create_dir(d.join("d")).unwrap();
+        chown(d.join("d"), Some(FOREIGN_UID), Some(FOREIGN_GID)).unwrap();
+    };
+    let how = Run {
+        foreign_user: true,
+        ..args(&["--parents", "s/z/va", "s/z", "d", "-pr"])
+    };
+    let ours = same_as_cp(fs.path(), "unsearched", &setup, &how);
+    let made = fs::metadata(ours.join("d/s")).unwrap();
+    assert_eq!(made.mode() & 0o7777, 0o755);
+}
+
 /// --no-preserve=mode before -p or -a (which keep the mode again, but leave cp's note that
 /// the mode was refused): cp makes the directories on the way from 0777, so without the
 /// source's sticky and set-id bits, which the mode it gives them later leaves away too; an
