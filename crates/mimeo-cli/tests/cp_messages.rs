@@ -687,6 +687,30 @@ fn parents_below_an_earlier_copy_finds_what_it_made_there_as_cp() {
     );
 }
 
+/// An absolute source named twice under `--parents` with simple backups: cp 9.1 stops at its
+/// lookup of the first copy, before its `-v` line for the second (fuzz seed
+/// 0xc703cf659be55a3f).
+#[test]
+fn an_absolute_source_named_twice_with_backups_has_one_verbose_line_as_cp() {
+    let dir = scratch();
+    let src = dir.path().join("abs/s/x");
+    fs::create_dir_all(src.parent().unwrap()).unwrap();
+    write(&src, "x");
+    let src = src.to_str().unwrap();
+    let setup = |d: &Path| fs::create_dir(d.join("d")).unwrap();
+    let ran = case_as_cp(
+        dir.path(),
+        0,
+        &setup,
+        &["-b", "--parents", "-v", src, src, "d"],
+        None,
+    );
+    assert!(
+        ran.stderr.ends_with(": No such file or directory\n"),
+        "{ran:?}"
+    );
+}
+
 /// `-l` as a user: an earlier root's symlink the kernel would not link (another user's, under
 /// `fs.protected_hardlinks`) was not made, so a later `--parents` root through it (`s` then
 /// `s/x/`) finds nothing in its way and is made, as cp makes it (fuzz seed

@@ -1165,6 +1165,38 @@ fn parents_above_a_failed_acl_keep_their_new_times_as_cp() {
     assert_eq!(kept(&cp), kept(&ours), "{a:?}");
 }
 
+/// Absolute sources under `--parents -a`: the first gives the deepest directory made its
+/// source's times, then fails on its ACL; the second makes a directory in it, which leaves it
+/// the time of that write, as its own parents fail before they reach it.
+#[test]
+fn parents_a_later_source_makes_a_directory_in_keep_that_time_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    write(base, "abs/x/f", "f\n", 0o644);
+    write(base, "abs/x/s/g", "g\n", 0o644);
+    let old = filetime(978_307_200);
+    for dir in ["abs/x/s", "abs/x", "abs"] {
+        set_mtime(&base.join(dir), old);
+    }
+    let (f, g) = (base.join("abs/x/f"), base.join("abs/x/s/g"));
+    let (f, g) = (f.to_str().unwrap(), g.to_str().unwrap());
+    let dest = |d: &Path| fs::create_dir(d.join("d")).unwrap();
+    let a = ["--parents", "-a", f, g, "d"];
+    let ((_, _, cp), (_, _, ours)) = run_each(base, "madein", &dest, &args(&a));
+    // Which of the copies of abs/x and abs/x/s have their source's mtime.
+    let kept = |d: &Path| {
+        let at = d
+            .join("d")
+            .join(base.strip_prefix("/").unwrap())
+            .join("abs/x");
+        [at.clone(), at.join("s")].map(|p| fs::metadata(p).unwrap().mtime() == old.0)
+    };
+    assert_eq!(kept(&cp), [false, true], "cp");
+    assert_eq!(kept(&cp), kept(&ours), "{a:?}");
+}
+
 /// An absolute source directory refused under `--parents -p`, as a copy into itself or as
 /// one named before into another place: cp refuses the copy and then still gives the parents
 /// it made their attributes, which fails on the deepest's ACL, read under its name less the
@@ -1806,6 +1838,30 @@ fn parents_directories_get_cps_modes_also_where_the_copy_fails() {
             &["-a", "--no-preserve=mode", "--parents", "sd/x/f", "D"],
         ],
     );
+}
+
+/// A `--parents` directory the user may neither list nor search: cp reads its ACLs by name,
+/// which needs no search of the directory itself, and so gives it and the directories above
+/// it their sources' mode and times although the copy inside it fails; named again, its
+/// copy (now the owner's to read, not to search) gets them again without a failure.
+#[test]
+fn parents_directories_that_cannot_be_searched_get_their_attributes_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let setup = |d: &Path| {
+        write(d, "s/z/va", "va\n", 0o644);
+        fs::set_permissions(d.join("s/z"), fs::Permissions::from_mode(0o600)).unwrap();
+        fs::create_dir(d.join("d")).unwrap();
+        chown(d.join("d"), Some(FOREIGN_UID), Some(FOREIGN_GID)).unwrap();
+    };
+    let how = Run {
+        foreign_user: true,
+        ..args(&["--parents", "s/z/va", "s/z", "d", "-pr"])
+    };
+    let ours = same_as_cp(fs.path(), "unsearched", &setup, &how);
+    let made = fs::metadata(ours.join("d/s")).unwrap();
+    assert_eq!(made.mode() & 0o7777, 0o755);
 }
 
 /// --no-preserve=mode before -p or -a (which keep the mode again, but leave cp's note that

@@ -449,6 +449,8 @@ impl Error {
                     | Op::CreateParent
                     | Op::CreateDir
                     | Op::ReadDir
+                    // cp 9.1 stops at its lookup of what it made before it copies anything.
+                    | Op::StatMadeDir
             ),
         }
     }

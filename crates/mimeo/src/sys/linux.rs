@@ -233,7 +233,10 @@ pub(crate) fn open_dir_path_beneath(anchor: BorrowedFd<'_>, rel: &[u8]) -> Resul
     let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
     let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
     if rel.is_empty() {
-        return rfs::openat(anchor, c".", flags, Mode::empty());
+        // The anchor itself, through its /proc link: "." is looked up inside it, which a
+        // directory we may not search refuses.
+        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        return rfs::openat(CWD, proc_fd_path(anchor, None), flags, Mode::empty());
     }
     open_in_chunks(anchor, rel, |base, part| {
         rfs::openat2(base, part, flags, Mode::empty(), resolve)

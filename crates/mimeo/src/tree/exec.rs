@@ -510,8 +510,9 @@ fn touch_written_into(ctx: &Ctx<'_>) {
 
 /// The same for the directories `--parents` gave their sources' times: cp sets them after each
 /// source, and a later source that writes into one without parents of its own to set (they
-/// were all there) leaves it the time of that write, and a directory root copied onto one gives
-/// it that root's times. The last of these in cp's order decides.
+/// were all there, or it failed on a deeper one first), or makes a parent in it, leaves it the
+/// time of that write, and a directory root copied onto one gives it that root's times. The
+/// last of these in cp's order decides.
 fn touch_parents_written_into(ctx: &Ctx<'_>) {
     let opts = ctx.opts;
     if !(opts.parents && opts.preserve.timestamps) || ctx.report.control.is_stopped() {
@@ -521,6 +522,18 @@ fn touch_parents_written_into(ctx: &Ctx<'_>) {
     // Per directory: an open handle, and its last event (Some(times): set; None: written).
     let mut last: HashMap<(u64, u64), (OwnedFd, Option<sys::Meta>)> = HashMap::new();
     for root in &ctx.roots {
+        // A directory this root's `--parents` made, before its copy: the directory holding
+        // it was written into, after the times an earlier source gave it.
+        for parent in root.parents.iter().filter(|p| p.created && !p.early) {
+            let Some(up) = parent.dst.parent() else {
+                continue;
+            };
+            let up = sys::cstring(up.as_os_str().as_bytes());
+            let up = sys::stat_at(sys::CWD, &up, true).ok().map(|m| m.id());
+            if let Some(event) = up.and_then(|d| last.get_mut(&d)) {
+                event.1 = None;
+            }
+        }
         let made = root.made.load(std::sync::atomic::Ordering::Relaxed);
         if made && let Some(event) = id(root.dst_parent.as_fd()).and_then(|d| last.get_mut(&d)) {
             event.1 = None;

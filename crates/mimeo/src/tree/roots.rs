@@ -288,10 +288,9 @@ fn give_parent_attributes(parent: &Parent, opts: &Options, process: &Process) ->
     let source = misnamed_acl_source(parent).unwrap_or_else(|| parent.src_path.clone());
     let acls = sys::open_dir_path(sys::CWD, &sys::cstring(source.as_os_str().as_bytes()), true)
         .map_err(|e| Error::sys(Op::GetParentAcl, &source, e))
-        .and_then(|fd| {
-            let at = sys::proc_fd_path(fd.as_fd(), Some(c"."));
-            meta::source_acls(XattrTarget::NoFollow(&at), &|| source.clone())
-        });
+        // Read through the handle, as cp reads them by name: no search of the directory
+        // itself, which its owner may have taken away.
+        .and_then(|fd| meta::source_acls(XattrTarget::Fd(fd.as_fd()), &|| source.clone()));
     match acls {
         Ok(acls) => apply.run(dst, &acls, &path, &named),
         Err(e) => {
