@@ -7,7 +7,7 @@ use super::context::{Ctx, Here, relative_symlink_elsewhere};
 use super::file::{as_file, copy_contents, copy_regular};
 use super::placing::{
     LinkStep, backup_fails_first, backup_refused, before_failed_copy, before_failed_read, commit,
-    decide_at, decide_for_unopened, first_done, link_or_claim, refused_removal,
+    decide_at, decide_for_unopened, first_done, first_skipped, link_or_claim, refused_removal,
 };
 use super::roots::stat_error;
 use super::through;
@@ -120,7 +120,14 @@ impl<'a> Made<'a, '_> {
         };
         match self.place(&make)? {
             Some(temp) => self.finish(temp, first),
-            None => Ok(()),
+            None => {
+                // An entry -u skips as up to date is the group's copy, as for a regular file:
+                // the same source met again (named twice with a backup) is linked to it.
+                if self.ctx.opts.overwrite == Overwrite::Update {
+                    first_skipped(first, self.here, self.dst_name);
+                }
+                Ok(())
+            }
         }
     }
 
