@@ -556,11 +556,11 @@ fn an_up_to_date_member_linked_to_its_groups_copy_says_removed_as_cp() {
     }
 }
 
-/// Under -u, cp remembers a symlink or FIFO it skips as up to date as it does a file, and
-/// links the same source named again with a backup (which cp does not take as named twice)
-/// to that entry, its own destination: where that is a directory the link fails ("cannot
-/// create hard link 'd/lf' to 'd/lf'"), else -v says "removed" (fuzz seed
-/// 0x3269eac6664b4d83).
+/// Under -u, cp remembers a symlink or FIFO it skips as up to date as it does a file (and
+/// under -s a link it would make), and links the same source named again with a backup
+/// (which cp does not take as named twice) to that entry, its own destination: where that is
+/// a directory the link fails ("cannot create hard link 'd/lf' to 'd/lf'"), else -v says
+/// "removed" (fuzz seed 0x3269eac6664b4d83).
 #[test]
 fn an_up_to_date_symlink_or_fifo_named_again_is_linked_to_itself_as_cp() {
     let dir = scratch();
@@ -569,7 +569,7 @@ fn an_up_to_date_symlink_or_fifo_named_again_is_linked_to_itself_as_cp() {
         symlink("f", d.join("lf")).unwrap();
         mkfifo(&d.join("p"));
         // Made after the sources: not older than them.
-        for n in ["d/lf", "d/p"] {
+        for n in ["d/lf", "d/p", "d/f"] {
             fs::create_dir_all(d.join(n)).unwrap();
         }
         fs::create_dir(d.join("e")).unwrap();
@@ -577,7 +577,7 @@ fn an_up_to_date_symlink_or_fifo_named_again_is_linked_to_itself_as_cp() {
     };
     let refused =
         |x: &str| format!("cp: cannot create hard link '{x}' to '{x}': Operation not permitted\n");
-    let cases: [(&[&str], String, String); 3] = [
+    let cases: [(&[&str], String, String); 5] = [
         (
             &["-a", "-u", "-S", ".~1~", "lf", "lf", "d"],
             String::new(),
@@ -590,6 +590,17 @@ fn an_up_to_date_symlink_or_fifo_named_again_is_linked_to_itself_as_cp() {
         ),
         (
             &["-a", "-u", "-v", "-b", "lf", "lf", "e"],
+            "removed 'e/lf'\n".into(),
+            String::new(),
+        ),
+        // Under -s too, before cp would refuse the relative link.
+        (
+            &["-s", "-u", "-b", "--preserve=links", "f", "f", "d"],
+            String::new(),
+            refused("d/f"),
+        ),
+        (
+            &["-s", "-u", "-v", "-b", "-a", "lf", "lf", "e"],
             "removed 'e/lf'\n".into(),
             String::new(),
         ),

@@ -410,7 +410,7 @@ fn link_entry(
             };
             match symlink_target(here, name, dst_name) {
                 Ok(target) => (first, Some(target)),
-                Err(e) => return relative_refused(ctx, here, name, dst_name, &meta, e),
+                Err(e) => return relative_refused(ctx, here, (name, dst_name), &meta, first, e),
             }
         }
         LinkInstead::Hard => (None, None),
@@ -438,6 +438,10 @@ fn link_entry(
         }
         Err(Errno::EXIST) => {
             if !link_over(ctx, here, (name, dst_name), &meta, through, &make, &failed)? {
+                // Skipped as up to date under -u: the group's copy, as a copy's would be.
+                if ctx.opts.overwrite == Overwrite::Update {
+                    first_skipped(first, here, dst_name);
+                }
                 return Ok(());
             }
         }
@@ -556,9 +560,9 @@ fn link_metadata(
 fn relative_refused(
     ctx: &Ctx<'_>,
     here: &Here<'_>,
-    name: &CStr,
-    dst_name: &CStr,
+    (name, dst_name): (&CStr, &CStr),
     meta: &Meta,
+    first: Option<FirstCopy<'_>>,
     e: Error,
 ) -> Result<(), Error> {
     if sys::stat_at(here.dst_dir, dst_name, false).is_err() {
@@ -566,6 +570,10 @@ fn relative_refused(
     }
     match decide_at(ctx, here, name, dst_name, (meta, false)) {
         Ok((Decision::Skip, _)) => {
+            // Skipped as up to date under -u: the group's copy, as a copy's would be.
+            if ctx.opts.overwrite == Overwrite::Update {
+                first_skipped(first, here, dst_name);
+            }
             ctx.report
                 .skipped(|| here.src_path(name), || here.dst_path(dst_name));
             Ok(())
