@@ -557,10 +557,10 @@ fn an_up_to_date_member_linked_to_its_groups_copy_says_removed_as_cp() {
 }
 
 /// Under -u, cp remembers a symlink or FIFO it skips as up to date as it does a file (and
-/// under -s a link it would make), and links the same source named again with a backup
-/// (which cp does not take as named twice) to that entry, its own destination: where that is
-/// a directory the link fails ("cannot create hard link 'd/lf' to 'd/lf'"), else -v says
-/// "removed" (fuzz seed 0x3269eac6664b4d83).
+/// under -s a link it would make, and without --preserve=links any of them), and links the
+/// same source named again with a backup (which cp does not take as named twice) to that
+/// entry, its own destination: where that is a directory the link fails ("cannot create hard
+/// link 'd/lf' to 'd/lf'"), else -v says "removed" (fuzz seed 0x3269eac6664b4d83).
 #[test]
 fn an_up_to_date_symlink_or_fifo_named_again_is_linked_to_itself_as_cp() {
     let dir = scratch();
@@ -574,10 +574,11 @@ fn an_up_to_date_symlink_or_fifo_named_again_is_linked_to_itself_as_cp() {
         }
         fs::create_dir(d.join("e")).unwrap();
         symlink("../f", d.join("e/lf")).unwrap();
+        write(&d.join("e/f"), "x");
     };
     let refused =
         |x: &str| format!("cp: cannot create hard link '{x}' to '{x}': Operation not permitted\n");
-    let cases: [(&[&str], String, String); 5] = [
+    let cases: [(&[&str], String, String); 8] = [
         (
             &["-a", "-u", "-S", ".~1~", "lf", "lf", "d"],
             String::new(),
@@ -602,6 +603,18 @@ fn an_up_to_date_symlink_or_fifo_named_again_is_linked_to_itself_as_cp() {
         (
             &["-s", "-u", "-v", "-b", "-a", "lf", "lf", "e"],
             "removed 'e/lf'\n".into(),
+            String::new(),
+        ),
+        // Without --preserve=links too: cp remembers what -u skips all the same.
+        (&["-u", "-b", "f", "f", "d"], String::new(), refused("d/f")),
+        (
+            &["-u", "-r", "-b", "p", "p", "d"],
+            String::new(),
+            refused("d/p"),
+        ),
+        (
+            &["-u", "-v", "-b", "f", "f", "f", "e"],
+            "removed 'e/f'\nremoved 'e/f'\n".into(),
             String::new(),
         ),
     ];
