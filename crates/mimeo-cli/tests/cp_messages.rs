@@ -556,6 +556,74 @@ fn an_up_to_date_member_linked_to_its_groups_copy_says_removed_as_cp() {
     }
 }
 
+/// Under -u, cp remembers a symlink or FIFO it skips as up to date as it does a file (and
+/// under -s a link it would make, and without --preserve=links any of them), and links the
+/// same source named again with a backup (which cp does not take as named twice) to that
+/// entry, its own destination: where that is a directory the link fails ("cannot create hard
+/// link 'd/lf' to 'd/lf'"), else -v says "removed" (fuzz seed 0x3269eac6664b4d83).
+#[test]
+fn an_up_to_date_symlink_or_fifo_named_again_is_linked_to_itself_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        write(&d.join("f"), "x");
+        symlink("f", d.join("lf")).unwrap();
+        mkfifo(&d.join("p"));
+        // Made after the sources: not older than them.
+        for n in ["d/lf", "d/p", "d/f"] {
+            fs::create_dir_all(d.join(n)).unwrap();
+        }
+        fs::create_dir(d.join("e")).unwrap();
+        symlink("../f", d.join("e/lf")).unwrap();
+        write(&d.join("e/f"), "x");
+    };
+    let refused =
+        |x: &str| format!("cp: cannot create hard link '{x}' to '{x}': Operation not permitted\n");
+    let cases: [(&[&str], String, String); 8] = [
+        (
+            &["-a", "-u", "-S", ".~1~", "lf", "lf", "d"],
+            String::new(),
+            refused("d/lf"),
+        ),
+        (
+            &["-a", "-u", "-b", "p", "p", "d"],
+            String::new(),
+            refused("d/p"),
+        ),
+        (
+            &["-a", "-u", "-v", "-b", "lf", "lf", "e"],
+            "removed 'e/lf'\n".into(),
+            String::new(),
+        ),
+        // Under -s too, before cp would refuse the relative link.
+        (
+            &["-s", "-u", "-b", "--preserve=links", "f", "f", "d"],
+            String::new(),
+            refused("d/f"),
+        ),
+        (
+            &["-s", "-u", "-v", "-b", "-a", "lf", "lf", "e"],
+            "removed 'e/lf'\n".into(),
+            String::new(),
+        ),
+        // Without --preserve=links too: cp remembers what -u skips all the same.
+        (&["-u", "-b", "f", "f", "d"], String::new(), refused("d/f")),
+        (
+            &["-u", "-r", "-b", "p", "p", "d"],
+            String::new(),
+            refused("d/p"),
+        ),
+        (
+            &["-u", "-v", "-b", "f", "f", "f", "e"],
+            "removed 'e/f'\nremoved 'e/f'\n".into(),
+            String::new(),
+        ),
+    ];
+    for (i, (args, stdout, stderr)) in cases.iter().enumerate() {
+        let ours = case_as_cp(dir.path(), i, &setup, args, None);
+        assert_eq!((&ours.stdout, &ours.stderr), (stdout, stderr), "{ours:?}");
+    }
+}
+
 /// Under -u, cp links an entry it skips as up to date to its group's copy quietly: -v says
 /// only "removed", with no line for the link (a file named twice or three times with
 /// numbered backups onto a newer copy, and a tree's two links onto newer files). A file of

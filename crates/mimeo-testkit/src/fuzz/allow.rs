@@ -103,7 +103,8 @@ pub const ALLOWLIST: &[Allowed] = &[
                  group's copy under --parents loses that copy, and later names of the group \
                  fail to link to it, where mimeo puts it back as cp does numbered backups; \
                  and a second failed clone onto a name backs up the empty file cp left at the \
-                 first, where mimeo left nothing to back up)",
+                 first, where mimeo left nothing to back up, as each further one does, to the \
+                 same backup name)",
         docs: "docs/cp.md, cp 9.1 where later releases differ",
         apply: simple_backup_in_place,
         last: false,
@@ -1002,8 +1003,9 @@ fn self_link_lost(o: &mut Outcome) -> bool {
 
 /// [`simple_backup_in_place`]'s destinations cp moved into the working directory and could
 /// not rename back: each a backup there on cp's side only, and the destination whose name it
-/// starts with, below, of the same type, on mimeo's side only; one for each of cp's "cannot
-/// un-backup" lines, which are taken out. None unless all of them pair. Where cp's failed
+/// starts with, below, of the same type, on mimeo's side only; one for each name in cp's
+/// "cannot un-backup" lines (a name backed up again by a later failed clone onto it once for
+/// all of its lines), which are taken out. None unless all of them pair. Where cp's failed
 /// copy was a clone, cp made the file before the clone failed (failed-clone-leaves-nothing):
 /// the destination is then a regular file on cp's side where mimeo kept what was there; and
 /// where nothing was there before, the file cp moved away is the one it left where an earlier
@@ -1016,15 +1018,40 @@ fn not_backed_up_again(
     let unbackup = |l: &str| {
         l.starts_with("cp: cannot un-backup ") && l.ends_with(": No such file or directory\n")
     };
-    let failed =
+    let named: Vec<&str> =
         o.cp.stderr
-            .split_inclusive('\n')
-            .filter(|l| unbackup(l))
-            .count();
-    if failed == 0 {
+            .lines()
+            .filter_map(|l| {
+                let rest = l.strip_prefix("cp: cannot un-backup ")?;
+                rest.strip_suffix(": No such file or directory")
+            })
+            .collect();
+    if named.is_empty() {
         return Vec::new();
     }
     let cloned = o.cp.stderr.contains("cp: failed to clone ");
+    // A name cp backed up again (each later failed clone onto it moves the file the one
+    // before left to the same backup name, over the last) pairs once for all its lines, and
+    // only where as many clones onto it failed.
+    let failed_clones = |quoted: &str| {
+        let onto = |l: &&str| {
+            l.strip_prefix("cp: failed to clone ")
+                .and_then(|rest| rest.rsplit_once(" from "))
+                .is_some_and(|(dst, _)| dst == quoted)
+        };
+        o.cp.stderr.lines().filter(onto).count()
+    };
+    let mut distinct = named.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let again = |q: &&str| {
+        let lines = named.iter().filter(|n| *n == q).count();
+        lines == 1 || failed_clones(q) >= lines
+    };
+    if !distinct.iter().all(again) {
+        return Vec::new();
+    }
+    let failed = distinct.len();
     // How many of cp's clones onto `p` failed.
     let clones_onto = |p: &Path| {
         let onto = |l: &&str| {
@@ -3182,6 +3209,53 @@ pub(crate) mod tests {
         // Not where only one clone onto it failed: the file cp backed up was there before.
         let mut o = outcome(&format!("{unbackup}{clone}"), clone);
         o.plan.opts = vec!["dereference", "backup", "parents", "recursive", "reflink"];
+        o.tree = tree();
+        assert!(!simple_backup_in_place(&mut o));
+        assert!(o.cp.stderr.contains(unbackup));
+    }
+
+    /// `cp -f -S- --reflink=always f f f d` under simple backups (no clones on ext4): cp 9.1
+    /// leaves an empty d/f where the first clone fails, and for each later source moves the
+    /// empty file there to ./f- (over the one before), fails to clone again, and cannot rename
+    /// the backup back; mimeo removes each file it failed to clone into (fuzz seed
+    /// 0x76f3f1674c5f9a13).
+    #[test]
+    fn a_failed_clone_cp_backed_up_twice_and_cannot_rename_back_is_allowed() {
+        let clone = "cp: failed to clone 'd/f' from 'f': Operation not supported\n";
+        let unbackup = "cp: cannot un-backup 'd/f': No such file or directory\n";
+        let tree = || {
+            vec![
+                diff(
+                    "",
+                    Field::Mtime,
+                    "1795813224.621746858",
+                    "1500000000.000000000",
+                ),
+                diff("d/f", Field::Presence, "file", "absent"),
+                diff("f-", Field::Presence, "file", "absent"),
+            ]
+        };
+        let thrice = clone.repeat(3);
+        let mut o = outcome(&format!("{unbackup}{unbackup}{thrice}"), &thrice);
+        o.plan.opts = vec!["force", "recursive", "one-file-system", "suffix", "reflink"];
+        o.plan.dest = DestState::Dir;
+        o.tree = tree();
+        for a in ALLOWLIST {
+            (a.apply)(&mut o);
+        }
+        assert!(o.tree.is_empty(), "{:?}", o.tree);
+        assert_eq!(o.cp.stderr, o.ours.stderr);
+        // Not where fewer clones onto it failed than cp has lines for it.
+        let twice = clone.repeat(2);
+        let mut o = outcome(&format!("{}{twice}", unbackup.repeat(3)), &twice);
+        o.plan.opts = vec!["force", "recursive", "one-file-system", "suffix", "reflink"];
+        o.tree = tree();
+        assert!(!simple_backup_in_place(&mut o));
+        assert!(o.cp.stderr.contains(unbackup));
+        // Nor where the lines name two destinations and only one pairs.
+        let other = "cp: cannot un-backup 'd/g': No such file or directory\n";
+        let mut o = outcome(&format!("{unbackup}{other}{thrice}"), &thrice);
+        o.plan.opts = vec!["force", "recursive", "one-file-system", "suffix", "reflink"];
         o.tree = tree();
         assert!(!simple_backup_in_place(&mut o));
         assert!(o.cp.stderr.contains(unbackup));

@@ -7,7 +7,7 @@ use super::context::{Ctx, Here, relative_symlink_elsewhere};
 use super::file::{as_file, copy_contents, copy_regular};
 use super::placing::{
     LinkStep, backup_fails_first, backup_refused, before_failed_copy, before_failed_read, commit,
-    decide_at, decide_for_unopened, first_done, link_or_claim, refused_removal,
+    decide_at, decide_for_unopened, first_done, first_skipped, link_or_claim, refused_removal,
 };
 use super::roots::stat_error;
 use super::through;
@@ -120,7 +120,14 @@ impl<'a> Made<'a, '_> {
         };
         match self.place(&make)? {
             Some(temp) => self.finish(temp, first),
-            None => Ok(()),
+            None => {
+                // An entry -u skips as up to date is the group's copy, as for a regular file:
+                // the same source met again (named twice with a backup) is linked to it.
+                if self.ctx.opts.overwrite == Overwrite::Update {
+                    first_skipped(first, self.here, self.dst_name);
+                }
+                Ok(())
+            }
         }
     }
 
@@ -403,7 +410,7 @@ fn link_entry(
             };
             match symlink_target(here, name, dst_name) {
                 Ok(target) => (first, Some(target)),
-                Err(e) => return relative_refused(ctx, here, name, dst_name, &meta, e),
+                Err(e) => return relative_refused(ctx, here, (name, dst_name), &meta, first, e),
             }
         }
         LinkInstead::Hard => (None, None),
@@ -431,6 +438,10 @@ fn link_entry(
         }
         Err(Errno::EXIST) => {
             if !link_over(ctx, here, (name, dst_name), &meta, through, &make, &failed)? {
+                // Skipped as up to date under -u: the group's copy, as a copy's would be.
+                if ctx.opts.overwrite == Overwrite::Update {
+                    first_skipped(first, here, dst_name);
+                }
                 return Ok(());
             }
         }
@@ -549,9 +560,9 @@ fn link_metadata(
 fn relative_refused(
     ctx: &Ctx<'_>,
     here: &Here<'_>,
-    name: &CStr,
-    dst_name: &CStr,
+    (name, dst_name): (&CStr, &CStr),
     meta: &Meta,
+    first: Option<FirstCopy<'_>>,
     e: Error,
 ) -> Result<(), Error> {
     if sys::stat_at(here.dst_dir, dst_name, false).is_err() {
@@ -559,6 +570,10 @@ fn relative_refused(
     }
     match decide_at(ctx, here, name, dst_name, (meta, false)) {
         Ok((Decision::Skip, _)) => {
+            // Skipped as up to date under -u: the group's copy, as a copy's would be.
+            if ctx.opts.overwrite == Overwrite::Update {
+                first_skipped(first, here, dst_name);
+            }
             ctx.report
                 .skipped(|| here.src_path(name), || here.dst_path(dst_name));
             Ok(())

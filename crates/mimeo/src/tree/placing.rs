@@ -190,6 +190,10 @@ fn sighting(ctx: &Ctx<'_>, here: &Here<'_>, meta: &Meta) -> Option<(Sighting, bo
     let skipped_again = matches!(here.loc, Loc::Root(_))
         && ctx.opts.overwrite == Overwrite::Update
         && ctx.opts.backup.is_some();
+    if !ctx.opts.preserve.links {
+        // Without --preserve=links cp remembers only what -u skips.
+        return skipped_again.then_some((Sighting::Pinned, true));
+    }
     if pinned || again {
         Some((Sighting::Pinned, false))
     } else if skipped_again {
@@ -202,7 +206,8 @@ fn sighting(ctx: &Ctx<'_>, here: &Here<'_>, meta: &Meta) -> Option<(Sighting, bo
     }
 }
 
-/// With `--preserve=links`, links to an earlier copy of the same inode, or claims the inode.
+/// With `--preserve=links`, links to an earlier copy of the same inode, or claims the inode
+/// (without it, only a root -u may skip, see [`sighting`]).
 pub(super) fn link_or_claim<'a>(
     ctx: &'a Ctx<'_>,
     here: &Here<'_>,
@@ -210,7 +215,7 @@ pub(super) fn link_or_claim<'a>(
     dst_name: &CStr,
     meta: &Meta,
 ) -> Result<LinkStep<'a>, Error> {
-    if here.root.is_none() || !ctx.opts.preserve.links || meta.is_dir() {
+    if here.root.is_none() || meta.is_dir() {
         // A file copied on its own (`copy_file`) has no group to join.
         return Ok(LinkStep::Copy(None));
     }
@@ -231,6 +236,13 @@ pub(super) fn link_or_claim<'a>(
         }
         Some(LinkClaim::LinkTo(loc)) => loc,
     };
+    // Without --preserve=links, cp links a skipped source to what it skipped before, which
+    // mimeo does only for the source named again onto that very destination (linked onto
+    // itself); another name of the file is copied on its own.
+    let onto_itself = loc.dir.is_none() && ctx.root(loc.root).dst_path == here.dst_path(dst_name);
+    if !ctx.opts.preserve.links && !onto_itself {
+        return Ok(LinkStep::Copy(None));
+    }
     let linked = link_to_group(ctx, here, src_name, dst_name, meta, &loc)?;
     if linked != Linked::Skipped {
         here.made();
