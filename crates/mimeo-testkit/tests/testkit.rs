@@ -287,6 +287,7 @@ fn the_destination_is_found_where_options_follow_it() {
         feed: None,
         drains: Vec::new(),
         odd_dirs: false,
+        place: "/p/case".into(),
     };
     let (old, now) = ("1709407231.595617531", "1795736438.181929316");
     let diff = |path: &str, field| Difference {
@@ -338,6 +339,7 @@ fn a_simple_backup_in_the_working_directory_is_allowed() {
         feed: None,
         drains: Vec::new(),
         odd_dirs: false,
+        place: "/p/case".into(),
     };
     let diff = |path: &str, field, left: &str, right: &str| Difference {
         path: path.into(),
@@ -399,6 +401,7 @@ fn a_refused_relative_link_with_a_suffix_alone_is_allowed() {
         feed: None,
         drains: Vec::new(),
         odd_dirs: false,
+        place: "/p/case".into(),
     };
     let ran = Ran {
         code: Some(1),

@@ -1960,7 +1960,8 @@ fn into_itself(o: &mut Outcome) -> bool {
                 y == copy || x.starts_with(&copy) && x != copy
             };
             // A directory between the source and the copy that the user may not list: cp's
-            // walk cannot enter it, so it never meets the copy made below it.
+            // walk cannot enter it, so it never meets the copy made below it. An absolute
+            // source names it absolutely, the copy may be named relatively: one form.
             let unlisted = |c: &str| {
                 let Some(dir) = c
                     .strip_prefix("cp: cannot access ")
@@ -1972,6 +1973,7 @@ fn into_itself(o: &mut Outcome) -> bool {
                 let (Some(src), Some(copy)) = (unquote(src), unquote(dst)) else {
                     return false;
                 };
+                let [dir, src, copy] = [dir, src, copy].map(|p| o.plan.in_place(&p));
                 dir.starts_with(&src) && copy.starts_with(&dir) && copy != dir
             };
             let cp_line = o.cp.stderr.lines().find(|c| {
@@ -2250,6 +2252,7 @@ pub(crate) mod tests {
                 feed: None,
                 drains: Vec::new(),
                 odd_dirs: false,
+                place: "/p/case".into(),
             },
             cp: ran(1, cp),
             ours: ran(1, ours),
@@ -2381,6 +2384,7 @@ pub(crate) mod tests {
             feed: None,
             drains: Vec::new(),
             odd_dirs: false,
+            place: "/p/case".into(),
         };
         let mut o = Outcome {
             plan,
@@ -2779,6 +2783,33 @@ pub(crate) mod tests {
             "cp: cannot access 't': Permission denied\n",
             "cp: cannot access 's/g/d': Permission denied\n",
             "cp: cannot access 's/h': Permission denied\n",
+        ] {
+            let mut o = outcome(cp, ours);
+            into_itself(&mut o);
+            assert_eq!(o.cp.stderr, cp);
+        }
+    }
+
+    /// The same with the source named absolutely, `cp -rv /p/case/s s/g` (fuzz seed
+    /// 0x2d8a5511a234c89d, as nobody, `s/g` mode 0300): cp names the directory it cannot
+    /// list absolutely and the copy relatively; they are compared in one form.
+    #[test]
+    fn a_copy_into_itself_of_an_absolute_source_below_an_unlisted_directory_is_refused_first() {
+        let ours = "cp: cannot copy a directory, '/p/case/s', into itself, 's/g/s'\n";
+        let cp = "cp: cannot access '/p/case/s/g': Permission denied\n";
+        let mut o = outcome(cp, ours);
+        o.plan.target = "s/g".into();
+        o.plan.sources = vec!["/p/case/s".into()];
+        o.cp.stdout = "'/p/case/s' -> 's/g/s'\n'/p/case/s/f' -> 's/g/s/f'\n".into();
+        o.tree = vec![diff("s/g/s", Field::Presence, "directory", "absent")];
+        assert!(into_itself(&mut o));
+        assert_eq!(o.cp.stderr, ours);
+        assert_eq!(o.cp.stdout, "");
+        assert!(o.tree.is_empty(), "{:?}", o.tree);
+        // Outside the place, or elsewhere in it, it is not the directory above the copy.
+        for cp in [
+            "cp: cannot access '/q/case/s/g': Permission denied\n",
+            "cp: cannot access '/p/case/s/h': Permission denied\n",
         ] {
             let mut o = outcome(cp, ours);
             into_itself(&mut o);

@@ -75,6 +75,9 @@ pub struct Plan {
     pub drains: Vec<PathBuf>,
     /// The source tree has a directory its owner cannot list or search.
     pub odd_dirs: bool,
+    /// Where the case was built: an absolute operand (and cp's message about it) starts
+    /// with it.
+    pub place: PathBuf,
 }
 
 impl Plan {
@@ -90,6 +93,15 @@ impl Plan {
             DestState::SymlinkToDir => PathBuf::from("td"),
             _ if self.target_path() == Path::new("ls") => PathBuf::from("s"),
             _ => self.target_path(),
+        }
+    }
+
+    /// `name` relative to the place where it is an absolute name in it, so that it compares
+    /// with the names the operands give relatively; else `name` itself.
+    pub fn in_place(&self, name: &Path) -> PathBuf {
+        match name.strip_prefix(&self.place) {
+            Ok(rel) if !self.place.as_os_str().is_empty() => rel.to_path_buf(),
+            _ => name.to_path_buf(),
         }
     }
 
@@ -193,6 +205,7 @@ pub fn build(place: &Path, seed: u64, user: Option<u32>) -> io::Result<Plan> {
         feed: fifo.then(|| PathBuf::from("p")),
         drains,
         odd_dirs,
+        place: place.to_path_buf(),
     })
 }
 

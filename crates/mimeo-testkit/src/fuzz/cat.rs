@@ -315,6 +315,7 @@ fn as_cp_plan(plan: &CatPlan) -> super::case::Plan {
         feed: None,
         drains: Vec::new(),
         odd_dirs: false,
+        place: PathBuf::new(),
     }
 }
 
