@@ -5316,50 +5316,56 @@ fn a_symlink_into_the_copy_under_dereference_does_not_copy_it_into_itself() {
     }
 }
 
-/// Where cp does not tell the copy reached through a symlink under `-L` (the link's name is
-/// not the copy's: `s/a/l` leading to `d`), it copies the copy into itself until the names
-/// grow too long, and copies the rest of the source as well. mimeo refuses that directory
-/// and copies the rest too, not only what its parallel walk reached before it met the copy
-/// (fuzz seed 0xe6134bd4611f0104). Four workers, so that one meets the copy while another
-/// is still copying the files.
+/// Where cp does not tell the copy reached through a symlink under `-L`, it copies the copy
+/// into itself until the names grow too long, and copies the rest of the source as well.
+/// cp tells it only by the same last name in the same parent, the source's parent not
+/// followed: not `s/a/l` leading to `d`, nor `s/a/l/d` with `s/a/l` leading to the copy's
+/// parent `x`. mimeo refuses that directory and copies the rest too, not only what its
+/// parallel walk reached before it met the copy (fuzz seed 0xe6134bd4611f0104). Four
+/// workers, so that one meets the copy while another is still copying the files.
 #[test]
 fn the_rest_of_a_source_is_copied_where_cp_does_not_tell_the_copy_reached_again() {
+    // The link's target, the destination, cp's copy of the copy.
+    let cases = [("../../d", "d", "d/a/l"), ("../../x", "x/d", "x/d/a/l/d")];
     for kind in FsKind::ALL {
         let Some(fs) = loop_fs(kind) else { continue };
         eprintln!("on {kind}");
-        let setup = |d: &Path| {
-            fs::create_dir_all(d.join("s/a")).unwrap();
-            symlink("../../d", d.join("s/a/l")).unwrap();
-            for i in 0..1000 {
-                write(d, &format!("s/b/f{i}"), "f\n", 0o644);
-            }
-        };
-        let how = Run {
-            ours: Some(&["-j4", "-rL", "s", "d"]),
-            ..args(&["-rL", "s", "d"])
-        };
-        let ((cp_ok, cp_err, with_cp), (ours_ok, ours_err, with_mimeo)) =
-            run_each(fs.path(), "rest", &setup, &how);
-        let what = format!("{kind}\ncp: {cp_err}\nmimeo: {ours_err}");
-        assert!(!cp_ok && !ours_ok, "{what}");
-        // cp's last name in its copy of the copy, mimeo's refusal: the rest is the same.
-        let too_long = |l: &&str| l.starts_with("cp: cannot stat 's/a/l/a/l/");
-        let refused = |l: &&str| *l == "cp: cannot copy a directory, 's', into itself, 'd'";
-        let cp_rest: Vec<&str> = cp_err.lines().filter(|l| !too_long(l)).collect();
-        let ours_rest: Vec<&str> = ours_err.lines().filter(|l| !refused(l)).collect();
-        assert_eq!(cp_err.lines().count(), cp_rest.len() + 1, "{what}");
-        assert_eq!(ours_err.lines().count(), ours_rest.len() + 1, "{what}");
-        assert_eq!(cp_rest, ours_rest, "{what}");
-        // Everything but cp's copy of the copy (too deep to walk by path).
-        assert!(with_cp.join("d/a/l/a/l").is_dir(), "{kind}");
-        run_ok(
-            "rm",
-            &[OsStr::new("-rf"), with_cp.join("d/a/l").as_os_str()],
-        );
-        let cp_tree = snapshot(&with_cp);
-        let ours_tree = snapshot(&with_mimeo);
-        assert!(ours_tree.contains_key(Path::new("d/b/f999")), "{kind}");
-        assert_eq!(cp_tree, ours_tree, "{kind}");
+        for (i, (target, dst, copied)) in cases.into_iter().enumerate() {
+            let setup = |d: &Path| {
+                fs::create_dir_all(d.join("s/a")).unwrap();
+                fs::create_dir(d.join("x")).unwrap();
+                symlink(target, d.join("s/a/l")).unwrap();
+                for i in 0..1000 {
+                    write(d, &format!("s/b/f{i}"), "f\n", 0o644);
+                }
+            };
+            let (cp_args, ours) = (["-rL", "s", dst], ["-j4", "-rL", "s", dst]);
+            let how = Run {
+                ours: Some(&ours),
+                ..args(&cp_args)
+            };
+            let ((cp_ok, cp_err, with_cp), (ours_ok, ours_err, with_mimeo)) =
+                run_each(fs.path(), &format!("rest{i}"), &setup, &how);
+            let what = format!("{kind} {dst}\ncp: {cp_err}\nmimeo: {ours_err}");
+            assert!(!cp_ok && !ours_ok, "{what}");
+            // cp's last name in its copy of the copy, mimeo's refusal: the rest is the same.
+            let too_long = |l: &&str| l.ends_with(": File name too long");
+            let refusal = format!("cp: cannot copy a directory, 's', into itself, '{dst}'");
+            let refused = |l: &&str| *l == refusal;
+            let cp_rest: Vec<&str> = cp_err.lines().filter(|l| !too_long(l)).collect();
+            let ours_rest: Vec<&str> = ours_err.lines().filter(|l| !refused(l)).collect();
+            assert_eq!(cp_err.lines().count(), cp_rest.len() + 1, "{what}");
+            assert_eq!(ours_err.lines().count(), ours_rest.len() + 1, "{what}");
+            assert_eq!(cp_rest, ours_rest, "{what}");
+            // Everything but cp's copy of the copy (too deep to walk by path).
+            assert!(with_cp.join(copied).join("a/l").is_dir(), "{what}");
+            run_ok("rm", &[OsStr::new("-rf"), with_cp.join(copied).as_os_str()]);
+            let cp_tree = snapshot(&with_cp);
+            let ours_tree = snapshot(&with_mimeo);
+            let last = Path::new(dst).join("b/f999");
+            assert!(ours_tree.contains_key(&last), "{what}");
+            assert_eq!(cp_tree, ours_tree, "{what}");
+        }
     }
 }
 
