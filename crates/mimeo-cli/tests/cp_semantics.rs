@@ -13,6 +13,7 @@
 mod util;
 
 use std::collections::BTreeMap;
+use std::ffi::OsStr;
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt, chown, symlink};
@@ -5445,8 +5446,8 @@ fn a_file_written_in_place_and_killed_is_marked_and_update_finishes_it() {
 /// copy copy itself into itself without end (cp goes on until the names outgrow PATH_MAX,
 /// where it does not tell the copy again). mimeo refuses the first directory it made that
 /// comes up again as a source, with cp's words for a copy into itself (naming the
-/// command-line source and destination), and stops that source, as cp does where it tells
-/// the copy (docs/cp.md, "A copy into itself makes nothing").
+/// command-line source and destination), once (docs/cp.md, "A copy into itself makes
+/// nothing").
 #[test]
 fn a_symlink_into_the_copy_under_dereference_does_not_copy_it_into_itself() {
     for kind in FsKind::ALL {
@@ -5465,6 +5466,59 @@ fn a_symlink_into_the_copy_under_dereference_does_not_copy_it_into_itself() {
         // The refused directory is not left behind, nor the source met again (a cycle).
         assert!(!w.join("d/x/up/d").exists(), "{kind}");
         assert!(!w.join("d/x/up/src").exists(), "{kind}");
+    }
+}
+
+/// Where cp does not tell the copy reached through a symlink under `-L`, it copies the copy
+/// into itself until the names grow too long, and copies the rest of the source as well.
+/// cp tells it only by the same last name in the same parent, the source's parent not
+/// followed: not `s/a/l` leading to `d`, nor `s/a/l/d` with `s/a/l` leading to the copy's
+/// parent `x`. mimeo refuses that directory and copies the rest too, not only what its
+/// parallel walk reached before it met the copy (fuzz seed 0xe6134bd4611f0104). Four
+/// workers, so that one meets the copy while another is still copying the files.
+#[test]
+fn the_rest_of_a_source_is_copied_where_cp_does_not_tell_the_copy_reached_again() {
+    // The link's target, the destination, cp's copy of the copy.
+    let cases = [("../../d", "d", "d/a/l"), ("../../x", "x/d", "x/d/a/l/d")];
+    for kind in FsKind::ALL {
+        let Some(fs) = loop_fs(kind) else { continue };
+        eprintln!("on {kind}");
+        for (i, (target, dst, copied)) in cases.into_iter().enumerate() {
+            let setup = |d: &Path| {
+                fs::create_dir_all(d.join("s/a")).unwrap();
+                fs::create_dir(d.join("x")).unwrap();
+                symlink(target, d.join("s/a/l")).unwrap();
+                for i in 0..1000 {
+                    write(d, &format!("s/b/f{i}"), "f\n", 0o644);
+                }
+            };
+            let (cp_args, ours) = (["-rL", "s", dst], ["-j4", "-rL", "s", dst]);
+            let how = Run {
+                ours: Some(&ours),
+                ..args(&cp_args)
+            };
+            let ((cp_ok, cp_err, with_cp), (ours_ok, ours_err, with_mimeo)) =
+                run_each(fs.path(), &format!("rest{i}"), &setup, &how);
+            let what = format!("{kind} {dst}\ncp: {cp_err}\nmimeo: {ours_err}");
+            assert!(!cp_ok && !ours_ok, "{what}");
+            // cp's last name in its copy of the copy, mimeo's refusal: the rest is the same.
+            let too_long = |l: &&str| l.ends_with(": File name too long");
+            let refusal = format!("cp: cannot copy a directory, 's', into itself, '{dst}'");
+            let refused = |l: &&str| *l == refusal;
+            let cp_rest: Vec<&str> = cp_err.lines().filter(|l| !too_long(l)).collect();
+            let ours_rest: Vec<&str> = ours_err.lines().filter(|l| !refused(l)).collect();
+            assert_eq!(cp_err.lines().count(), cp_rest.len() + 1, "{what}");
+            assert_eq!(ours_err.lines().count(), ours_rest.len() + 1, "{what}");
+            assert_eq!(cp_rest, ours_rest, "{what}");
+            // Everything but cp's copy of the copy (too deep to walk by path).
+            assert!(with_cp.join(copied).join("a/l").is_dir(), "{what}");
+            run_ok("rm", &[OsStr::new("-rf"), with_cp.join(copied).as_os_str()]);
+            let cp_tree = snapshot(&with_cp);
+            let ours_tree = snapshot(&with_mimeo);
+            let last = Path::new(dst).join("b/f999");
+            assert!(ours_tree.contains_key(&last), "{what}");
+            assert_eq!(cp_tree, ours_tree, "{what}");
+        }
     }
 }
 

@@ -232,6 +232,9 @@ pub(crate) struct Root {
     /// A directory this root made came up again as a source below it (under `-L`): cp says
     /// so once, for the root.
     pub reached_copy: std::sync::atomic::AtomicBool,
+    /// That directory came up where cp tells it is the copy (under the copy's own name, in
+    /// the copy's parent): cp stops copying the source there, and so does the walk.
+    pub stopped_at_copy: std::sync::atomic::AtomicBool,
     /// A file named before on the command line: cp skips it with a warning, in its turn.
     pub named_twice: bool,
     /// `--parents`: cp takes the destination to be new (a parent was just made on the way

@@ -499,12 +499,17 @@ fn reached_the_copy(ctx: &Ctx<'_>, done: &mut DirDone, dst: BorrowedFd<'_>) -> b
     }
     drop(made);
     let root = ctx.root(done.root);
-    // cp names the command-line source and destination, and stops at the first (see
-    // `child`).
+    // cp names the command-line source and destination, once.
     if !root.reached_copy.swap(true, Ordering::Relaxed) {
         let (src, dst) = (root.src_path.clone(), root.dst_path.clone());
         ctx.report
             .fail(Error::refused(Op::Refuse, src, Refusal::IntoItself { dst }));
+    }
+    // cp stops the source only where it tells the copy (see `child`); elsewhere it copies
+    // the copy into itself until the names grow too long and goes on with the rest, so the
+    // rest is copied here too (and not only what the parallel walk did before it met this).
+    if tells_the_copy(root, &done.path) {
+        root.stopped_at_copy.store(true, Ordering::Relaxed);
     }
     // The directory made for it stays empty: it goes, and nothing is completed.
     let split = done.path.iter().rposition(|&b| b == b'/');
@@ -519,6 +524,32 @@ fn reached_the_copy(ctx: &Ctx<'_>, done: &mut DirDone, dst: BorrowedFd<'_>) -> b
     }
     done.source = None;
     true
+}
+
+/// Whether cp tells the source directory `rel` of `root`, a directory this run made, to be
+/// the copy: cp knows a root's copy by the name it made it under, and takes a source
+/// directory for it where the two names have the same last component and the same parent
+/// directory, the source's parent looked at without following its last component (its
+/// `same_name`): `s/l/x/d` with `s/l` leading above the copy `x/d`, not `s/l/d` with `s/l`
+/// leading to the copy's parent.
+fn tells_the_copy(root: &Root, rel: &[u8]) -> bool {
+    let (parent, name) = match rel.iter().rposition(|&b| b == b'/') {
+        Some(i) => (&rel[..i], &rel[i + 1..]),
+        None => (&[][..], rel),
+    };
+    if name != root.dst_name.to_bytes() {
+        return false;
+    }
+    let there = if parent.is_empty() {
+        // The root itself, as named (`s/` is looked at as `s`).
+        let named = root.src_name.to_bytes();
+        let named = named.strip_suffix(b"/").unwrap_or(named);
+        sys::stat_at(root.src_parent.as_fd(), &sys::cstring(named), false)
+    } else {
+        sys::stat_at(root.dirs().0, &sys::cstring(parent), false)
+    };
+    let copys = sys::fstat(root.dst_parent.as_fd());
+    matches!((there, copys), (Ok(a), Ok(b)) if a.id() == b.id())
 }
 
 /// Reads the source directory's own metadata and xattrs into `done`, and returns what it
@@ -743,7 +774,7 @@ fn child(
     // cp stops copying a source once it has met the copy in it (under -L).
     let met_copy = here
         .root
-        .is_some_and(|r| r.reached_copy.load(Ordering::Relaxed));
+        .is_some_and(|r| r.stopped_at_copy.load(Ordering::Relaxed));
     if ctx.report.control.is_stopped() || met_copy {
         return;
     }

@@ -175,6 +175,7 @@ impl Root {
             emptied: std::sync::atomic::AtomicBool::new(false),
             into_itself,
             reached_copy: std::sync::atomic::AtomicBool::new(false),
+            stopped_at_copy: std::sync::atomic::AtomicBool::new(false),
             named_twice: false,
             taken_new: false,
             made_early: None,
