@@ -305,6 +305,42 @@ fn a_relative_symlink_onto_a_dangling_one_with_a_slash_is_refused_first_as_cp() 
     );
 }
 
+/// A hard link replacing a dangling symlink named with a trailing slash: cp first links the
+/// source under a temporary name beside it, then fails to rename that to "l/". Where the
+/// kernel refuses the temporary link (protected_hardlinks: a file nobody does not own and
+/// may not read and write; a directory nobody may not write), that error is cp's, not the
+/// rename's "Not a directory". A symlink source is linked itself unless followed.
+#[test]
+fn a_hard_link_onto_a_dangling_symlink_with_a_slash_fails_as_cps_temporary_link() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir(d.join("s")).unwrap();
+        write(&d.join("s/f"), "x");
+        write(&d.join("s/n"), "x");
+        symlink("f", d.join("s/nl")).unwrap();
+        nobodys(d, &["s/n", "s/nl"]);
+        symlink("dangling", d.join("l")).unwrap();
+        fs::create_dir(d.join("ro")).unwrap();
+        fs::set_permissions(d.join("ro"), fs::Permissions::from_mode(0o755)).unwrap();
+        symlink("dangling", d.join("ro/l")).unwrap();
+    };
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (&["-l", "-T", "-a", "-f", "s/f", "l/"][..], Some(NOBODY)),
+            (&["-lf", "s/f", "l/"], Some(NOBODY)),
+            (&["-lf", "s/n", "l/"], Some(NOBODY)),
+            (&["-lf", "s/n", "ro/l/"], Some(NOBODY)),
+            (&["-lfP", "s/nl", "l/"], Some(NOBODY)),
+            (&["-lfL", "s/nl", "l/"], Some(NOBODY)),
+            (&["-l", "s/f", "l/"], Some(NOBODY)),
+            (&["-sf", "s/f", "l/"], Some(NOBODY)),
+            (&["-lf", "s/f", "l/"], None),
+        ],
+    );
+}
+
 /// A backup name longer than the filesystem takes (an explicit simple backup is never
 /// shortened) is what fails first, as cp's rename to it: before a relative `-s` link is
 /// refused, and before a source that cannot be read. A shortened one does not fail.

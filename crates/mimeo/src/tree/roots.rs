@@ -134,6 +134,22 @@ impl Root {
                 .map(drop)
                 .map_err(|e| Error::sys(Op::Open, src_path, e))
         };
+        // A hard link to the source under a temporary name in `dir`, made and removed, as
+        // cp tries it beside a destination it means to replace (see `existing_dst`).
+        let link_beside = |dir: BorrowedFd<'_>| {
+            let through = opts.dereference == Dereference::Always
+                || follow && opts.dereference != Dereference::Never;
+            let link = |t: &CStr| {
+                if through {
+                    sys::link_following(src_parent.as_fd(), &src_name, dir, t)
+                } else {
+                    sys::link(src_parent.as_fd(), &src_name, dir, t)
+                }
+            };
+            let ((), temp) = crash::with_temp(b"", link)?;
+            let _ = sys::unlink(dir, &temp, false);
+            Ok(())
+        };
         let there = existing_dst(
             opts,
             &meta,
@@ -141,7 +157,7 @@ impl Root {
             &dst_name,
             (src_path, dst_path),
             parent_missing,
-            &open_source,
+            (&open_source, &link_beside),
         )?;
         let into_itself =
             meta.is_dir() && into_itself(dst_parent.as_fd(), &dst_name, there, meta.id());
@@ -752,7 +768,8 @@ const NAME_MAX: usize = 255;
 /// What is at the destination of a root, looked at only where it matters: for a directory
 /// (a copy into itself?), for a name with a trailing slash (which fails on a non-directory)
 /// and for a name too long to be there. None when nothing is there or it was not looked at.
-/// `open_source` opens the source as a file copy does first.
+/// `open_source` opens the source as a file copy does first; `link_beside` hard-links the
+/// source under a temporary name in a directory.
 fn existing_dst(
     opts: &Options,
     meta: &Meta,
@@ -760,7 +777,7 @@ fn existing_dst(
     dst_name: &std::ffi::CString,
     (src_path, dst_path): (&Path, &Path),
     parent_missing: bool,
-    open_source: &dyn Fn() -> Result<(), Error>,
+    (open_source, link_beside): (&dyn Fn() -> Result<(), Error>, &LinkBeside<'_>),
 ) -> Result<Option<Meta>, Error> {
     let slash = dst_name.to_bytes().ends_with(b"/");
     // A name longer than any filesystem here takes: cp's look at it fails first.
@@ -796,10 +813,14 @@ fn existing_dst(
             }
             let mut failed = onto_dangling(opts, meta, (src_path, dst_path));
             if failed.as_ref().and_then(Error::errno) == Some(libc::ENOTDIR) {
-                // A symlink cp cannot make beside d (a directory this user may not write)
-                // fails there, before the rename.
-                let temp = touch_dir(dst_parent.as_fd());
-                if let (Err(t), (Op::Symlink, _)) = (temp, create_op(opts, meta)) {
+                // A link cp cannot make beside d fails there, before the rename: a symlink
+                // in a directory this user may not write, a hard link also to a file the
+                // kernel will not let this user link (protected_hardlinks: EPERM).
+                let temp = match create_op(opts, meta).0 {
+                    Op::Link => link_beside(dst_parent.as_fd()),
+                    _ => touch_dir(dst_parent.as_fd()),
+                };
+                if let (Err(t), (Op::Symlink | Op::Link, _)) = (temp, create_op(opts, meta)) {
                     failed = Some(create_error(opts, meta, (src_path, dst_path), t));
                 }
             }
@@ -820,6 +841,9 @@ fn existing_dst(
         Some(Ok(m)) => Ok(Some(m)),
     }
 }
+
+/// Makes and removes a hard link to a source in a directory; the errno where it cannot.
+type LinkBeside<'a> = dyn Fn(BorrowedFd<'_>) -> Result<(), Errno> + 'a;
 
 /// Makes and removes a symlink in `dir`, which gives it the time cp's failed attempt does;
 /// the errno where it cannot be made.
