@@ -687,6 +687,34 @@ fn parents_below_an_earlier_copy_finds_what_it_made_there_as_cp() {
     );
 }
 
+/// `--parents` as a user, below an earlier directory source whose walk could not read one of
+/// its directories (`s` then `s/u/z/f`, `s/u` mode 0300): cp's walk leaves the copy of `s/u`
+/// with that mode, and gives it its source's attributes again after the later source by
+/// name, which needs no read permission on it (fuzz seed 0x848af28f365180d5).
+#[test]
+fn parents_in_a_directory_an_earlier_walk_left_unreadable_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("s/u/z")).unwrap();
+        fs::create_dir(d.join("d")).unwrap();
+        write(&d.join("s/u/z/f"), "f");
+        nobodys(d, &["s", "s/u", "s/u/z", "s/u/z/f", "d"]);
+        fs::set_permissions(d.join("s/u"), fs::Permissions::from_mode(0o300)).unwrap();
+    };
+    let args: &[&str] = &["--preserve", "-R", "--parents", "s", "s/u/z/f", "d"];
+    let modes: &[&str] = &["--preserve=mode", "-R", "--parents", "s", "s/u/z/f", "d"];
+    let plain: &[&str] = &["-R", "--parents", "s", "s/u/z/f", "d"];
+    cases_as_cp(
+        dir.path(),
+        &setup,
+        &[
+            (args, Some(NOBODY)),
+            (modes, Some(NOBODY)),
+            (plain, Some(NOBODY)),
+        ],
+    );
+}
+
 /// `-l` as a user: an earlier root's symlink the kernel would not link (another user's, under
 /// `fs.protected_hardlinks`) was not made, so a later `--parents` root through it (`s` then
 /// `s/x/`) finds nothing in its way and is made, as cp makes it (fuzz seed

@@ -245,12 +245,19 @@ fn finish_parent(parent: &Parent, opts: &Options, process: &Process) -> Result<(
 }
 
 fn give_parent_attributes(parent: &Parent, opts: &Options, process: &Process) -> Result<(), Error> {
-    let fd = sys::open_dir(
-        sys::CWD,
-        &sys::cstring(parent.dst.as_os_str().as_bytes()),
-        false,
-    )
-    .map_err(|e| Error::sys(Op::Open, &parent.dst, e))?;
+    let name = sys::cstring(parent.dst.as_os_str().as_bytes());
+    // cp sets these attributes by name, which needs no read permission on the directory
+    // (an earlier source's copy may have left it unreadable): without it, it is reached by
+    // an O_PATH descriptor, and set through its name.
+    let (fd, readable) = match sys::open_dir(sys::CWD, &name, false) {
+        Ok(fd) => (fd, true),
+        Err(Errno::ACCESS) => (
+            sys::open_dir_path(sys::CWD, &name, false)
+                .map_err(|e| Error::sys(Op::Open, &parent.dst, e))?,
+            false,
+        ),
+        Err(e) => return Err(Error::sys(Op::Open, &parent.dst, e)),
+    };
     // cp sets the source's mode through the ACL, which leaves the set-id and sticky bits the
     // directory has: a new one's set-gid bit from its parent, an existing one's own.
     let kept_special = if opts.preserve.mode {
@@ -270,15 +277,27 @@ fn give_parent_attributes(parent: &Parent, opts: &Options, process: &Process) ->
         whole_mode: true,
         ..Apply::for_existing(opts, process, &parent.src)
     };
-    let dst = Dst::Fd(fd.as_fd());
+    let dst = if readable {
+        Dst::Fd(fd.as_fd())
+    } else {
+        Dst::At {
+            dir: fd.as_fd(),
+            name: c".",
+            symlink: false,
+        }
+    };
     let path = || parent.dst.clone();
     // Only ACLs are set here, whose failures are never passed over with a word.
     let named = |_| {};
     if !opts.preserve.mode {
         apply.run(dst, &Vec::new(), &path, &named)?;
         if let Some(perm) = parent.restore {
-            sys::fchmod(fd.as_fd(), perm)
-                .map_err(|e| Error::sys(Op::RestoreParentMode, path(), e))?;
+            let restored = if readable {
+                sys::fchmod(fd.as_fd(), perm)
+            } else {
+                sys::chmod_at_nofollow(fd.as_fd(), c".", perm)
+            };
+            restored.map_err(|e| Error::sys(Op::RestoreParentMode, path(), e))?;
         }
         return Ok(());
     }
