@@ -351,11 +351,15 @@ fn misnamed_acl_source(parent: &Parent) -> Option<PathBuf> {
 /// keeps from one source to the next: a source without a directory in its path leaves it as
 /// the one before set it, and a failure as far as it got (set where a directory it could not
 /// make was missing).
+///
+/// `walked` tells whether an earlier source's walk copies a source directory to a
+/// destination directory: cp has copied that source by now (see [`left_to_walk`]).
 pub(crate) fn make_parents(
     src: &Path,
     dst: &Path,
     opts: &Options,
     new_dst: &mut bool,
+    walked: &dyn Fn(&Path, &Path) -> bool,
 ) -> Result<Vec<Parent>, Error> {
     let dirs = parent_dirs(src, dst);
     let Some(&(_, last)) = dirs.last() else {
@@ -371,38 +375,87 @@ pub(crate) fn make_parents(
     let p = opts.preserve;
     let keeps = p.ownership || p.mode || p.timestamps;
     let mut made = Vec::new();
-    for (s, d) in dirs {
-        let there = existing_parent(d)?;
-        let meta = match parent_source(s) {
-            Ok(m) => m,
-            Err(e) if !there || keeps => return Err(e),
-            // Not looked at by cp: a missing directory below fails, or the copy itself.
-            Err(_) => {
+    // A directory an earlier source's walk makes, and cp has found made (see
+    // [`left_to_walk`]): made here only where a directory is then made in it.
+    let mut pending: Option<Parent> = None;
+    let mut deferred = false;
+    let each = || -> Result<(), Error> {
+        for (s, d) in dirs {
+            let there = existing_parent(d)?;
+            let meta = match parent_source(s) {
+                Ok(m) => m,
+                Err(e) if !there || keeps => return Err(e),
+                // Not looked at by cp: a missing directory below fails, or the copy itself.
+                Err(_) => {
+                    *new_dst = false;
+                    continue;
+                }
+            };
+            // cp takes the destination to be new once it has looked at the source of a missing
+            // directory, before it tries to make it: a failure to make it leaves the flag set.
+            if !there {
+                *new_dst = true;
+            }
+            if let Some(mut prev) = pending.take() {
+                if left_closed(&prev, opts) {
+                    return Err(Error::sys(Op::CreateParent, d.to_path_buf(), Errno::ACCESS));
+                }
+                let made_now = make_parent(&prev.dst, &prev.src, opts)?;
+                prev.created = made_now.is_some();
+                prev.restore = made_now.flatten();
+                made.push(prev);
+            }
+            let parent = Parent {
+                src: meta,
+                src_path: s.to_path_buf(),
+                dst: d.to_path_buf(),
+                created: false,
+                restore: None,
+                early: false,
+                timed: AtomicBool::new(false),
+            };
+            if !there && left_to_walk(&parent, walked) {
                 *new_dst = false;
+                pending = Some(parent);
+                deferred = true;
                 continue;
             }
-        };
-        // cp takes the destination to be new once it has looked at the source of a missing
-        // directory, before it tries to make it: a failure to make it leaves the flag set.
-        if !there {
-            *new_dst = true;
+            let made_now = if there {
+                None
+            } else {
+                make_parent(d, &parent.src, opts)?
+            };
+            let created = made_now.is_some();
+            *new_dst = created;
+            made.push(Parent {
+                created,
+                restore: made_now.flatten(),
+                ..parent
+            });
         }
-        let made_now = if there {
-            None
-        } else {
-            make_parent(d, &meta, opts)?
-        };
-        let created = made_now.is_some();
-        *new_dst = created;
-        made.push(Parent {
-            src: meta,
-            src_path: s.to_path_buf(),
-            dst: d.to_path_buf(),
-            created,
-            restore: made_now.flatten(),
-            early: false,
-            timed: AtomicBool::new(false),
-        });
+        // The destination's own parent: made now, where the copy goes.
+        if let Some(mut prev) = pending {
+            let made_now = make_parent(&prev.dst, &prev.src, opts)?;
+            prev.created = made_now.is_some();
+            prev.restore = made_now.flatten();
+            *new_dst = prev.created;
+            made.push(prev);
+        }
+        Ok(())
+    };
+    if let Err(e) = each() {
+        // What cp's earlier walk made, that walk makes here too (and names, and gives its
+        // mode): the directories made on the way to one it makes, it finds made by then.
+        if deferred {
+            for parent in made.iter().rev() {
+                if !parent.created || !walked(&parent.src_path, &parent.dst) {
+                    break;
+                }
+                let name = sys::cstring(parent.dst.as_os_str().as_bytes());
+                let _ = sys::unlink(sys::CWD, &name, true);
+            }
+        }
+        return Err(e);
     }
     // cp's last look is at the parent as named: "." or ".." there is no new directory.
     let (head, _) = split_last(src.as_os_str().as_bytes());
@@ -410,6 +463,42 @@ pub(crate) fn make_parents(
         *new_dst = false;
     }
     Ok(made)
+}
+
+/// Whether an earlier source's walk, which has run in cp's order (here it runs later), makes
+/// the missing `parent` without copying anything into it: it could not list its source, or
+/// reach what it lists. cp finds that copy there, empty, with its final mode, and makes
+/// nothing in it where that mode keeps its user out (see [`left_closed`]); nor does it look
+/// at a source in it that cannot be reached. Root lists any directory.
+fn left_to_walk(parent: &Parent, walked: &dyn Fn(&Path, &Path) -> bool) -> bool {
+    if Process::current().euid == 0 || !walked(&parent.src_path, &parent.dst) {
+        return false;
+    }
+    walk_copies_nothing(&parent.src_path)
+}
+
+/// Whether a walk as this user copies nothing of the source directory `src`: it may not list
+/// it, or not reach what it lists.
+pub(crate) fn walk_copies_nothing(src: &Path) -> bool {
+    let src = sys::cstring(src.as_os_str().as_bytes());
+    matches!(sys::open_dir(sys::CWD, &src, true), Err(Errno::ACCESS))
+        || !sys::may_search(sys::CWD, &src)
+}
+
+/// Whether the mode a walk gives the directory it made for `parent` (the source's, less the
+/// umask unless kept) lacks the owner's write or search bit: its user, who owns it, cannot
+/// make a directory in it (root passes any mode).
+fn left_closed(parent: &Parent, opts: &Options) -> bool {
+    let p = opts.preserve;
+    let umask = Process::current().umask;
+    let owner = if p.mode {
+        parent.src.perm()
+    } else if p.default_mode {
+        0o777 & !umask
+    } else {
+        parent.src.perm() & !umask
+    } & 0o700;
+    owner & 0o300 != 0o300
 }
 
 /// `--parents`: makes the missing directory `d` as cp 9.1 does: with its source's mode (0777
