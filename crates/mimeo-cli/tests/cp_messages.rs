@@ -815,6 +815,56 @@ fn an_absolute_source_named_twice_with_backups_has_one_verbose_line_as_cp() {
     );
 }
 
+/// `--parents` as a user, below an earlier directory source whose walk could not read one of
+/// its directories (`s` then `s/u/z/f`): cp's walk has made the copy of `s/u`, empty, with its
+/// source's mode. Mode 0300: cp makes `z` in it, and gives it its source's attributes again
+/// by name, which needs no read permission on it. Mode 0100: cp cannot make `z` in it. Mode
+/// 0600: cp cannot look at `s/u/z`. The failure of the later source is named before the
+/// walk's (docs/cp.md, "`-v` lines come in completion order"): lines are compared in any
+/// order (fuzz seed 0x848af28f365180d5).
+#[test]
+fn parents_in_a_directory_an_earlier_walk_left_unreadable_as_cp() {
+    let dir = scratch();
+    let runs: [&[&str]; 4] = [
+        &["--preserve", "-R", "--parents", "s", "s/u/z/f", "d"],
+        &["--preserve=mode", "-R", "--parents", "s", "s/u/z/f", "d"],
+        &["-R", "--parents", "s", "s/u/z/f", "d"],
+        &["-Rv", "--parents", "s", "s/u/z/f", "d"],
+    ];
+    let mut i = 0;
+    for mode in [0o300, 0o100, 0o600] {
+        let setup = |d: &Path| {
+            fs::create_dir_all(d.join("s/u/z")).unwrap();
+            fs::create_dir(d.join("d")).unwrap();
+            write(&d.join("s/u/z/f"), "f");
+            nobodys(d, &["s", "s/u", "s/u/z", "s/u/z/f", "d"]);
+            fs::set_permissions(d.join("s/u"), fs::Permissions::from_mode(mode)).unwrap();
+        };
+        for args in runs {
+            let base = dir.path().join(i.to_string());
+            i += 1;
+            fs::create_dir(&base).unwrap();
+            let args: Vec<&OsStr> = args.iter().map(|a| os(a)).collect();
+            let (cp, ours, what) = run_both(&base, &setup, &args, Some(NOBODY));
+            let lines = |t: &str| {
+                let mut l: Vec<String> = t.lines().map(str::to_string).collect();
+                l.sort_unstable();
+                l
+            };
+            assert_eq!(cp.code, ours.code, "exit status: {what}");
+            assert_eq!(lines(&cp.stdout), lines(&ours.stdout), "stdout: {what}");
+            assert_eq!(lines(&cp.stderr), lines(&ours.stderr), "stderr: {what}");
+            let opts = CompareOptions {
+                atime: false,
+                mtime: false,
+                ..CompareOptions::default()
+            };
+            let diff = compare_trees(&base.join("cp"), &base.join("ours"), &opts).unwrap();
+            assert!(diff.differences.is_empty(), "trees: {what}\n{diff:?}");
+        }
+    }
+}
+
 /// `-l` as a user: an earlier root's symlink the kernel would not link (another user's, under
 /// `fs.protected_hardlinks`) was not made, so a later `--parents` root through it (`s` then
 /// `s/x/`) finds nothing in its way and is made, as cp makes it (fuzz seed

@@ -370,6 +370,12 @@ pub(crate) fn may_write(dir: BorrowedFd<'_>, name: &CStr) -> bool {
     rfs::accessat(dir, name, rfs::Access::WRITE_OK, AtFlags::EACCESS).is_ok()
 }
 
+/// Whether this process may search the directory `dir/name` (`faccessat(X_OK,
+/// AT_EACCESS)`; a symlink is followed).
+pub(crate) fn may_search(dir: BorrowedFd<'_>, name: &CStr) -> bool {
+    rfs::accessat(dir, name, rfs::Access::EXEC_OK, AtFlags::EACCESS).is_ok()
+}
+
 /// Whether this process may make and remove entries in the directory `dir` (write and
 /// search), as the kernel would answer a rename there.
 pub(crate) fn may_change_dir(dir: BorrowedFd<'_>) -> Result<()> {

@@ -14,7 +14,7 @@ use crate::sys;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// Work that a scheduler drives: plain [`WorkItem`]s, each run on some worker, spawning more,
@@ -133,7 +133,16 @@ impl<'a> Executor<'a> {
         // The directories the roots so far write into (only looked at for --parents times).
         let mut written: Vec<(u64, u64)> = Vec::new();
         for (n, pair) in pairs.iter().enumerate() {
-            let resolved = resolve_root(opts, pair, &ctx.report, &named, &written, &mut new_dst);
+            let walked = |s: &Path, d: &Path| walked_by_earlier(&ctx.roots, opts, s, d);
+            let resolved = resolve_root(
+                opts,
+                pair,
+                &ctx.report,
+                &named,
+                &written,
+                &mut new_dst,
+                &walked,
+            );
             let mut root = match resolved {
                 Ok(mut root) => {
                     parents_made_early(&ctx, &mut root);
@@ -695,6 +704,11 @@ fn parents_made_early(ctx: &Ctx<'_>, root: &mut Root) {
         let (true, Some(src)) = (named, walked) else {
             continue;
         };
+        // A walk that copies nothing of its source's parent does not make it (cp's
+        // parents do).
+        if super::roots::walk_copies_nothing(&dir_of(&parent.src_path)) {
+            continue;
+        }
         if let Some(earlier) = early_walk(ctx, src_parent, dst_parent) {
             parent.early = true;
             let mut early = ctx.early_dirs.lock().unwrap_or_else(|e| e.into_inner());
@@ -749,10 +763,12 @@ fn resolve_root(
     named: &Named,
     written: &[(u64, u64)],
     new_dst: &mut bool,
+    walked: &dyn Fn(&Path, &Path) -> bool,
 ) -> Result<Root, (Error, bool)> {
     let mut parents = if opts.parents {
         // cp has not looked at the source yet: it is not counted as named.
-        super::roots::make_parents(&pair.src, &pair.dst, opts, new_dst).map_err(|e| (e, false))?
+        super::roots::make_parents(&pair.src, &pair.dst, opts, new_dst, walked)
+            .map_err(|e| (e, false))?
     } else {
         Vec::new()
     };
@@ -796,6 +812,19 @@ fn resolve_root(
     })?;
     root.parents = parents;
     Ok(root)
+}
+
+/// `--parents`: whether the walk of one of the directory `roots` so far copies the source
+/// directory `src` to `dst` (the same path below the root's source and its copy).
+fn walked_by_earlier(roots: &[Root], opts: &Options, src: &Path, dst: &Path) -> bool {
+    opts.recursive
+        && roots.iter().any(|r| {
+            r.meta.is_dir()
+                && match (src.strip_prefix(&r.src_path), dst.strip_prefix(&r.dst_path)) {
+                    (Ok(s), Ok(d)) => s == d,
+                    _ => false,
+                }
+        })
 }
 
 /// The time now, as a file's mtime.

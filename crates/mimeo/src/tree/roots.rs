@@ -262,12 +262,19 @@ fn finish_parent(parent: &Parent, opts: &Options, process: &Process) -> Result<(
 }
 
 fn give_parent_attributes(parent: &Parent, opts: &Options, process: &Process) -> Result<(), Error> {
-    let fd = sys::open_dir(
-        sys::CWD,
-        &sys::cstring(parent.dst.as_os_str().as_bytes()),
-        false,
-    )
-    .map_err(|e| Error::sys(Op::Open, &parent.dst, e))?;
+    let name = sys::cstring(parent.dst.as_os_str().as_bytes());
+    // cp sets these attributes by name, which needs no read permission on the directory
+    // (an earlier source's copy may have left it unreadable): without it, it is reached by
+    // an O_PATH descriptor, and set through its name.
+    let (fd, readable) = match sys::open_dir(sys::CWD, &name, false) {
+        Ok(fd) => (fd, true),
+        Err(Errno::ACCESS) => (
+            sys::open_dir_path(sys::CWD, &name, false)
+                .map_err(|e| Error::sys(Op::Open, &parent.dst, e))?,
+            false,
+        ),
+        Err(e) => return Err(Error::sys(Op::Open, &parent.dst, e)),
+    };
     // cp sets the source's mode through the ACL, which leaves the set-id and sticky bits the
     // directory has: a new one's set-gid bit from its parent, an existing one's own.
     let kept_special = if opts.preserve.mode {
@@ -287,15 +294,27 @@ fn give_parent_attributes(parent: &Parent, opts: &Options, process: &Process) ->
         whole_mode: true,
         ..Apply::for_existing(opts, process, &parent.src)
     };
-    let dst = Dst::Fd(fd.as_fd());
+    let dst = if readable {
+        Dst::Fd(fd.as_fd())
+    } else {
+        Dst::At {
+            dir: fd.as_fd(),
+            name: c".",
+            symlink: false,
+        }
+    };
     let path = || parent.dst.clone();
     // Only ACLs are set here, whose failures are never passed over with a word.
     let named = |_| {};
     if !opts.preserve.mode {
         apply.run(dst, &Vec::new(), &path, &named)?;
         if let Some(perm) = parent.restore {
-            sys::fchmod(fd.as_fd(), perm)
-                .map_err(|e| Error::sys(Op::RestoreParentMode, path(), e))?;
+            let restored = if readable {
+                sys::fchmod(fd.as_fd(), perm)
+            } else {
+                sys::chmod_at_nofollow(fd.as_fd(), c".", perm)
+            };
+            restored.map_err(|e| Error::sys(Op::RestoreParentMode, path(), e))?;
         }
         return Ok(());
     }
@@ -348,11 +367,15 @@ fn misnamed_acl_source(parent: &Parent) -> Option<PathBuf> {
 /// keeps from one source to the next: a source without a directory in its path leaves it as
 /// the one before set it, and a failure as far as it got (set where a directory it could not
 /// make was missing).
+///
+/// `walked` tells whether an earlier source's walk copies a source directory to a
+/// destination directory: cp has copied that source by now (see [`left_to_walk`]).
 pub(crate) fn make_parents(
     src: &Path,
     dst: &Path,
     opts: &Options,
     new_dst: &mut bool,
+    walked: &dyn Fn(&Path, &Path) -> bool,
 ) -> Result<Vec<Parent>, Error> {
     let dirs = parent_dirs(src, dst);
     let Some(&(_, last)) = dirs.last() else {
@@ -368,38 +391,87 @@ pub(crate) fn make_parents(
     let p = opts.preserve;
     let keeps = p.ownership || p.mode || p.timestamps;
     let mut made = Vec::new();
-    for (s, d) in dirs {
-        let there = existing_parent(d)?;
-        let meta = match parent_source(s) {
-            Ok(m) => m,
-            Err(e) if !there || keeps => return Err(e),
-            // Not looked at by cp: a missing directory below fails, or the copy itself.
-            Err(_) => {
+    // A directory an earlier source's walk makes, and cp has found made (see
+    // [`left_to_walk`]): made here only where a directory is then made in it.
+    let mut pending: Option<Parent> = None;
+    let mut deferred = false;
+    let each = || -> Result<(), Error> {
+        for (s, d) in dirs {
+            let there = existing_parent(d)?;
+            let meta = match parent_source(s) {
+                Ok(m) => m,
+                Err(e) if !there || keeps => return Err(e),
+                // Not looked at by cp: a missing directory below fails, or the copy itself.
+                Err(_) => {
+                    *new_dst = false;
+                    continue;
+                }
+            };
+            // cp takes the destination to be new once it has looked at the source of a missing
+            // directory, before it tries to make it: a failure to make it leaves the flag set.
+            if !there {
+                *new_dst = true;
+            }
+            if let Some(mut prev) = pending.take() {
+                if left_closed(&prev, opts) {
+                    return Err(Error::sys(Op::CreateParent, d.to_path_buf(), Errno::ACCESS));
+                }
+                let made_now = make_parent(&prev.dst, &prev.src, opts)?;
+                prev.created = made_now.is_some();
+                prev.restore = made_now.flatten();
+                made.push(prev);
+            }
+            let parent = Parent {
+                src: meta,
+                src_path: s.to_path_buf(),
+                dst: d.to_path_buf(),
+                created: false,
+                restore: None,
+                early: false,
+                timed: AtomicBool::new(false),
+            };
+            if !there && left_to_walk(&parent, walked) {
                 *new_dst = false;
+                pending = Some(parent);
+                deferred = true;
                 continue;
             }
-        };
-        // cp takes the destination to be new once it has looked at the source of a missing
-        // directory, before it tries to make it: a failure to make it leaves the flag set.
-        if !there {
-            *new_dst = true;
+            let made_now = if there {
+                None
+            } else {
+                make_parent(d, &parent.src, opts)?
+            };
+            let created = made_now.is_some();
+            *new_dst = created;
+            made.push(Parent {
+                created,
+                restore: made_now.flatten(),
+                ..parent
+            });
         }
-        let made_now = if there {
-            None
-        } else {
-            make_parent(d, &meta, opts)?
-        };
-        let created = made_now.is_some();
-        *new_dst = created;
-        made.push(Parent {
-            src: meta,
-            src_path: s.to_path_buf(),
-            dst: d.to_path_buf(),
-            created,
-            restore: made_now.flatten(),
-            early: false,
-            timed: AtomicBool::new(false),
-        });
+        // The destination's own parent: made now, where the copy goes.
+        if let Some(mut prev) = pending {
+            let made_now = make_parent(&prev.dst, &prev.src, opts)?;
+            prev.created = made_now.is_some();
+            prev.restore = made_now.flatten();
+            *new_dst = prev.created;
+            made.push(prev);
+        }
+        Ok(())
+    };
+    if let Err(e) = each() {
+        // What cp's earlier walk made, that walk makes here too (and names, and gives its
+        // mode): the directories made on the way to one it makes, it finds made by then.
+        if deferred {
+            for parent in made.iter().rev() {
+                if !parent.created || !walked(&parent.src_path, &parent.dst) {
+                    break;
+                }
+                let name = sys::cstring(parent.dst.as_os_str().as_bytes());
+                let _ = sys::unlink(sys::CWD, &name, true);
+            }
+        }
+        return Err(e);
     }
     // cp's last look is at the parent as named: "." or ".." there is no new directory.
     let (head, _) = split_last(src.as_os_str().as_bytes());
@@ -407,6 +479,42 @@ pub(crate) fn make_parents(
         *new_dst = false;
     }
     Ok(made)
+}
+
+/// Whether an earlier source's walk, which has run in cp's order (here it runs later), makes
+/// the missing `parent` without copying anything into it: it could not list its source, or
+/// reach what it lists. cp finds that copy there, empty, with its final mode, and makes
+/// nothing in it where that mode keeps its user out (see [`left_closed`]); nor does it look
+/// at a source in it that cannot be reached. Root lists any directory.
+fn left_to_walk(parent: &Parent, walked: &dyn Fn(&Path, &Path) -> bool) -> bool {
+    if Process::current().euid == 0 || !walked(&parent.src_path, &parent.dst) {
+        return false;
+    }
+    walk_copies_nothing(&parent.src_path)
+}
+
+/// Whether a walk as this user copies nothing of the source directory `src`: it may not list
+/// it, or not reach what it lists.
+pub(crate) fn walk_copies_nothing(src: &Path) -> bool {
+    let src = sys::cstring(src.as_os_str().as_bytes());
+    matches!(sys::open_dir(sys::CWD, &src, true), Err(Errno::ACCESS))
+        || !sys::may_search(sys::CWD, &src)
+}
+
+/// Whether the mode a walk gives the directory it made for `parent` (the source's, less the
+/// umask unless kept) lacks the owner's write or search bit: its user, who owns it, cannot
+/// make a directory in it (root passes any mode).
+fn left_closed(parent: &Parent, opts: &Options) -> bool {
+    let p = opts.preserve;
+    let umask = Process::current().umask;
+    let owner = if p.mode {
+        parent.src.perm()
+    } else if p.default_mode {
+        0o777 & !umask
+    } else {
+        parent.src.perm() & !umask
+    } & 0o700;
+    owner & 0o300 != 0o300
 }
 
 /// `--parents`: makes the missing directory `d` as cp 9.1 does: with its source's mode (0777
