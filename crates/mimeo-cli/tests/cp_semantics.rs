@@ -2532,8 +2532,9 @@ fn a_link_named_before_the_tree_that_meets_it_is_copied_as_cp() {
     }
 }
 
-/// `cp -u a b d` with a and b links of one file and an up-to-date d/a and d/b: cp 9.1 makes
-/// d/b a link of d/a (its data gone); mimeo leaves both as -u says (a documented difference).
+/// `cp -ul a b d` with a and b links of one file and an up-to-date d/a and d/b: cp 9.1 makes
+/// d/b a link of d/a (its data gone); mimeo leaves both as -u says (a documented difference;
+/// without -l mimeo links them as cp does).
 #[test]
 fn update_leaves_a_skipped_link_alone() {
     let base = tempfile::tempdir().unwrap();
@@ -2548,7 +2549,7 @@ fn update_leaves_a_skipped_link_alone() {
         write(&d, "d/a", "A\n", 0o644);
         write(&d, "d/b", "B\n", 0o644);
         let out = Command::new(program)
-            .args(["-u", "s/a", "s/b", "d"])
+            .args(["-ul", "s/a", "s/b", "d"])
             .current_dir(&d)
             .output()
             .unwrap();
@@ -5725,5 +5726,47 @@ fn a_backup_suffix_ending_in_a_slash_fails_the_backup_as_cp() {
             };
             same_as_cp(base.path(), &format!("slash-env{i}{j}"), &setup, &how);
         }
+    }
+}
+
+/// Without --preserve=links, cp still remembers a multiply-linked file -u skips as up to
+/// date, and links another of its names -u skips too to that copy ("removed" under -v); a
+/// name -u does not skip (older, missing, or declined under -i) is copied on its own.
+#[test]
+fn update_links_names_of_a_file_skipped_without_preserve_links_as_cp() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path();
+    // Destinations of the source's size, newer than it: up to date for both programs.
+    for (case, other, old) in [
+        ("both", "x\n", None),
+        ("differ", "y\n", None),
+        ("a-older", "x\n", Some("a")),
+        ("b-older", "x\n", Some("b")),
+    ] {
+        let setup = |d: &Path| {
+            write(d, "s/a", "x\n", 0o644);
+            fs::hard_link(d.join("s/a"), d.join("s/b")).unwrap();
+            set_mtime(&d.join("s/a"), (1_000_000_000, 0));
+            write(d, "d/s/a", "x\n", 0o644);
+            write(d, "d/s/b", other, 0o644);
+            write(d, "t/a", "x\n", 0o644);
+            write(d, "t/b", other, 0o644);
+            if let Some(old) = old {
+                set_mtime(&d.join("d/s").join(old), (100_000_000, 0));
+                set_mtime(&d.join("t").join(old), (100_000_000, 0));
+            }
+        };
+        same_as_cp_each(
+            base,
+            case,
+            &setup,
+            &[
+                &["-ru", "s", "d"],
+                &["-ruv", "s", "d"],
+                &["-uv", "s/a", "s/b", "t"],
+                &["-ruv", "s/b", "s/a", "t"],
+            ],
+        );
+        same_as_cp_either_answer(base, &format!("{case}-i"), &setup, &["-rui", "s", "d"]);
     }
 }

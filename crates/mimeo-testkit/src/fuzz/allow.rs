@@ -285,9 +285,9 @@ pub const ALLOWLIST: &[Allowed] = &[
     Allowed {
         name: "update-skip-not-relinked",
         reason: "under -u without --preserve=links, a destination skipped as up to date is \
-                 left as it is; cp links it to the copy of an earlier name of the same source \
-                 file (replacing the data -u was told to keep, or failing to link a name to \
-                 itself)",
+                 left as it is under -l, or where it is a name linked onto itself; cp links \
+                 it to the copy of an earlier name of the same source file (replacing the \
+                 data -u was told to keep, or failing to link a name to itself)",
         docs: "docs/cp.md, Differences from cp, \"`-u` leaves a skipped file alone\"",
         apply: update_skip_not_relinked,
         last: false,
@@ -443,7 +443,8 @@ fn update_skip_not_relinked(o: &mut Outcome) -> bool {
     let groups: Vec<_> = o
         .tree
         .iter()
-        .filter(|d| d.field == Field::HardLinks && d.left.len() > d.right.len())
+        // Names of one file -u skipped are linked as cp links them, except under -l.
+        .filter(|d| hard && d.field == Field::HardLinks && d.left.len() > d.right.len())
         .cloned()
         .collect();
     let data = |f: Field| {
@@ -4087,17 +4088,26 @@ pub(crate) mod tests {
         o.plan.opts = vec!["update", "symbolic-link"];
         assert!(update_skip_not_relinked(&mut o));
         assert_eq!(o.cp.stderr, omit);
-        // cp -u a b d: d/b becomes a link of d/a, with its data.
-        let mut o = outcome("", "");
-        o.plan.opts = vec!["update"];
-        o.tree = vec![
-            diff("d/a", Field::HardLinks, "[\"d/a\", \"d/b\"]", "[]"),
-            diff("d/b", Field::Content, "keepA", "keepB"),
-            diff("d/c", Field::Content, "x", "y"),
-        ];
+        // cp -ul a b d: d/b becomes a link of d/a, with its data; without -l mimeo links
+        // them too.
+        let relinked = || {
+            let mut o = outcome("", "");
+            o.tree = vec![
+                diff("d/a", Field::HardLinks, "[\"d/a\", \"d/b\"]", "[]"),
+                diff("d/b", Field::Content, "keepA", "keepB"),
+                diff("d/c", Field::Content, "x", "y"),
+            ];
+            o
+        };
+        let mut o = relinked();
+        o.plan.opts = vec!["update", "link"];
         assert!(update_skip_not_relinked(&mut o));
         let left: Vec<_> = o.tree.iter().map(|d| d.path.clone()).collect();
         assert_eq!(left, [Path::new("d/c")]);
+        let mut o = relinked();
+        o.plan.opts = vec!["update"];
+        assert!(!update_skip_not_relinked(&mut o));
+        assert_eq!(o.tree.len(), 3);
         let mut o = outcome(&format!("{omit}{link}"), omit);
         o.plan.opts = vec!["update", "archive"];
         assert!(!update_skip_not_relinked(&mut o));
@@ -4124,9 +4134,9 @@ pub(crate) mod tests {
         assert_eq!(o.cp.stderr, source);
         assert_eq!(o.cp.code, o.ours.code);
         // -v: cp's "removed" for the link of a name onto itself, and for one in a group it
-        // made; not for another entry.
+        // made under -l; not for another entry.
         let mut o = outcome("", "");
-        o.plan.opts = vec!["update", "verbose", "recursive"];
+        o.plan.opts = vec!["update", "verbose", "recursive", "link"];
         o.cp.stdout = "removed 'd/./x'\nremoved 'd/b'\nremoved 'd/c'\n".into();
         o.tree = vec![diff("d/a", Field::HardLinks, "[\"d/a\", \"d/b\"]", "[]")];
         assert!(update_skip_not_relinked(&mut o));

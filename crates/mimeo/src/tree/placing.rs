@@ -191,8 +191,13 @@ fn sighting(ctx: &Ctx<'_>, here: &Here<'_>, meta: &Meta) -> Option<(Sighting, bo
         && ctx.opts.overwrite == Overwrite::Update
         && ctx.opts.backup.is_some();
     if !ctx.opts.preserve.links {
-        // Without --preserve=links cp remembers only what -u skips.
-        return skipped_again.then_some((Sighting::Pinned, true));
+        // Without --preserve=links cp remembers only what -u skips: a file named again, or
+        // one of a multiply-linked file's names, to which its other names skipped are linked.
+        if skipped_again {
+            return Some((Sighting::Pinned, true));
+        }
+        let update = ctx.opts.overwrite == Overwrite::Update;
+        return (update && meta.nlink >= 2).then_some((Sighting::Link(meta.nlink as u64), true));
     }
     if pinned || again {
         Some((Sighting::Pinned, false))
@@ -227,6 +232,14 @@ pub(super) fn link_or_claim<'a>(
         None => return Ok(LinkStep::Copy(None)),
         Some(LinkClaim::First) => {
             let first = FirstCopy::new(groups, meta.id());
+            // -i's "no" skips too, which cp does not remember: where -u will not skip it,
+            // it is not the group's copy.
+            if only_skipped
+                && ctx.opts.interactive
+                && !up_to_date(ctx, here, src_name, dst_name, meta)
+            {
+                return Ok(LinkStep::Copy(None));
+            }
             let first = if only_skipped {
                 first.if_skipped()
             } else {
@@ -236,11 +249,12 @@ pub(super) fn link_or_claim<'a>(
         }
         Some(LinkClaim::LinkTo(loc)) => loc,
     };
-    // Without --preserve=links, cp links a skipped source to what it skipped before, which
-    // mimeo does only for the source named again onto that very destination (linked onto
-    // itself); another name of the file is copied on its own.
+    // Without --preserve=links, cp links a source to what it skipped before only where -u
+    // skips this one too (the same file named again onto that very destination is linked
+    // onto itself); one -u does not skip is copied on its own.
     let onto_itself = loc.dir.is_none() && ctx.root(loc.root).dst_path == here.dst_path(dst_name);
-    if !ctx.opts.preserve.links && !onto_itself {
+    if !ctx.opts.preserve.links && !onto_itself && !up_to_date(ctx, here, src_name, dst_name, meta)
+    {
         return Ok(LinkStep::Copy(None));
     }
     let linked = link_to_group(ctx, here, src_name, dst_name, meta, &loc)?;
@@ -256,6 +270,25 @@ pub(super) fn link_or_claim<'a>(
         );
     }
     Ok(LinkStep::Done)
+}
+
+/// Whether -u skips `meta` onto `here/dst_name` as up to date, asked without -i's question or
+/// any -v line (those come with the copy's own decision).
+fn up_to_date(ctx: &Ctx<'_>, here: &Here<'_>, name: &CStr, dst_name: &CStr, meta: &Meta) -> bool {
+    let Ok(d) = sys::stat_at(here.dst_dir, dst_name, false) else {
+        return false;
+    };
+    let writable = || sys::may_write(here.dst_dir, dst_name);
+    let changeable =
+        || sys::may_change_dir(here.dst_dir).is_ok() && !sticky_keeps(ctx, here, d.uid);
+    let mut rules = ctx.rules(here, &writable);
+    rules.changeable = Some(&changeable);
+    let look = Lookups {
+        src: &|follow| sys::stat_at(here.src_dir, name, follow).ok(),
+        dst_target: &|| sys::stat_at(here.dst_dir, dst_name, true),
+        same_entry: &|| here.same_entry(name, dst_name),
+    };
+    decide(&rules, meta, Some(&d), &look) == Decision::Skip
 }
 
 /// What [`link_to_group`] did.
