@@ -5770,3 +5770,35 @@ fn update_links_names_of_a_file_skipped_without_preserve_links_as_cp() {
         same_as_cp_either_answer(base, &format!("{case}-i"), &setup, &["-rui", "s", "d"]);
     }
 }
+
+/// `-u -i` with links kept: a "no" to the question is not the copy a group's later names are
+/// linked to (cp remembers only what -u skipped as up to date), so an up-to-date name met
+/// after it is left alone, not linked onto the declined one.
+#[test]
+fn update_interactive_no_is_not_a_groups_copy_as_cp() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path();
+    // Destinations of the source's size, newer than it, but one older: asked about.
+    for old in ["a", "b"] {
+        let setup = |d: &Path| {
+            write(d, "s/a", "x\n", 0o644);
+            fs::hard_link(d.join("s/a"), d.join("s/b")).unwrap();
+            set_mtime(&d.join("s/a"), (1_000_000_000, 0));
+            write(d, "d/s/a", "x\n", 0o644);
+            write(d, "d/s/b", "y\n", 0o644);
+            write(d, "t/a", "x\n", 0o644);
+            write(d, "t/b", "y\n", 0o644);
+            set_mtime(&d.join("d/s").join(old), (100_000_000, 0));
+            set_mtime(&d.join("t").join(old), (100_000_000, 0));
+        };
+        for args in [
+            &["-auiv", "s/a", "s/b", "t"][..],
+            &["-auiv", "s/b", "s/a", "t"],
+            &["-auiv", "s", "d"],
+            &["-ruiv", "--preserve=links", "s", "d"],
+        ] {
+            let case = format!("{old}-older-{}", args[1..].join("-").replace('/', ""));
+            same_as_cp_either_answer(base, &case, &setup, args);
+        }
+    }
+}

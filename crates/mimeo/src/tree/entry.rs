@@ -123,9 +123,8 @@ impl<'a> Made<'a, '_> {
             None => {
                 // An entry -u skips as up to date is the group's copy, as for a regular file:
                 // the same source met again (named twice with a backup) is linked to it.
-                if self.ctx.opts.overwrite == Overwrite::Update {
-                    first_skipped(first, self.here, self.dst_name);
-                }
+                let names = (self.name, self.dst_name);
+                first_skipped(self.ctx, first, self.here, names, self.meta);
                 Ok(())
             }
         }
@@ -439,9 +438,7 @@ fn link_entry(
         Err(Errno::EXIST) => {
             if !link_over(ctx, here, (name, dst_name), &meta, through, &make, &failed)? {
                 // Skipped as up to date under -u: the group's copy, as a copy's would be.
-                if ctx.opts.overwrite == Overwrite::Update {
-                    first_skipped(first, here, dst_name);
-                }
+                first_skipped(ctx, first, here, (name, dst_name), &meta);
                 return Ok(());
             }
         }
@@ -571,9 +568,7 @@ fn relative_refused(
     match decide_at(ctx, here, name, dst_name, (meta, false)) {
         Ok((Decision::Skip, _)) => {
             // Skipped as up to date under -u: the group's copy, as a copy's would be.
-            if ctx.opts.overwrite == Overwrite::Update {
-                first_skipped(first, here, dst_name);
-            }
+            first_skipped(ctx, first, here, (name, dst_name), meta);
             ctx.report
                 .skipped(|| here.src_path(name), || here.dst_path(dst_name));
             Ok(())

@@ -610,11 +610,7 @@ impl<'a, 'c> RegularFile<'a, 'c> {
     fn skip(&self, first: Option<FirstCopy<'a>>) {
         let (ctx, here) = (self.ctx, self.here);
         sharing::hold_existing(ctx, here, self.src.as_fd(), &self.meta, self.dst_name);
-        if ctx.opts.overwrite == Overwrite::Update {
-            // An up-to-date member of a hard-link group is the group's copy, as in cp: the
-            // members still to come are linked to it.
-            first_skipped(first, here, self.dst_name);
-        }
+        first_skipped(ctx, first, here, (self.name, self.dst_name), &self.meta);
         ctx.report.skipped(|| self.src_path(), || self.dst_path());
     }
 

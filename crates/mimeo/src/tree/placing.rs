@@ -348,7 +348,10 @@ fn link_to_group(
             // "removed" under -v.
             let copy = sys::stat_at(from, &loc_name, false);
             let update = ctx.opts.overwrite == Overwrite::Update;
-            let relink = update && decision == Decision::Skip;
+            // A "no" to -i skips too, which cp does not link over.
+            let declined =
+                || ctx.opts.interactive && !up_to_date(ctx, here, src_name, dst_name, meta);
+            let relink = update && decision == Decision::Skip && !declined();
             if relink {
                 // cp's link to the copy goes by a temporary renamed over the entry: a copy
                 // that is a directory (a source -u skipped onto one, named again with a
@@ -456,9 +459,27 @@ pub(super) fn first_done(first: Option<FirstCopy<'_>>, here: &Here<'_>, dst_name
     }
 }
 
-/// [`first_done`] for a group's first member that -u skipped as up to date.
-pub(super) fn first_skipped(first: Option<FirstCopy<'_>>, here: &Here<'_>, dst_name: &CStr) {
-    if let (Some(first), Some(loc)) = (first, here.link_loc(dst_name)) {
+/// [`first_done`] for a group's first member that was skipped: under -u, the copy skipped
+/// as up to date is the group's copy, as in cp (the members still to come are linked to it).
+/// A "no" to -i is not: cp remembers nothing there, so it is asked again without the question
+/// (only under -u -i, and only for a group's first member).
+pub(super) fn first_skipped(
+    ctx: &Ctx<'_>,
+    first: Option<FirstCopy<'_>>,
+    here: &Here<'_>,
+    (name, dst_name): (&CStr, &CStr),
+    meta: &Meta,
+) {
+    if ctx.opts.overwrite != Overwrite::Update {
+        return;
+    }
+    let Some(first) = first else {
+        return;
+    };
+    if ctx.opts.interactive && !up_to_date(ctx, here, name, dst_name, meta) {
+        return;
+    }
+    if let Some(loc) = here.link_loc(dst_name) {
         first.done(loc, true);
     }
 }
