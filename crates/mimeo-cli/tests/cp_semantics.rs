@@ -1321,6 +1321,35 @@ fn a_source_directory_named_twice_is_copied_once_as_cp() {
     assert_eq!((planned("D/t"), planned("D/t/f")), (1, 1), "{}", run.stdout);
 }
 
+/// -s with relative source names into another directory: cp refuses each link an earlier
+/// root's walk would make (`s/./L`), so a later root `s/L` followed by -H (a directory)
+/// finds nothing in its way, makes the directory and refuses each link in it; one to a file
+/// is refused again. A directory that was there already is in the walk's way.
+#[test]
+fn a_relative_symlink_refused_in_an_earlier_walk_leaves_nothing_in_a_later_roots_way_as_cp() {
+    let base = tempfile::tempdir().unwrap();
+    let setup = |d: &Path| {
+        write(d, "s/t/y", "y\n", 0o644);
+        write(d, "s/f", "f\n", 0o644);
+        symlink("t", d.join("s/L")).unwrap();
+        symlink("f", d.join("s/F")).unwrap();
+        fs::create_dir(d.join("d")).unwrap();
+        fs::create_dir_all(d.join("e/L")).unwrap();
+    };
+    same_as_cp_each(
+        base.path(),
+        "symroot",
+        &setup,
+        &[
+            &["-a", "-s", "-H", "s/.", "s/L", "d"][..],
+            &["-a", "-b", "-s", "-H", "s/.", "s/L", "d"],
+            &["-a", "-s", "-H", "s/.", "s/F", "s/L", "d"],
+            &["-a", "-b", "-s", "-H", "s/.", "s/F", "d"],
+            &["-a", "-s", "-H", "s/.", "s/L", "e"],
+        ],
+    );
+}
+
 /// `--parents` with a directory named again as "x/." below parents just made: cp refuses
 /// it as copied before elsewhere, before it makes it (which would find it there). Under -L
 /// it copies it again, and finds it there.

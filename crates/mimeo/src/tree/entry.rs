@@ -361,8 +361,8 @@ fn socket_contents(
 }
 
 /// Whether the entry `dst_name` of `here` is the destination directory of a root named after
-/// `here`'s, which mimeo makes before any walk starts and cp only when it gets to that root.
-/// Asked only where a link failed.
+/// `here`'s, which mimeo made before any walk started and cp only when it gets to that root
+/// (one that was there already is not). Asked only where a link failed or was refused.
 fn made_by_a_later_root(ctx: &Ctx<'_>, here: &Here<'_>, dst_name: &CStr) -> bool {
     let super::context::Loc::Below(root, _) = here.loc else {
         return false;
@@ -373,6 +373,7 @@ fn made_by_a_later_root(ctx: &Ctx<'_>, here: &Here<'_>, dst_name: &CStr) -> bool
     let later = ctx.roots.iter().skip(root as usize + 1);
     d.is_dir()
         && later
+            .filter(|r| r.made.load(std::sync::atomic::Ordering::Relaxed))
             .filter_map(|r| r.dirs.as_ref())
             .any(|(_, dst)| sys::fstat(dst.as_fd()).is_ok_and(|m| m.id() == d.id()))
 }
@@ -562,7 +563,10 @@ fn relative_refused(
     first: Option<FirstCopy<'_>>,
     e: Error,
 ) -> Result<(), Error> {
-    if sys::stat_at(here.dst_dir, dst_name, false).is_err() {
+    // A later root's directory there, made before cp would make it: cp finds nothing there.
+    if sys::stat_at(here.dst_dir, dst_name, false).is_err()
+        || made_by_a_later_root(ctx, here, dst_name)
+    {
         return Err(e);
     }
     match decide_at(ctx, here, name, dst_name, (meta, false)) {

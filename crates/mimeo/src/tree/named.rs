@@ -5,11 +5,11 @@
 //! ("will not create hard link"), also where a later source holds it. The record they read
 //! and grow, [`Named`], is plain data in [`super::work`], sent to the other processes of a run.
 
-use super::context::{Root, same_name_paths};
+use super::context::{Root, relative_symlink_elsewhere, same_name_paths};
 use super::roots::{file_source_id, root_file_key};
 use super::work::{Dest, Named, NamedDir};
 use crate::data::meta::Process;
-use crate::options::{Dereference, Options, Overwrite};
+use crate::options::{Dereference, LinkInstead, Options, Overwrite};
 use crate::place::decide::kernel_refuses_link;
 use crate::report::{Error, Op, Refusal, Warning};
 use crate::sys::{self, Meta};
@@ -247,9 +247,12 @@ fn in_an_earlier_copys_way(opts: &Options, dirs: &[NamedDir], root: &Root) -> Op
     let entry = sys::cstring(&entry);
     let follow = opts.dereference == Dereference::Always;
     let made = sys::stat_at(sys::CWD, &entry, follow).ok()?;
-    // Nor where the earlier copy made nothing: a directory, or under -l what the kernel will
-    // not link (another user's symlink, under fs.protected_hardlinks).
-    if made.is_dir() || kernel_refuses_link(opts, &Process::current(), &made) {
+    // Nor where the earlier copy made nothing: a directory, under -l what the kernel will
+    // not link (another user's symlink, under fs.protected_hardlinks), or under -s a link to
+    // a relative source name outside the working directory, which cp refused.
+    let refused_relative = opts.link == Some(LinkInstead::Symbolic)
+        && relative_symlink_elsewhere(entry.to_bytes(), root.dst_parent.as_fd());
+    if made.is_dir() || kernel_refuses_link(opts, &Process::current(), &made) || refused_relative {
         return None;
     }
     let src = root.src_path.clone();
