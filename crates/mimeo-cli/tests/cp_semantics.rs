@@ -3448,6 +3448,14 @@ fn a_source_reached_through_its_destination_is_not_opened_as_cp() {
             let kept = fs::read_link(with_mimeo.join("lf")).unwrap();
             assert_eq!(kept, Path::new("f"), "{a:?}: the way to the source stays");
             assert_eq!(fs::read(with_mimeo.join("a")).unwrap(), b"data\n", "{a:?}");
+            // Nor does -v say "removed" of the symlink it keeps (cp's line is of its removal).
+            let again = util::mimeo()
+                .args(*a)
+                .current_dir(&with_mimeo)
+                .output()
+                .unwrap();
+            let said = String::from_utf8_lossy(&again.stdout);
+            assert!(!said.contains("removed"), "{a:?}: {said:?}");
         }
         // The same for a symlink to a socket (not "source vanished", not removed).
         let a = ["-v", "--remove-destination", "lso", "lso"];

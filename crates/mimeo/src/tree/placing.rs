@@ -3,6 +3,7 @@
 //! the commit of a finished temporary over it.
 
 use super::context::{Ctx, Here, Loc, join};
+use super::through;
 use crate::data::copy::DataError;
 use crate::options::{Backup, Dereference, Overwrite};
 use crate::place::decide::{
@@ -113,8 +114,12 @@ fn decide_existing_as(
                 let path = || here.dst_path(dst_name);
                 let after_open =
                     || unopened_removed(&rules, src, d) || symlink_removed(&rules, src, d, &look);
+                // A symlink the source is reached through is kept (a run never changes a
+                // source): no "removed" for it.
+                let kept =
+                    || d.is_symlink() && through::source_through_destination(here, name, dst_name);
                 if removed_first(&rules, src, d) {
-                    if changeable() {
+                    if changeable() && !kept() {
                         ctx.report.removed(path);
                     }
                 } else if source_opened && after_open() && changeable() {
