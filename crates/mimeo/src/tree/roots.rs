@@ -245,11 +245,14 @@ fn finish_parent(parent: &Parent, opts: &Options, process: &Process) -> Result<(
 }
 
 fn give_parent_attributes(parent: &Parent, opts: &Options, process: &Process) -> Result<(), Error> {
-    let fd = sys::open_dir(
-        sys::CWD,
-        &sys::cstring(parent.dst.as_os_str().as_bytes()),
-        false,
-    )
+    let name = sys::cstring(parent.dst.as_os_str().as_bytes());
+    // One a later root has already given a mode that may not be listed (its source, which
+    // could not be read, copied into it): changed through an `O_PATH` handle, as cp changes
+    // it by name.
+    let fd = match sys::open_dir(sys::CWD, &name, false) {
+        Err(Errno::ACCESS) => sys::open_dir_path(sys::CWD, &name, false),
+        other => other,
+    }
     .map_err(|e| Error::sys(Op::Open, &parent.dst, e))?;
     // cp sets the source's mode through the ACL, which leaves the set-id and sticky bits the
     // directory has: a new one's set-gid bit from its parent, an existing one's own.
