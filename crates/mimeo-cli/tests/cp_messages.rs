@@ -3511,3 +3511,55 @@ fn a_failure_after_a_walk_under_i_lets_no_later_file_run_ahead_as_cp() {
         assert!(diff.differences.is_empty(), "trees: {what}\n{diff:?}");
     }
 }
+
+/// A directory copied into a destination directory the user may not search or list (made
+/// so by an earlier `--parents` source's walk, or merged into from an earlier run): cp copies
+/// into it by name, so its source is looked at first ("cannot access" one it may not list)
+/// and only the entries fail, never the destination directory itself ("cannot open ... for
+/// reading").
+#[test]
+fn a_destination_directory_the_user_may_not_search_fails_on_its_entries_as_cp() {
+    let dir = scratch();
+    // The source `s/z` with mode `src`; `d/z` already there with mode `dst`, if given. One
+    // entry only: the order in which cp meets several is the file system's.
+    let setup = |src: u32, dst: Option<u32>| {
+        move |d: &Path| {
+            fs::create_dir_all(d.join("s/z")).unwrap();
+            fs::create_dir_all(d.join("d")).unwrap();
+            write(&d.join("s/z/va"), "x");
+            if dst.is_some() {
+                fs::create_dir(d.join("d/z")).unwrap();
+            }
+            for p in ["s", "s/z", "s/z/va", "d", "d/z"] {
+                if d.join(p).exists() {
+                    std::os::unix::fs::chown(d.join(p), Some(NOBODY), Some(NOBODY)).unwrap();
+                }
+            }
+            let mode = |p: &str, m| fs::set_permissions(d.join(p), fs::Permissions::from_mode(m));
+            if let Some(m) = dst {
+                mode("d/z", m).unwrap();
+            }
+            mode("s/z", src).unwrap();
+        }
+    };
+    let parents: &[&str] = &["-r", "--parents", "s/z/va", "s/z", "d", "-p"];
+    let cases: &[(u32, Option<u32>, &[&str])] = &[
+        (0o000, None, parents),
+        (0o644, None, parents),
+        (0o644, None, &["-pr", "--parents", "s/z/va", "s/z", "d"]),
+        (0o755, Some(0o644), &["-r", "s/z", "d"]),
+        (0o755, Some(0o000), &["-a", "s/z", "d"]),
+        (0o644, Some(0o644), &["-a", "s/z/", "d/"]),
+        (0o000, Some(0o000), &["-pr", "s/z", "d"]),
+    ];
+    for (i, &(src, dst, args)) in cases.iter().enumerate() {
+        case_as_cp(dir.path(), i, &setup(src, dst), args, Some(NOBODY));
+    }
+    // A source it may search but not list: the second root gives `d/s/z` that mode, which
+    // may come before the first root gives its `--parents` directories theirs (a race, hence
+    // the repeats); cp changes them by name, so neither fails.
+    for i in 0..20 {
+        let setup = setup(0o311, None);
+        case_as_cp(dir.path(), cases.len() + i, &setup, parents, Some(NOBODY));
+    }
+}

@@ -384,28 +384,23 @@ fn unsearchable(ctx: &Ctx<'_>, src: BorrowedFd<'_>, m: &Meta, first: Option<&CSt
 }
 
 /// Opens the destination directory `rel` below a root, never through a symlink. A failure
-/// is reported.
+/// is reported. One the user may not search or list (merged into, made without search
+/// permission by an earlier root, or a source that could not be read merged into itself)
+/// gets a handle all the same, readable or `O_PATH`: cp names its entries through it and
+/// fails on those, never on the directory, and changes its metadata by name (through its
+/// /proc link here).
 fn open_dst(ctx: &Ctx<'_>, root: &Root, rel: &[u8]) -> Option<OwnedFd> {
-    open_dst_as(ctx, root, rel, false)
-}
-
-/// Opens the destination directory `rel` to apply its metadata. One the user may not list
-/// (a source directory that could not be read was merged into itself) gets an `O_PATH`
-/// handle, changed through its /proc link as cp changes it by name, without a failure cp
-/// does not have.
-fn open_dst_to_complete(ctx: &Ctx<'_>, root: &Root, rel: &[u8]) -> Option<OwnedFd> {
-    open_dst_as(ctx, root, rel, true)
-}
-
-/// [`open_dst`]; with `path_handle`, an `O_PATH` handle where the directory may not be listed.
-fn open_dst_as(ctx: &Ctx<'_>, root: &Root, rel: &[u8], path_handle: bool) -> Option<OwnedFd> {
     let (_, anchor) = root.dirs();
     let opened = if ctx.opts.keep_directory_symlink {
         // Symlinks to directories in the destination were gone through on purpose.
         sys::open_dir_following(anchor, rel)
     } else {
         match sys::open_dir_beneath(anchor, rel) {
-            Err(Errno::ACCESS) if path_handle => {
+            // The root itself, which we may read but not search for ".".
+            Err(Errno::ACCESS) if rel.is_empty() => sys::reopen_dir(anchor)
+                .or_else(|_| sys::open_dir_path_beneath(anchor, rel))
+                .map_err(|_| Errno::ACCESS),
+            Err(Errno::ACCESS) => {
                 sys::open_dir_path_beneath(anchor, rel).map_err(|_| Errno::ACCESS)
             }
             other => other,
@@ -931,7 +926,7 @@ pub(crate) fn complete(ctx: &Ctx<'_>, w: &mut Buffers, done: DirDone) {
     let src_path = || rel_path(&root.src_path, &done.path);
     let fd = match w.last_dst.take() {
         Some((r, path, fd)) if r == done.root && path == done.path => fd,
-        _ => match open_dst_to_complete(ctx, root, &done.path) {
+        _ => match open_dst(ctx, root, &done.path) {
             Some(fd) => fd,
             None => return,
         },

@@ -612,7 +612,14 @@ fn open_root_dirs(
         root.follow,
     )
     .ok_or(NoPass::Unmade)?;
-    let dst = match sys::open_dir(root.dst_parent.as_fd(), &root.dst_name, false) {
+    // One we may not list (made so by an earlier root, or merged into) is still copied into,
+    // as cp copies into it by name: its entries fail, not the directory.
+    let (parent, name) = (root.dst_parent.as_fd(), &root.dst_name);
+    let opened = match sys::open_dir(parent, name, false) {
+        Err(sys::Errno::ACCESS) => sys::open_dir_path(parent, name, false),
+        other => other,
+    };
+    let dst = match opened {
         Ok(fd) => fd,
         Err(e) => {
             ctx.report.fail(crate::report::Error::sys(
