@@ -185,11 +185,12 @@ fn sighting(ctx: &Ctx<'_>, here: &Here<'_>, meta: &Meta) -> Option<(Sighting, bo
     // cp remembers every file, so a file met again that way is linked too.
     let again = ctx.overlapping_roots && (meta.nlink >= 2 || deref == Dereference::Always);
     // Under -u, cp remembers every file it skips as up to date; a file named again (with
-    // backups, which cp does not take as named twice) is linked to that copy. One it copies
-    // it remembers only as it would without -u.
-    let skipped_again = matches!(here.loc, Loc::Root(_))
-        && ctx.opts.overwrite == Overwrite::Update
-        && ctx.opts.backup.is_some();
+    // backups, which cp does not take as named twice) is linked to that copy, as is one met
+    // again inside an overlapping root's walk (which cp never takes as named twice), before
+    // or after it is named. One it copies it remembers only as it would without -u.
+    let skipped_again = ctx.opts.overwrite == Overwrite::Update
+        && ((matches!(here.loc, Loc::Root(_)) && ctx.opts.backup.is_some())
+            || ctx.overlapping_roots);
     if !ctx.opts.preserve.links {
         // Without --preserve=links cp remembers only what -u skips.
         return skipped_again.then_some((Sighting::Pinned, true));
@@ -204,6 +205,23 @@ fn sighting(ctx: &Ctx<'_>, here: &Here<'_>, meta: &Meta) -> Option<(Sighting, bo
     } else {
         None
     }
+}
+
+/// Whether `loc` is this entry's destination: `d/f` met again as `d/./f`.
+fn same_entry(ctx: &Ctx<'_>, here: &Here<'_>, loc: &LinkLoc, dst_name: &CStr) -> bool {
+    if loc.name != dst_name.to_bytes() {
+        return false;
+    }
+    if here.holds(loc) {
+        return true;
+    }
+    let dir_id = |fd: BorrowedFd<'_>| sys::fstat(fd).map(|m| m.id()).ok();
+    let there = match ctx.open_loc_dir(loc) {
+        Ok(Some(fd)) => dir_id(fd.as_fd()),
+        Ok(None) => dir_id(ctx.root(loc.root).dst_parent.as_fd()),
+        Err(_) => None,
+    };
+    there.is_some() && there == dir_id(here.dst_dir)
 }
 
 /// With `--preserve=links`, links to an earlier copy of the same inode, or claims the inode
@@ -237,10 +255,9 @@ pub(super) fn link_or_claim<'a>(
         Some(LinkClaim::LinkTo(loc)) => loc,
     };
     // Without --preserve=links, cp links a skipped source to what it skipped before, which
-    // mimeo does only for the source named again onto that very destination (linked onto
-    // itself); another name of the file is copied on its own.
-    let onto_itself = loc.dir.is_none() && ctx.root(loc.root).dst_path == here.dst_path(dst_name);
-    if !ctx.opts.preserve.links && !onto_itself {
+    // mimeo does only for the same source met again onto that very destination (linked onto
+    // itself, by whatever names); another name of the file is copied on its own.
+    if !ctx.opts.preserve.links && !same_entry(ctx, here, &loc, dst_name) {
         return Ok(LinkStep::Copy(None));
     }
     let linked = link_to_group(ctx, here, src_name, dst_name, meta, &loc)?;
