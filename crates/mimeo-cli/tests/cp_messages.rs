@@ -726,6 +726,37 @@ fn an_up_to_date_entry_met_again_in_a_walk_is_linked_to_itself_as_cp() {
     }
 }
 
+/// As above for a source the user may not read: cp skips it as up to date, and remembers
+/// it, before it opens it (fuzz seed 0xf8a8c20f7182387b as nobody).
+#[test]
+fn an_unreadable_up_to_date_entry_met_again_is_linked_to_itself_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir(d.join("s")).unwrap();
+        write(&d.join("s/r"), "x");
+        fs::set_permissions(d.join("s/r"), fs::Permissions::from_mode(0o600)).unwrap();
+        // Made after the source: not older than it.
+        fs::create_dir_all(d.join("d/r")).unwrap();
+        nobodys(d, &["d"]);
+    };
+    let refused = |x: &str, y: &str| {
+        format!("cp: cannot create hard link '{x}' to '{y}': Operation not permitted\n")
+    };
+    let cases: [(&[&str], String); 3] = [
+        (&["-a", "-u", "s/r", "s/.", "d"], refused("d/./r", "d/r")),
+        (&["-u", "-r", "s/.", "s/r", "d"], refused("d/r", "d/./r")),
+        (&["-u", "-b", "s/r", "s/r", "d"], refused("d/r", "d/r")),
+    ];
+    for (i, (args, stderr)) in cases.iter().enumerate() {
+        let ours = case_as_cp(dir.path(), i, &setup, args, Some(NOBODY));
+        assert_eq!(
+            (ours.stdout.as_str(), &ours.stderr),
+            ("", stderr),
+            "{ours:?}"
+        );
+    }
+}
+
 /// Under -u, cp links an entry it skips as up to date to its group's copy quietly: -v says
 /// only "removed", with no line for the link (a file named twice or three times with
 /// numbered backups onto a newer copy, and a tree's two links onto newer files). A file of
