@@ -660,6 +660,103 @@ fn an_up_to_date_symlink_or_fifo_named_again_is_linked_to_itself_as_cp() {
     }
 }
 
+/// Under -u, the same source met again inside an overlapping root's walk (`s/f` then
+/// `s/.`, or the reverse), which cp never takes as named twice, with or without backups
+/// and --preserve=links, is linked to what -u skipped: its own destination by another name
+/// ("cannot create hard link 'd/./f' to 'd/f'" onto a directory, "removed 'd/./g'" under
+/// -v otherwise) (fuzz seed 0xf8a8c20f7182387b).
+#[test]
+fn an_up_to_date_entry_met_again_in_a_walk_is_linked_to_itself_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir_all(d.join("s/sub")).unwrap();
+        write(&d.join("s/f"), "x");
+        symlink("f", d.join("s/l")).unwrap();
+        mkfifo(&d.join("s/p"));
+        write(&d.join("s/sub/g"), "y");
+        // Made after the sources: not older than them.
+        for n in ["d/f", "d/l", "d/p"] {
+            fs::create_dir_all(d.join(n)).unwrap();
+        }
+        write(&d.join("d/g"), "z");
+    };
+    let refused = |x: &str, y: &str| {
+        format!("cp: cannot create hard link '{x}' to '{y}': Operation not permitted\n")
+    };
+    let cases: [(&[&str], String, String); 7] = [
+        (
+            &["-a", "-u", "--backup=existing", "s/f", "s/.", "d"],
+            String::new(),
+            refused("d/./f", "d/f"),
+        ),
+        (
+            &["-a", "-u", "s/.", "s/f", "d"],
+            String::new(),
+            refused("d/f", "d/./f"),
+        ),
+        (
+            &["-u", "-r", "s/f", "s/.", "d"],
+            String::new(),
+            refused("d/./f", "d/f"),
+        ),
+        (
+            &["-a", "-u", "s/l", "s/.", "d"],
+            String::new(),
+            refused("d/./l", "d/l"),
+        ),
+        (
+            &["-a", "-u", "-b", "s/.", "s/p", "d"],
+            String::new(),
+            refused("d/p", "d/./p"),
+        ),
+        (
+            &["-v", "-a", "-u", "s/sub/g", "s/sub/.", "d"],
+            "removed 'd/./g'\n".into(),
+            String::new(),
+        ),
+        (
+            &["-v", "-u", "-r", "s/sub/.", "s/sub/g", "d"],
+            "removed 'd/g'\n".into(),
+            String::new(),
+        ),
+    ];
+    for (i, (args, stdout, stderr)) in cases.iter().enumerate() {
+        let ours = case_as_cp(dir.path(), i, &setup, args, None);
+        assert_eq!((&ours.stdout, &ours.stderr), (stdout, stderr), "{ours:?}");
+    }
+}
+
+/// As above for a source the user may not read: cp skips it as up to date, and remembers
+/// it, before it opens it (fuzz seed 0xf8a8c20f7182387b as nobody).
+#[test]
+fn an_unreadable_up_to_date_entry_met_again_is_linked_to_itself_as_cp() {
+    let dir = scratch();
+    let setup = |d: &Path| {
+        fs::create_dir(d.join("s")).unwrap();
+        write(&d.join("s/r"), "x");
+        fs::set_permissions(d.join("s/r"), fs::Permissions::from_mode(0o600)).unwrap();
+        // Made after the source: not older than it.
+        fs::create_dir_all(d.join("d/r")).unwrap();
+        nobodys(d, &["d"]);
+    };
+    let refused = |x: &str, y: &str| {
+        format!("cp: cannot create hard link '{x}' to '{y}': Operation not permitted\n")
+    };
+    let cases: [(&[&str], String); 3] = [
+        (&["-a", "-u", "s/r", "s/.", "d"], refused("d/./r", "d/r")),
+        (&["-u", "-r", "s/.", "s/r", "d"], refused("d/r", "d/./r")),
+        (&["-u", "-b", "s/r", "s/r", "d"], refused("d/r", "d/r")),
+    ];
+    for (i, (args, stderr)) in cases.iter().enumerate() {
+        let ours = case_as_cp(dir.path(), i, &setup, args, Some(NOBODY));
+        assert_eq!(
+            (ours.stdout.as_str(), &ours.stderr),
+            ("", stderr),
+            "{ours:?}"
+        );
+    }
+}
+
 /// Under -u, cp links an entry it skips as up to date to its group's copy quietly: -v says
 /// only "removed", with no line for the link (a file named twice or three times with
 /// numbered backups onto a newer copy, and a tree's two links onto newer files). A file of

@@ -146,6 +146,14 @@ fn unopened(
         Err(e) => return Err(Error::sys(Op::Stat, here.dst_path(dst_name), e)),
     };
     let skipped = || {
+        // cp remembers what -u skips before it opens the source: the same file met again
+        // links to it, and one met before is linked here.
+        if ctx.opts.overwrite == Overwrite::Update {
+            match link_or_claim(ctx, here, name, dst_name, &meta)? {
+                LinkStep::Done => return Ok(None),
+                LinkStep::Copy(first) => first_skipped(first, here, dst_name),
+            }
+        }
         ctx.report
             .skipped(|| here.src_path(name), || here.dst_path(dst_name));
         Ok(None)

@@ -190,11 +190,12 @@ fn sighting(ctx: &Ctx<'_>, here: &Here<'_>, meta: &Meta) -> Option<(Sighting, bo
     // cp remembers every file, so a file met again that way is linked too.
     let again = ctx.overlapping_roots && (meta.nlink >= 2 || deref == Dereference::Always);
     // Under -u, cp remembers every file it skips as up to date; a file named again (with
-    // backups, which cp does not take as named twice) is linked to that copy. One it copies
-    // it remembers only as it would without -u.
-    let skipped_again = matches!(here.loc, Loc::Root(_))
-        && ctx.opts.overwrite == Overwrite::Update
-        && ctx.opts.backup.is_some();
+    // backups, which cp does not take as named twice) is linked to that copy, as is one met
+    // again inside an overlapping root's walk (which cp never takes as named twice), before
+    // or after it is named. One it copies it remembers only as it would without -u.
+    let skipped_again = ctx.opts.overwrite == Overwrite::Update
+        && ((matches!(here.loc, Loc::Root(_)) && ctx.opts.backup.is_some())
+            || ctx.overlapping_roots);
     if !ctx.opts.preserve.links {
         // Without --preserve=links cp remembers only what -u skips: a file named again, or
         // one of a multiply-linked file's names, to which its other names skipped are linked.
@@ -214,6 +215,23 @@ fn sighting(ctx: &Ctx<'_>, here: &Here<'_>, meta: &Meta) -> Option<(Sighting, bo
     } else {
         None
     }
+}
+
+/// Whether `loc` is this entry's destination: `d/f` met again as `d/./f`.
+fn same_entry(ctx: &Ctx<'_>, here: &Here<'_>, loc: &LinkLoc, dst_name: &CStr) -> bool {
+    if loc.name != dst_name.to_bytes() {
+        return false;
+    }
+    if here.holds(loc) {
+        return true;
+    }
+    let dir_id = |fd: BorrowedFd<'_>| sys::fstat(fd).map(|m| m.id()).ok();
+    let there = match ctx.open_loc_dir(loc) {
+        Ok(Some(fd)) => dir_id(fd.as_fd()),
+        Ok(None) => dir_id(ctx.root(loc.root).dst_parent.as_fd()),
+        Err(_) => None,
+    };
+    there.is_some() && there == dir_id(here.dst_dir)
 }
 
 /// With `--preserve=links`, links to an earlier copy of the same inode, or claims the inode
@@ -255,10 +273,12 @@ pub(super) fn link_or_claim<'a>(
         Some(LinkClaim::LinkTo(loc)) => loc,
     };
     // Without --preserve=links, cp links a source to what it skipped before only where -u
-    // skips this one too (the same file named again onto that very destination is linked
-    // onto itself); one -u does not skip is copied on its own.
-    let onto_itself = loc.dir.is_none() && ctx.root(loc.root).dst_path == here.dst_path(dst_name);
-    if !ctx.opts.preserve.links && !onto_itself && !up_to_date(ctx, here, src_name, dst_name, meta)
+    // skips this one too (the same source met again onto that very destination, by whatever
+    // names, is linked onto itself); one -u does not skip is copied on its own.
+    let onto_itself = || same_entry(ctx, here, &loc, dst_name);
+    if !ctx.opts.preserve.links
+        && !onto_itself()
+        && !up_to_date(ctx, here, src_name, dst_name, meta)
     {
         return Ok(LinkStep::Copy(None));
     }
