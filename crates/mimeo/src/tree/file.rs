@@ -151,7 +151,7 @@ fn unopened(
         if ctx.opts.overwrite == Overwrite::Update {
             match link_or_claim(ctx, here, name, dst_name, &meta)? {
                 LinkStep::Done => return Ok(None),
-                LinkStep::Copy(first) => first_skipped(first, here, dst_name),
+                LinkStep::Copy(first) => first_skipped(ctx, first, here, (name, dst_name), &meta),
             }
         }
         ctx.report
