@@ -133,17 +133,7 @@ impl<'a> Executor<'a> {
         // The directories the roots so far write into (only looked at for --parents times).
         let mut written: Vec<(u64, u64)> = Vec::new();
         for (n, pair) in pairs.iter().enumerate() {
-            let walked = |s: &Path, d: &Path| walked_by_earlier(&ctx.roots, opts, s, d);
-            let resolved = resolve_root(
-                opts,
-                pair,
-                &ctx.report,
-                &named,
-                &written,
-                &mut new_dst,
-                &walked,
-            );
-            let mut root = match resolved {
+            let mut root = match resolve_root(&ctx, pair, &named, &written, &mut new_dst) {
                 Ok(mut root) => {
                     parents_made_early(&ctx, &mut root);
                     if opts.parents && opts.preserve.timestamps {
@@ -764,17 +754,17 @@ fn dest_of(root: &Root) -> Option<Dest> {
 /// destination first with `--parents`. A failure tells whether cp counts the source as
 /// named (it does not where its parents could not be made).
 fn resolve_root(
-    opts: &Options,
+    ctx: &Ctx<'_>,
     pair: &CopyPair,
-    report: &Reporter<'_>,
     named: &Named,
     written: &[(u64, u64)],
     new_dst: &mut bool,
-    walked: &dyn Fn(&Path, &Path) -> bool,
 ) -> Result<Root, (Error, bool)> {
+    let (opts, report) = (ctx.opts, &ctx.report);
+    let walked = |s: &Path, d: &Path| walked_by_earlier(&ctx.roots, opts, s, d);
     let mut parents = if opts.parents {
         // cp has not looked at the source yet: it is not counted as named.
-        super::roots::make_parents(&pair.src, &pair.dst, opts, new_dst, walked)
+        super::roots::make_parents(&pair.src, &pair.dst, opts, new_dst, &walked)
             .map_err(|e| (e, false))?
     } else {
         Vec::new()

@@ -412,14 +412,11 @@ pub(crate) fn make_parents(
             if !there {
                 *new_dst = true;
             }
-            if let Some(mut prev) = pending.take() {
+            if let Some(prev) = pending.take() {
                 if left_closed(&prev, opts) {
                     return Err(Error::sys(Op::CreateParent, d.to_path_buf(), Errno::ACCESS));
                 }
-                let made_now = make_parent(&prev.dst, &prev.src, opts)?;
-                prev.created = made_now.is_some();
-                prev.restore = made_now.flatten();
-                made.push(prev);
+                made.push(made_late(prev, opts)?);
             }
             let parent = Parent {
                 src: meta,
@@ -436,40 +433,25 @@ pub(crate) fn make_parents(
                 deferred = true;
                 continue;
             }
-            let made_now = if there {
-                None
+            let parent = if there {
+                parent
             } else {
-                make_parent(d, &parent.src, opts)?
+                made_late(parent, opts)?
             };
-            let created = made_now.is_some();
-            *new_dst = created;
-            made.push(Parent {
-                created,
-                restore: made_now.flatten(),
-                ..parent
-            });
+            *new_dst = parent.created;
+            made.push(parent);
         }
         // The destination's own parent: made now, where the copy goes.
-        if let Some(mut prev) = pending {
-            let made_now = make_parent(&prev.dst, &prev.src, opts)?;
-            prev.created = made_now.is_some();
-            prev.restore = made_now.flatten();
+        if let Some(prev) = pending {
+            let prev = made_late(prev, opts)?;
             *new_dst = prev.created;
             made.push(prev);
         }
         Ok(())
     };
     if let Err(e) = each() {
-        // What cp's earlier walk made, that walk makes here too (and names, and gives its
-        // mode): the directories made on the way to one it makes, it finds made by then.
         if deferred {
-            for parent in made.iter().rev() {
-                if !parent.created || !walked(&parent.src_path, &parent.dst) {
-                    break;
-                }
-                let name = sys::cstring(parent.dst.as_os_str().as_bytes());
-                let _ = sys::unlink(sys::CWD, &name, true);
-            }
+            unmake_walked(&made, walked);
         }
         return Err(e);
     }
@@ -479,6 +461,27 @@ pub(crate) fn make_parents(
         *new_dst = false;
     }
     Ok(made)
+}
+
+/// Makes the missing directory of `parent`, noting what was made.
+fn made_late(mut parent: Parent, opts: &Options) -> Result<Parent, Error> {
+    let made_now = make_parent(&parent.dst, &parent.src, opts)?;
+    parent.created = made_now.is_some();
+    parent.restore = made_now.flatten();
+    Ok(parent)
+}
+
+/// After a failure below a directory an earlier source's walk makes: what cp's earlier walk
+/// made, that walk makes here too (and names, and gives its mode), so the directories made
+/// on the way to it, which cp finds made by then, are removed again (they are empty).
+fn unmake_walked(made: &[Parent], walked: &dyn Fn(&Path, &Path) -> bool) {
+    for parent in made.iter().rev() {
+        if !parent.created || !walked(&parent.src_path, &parent.dst) {
+            break;
+        }
+        let name = sys::cstring(parent.dst.as_os_str().as_bytes());
+        let _ = sys::unlink(sys::CWD, &name, true);
+    }
 }
 
 /// Whether an earlier source's walk, which has run in cp's order (here it runs later), makes
