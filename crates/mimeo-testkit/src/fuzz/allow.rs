@@ -1985,7 +1985,11 @@ fn into_itself(o: &mut Outcome) -> bool {
                     return false;
                 };
                 let [dir, src, copy] = [dir, src, copy].map(|p| o.plan.in_place(&p));
-                dir.starts_with(&src) && copy.starts_with(&dir) && copy != dir
+                // Paths compare by components, `.` left out. A copy named `d/.` is the
+                // existing `d`, which cp fills without making it: where that is the directory
+                // cp cannot list, cp never meets what it made in it.
+                let filled = dst.ends_with("/.'");
+                dir.starts_with(&src) && copy.starts_with(&dir) && (copy != dir || filled)
             };
             let cp_line = o.cp.stderr.lines().find(|c| {
                 !ours_lines.iter().any(|o| o == c)
@@ -2840,6 +2844,39 @@ pub(crate) mod tests {
         for cp in [
             "cp: cannot access '/q/case/s/g': Permission denied\n",
             "cp: cannot access '/p/case/s/h': Permission denied\n",
+        ] {
+            let mut o = outcome(cp, ours);
+            into_itself(&mut o);
+            assert_eq!(o.cp.stderr, cp);
+        }
+    }
+
+    /// `cp -R s/. s/f` as a user who may write into an existing `s/f` but not list it (fuzz
+    /// seed 0xbd2f723cfc1db6ab): the copy is `s/f` itself, which cp fills; it makes `s/f/f`
+    /// but cannot enter `s/./f` to fill that, so never meets the copy. cp names the directory
+    /// with the source's dot, mimeo the copy with the target's.
+    #[test]
+    fn a_copy_into_itself_of_a_dot_into_a_directory_cp_cannot_list_is_refused_first() {
+        let ours = "cp: cannot copy a directory, 's/.', into itself, 's/f/.'\n";
+        let cp = "cp: cannot access 's/./f': Permission denied\n";
+        let mut o = outcome(cp, ours);
+        o.plan.target = "s/f".into();
+        o.plan.sources = vec!["s/.".into()];
+        o.tree = vec![
+            diff("s/f", Field::Mtime, "2", "1"),
+            diff("s/f/f", Field::Presence, "directory", "absent"),
+        ];
+        assert!(into_itself(&mut o));
+        assert_eq!(o.cp.stderr, ours);
+        assert!(o.tree.is_empty(), "{:?}", o.tree);
+        // Not another directory, nor the copy named without the dot (one cp makes).
+        for (cp, ours) in [
+            ("cp: cannot access 's/./g': Permission denied\n", ours),
+            ("cp: cannot access 't/./f': Permission denied\n", ours),
+            (
+                "cp: cannot access 's/./f': Permission denied\n",
+                "cp: cannot copy a directory, 's/.', into itself, 's/f'\n",
+            ),
         ] {
             let mut o = outcome(cp, ours);
             into_itself(&mut o);
