@@ -536,6 +536,38 @@ fn a_user_copying_onto_what_it_may_write_but_not_replace_writes_in_place_as_cp()
     same_as_cp(base, "unwritable", &unwritable, &user(&["s", "ro/f"]));
 }
 
+/// A backup in a directory the user may write but not read: gnulib, which cannot list it,
+/// takes it as holding no numbered backups (a first numbered one, or the simple name under
+/// `--backup=existing`) rather than fail (seed 0x44aa2e9d7f81c7f7).
+#[test]
+fn a_backup_in_a_directory_that_cannot_be_listed_is_made_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "s", "new\n", 0o644);
+        write(d, "w/f", "old\n", 0o644);
+        for p in ["w", "w/f"] {
+            chown(d.join(p), Some(FOREIGN_UID), Some(FOREIGN_GID)).unwrap();
+        }
+        fs::set_permissions(d.join("w"), fs::Permissions::from_mode(0o333)).unwrap();
+    };
+    let each: [&[&str]; 4] = [
+        &["-b", "s", "w/f"],
+        &["-b", "--suffix=.~1~", "-a", "s", "w/f"],
+        &["--backup=numbered", "s", "w/f"],
+        &["--backup=existing", "--suffix=.old", "s", "w/f"],
+    ];
+    for (i, a) in each.iter().enumerate() {
+        let how = Run {
+            foreign_user: true,
+            ..args(a)
+        };
+        same_as_cp(base, &format!("unlisted{i}"), &setup, &how);
+    }
+}
+
 #[test]
 fn hard_linked_destinations_are_written_in_place_with_inplace_as_cp_writes_them() {
     for kind in FsKind::ALL {

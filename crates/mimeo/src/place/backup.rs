@@ -25,7 +25,7 @@ pub(crate) fn make(
     backup: &Backup,
 ) -> sys::Result<CString> {
     loop {
-        let (path, numbered, shortened) = backup_name(dir, name, prefix, backup)?;
+        let (path, numbered, shortened, listed) = backup_name(dir, name, prefix, backup)?;
         let renamed = || sys::rename(dir, name, dir, &path).map(|()| path.clone());
         // A name ending in `/` (a suffix like `s/`) is cp's rename's to judge: it fails with
         // ENOTDIR for a non-directory and moves a directory. A link there fails with ENOENT,
@@ -36,8 +36,10 @@ pub(crate) fn make(
         if numbered {
             match sys::link(dir, name, dir, &path) {
                 // Another run took this number meanwhile: count again (a shortened name
-                // stays the same whatever the number, so cp gives up there).
-                Err(Errno::EXIST) if !shortened => continue,
+                // stays the same whatever the number, so cp gives up there). In a directory
+                // that could not be listed the count finds the same number again, and cp
+                // tries it forever: mimeo fails with EEXIST instead.
+                Err(Errno::EXIST) if !shortened && listed => continue,
                 Err(Errno::PERM) => return renamed(),
                 other => return other.map(|()| path),
             }
@@ -66,16 +68,16 @@ pub(crate) fn make(
 /// numbered backups, a first or a longer number) whose last component is longer than the
 /// filesystem's name limit less one keeps at most that less one of the original name's bytes
 /// and ends in `~`. An explicit simple backup is never shortened (its link then fails with
-/// ENAMETOOLONG, as cp's rename does).
+/// ENAMETOOLONG, as cp's rename does). Last, whether the directory was listed.
 fn backup_name(
     dir: BorrowedFd<'_>,
     name: &CStr,
     prefix: &[u8],
     backup: &Backup,
-) -> sys::Result<(CString, bool, bool)> {
+) -> sys::Result<(CString, bool, bool, bool)> {
     let name = name.to_bytes();
-    let highest = match backup {
-        Backup::Simple { .. } => None,
+    let (highest, listed) = match backup {
+        Backup::Simple { .. } => (None, true),
         _ => highest_number(dir, prefix, &name[prefix.len()..])?,
     };
     let (mut path, check, numbered) = match (backup, highest) {
@@ -93,7 +95,7 @@ fn backup_name(
         (Backup::Numbered, None) => ([name, b".~1~"].concat(), true, true),
     };
     let shortened = check && shorten(dir, &mut path, prefix.len(), name.len());
-    Ok((sys::cstring(&path), numbered, shortened))
+    Ok((sys::cstring(&path), numbered, shortened, listed))
 }
 
 /// How cp's rename of `dir/name` to its backup name fails before the kernel checks the
@@ -107,7 +109,7 @@ pub(crate) fn refused_by_name(
     prefix: &[u8],
     backup: &Backup,
 ) -> Option<Errno> {
-    let (path, _, _) = backup_name(dir, name, prefix, backup).ok()?;
+    let (path, ..) = backup_name(dir, name, prefix, backup).ok()?;
     let len = last_component(path.to_bytes()).len() as u64;
     if sys::name_max(dir).is_ok_and(|max| len > max) {
         return Some(Errno::NAMETOOLONG);
@@ -170,12 +172,23 @@ fn last_component(path: &[u8]) -> &[u8] {
     path.rsplit(|&b| b == b'/').next().unwrap_or(path)
 }
 
-/// The highest N of the `base.~N~` entries in the directory `prefix` of `dir`.
-fn highest_number(dir: BorrowedFd<'_>, prefix: &[u8], base: &[u8]) -> sys::Result<Option<u64>> {
-    let listed = if prefix.is_empty() {
-        sys::open_dir(dir, c".", false)?
+/// The highest N of the `base.~N~` entries in the directory `prefix` of `dir`, and whether
+/// the directory could be opened: gnulib takes one it cannot open (one the user may write
+/// but not read) as holding none.
+fn highest_number(
+    dir: BorrowedFd<'_>,
+    prefix: &[u8],
+    base: &[u8],
+) -> sys::Result<(Option<u64>, bool)> {
+    let opened = if prefix.is_empty() {
+        sys::open_dir(dir, c".", false)
     } else {
-        sys::open_dir(dir, &sys::cstring(prefix), true)?
+        sys::open_dir(dir, &sys::cstring(prefix), true)
+    };
+    let listed = match opened {
+        Ok(fd) => fd,
+        Err(Errno::NOMEM) => return Err(Errno::NOMEM),
+        Err(_) => return Ok((None, false)),
     };
     let mut reader = DirReader::new(16 * 1024);
     let mut highest = None;
@@ -191,5 +204,5 @@ fn highest_number(dir: BorrowedFd<'_>, prefix: &[u8], base: &[u8]) -> sys::Resul
             highest = highest.max(Some(n));
         }
     })?;
-    Ok(highest)
+    Ok((highest, true))
 }
