@@ -1794,7 +1794,19 @@ fn update_sizes(o: &mut Outcome) -> bool {
         .flat_map(|l| l.split_inclusive("? "))
         .filter(|l| !asked(l))
         .collect();
+    // The destinations mimeo asked about: declined (no answer), they are not the copy a
+    // source named again is linked onto, where cp skipped and linked.
+    let mut declined: Vec<String> = Vec::new();
     if o.plan.has("interactive") && without == o.cp.stderr {
+        declined = o
+            .ours
+            .stderr
+            .split_inclusive('\n')
+            .flat_map(|l| l.split_inclusive("? "))
+            .filter(|l| asked(l))
+            .filter_map(|l| l.strip_prefix("cp: overwrite ")?.strip_suffix("? "))
+            .map(str::to_string)
+            .collect();
         o.ours.stderr = without;
     }
     // With -s, what mimeo would replace where cp skipped may be a link it cannot make (a
@@ -1852,13 +1864,17 @@ fn update_sizes(o: &mut Outcome) -> bool {
         o.tree.retain(|d| d.left == "directory");
     }
     // A source named again (with backups) after cp skipped it: cp links the destination onto
-    // itself ("removed 'd'" under -v), where mimeo replaced it the first time ("-> 'd'").
+    // itself ("removed 'd'" under -v), where mimeo replaced it the first time ("-> 'd'"), or
+    // asked about replacing it and was told no.
     let relinked = |l: &str| {
-        let copied = l
-            .strip_prefix("removed ")
-            .map(|d| format!(" -> {d}"))
-            .is_some_and(|d| o.ours.stdout.contains(&d));
-        copied && !o.ours.stdout.contains(l)
+        let Some(d) = l.strip_prefix("removed ") else {
+            return false;
+        };
+        let copied = o.ours.stdout.contains(&format!(" -> {d}"));
+        let asked = declined
+            .iter()
+            .any(|q| d.strip_suffix('\n') == Some(q.as_str()));
+        (copied || asked) && !o.ours.stdout.contains(l)
     };
     if ["b", "backup", "suffix"].iter().any(|id| o.plan.has(id)) {
         let kept: String =
@@ -3523,6 +3539,27 @@ pub(crate) mod tests {
         o.cp.stdout = "removed 'd/g'\n".into();
         o.ours.stdout = "'f' -> 'd/f'\n".into();
         update_sizes(&mut o);
+        assert_ne!(o.cp.stdout, o.ours.stdout);
+    }
+
+    /// `cp -b -i -u -v /abs/f g /abs/f d`, d/f as new as f but of another size: mimeo asks
+    /// about replacing it and, told no, leaves the second alone; cp skips the first and links
+    /// d/f onto itself for the second ("removed 'd/f'", fuzz seed 0x704eb3a1cd1d4de9). Not a
+    /// line about a destination mimeo did not ask about.
+    #[test]
+    fn update_sizes_allows_cps_relink_of_a_source_named_again_that_mimeo_asked_about() {
+        let case = |asked: &str| {
+            let mut o = outcome("", asked);
+            o.plan.opts = vec!["update", "backup", "interactive", "verbose"];
+            o.cp.stdout = "'g' -> 'd/g'\nremoved 'd/f'\n".into();
+            o.ours.stdout = "'g' -> 'd/g'\n".into();
+            update_sizes(&mut o);
+            o
+        };
+        let o = case("cp: overwrite 'd/f'? ");
+        assert_eq!(o.cp.stdout, o.ours.stdout);
+        assert_eq!(o.ours.stderr, "");
+        let o = case("cp: overwrite 'd/e'? ");
         assert_ne!(o.cp.stdout, o.ours.stdout);
     }
 
