@@ -441,7 +441,7 @@ pub fn resolve_targets(
             into_dir(src, dir)
         }
     };
-    both_target_options(target_dir, no_target_dir)?;
+    both_target_options(operands, target_dir, no_target_dir)?;
     if let Some(dir) = target_dir {
         if operands.is_empty() {
             return Err(usage("missing file operand"));
@@ -583,10 +583,17 @@ fn not_a_directory(what: &str, dir: &Path) -> ConfigError {
     fatal(format!("{what} {}: {why}", quote(dir)))
 }
 
-/// `-t` with `-T` is an error (exit 1 in cp, without the pointer to --help), whatever else
-/// the command line says.
-fn both_target_options(target_dir: Option<&Path>, no_target_dir: bool) -> Result<(), ConfigError> {
+/// `-t` with `-T` is an error (exit 1 in cp, without the pointer to --help), after cp's check
+/// that there is a file operand at all.
+fn both_target_options(
+    operands: &[PathBuf],
+    target_dir: Option<&Path>,
+    no_target_dir: bool,
+) -> Result<(), ConfigError> {
     if target_dir.is_some() && no_target_dir {
+        if operands.is_empty() {
+            return Err(usage("missing file operand"));
+        }
         return Err(fatal(
             "cannot combine --target-directory (-t) and --no-target-directory (-T)",
         ));
@@ -602,7 +609,7 @@ fn under_parents(
     no_target_dir: bool,
     strip: bool,
 ) -> Result<Vec<CopyPair>, ConfigError> {
-    both_target_options(target_dir, no_target_dir)?;
+    both_target_options(operands, target_dir, no_target_dir)?;
     let (dir, sources) = match (target_dir, operands.split_last()) {
         (_, None) => return Err(usage("missing file operand")),
         (Some(dir), _) => (dir, operands),

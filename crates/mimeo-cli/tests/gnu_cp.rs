@@ -338,7 +338,8 @@ fn copying_a_directory_into_an_existing_one_prints_only_what_is_made() {
     same_as_cp(&p, &twice, "y", &args, &[], "n");
 }
 
-/// cp's wording for a last operand that must be a directory and is not, or is missing.
+/// cp's wording for a last operand that must be a directory and is not, or is missing, and
+/// for `-t` with `-T`.
 #[test]
 fn target_directory_messages_are_cps() {
     let p = Programs::new();
@@ -347,9 +348,16 @@ fn target_directory_messages_are_cps() {
         fs::write(dir.join("b"), "b\n").unwrap();
         fs::write(dir.join("nf"), "").unwrap();
         symlink("nod", dir.join("dl")).unwrap();
+        fs::create_dir(dir.join("d")).unwrap();
     };
     for args in [
-        &["a", "b", "nod"][..],
+        // -t with -T: cp's check for a file operand comes first (fuzz seed
+        // 0x686d94edc7840a48).
+        &["-t", "d", "-T"][..],
+        &["-T", "-t", "d"],
+        &["--parents", "-t", "d", "-T"],
+        &["-t", "d", "-T", "a"],
+        &["a", "b", "nod"],
         &["a", "b", "nod/"],
         &["a", "b", "nf"],
         &["a", "b", "nf/"],
