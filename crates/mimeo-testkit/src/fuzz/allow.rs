@@ -179,7 +179,10 @@ pub const ALLOWLIST: &[Allowed] = &[
                  source copied to the copy's name finds it there; below a directory the user \
                  may not list, cp never meets the copy; under -L (or -l -r, which follows \
                  as -L does, also to a copy named through a symlink in the source) both stop \
-                 a source where they meet the copy, each after what its own order reached",
+                 a source where they meet the copy, each after what its own order reached; \
+                 a source named again after one cp failed to make is refused again, where \
+                 cp tries again and may make it (an earlier source under -p gave the \
+                 destination its mode)",
         docs: "docs/cp.md, Differences from cp, \"A copy into itself makes nothing\"",
         apply: into_itself,
         last: false,
@@ -1967,12 +1970,17 @@ fn into_itself(o: &mut Outcome) -> bool {
     // the source; mimeo refuses first.
     // So too where cp refuses another source as a copy into itself (its order of sources
     // decides which one meets the copy first).
+    // A source named again after a refused one: cp forgot the copy it failed to make and
+    // tries again, so mimeo refuses it again; cp's later try may make the copy (an earlier
+    // source's walk under -p gave the destination its mode) and say so once. Each of cp's
+    // lines matches one of mimeo's, as often as cp says it.
     let mut bridged = false;
-    let cp_said = said(&o.cp.stderr);
+    let mut cp_said = said(&o.cp.stderr);
     {
         let ours_lines: Vec<String> = o.ours.stderr.lines().map(str::to_string).collect();
         for l in said(&o.ours.stderr) {
-            if cp_said.contains(&l) {
+            if let Some(i) = cp_said.iter().position(|c| *c == l) {
+                cp_said.swap_remove(i);
                 continue;
             }
             let Some(dst) = l.split(", into itself, ").nth(1) else {
@@ -2953,6 +2961,30 @@ pub(crate) mod tests {
         let cp = "cp: cannot create directory 't/x': Permission denied\n";
         let mut o = outcome(cp, ours);
         assert!(!into_itself(&mut o));
+    }
+
+    /// `cp -a s/h s/. s/h/ s/h --strip-trailing-slashes` as the owner of a 0111 `s/h`: cp fails
+    /// to make `s/h/h` and forgets it, fills nothing of `s/.` into `s/h/.` but gives it the
+    /// mode of `s/.`, then makes `s/h/h` for the third source and meets it there; mimeo
+    /// refuses `s/h` twice (fuzz seed 0x4fc690aece071bc1).
+    #[test]
+    fn a_copy_into_itself_named_again_after_cp_failed_to_make_it_is_refused_again() {
+        let ours = "cp: cannot copy a directory, 's/h', into itself, 's/h/h'\n\
+                    cp: cannot copy a directory, 's/.', into itself, 's/h/.'\n\
+                    cp: cannot copy a directory, 's/h', into itself, 's/h/h'\n";
+        let cp = "cp: cannot create directory 's/h/h': Permission denied\n\
+                  cp: cannot create directory 's/h/./h': Permission denied\n\
+                  cp: cannot create hard link 's/h/./g' to 's/./g': Permission denied\n\
+                  cp: cannot copy a directory, 's/h', into itself, 's/h/h'\n";
+        let mut o = outcome(cp, ours);
+        assert!(into_itself(&mut o));
+        assert_eq!(o.cp.stderr, o.ours.stderr);
+        // cp's one line does not stand for mimeo's two where cp said nothing else of it.
+        let cp = "cp: cannot copy a directory, 's/h', into itself, 's/h/h'\n\
+                  cp: cannot copy a directory, 's/.', into itself, 's/h/.'\n";
+        let mut o = outcome(cp, ours);
+        into_itself(&mut o);
+        assert_ne!(o.cp.stderr, o.ours.stderr);
     }
 
     /// `cp -ri f s/a/ d` (s/a a symlink to "..", so the copy d/a is in the source; d/f in
