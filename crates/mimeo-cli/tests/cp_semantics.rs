@@ -1130,6 +1130,32 @@ fn parents_of_an_absolute_source_fail_on_their_acl_as_cp() {
     );
 }
 
+/// Copied into the working directory itself, an absolute source's directories are found by
+/// cp 9.1 under their names less the leading slash: its own new copies, whose minimal ACLs it
+/// reads and sets back, so each keeps the bits it was made with (sticky too) rather than its
+/// source's (fuzz seed 0xa161f3feae0d1252, whose target led there through a symlink).
+#[test]
+fn parents_of_an_absolute_source_copied_into_the_working_directory_keep_their_bits_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Btrfs) else {
+        return;
+    };
+    let base = fs.path();
+    write(base, "abs/t/f", "f\n", 0o644);
+    fs::set_permissions(base.join("abs/t"), fs::Permissions::from_mode(0o1777)).unwrap();
+    let src = base.join("abs/t/f");
+    let src = src.to_str().unwrap();
+    let link = |d: &Path| symlink(".", d.join("here")).unwrap();
+    same_as_cp_each(
+        base,
+        "cwd",
+        &link,
+        &[
+            &["--parents", "-a", src, "."][..],
+            &["--parents", "--preserve=mode", src, "here"],
+        ],
+    );
+}
+
 /// An absolute source named twice under `--parents` with simple backups: cp 9.1 finds its
 /// first copy by the name below the target but looks that name's directory up from the
 /// working directory, where it is not, and stops there with that name alone (fuzz seed

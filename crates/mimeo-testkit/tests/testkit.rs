@@ -308,6 +308,7 @@ fn the_destination_is_found_where_options_follow_it() {
         through: Vec::new(),
         regular: Vec::new(),
         target_leads: None,
+        source_leads: Vec::new(),
     };
     let entry = allow::ALLOWLIST
         .iter()
@@ -370,6 +371,7 @@ fn a_simple_backup_in_the_working_directory_is_allowed() {
         through: Vec::new(),
         regular: Vec::new(),
         target_leads: None,
+        source_leads: Vec::new(),
     };
     let entry = allow::ALLOWLIST
         .iter()
@@ -421,6 +423,7 @@ fn a_refused_relative_link_with_a_suffix_alone_is_allowed() {
         through: Vec::new(),
         regular: Vec::new(),
         target_leads: None,
+        source_leads: Vec::new(),
     };
     let entry = allow::ALLOWLIST
         .iter()

@@ -2026,7 +2026,19 @@ fn into_itself(o: &mut Outcome) -> bool {
                 let (Some(src), Some(copy)) = (unquote(src), unquote(dst)) else {
                     return false;
                 };
-                let [dir, src, copy] = [dir, src, copy].map(|p| o.plan.in_place(&p));
+                let [mut dir, mut src, copy] = [dir, src, copy].map(|p| o.plan.in_place(&p));
+                // A source named through a symlink (`s/l/` to `..`): cp names what is below it
+                // through that name, the copy is named as it is: both where they lead.
+                let leads = o
+                    .source_leads
+                    .iter()
+                    .find(|(named, _)| o.plan.in_place(named) == src);
+                if let Some((_, real)) = leads
+                    && let Ok(rest) = dir.strip_prefix(&src)
+                {
+                    dir = real.join(rest);
+                    src = real.clone();
+                }
                 // Paths compare by components, `.` left out. A copy named `d/.` is the
                 // existing `d`, which cp fills without making it: where that is the directory
                 // cp cannot list, cp never meets what it made in it.
@@ -2317,6 +2329,7 @@ pub(crate) mod tests {
             through: Vec::new(),
             regular: Vec::new(),
             target_leads: None,
+            source_leads: Vec::new(),
         }
     }
 
@@ -2497,6 +2510,7 @@ pub(crate) mod tests {
             through: Vec::new(),
             regular: Vec::new(),
             target_leads: None,
+            source_leads: Vec::new(),
         };
         assert!(symlink_replaced(&mut o));
         let left: Vec<_> = o.tree.iter().map(|d| d.path.clone()).collect();
@@ -2912,6 +2926,42 @@ pub(crate) mod tests {
             let mut o = outcome(cp, ours);
             into_itself(&mut o);
             assert_eq!(o.cp.stderr, cp);
+        }
+    }
+
+    /// The same with the source named through a symlink to the place, `cp -R s/l/ s/g/d`
+    /// (fuzz seed 0xdfc3e328f3aa4ec8, as nobody, `s/g` mode 0300): cp names the directory it
+    /// cannot list through the source's name (`s/l/s/g`), which leads to `s/g`, above the copy.
+    #[test]
+    fn a_copy_into_itself_of_a_source_named_through_a_symlink_below_an_unlisted_directory_is_refused_first()
+     {
+        let ours = "cp: cannot copy a directory, 's/l/', into itself, 's/g/d'\n";
+        let cp = "cp: cannot access 's/l/s/g': Permission denied\n";
+        let through = |cp: &str, leads: &str| {
+            let mut o = outcome(cp, ours);
+            o.plan.target = "s/g/d".into();
+            o.plan.sources = vec!["s/l/".into()];
+            o.source_leads = vec![("s/l/".into(), leads.into())];
+            o.tree = vec![
+                diff("s/g", Field::Mtime, "2", "1"),
+                diff("s/g/d", Field::Presence, "directory", "absent"),
+            ];
+            o
+        };
+        let mut o = through(cp, "");
+        assert!(into_itself(&mut o));
+        assert_eq!(o.cp.stderr, ours);
+        assert!(o.tree.is_empty(), "{:?}", o.tree);
+        // Where the source leads elsewhere, or cp could not list another directory, it is
+        // not the directory above the copy.
+        for (cp, leads) in [
+            (cp, "t"),
+            ("cp: cannot access 's/l/s/h': Permission denied\n", ""),
+            ("cp: cannot access 's/l/t/g': Permission denied\n", ""),
+        ] {
+            let mut o = through(cp, leads);
+            into_itself(&mut o);
+            assert_eq!(o.cp.stderr, cp, "{leads:?}");
         }
     }
 

@@ -278,6 +278,7 @@ fn cat_case(cfg: &Config, seed: u64) -> io::Result<Result<Outcome, Broken>> {
         through: Vec::new(),
         regular: Vec::new(),
         target_leads: None,
+        source_leads: Vec::new(),
     }))
 }
 
@@ -291,6 +292,7 @@ fn empty(plan: CatPlan) -> Outcome {
         through: Vec::new(),
         regular: Vec::new(),
         target_leads: None,
+        source_leads: Vec::new(),
     }
 }
 

@@ -78,6 +78,10 @@ pub struct Outcome {
     /// Where the destination led before the run (relative to the case's place) where a
     /// symlink on its way made that other than its name: a symlink to `.` in the source.
     pub target_leads: Option<PathBuf>,
+    /// The sources whose names lead elsewhere before the run through a symlink on their way
+    /// (`s/l/` with `s/l` a symlink to `..`): each as named, with where it leads (relative
+    /// to the case's place).
+    pub source_leads: Vec<(PathBuf, PathBuf)>,
 }
 
 /// A kind of difference: the same message shapes, exit codes and fields.
@@ -246,9 +250,15 @@ fn cp_case(cfg: &Config, ours_path: &OsString, seed: u64) -> io::Result<Outcome>
     }
     let start = now() - 2;
     let mut leads = None;
+    let mut source_leads = Vec::new();
     let mut side = |path: &OsString, to: &Path| -> io::Result<(Plan, Ran)> {
         let plan = case::build(&place, seed, cfg.user)?;
         leads = leads_to(&place, &plan.target_path());
+        source_leads = plan
+            .sources
+            .iter()
+            .filter_map(|s| Some((s.into(), source_leads_to(&place, Path::new(s))?)))
+            .collect();
         let pump = Pump::start(&place, plan.feed.as_deref(), &plan.drains);
         let runner = Runner {
             path,
@@ -285,7 +295,22 @@ fn cp_case(cfg: &Config, ours_path: &OsString, seed: u64) -> io::Result<Outcome>
         through,
         regular,
         target_leads: leads,
+        source_leads,
     })
+}
+
+/// Where an existing `source` below `place` leads, relative to `place`, where that is not
+/// its own name there.
+fn source_leads_to(place: &Path, source: &Path) -> Option<PathBuf> {
+    let root = fs::canonicalize(place).ok()?;
+    let real = fs::canonicalize(place.join(source)).ok()?;
+    let real = real.strip_prefix(&root).ok()?.to_path_buf();
+    let named = source.strip_prefix(place).unwrap_or(source);
+    let plain: PathBuf = named
+        .components()
+        .filter(|c| *c != std::path::Component::CurDir)
+        .collect();
+    (real != plain).then_some(real)
 }
 
 /// Where `target` below `place` leads, relative to `place`, where that is not `target`.

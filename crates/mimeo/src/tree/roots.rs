@@ -326,9 +326,24 @@ fn give_parent_attributes(parent: &Parent, opts: &Options, process: &Process) ->
         .map_err(|e| Error::sys(Op::GetParentAcl, &source, e))
         // Read through the handle, as cp reads them by name: no search of the directory
         // itself, which its owner may have taken away.
-        .and_then(|fd| meta::source_acls(XattrTarget::Fd(fd.as_fd()), &|| source.clone()));
+        .and_then(|fd| {
+            let acls = meta::source_acls(XattrTarget::Fd(fd.as_fd()), &|| source.clone())?;
+            Ok((acls, sys::fstat(fd.as_fd()).ok()))
+        });
     match acls {
-        Ok(acls) => apply.run(dst, &acls, &path, &named),
+        Ok((acls, named_meta)) => {
+            // cp sets the access ACL it read under that name: where the name leads to another
+            // directory (the copy itself, say) without one, its minimal ACL, whose
+            // permission bits then replace the source's.
+            let mut src = parent.src;
+            let access = acls
+                .iter()
+                .any(|(n, _)| n.as_bytes() == b"system.posix_acl_access");
+            if let (false, Some(m)) = (access, named_meta) {
+                src.mode = (src.mode & !0o777) | (m.perm() & 0o777);
+            }
+            Apply { src: &src, ..apply }.run(dst, &acls, &path, &named)
+        }
         Err(e) => {
             let mut kept = opts.clone();
             kept.preserve.mode = false;
