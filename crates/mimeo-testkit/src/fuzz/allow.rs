@@ -1798,19 +1798,36 @@ fn update_sizes(o: &mut Outcome) -> bool {
         .filter(|l| !asked(l))
         .collect();
     // The destinations mimeo asked about: declined (no answer), they are not the copy a
-    // source named again is linked onto, where cp skipped and linked.
-    let mut declined: Vec<String> = Vec::new();
-    if o.plan.has("interactive") && without == o.cp.stderr {
-        declined = o
-            .ours
-            .stderr
+    // source named again is linked onto, where cp skipped and linked (and, where the user
+    // may not link the file, failed to: "cannot create hard link 'd' to 'd'").
+    let declined: Vec<String> = o
+        .ours
+        .stderr
+        .split_inclusive('\n')
+        .flat_map(|l| l.split_inclusive("? "))
+        .filter(|l| asked(l))
+        .filter_map(|l| l.strip_prefix("cp: overwrite ")?.strip_suffix("? "))
+        .map(str::to_string)
+        .collect();
+    let onto_itself = |l: &str| {
+        let rest = l.strip_prefix("cp: cannot create hard link ");
+        declined.iter().any(|d| {
+            rest.and_then(|r| r.strip_prefix(&format!("{d} to {d}: ")))
+                .is_some()
+        })
+    };
+    let relinks = ["b", "backup", "suffix"].iter().any(|id| o.plan.has(id));
+    let cp_kept: String =
+        o.cp.stderr
             .split_inclusive('\n')
-            .flat_map(|l| l.split_inclusive("? "))
-            .filter(|l| asked(l))
-            .filter_map(|l| l.strip_prefix("cp: overwrite ")?.strip_suffix("? "))
-            .map(str::to_string)
+            .filter(|l| !(relinks && onto_itself(l)))
             .collect();
+    if o.plan.has("interactive") && without == cp_kept {
         o.ours.stderr = without;
+        if cp_kept != o.cp.stderr {
+            o.cp.stderr = cp_kept;
+            o.cp.code = o.ours.code;
+        }
     }
     // With -s, what mimeo would replace where cp skipped may be a link it cannot make (a
     // relative one outside the working directory), and with -l or -s one that finds the
@@ -3643,6 +3660,20 @@ pub(crate) mod tests {
         assert_eq!(o.ours.stderr, "");
         let o = case("cp: overwrite 'd/e'? ");
         assert_ne!(o.cp.stdout, o.ours.stdout);
+        // As a user who may not link the file: cp's link onto itself fails (exit 1).
+        let failed = "cp: cannot create hard link 'd/f' to 'd/f': Operation not permitted\n";
+        let relink = |asked: &str| {
+            let mut o = outcome(failed, asked);
+            o.cp.code = Some(1);
+            o.ours.code = Some(0);
+            o.plan.opts = vec!["update", "backup", "interactive"];
+            update_sizes(&mut o);
+            o
+        };
+        let o = relink("cp: overwrite 'd/f'? cp: overwrite 'd/f'? ");
+        assert_eq!((o.cp.code, &o.cp.stderr), (o.ours.code, &o.ours.stderr));
+        let o = relink("cp: overwrite 'd/e'? ");
+        assert_ne!(o.cp.stderr, o.ours.stderr);
     }
 
     /// `cp -rH ls ls` (ls a symlink to s): cp makes s/ls, copies s into it and meets the copy
