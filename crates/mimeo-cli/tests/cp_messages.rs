@@ -43,6 +43,15 @@ fn same_as_cp(base: &Path, setup: &dyn Fn(&Path), args: &[&OsStr], user: Option<
     ours
 }
 
+/// Runs each case as [`case_as_cp`] does (the same as cp's), and checks what mimeo said:
+/// (arguments, stdout, stderr).
+fn each_says(dir: &Path, setup: &dyn Fn(&Path), cases: &[(&[&str], String, String)]) {
+    for (i, (args, stdout, stderr)) in cases.iter().enumerate() {
+        let ours = case_as_cp(dir, i, setup, args, None);
+        assert_eq!((&ours.stdout, &ours.stderr), (stdout, stderr), "{ours:?}");
+    }
+}
+
 /// [`same_as_cp`] for case `i` of a test, in a directory of its own below `dir`.
 #[track_caller]
 fn case_as_cp(
@@ -654,10 +663,7 @@ fn an_up_to_date_symlink_or_fifo_named_again_is_linked_to_itself_as_cp() {
             String::new(),
         ),
     ];
-    for (i, (args, stdout, stderr)) in cases.iter().enumerate() {
-        let ours = case_as_cp(dir.path(), i, &setup, args, None);
-        assert_eq!((&ours.stdout, &ours.stderr), (stdout, stderr), "{ours:?}");
-    }
+    each_says(dir.path(), &setup, &cases);
 }
 
 /// Under -u, the same source met again inside an overlapping root's walk (`s/f` then
@@ -720,10 +726,7 @@ fn an_up_to_date_entry_met_again_in_a_walk_is_linked_to_itself_as_cp() {
             String::new(),
         ),
     ];
-    for (i, (args, stdout, stderr)) in cases.iter().enumerate() {
-        let ours = case_as_cp(dir.path(), i, &setup, args, None);
-        assert_eq!((&ours.stdout, &ours.stderr), (stdout, stderr), "{ours:?}");
-    }
+    each_says(dir.path(), &setup, &cases);
 }
 
 /// As above for a source the user may not read: cp skips it as up to date, and remembers
