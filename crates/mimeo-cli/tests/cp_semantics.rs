@@ -5454,6 +5454,43 @@ fn update_link_keeps_what_the_user_may_not_link_as_cp() {
     }
 }
 
+/// -u with backups, a source the user may not read named twice: cp skips the first as not
+/// older without opening it and links the second onto that very entry (a rename that does
+/// nothing). mimeo's own -u would replace the entry for its other size, but skips it as cp
+/// does where it cannot read the source, so the second must be that relink too, not a failed
+/// link to an entry taken away first (fuzz seed 0x4e6f042d0321c753).
+#[test]
+fn update_relinks_an_unreadable_source_named_twice_onto_its_skipped_copy_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "s/x", "the source, longer than its copy\n", 0o644);
+        write(d, "t/x", "newer\n", 0o644);
+        chown_all(d);
+        fs::set_permissions(d.join("s/x"), fs::Permissions::from_mode(0o4000)).unwrap();
+        set_mtime(&d.join("s/x"), filetime(40_735_511));
+        set_mtime(&d.join("t/x"), filetime(1_500_000_000));
+        set_mtime(&d.join("t"), filetime(1_500_000_000));
+        symlink("t", d.join("d")).unwrap();
+    };
+    for (n, a) in [
+        &["-u", "-S~", "-a", "-t", "d", "s/x", "s/x"][..],
+        &["-uv", "--backup=numbered", "s/x", "s/x", "t"],
+        &["-u", "-b", "-a", "--preserve=links", "s/x", "s/x", "d/"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let how = Run {
+            foreign_user: true,
+            ..args(a)
+        };
+        same_as_cp(base, &format!("unreadable-twice{n}"), &setup, &how);
+    }
+}
+
 #[test]
 fn a_file_the_user_may_not_write_is_kept_unless_forced_as_by_cp() {
     let Some(fs) = loop_fs(FsKind::Ext4) else {

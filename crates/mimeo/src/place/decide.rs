@@ -385,6 +385,14 @@ pub(crate) fn looked_through(opts: &Options, src: &Meta, d: &Meta) -> bool {
     d.is_symlink() && src.is_reg() && !fresh && opts.link.is_none()
 }
 
+/// Whether cp's own `-u`, which compares times only, skips `src` onto `d` as not older, where
+/// mimeo's, which also compares sizes, would replace it. mimeo keeps to cp's rule where it
+/// cannot read the source: cp skips before it opens the source, so that is no failure there.
+/// (A symlink cp looks through is compared by what it leads to, which the decision did.)
+pub(crate) fn cp_skips_as_not_older(opts: &Options, src: &Meta, d: &Meta) -> bool {
+    opts.overwrite == Overwrite::Update && d.mtime >= src.mtime && !looked_through(opts, src, d)
+}
+
 /// `-f` onto a destination symlink that cp looks through but cannot open for writing (a loop,
 /// or a file or node this user may not write): the open fails, so cp removes the symlink
 /// (saying "removed" under -v) and makes a new file.

@@ -26,7 +26,9 @@ use crate::data::meta::{self, Apply, Dst, creation_mode};
 use crate::data::{node, origin, verify};
 use crate::options::{Backup, Overwrite, Reflink};
 use crate::place::crash;
-use crate::place::decide::{Conflict, Decision, looked_through, removed_first};
+use crate::place::decide::{
+    Conflict, Decision, cp_skips_as_not_older, looked_through, removed_first,
+};
 use crate::place::links::FirstCopy;
 use crate::place::resume::{self, ResumeProgress};
 use crate::report::{EntryKind, Error, FileOutcome, Method, Op, Refusal};
@@ -160,17 +162,8 @@ fn unopened(
     };
     match decide_for_unopened(ctx, here, name, dst_name, (&meta, read_node), &d) {
         Ok(Decision::Skip) => skipped(),
-        // -u also compares sizes; cp, which does not, skips what is not older before it
-        // opens the source, so a source that cannot be read is no failure there. (A symlink
-        // cp looks through the decision has compared as cp does, by what it leads to; one it
-        // cannot look at, a loop under -f, cp compares with nothing.)
-        Ok(_)
-            if ctx.opts.overwrite == Overwrite::Update
-                && d.mtime >= meta.mtime
-                && !looked_through(ctx.opts, &meta, &d) =>
-        {
-            skipped()
-        }
+        // A symlink cp cannot look at, a loop under -f, cp compares with nothing.
+        Ok(_) if cp_skips_as_not_older(ctx.opts, &meta, &d) => skipped(),
         // cp renames the old entry to its backup name before it opens the source.
         Ok(Decision::Recreate) if ctx.opts.backup.is_some() => {
             Err(backup_refused(ctx, here, dst_name).unwrap_or(err))

@@ -7,7 +7,8 @@ use super::through;
 use crate::data::copy::DataError;
 use crate::options::{Backup, Dereference, Overwrite};
 use crate::place::decide::{
-    Conflict, Decision, Lookups, decide, removed_first, symlink_removed, unopened_removed,
+    Conflict, Decision, Lookups, cp_skips_as_not_older, decide, removed_first, symlink_removed,
+    unopened_removed,
 };
 use crate::place::links::{FirstCopy, LinkClaim, LinkLoc, Sighting};
 use crate::place::{backup, crash};
@@ -373,6 +374,15 @@ fn link_to_group(
             // "removed" under -v.
             let copy = sys::stat_at(from, &loc_name, false);
             let update = ctx.opts.overwrite == Overwrite::Update;
+            // The group's copy itself, which the first member left as cp's -u left it (a
+            // source mimeo could not read, skipped as not older whatever its size): cp's -u
+            // skips this member too, and relinks it.
+            let own_entry = copy.as_ref().is_ok_and(|c| c.id() == d.id());
+            let decision = if own_entry && cp_skips_as_not_older(ctx.opts, meta, &d) {
+                Decision::Skip
+            } else {
+                decision
+            };
             // A "no" to -i skips too, which cp does not link over.
             let declined =
                 || ctx.opts.interactive && !up_to_date(ctx, here, src_name, dst_name, meta);
