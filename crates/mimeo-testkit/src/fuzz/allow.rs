@@ -313,13 +313,15 @@ fn hard_link_pair(line: &str, why: &str) -> Option<(std::path::PathBuf, std::pat
     None
 }
 
-/// The names in cp's line "will not create hard link X to directory Y", unquoted.
+/// The names in cp's line "will not create hard link X to directory Y", unquoted. Y, the
+/// line's last name, may have lost its closing quote (see `quote-overrun` in [`ALLOWLIST`]).
 fn dir_link_pair(line: &str) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
     let rest = line.strip_prefix("cp: will not create hard link ")?;
+    let unquote_last = |y: &str| unquote(y).or_else(|| unquote(&format!("{y}'")));
     let mut at = 0;
     while let Some(i) = rest[at..].find(" to directory ") {
         let (x, y) = (&rest[..at + i], &rest[at + i + 14..]);
-        if let (Some(x), Some(y)) = (unquote(x), unquote(y)) {
+        if let (Some(x), Some(y)) = (unquote(x), unquote_last(y)) {
             return Some((x, y));
         }
         at += i + 14;
@@ -3713,6 +3715,30 @@ pub(crate) mod tests {
         // Another directory's hard link refusal is not that.
         let other = "cp: will not create hard link 'd/s' to directory 'd/t'\n";
         let mut o = outcome(other, ours);
+        into_itself(&mut o);
+        assert_ne!(o.cp.stderr, o.ours.stderr);
+    }
+
+    /// `cp --attributes-only s/X/ -pZ s/X/ -a`, X holding a quote and ending in an escaped
+    /// byte: cp meets the copy below itself as a hard link to a directory, in a line whose
+    /// last name lost its closing quote; mimeo refuses the copy into itself first (fuzz seed
+    /// 0x17aeb4cd7c8e83ca).
+    #[test]
+    fn a_copy_into_itself_met_as_a_hard_link_with_its_quote_cut_is_refused_first() {
+        let x = r#"'''s/w\'\''"$/3s94'$'\352\272''"#;
+        let copy = format!(r#"{x}/3s94'$'\352\272"#);
+        let cp = format!(
+            "cp: will not create hard link {copy}''/3s94'$'\\352\\272' to directory {copy}\n"
+        );
+        let src = r#"'s/w\'\''"$/3s94'$'\352\272''/'"#;
+        let ours = format!("cp: cannot copy a directory, {src}, into itself, {copy}'\n");
+        let mut o = outcome(&cp, &ours);
+        o.tree = vec![diff("s/3s94\u{ea}", Field::Presence, "directory", "absent")];
+        assert!(into_itself(&mut o));
+        assert_eq!(o.cp.stderr, o.ours.stderr);
+        // Cut anywhere but at its end, the name is not the copy's.
+        let early = cp.replacen("\\272' to", "\\272 to", 1);
+        let mut o = outcome(&early, &ours);
         into_itself(&mut o);
         assert_ne!(o.cp.stderr, o.ours.stderr);
     }
