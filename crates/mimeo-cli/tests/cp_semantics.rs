@@ -5658,7 +5658,9 @@ fn the_rest_of_a_source_is_copied_where_cp_does_not_tell_the_copy_reached_again(
 /// cp sets a preserved directory mode that has no set-id or sticky bit through the ACL,
 /// which leaves the bits the directory has: the set-gid bit a new one inherits from its
 /// parent, an existing one's own. A directory's set-id bits are dropped only where cp was
-/// asked to keep the owner and could not. As root and as a user, on every filesystem.
+/// asked to keep the owner and could not. In a set-gid directory of a group the user is not
+/// in, what `cp -r` makes keeps the bit its mkdir gave it. As root and as a user, on every
+/// filesystem.
 #[test]
 fn directory_set_id_bits_as_cp_leaves_them() {
     for kind in FsKind::ALL {
@@ -5677,6 +5679,7 @@ fn directory_set_id_bits_as_cp_leaves_them() {
                 ("merge", 0o777),
                 ("merge/s", 0o4700),
                 ("merge/s/a", 0o2700),
+                ("other", 0o2777),
             ] {
                 fs::create_dir(d.join(name)).unwrap();
                 fs::set_permissions(d.join(name), fs::Permissions::from_mode(mode)).unwrap();
@@ -5684,9 +5687,18 @@ fn directory_set_id_bits_as_cp_leaves_them() {
             chown_all(d);
             // Root's, which the user's copy of it cannot keep.
             chown(d.join("s/e"), Some(0), Some(0)).unwrap();
+            // A set-gid directory of a group the user is not in: a chmod by the user takes
+            // the bit away from what is made in it, so cp's mkdir, which needs none under
+            // -r, is the only way to keep it.
+            chown(d.join("other"), Some(0), Some(0)).unwrap();
+            fs::set_permissions(d.join("other"), fs::Permissions::from_mode(0o2777)).unwrap();
         };
         for (i, a) in [
-            &["-a", "s", "into/n"][..],
+            &["-r", "s", "other/n"][..],
+            &["-r", "s", "other"],
+            &["-a", "s", "other/n"],
+            &["-r", "--no-preserve=mode", "s", "other/n"],
+            &["-a", "s", "into/n"],
             &["-rp", "s", "into/n"],
             &["-r", "--preserve=mode", "s", "into/n"],
             &["-r", "s", "into/n"],

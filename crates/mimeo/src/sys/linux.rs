@@ -1163,6 +1163,14 @@ pub(crate) fn in_group(gid: u32) -> bool {
     rustix::process::getgroups().is_ok_and(|g| g.iter().any(|g| g.as_raw() == gid))
 }
 
+/// Whether a chmod by this process keeps the set-gid bit of an entry of group `gid`: the
+/// kernel takes it away from a caller outside the group without `CAP_FSETID` (anyone but
+/// root, here).
+pub(crate) fn chmod_keeps_sgid(gid: u32) -> bool {
+    let ours = rustix::process::getegid().as_raw() == gid;
+    rustix::process::geteuid().is_root() || ours || in_group(gid)
+}
+
 // ---- durability and page cache ----
 
 pub(crate) fn fsync(fd: BorrowedFd<'_>) -> Result<()> {

@@ -333,6 +333,10 @@ pub(crate) struct DstFacts {
     pub cow: bool,
     /// Set-gid: new entries take the directory's group.
     pub setgid: bool,
+    /// Set-gid, of a group this process's chmod may not keep the bit for (see
+    /// [`sys::chmod_keeps_sgid`]): a new directory keeps the bit it inherits only where it is
+    /// made with its final mode (see `dir::whole_perm`).
+    pub sgid_foreign: bool,
     /// A default ACL, which new entries inherit (only looked at with --preserve=mode).
     pub default_acl: bool,
     /// `--preserve=sharing` and a filesystem that can clone: its clone granularity.
@@ -528,6 +532,7 @@ impl<'a> Here<'a> {
             marker: Some(marker),
             dst: DstFacts {
                 setgid: info.dst_setgid,
+                sgid_foreign: info.dst_sgid_foreign,
                 default_acl: info.default_acl,
                 acl_perm: None,
                 ..root.dst

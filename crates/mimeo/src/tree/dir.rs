@@ -28,10 +28,21 @@ use std::ffi::{CStr, CString};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::Ordering;
 
+/// What [`make_dst_dir`] made or found.
+pub(crate) struct MadeDir {
+    /// Made by this run, not merged into.
+    pub created: bool,
+    /// It has the set-gid bit: new entries take its group.
+    pub setgid: bool,
+    /// ... of a group this process's chmod may not keep the bit for.
+    pub sgid_foreign: bool,
+    /// The permission bits it was made with, where they are its final ones.
+    pub made_perm: Option<u32>,
+}
+
 /// Creates the destination directory `dst_dir/dst_name` for the source directory `name` of
-/// `src_dir`, or merges into an existing one. Returns whether it was created and whether it
-/// has the set-gid bit, or None after reporting why not (or, silently, where cp has nothing to
-/// do: `-l` onto the very directory).
+/// `src_dir`, or merges into an existing one. Returns what it made or found, or None after
+/// reporting why not (or, silently, where cp has nothing to do: `-l` onto the very directory).
 pub(crate) fn make_dst_dir(
     ctx: &Ctx<'_>,
     here: &Here<'_>,
@@ -39,14 +50,33 @@ pub(crate) fn make_dst_dir(
     dst_name: &CStr,
     src: Option<Meta>,
     follow: bool,
-) -> Option<(bool, bool)> {
+) -> Option<MadeDir> {
     let dst_path = || here.dst_path(dst_name);
-    match sys::mkdir(here.dst_dir, dst_name, 0o700) {
-        Ok(()) => Some((true, here.dst.setgid)),
+    // A new directory needs no stat of its source, but for one whose mode mkdir must give.
+    let src = match src {
+        None if here.dst.sgid_foreign => sys::stat_at(here.src_dir, name, follow).ok(),
+        src => src,
+    };
+    let whole = src.as_ref().and_then(|m| whole_perm(ctx, here, m));
+    match sys::mkdir(here.dst_dir, dst_name, whole.unwrap_or(0o700)) {
+        Ok(()) => Some(MadeDir {
+            created: true,
+            setgid: here.dst.setgid,
+            sgid_foreign: here.dst.sgid_foreign,
+            made_perm: whole.map(|perm| perm & !ctx.process.umask),
+        }),
         Err(Errno::EXIST) => {
             let (decision, d) = decide_existing(ctx, here, name, dst_name, src, follow)?;
             match decision {
-                Decision::Merge => Some((false, d.mode & sys::S_ISGID != 0)),
+                Decision::Merge => {
+                    let setgid = d.mode & sys::S_ISGID != 0;
+                    Some(MadeDir {
+                        created: false,
+                        setgid,
+                        sgid_foreign: setgid && !sys::chmod_keeps_sgid(d.gid),
+                        made_perm: None,
+                    })
+                }
                 // -l onto the very directory: cp's same_file_ok has nothing to do there, and
                 // leaves it, what is below it included, without a word.
                 Decision::Skip => None,
@@ -63,6 +93,21 @@ pub(crate) fn make_dst_dir(
             None
         }
     }
+}
+
+/// The permission bits to make a new directory with where they are its final ones and a
+/// chmod would take away the set-gid bit it inherits (see `DstFacts::sgid_foreign`): as with
+/// `cp -r`, whose mkdir leaves nothing to set where no mode or owner is kept, no default ACL
+/// stands in for the umask, and the source's mode has all the owner's bits and no group or
+/// other write bit the umask lets through. Its owner and group are final as it is made, so
+/// it may give others access at once (guarantee 4). None elsewhere: it is made owner-only.
+fn whole_perm(ctx: &Ctx<'_>, here: &Here<'_>, src: &Meta) -> Option<u32> {
+    let p = ctx.opts.preserve;
+    let perm = src.perm() & 0o1777;
+    let acl = here.dst.acl_perm.is_some() || here.dir.is_some_and(|d| d.acl_perm.is_some());
+    let plain = !(p.mode || p.default_mode || p.ownership || acl);
+    let settled = perm & 0o700 == 0o700 && perm & 0o022 & !ctx.process.umask == 0;
+    (here.dst.sgid_foreign && plain && settled).then_some(perm)
 }
 
 /// What to do with the source directory `name` where an entry is at `dst_name` already (the
@@ -156,7 +201,8 @@ fn subdir(
         }
         return None;
     }
-    let (created, dst_setgid) = make_dst_dir(ctx, here, name, name, meta, follow)?;
+    let made = make_dst_dir(ctx, here, name, name, meta, follow)?;
+    let created = made.created;
     if let (true, Some(root)) = (created, here.root.and_then(|r| r.made_early)) {
         // An earlier root's walk names it (see `Root::made_early`).
         if let Ok(m) = sys::stat_at(here.dst_dir, name, false) {
@@ -167,7 +213,9 @@ fn subdir(
     }
     let info = DirInfo {
         created,
-        dst_setgid,
+        dst_setgid: made.setgid,
+        dst_sgid_foreign: made.sgid_foreign,
+        made_perm: made.made_perm,
         suspect: false,
         // A new directory inherits its parent's default ACL; a merged one is looked at by
         // its pass.
@@ -949,9 +997,9 @@ pub(crate) fn complete(ctx: &Ctx<'_>, w: &mut Buffers, done: DirDone) {
         // A directory keeps its set-id and sticky bits under cp's setting of the source's
         // ACL, as a file written into does.
         kept_special: kept_special(ctx, info, &meta, fd.as_fd()),
-        current_perm: info
-            .created
-            .then_some(0o700 | if info.dst_setgid { sys::S_ISGID } else { 0 }),
+        current_perm: info.created.then_some(
+            info.made_perm.unwrap_or(0o700) | if info.dst_setgid { sys::S_ISGID } else { 0 },
+        ),
         // --no-preserve=mode leaves a directory merged into as it is (cp sets no mode there).
         inherited_acl: info.default_acl && (info.created || ctx.opts.preserve.mode),
         // What the default ACL it was made under lets it keep, as mkdir would have.

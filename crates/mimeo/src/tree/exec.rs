@@ -593,7 +593,7 @@ fn open_root_dirs(
         }
     };
     let here = Here::at_root(index, root);
-    let (created, dst_setgid) = make_dst_dir(
+    let made = make_dst_dir(
         ctx,
         &here,
         &root.src_name,
@@ -625,9 +625,12 @@ fn open_root_dirs(
         ancestors: Vec::new(),
     };
     root.dirs = Some((src, dst));
+    let created = made.created;
     Ok(DirInfo {
         created,
-        dst_setgid,
+        dst_setgid: made.setgid,
+        dst_sgid_foreign: made.sgid_foreign,
+        made_perm: made.made_perm,
         suspect: false,
         default_acl: created && root.dst.default_acl,
         acl_perm: if created { root.dst.acl_perm } else { None },

@@ -1101,6 +1101,8 @@ fn dst_facts(opts: &Options, dst_parent: BorrowedFd<'_>, parent_meta: &Meta) -> 
         dev: parent_meta.dev,
         cow: cow_matters(opts) && is_cow(dst_parent),
         setgid: parent_meta.mode & sys::S_ISGID != 0,
+        sgid_foreign: parent_meta.mode & sys::S_ISGID != 0
+            && !sys::chmod_keeps_sgid(parent_meta.gid),
         share: share_granularity(opts, dst_parent),
         default_acl: sets_mode && sys::has_xattr(dst_parent, sys::ACL_DEFAULT),
         acl_perm: (!(sets_mode || opts.preserve.ownership))

@@ -149,6 +149,8 @@ fn dst_facts(
                 dev: d.dev,
                 cow: false,
                 setgid: false,
+                // A file given alone makes no directory.
+                sgid_foreign: false,
                 share: None,
                 default_acl: false,
                 acl_perm: None,
@@ -164,6 +166,7 @@ fn dst_facts(
             dev: m.dev,
             cow: cow_matters && is_cow(fd.as_fd()),
             setgid: m.mode & sys::S_ISGID != 0,
+            sgid_foreign: false,
             share: None,
             default_acl: acl_matters && sys::has_xattr(fd.as_fd(), sys::ACL_DEFAULT),
             acl_perm: (!acl_matters && !opts.preserve.ownership)
@@ -176,6 +179,7 @@ fn dst_facts(
         dev: m.dev,
         cow: false,
         setgid: m.mode & sys::S_ISGID != 0,
+        sgid_foreign: false,
         share: None,
         default_acl: false,
         // Without --preserve=mode or --no-preserve=mode (which looked above).

@@ -105,6 +105,12 @@ pub struct DirInfo {
     pub created: bool,
     /// The destination directory has the set-gid bit: new entries take its group.
     pub dst_setgid: bool,
+    /// ... of a group this process's chmod may not keep the bit for: new subdirectories are
+    /// made with their final mode where they can be (see `DstFacts::sgid_foreign`).
+    pub dst_sgid_foreign: bool,
+    /// The permission bits a new destination directory was made with, where they are its
+    /// final ones (set-gid aside); None where it was made owner-only, or merged into.
+    pub made_perm: Option<u32>,
     /// The destination held another run's in-progress marker: `-u` checks its entries
     /// strictly.
     pub suspect: bool,
