@@ -2868,7 +2868,7 @@ fn a_target_directory_with_trailing_slashes_is_joined_as_cp_joins_it() {
 /// A later source that an earlier one copies too, to the same place (`s/.` and `s/x/` into
 /// `d`): cp makes its directories in the earlier copy, and names them there under -v; the
 /// later one merges into them (and into the directories `--parents` makes on the way), and
-/// names only its files.
+/// names only its files. Not where the earlier copy refused it as a cyclic symlink (-L).
 #[test]
 fn verbose_names_a_directory_in_the_copy_that_cp_makes_it_in() {
     let dir = scratch();
@@ -2880,9 +2880,14 @@ fn verbose_names_a_directory_in_the_copy_that_cp_makes_it_in() {
         write(&d.join("f"), "f\n");
         fs::create_dir(d.join("d")).unwrap();
         symlink("d", d.join("dl")).unwrap();
+        symlink(".", d.join("s/c")).unwrap();
     };
     for (i, args) in [
-        &["-rv", "s/.", "s/x/", "d"][..],
+        // -L: the earlier copy refuses s/./c, a symlink to its own source, as cyclic, so the
+        // later one makes d/c and names it.
+        &["-rvL", "s/.", "s/c", "d"][..],
+        &["-rvL", "s/.", "s/c/", "d"],
+        &["-rv", "s/.", "s/x/", "d"],
         &["-rv", "s/.", "s/x", "s/x/y/", "d"],
         &["-rv", "s/.", "-L", "f", "s/x/", "dl"],
         &["-av", "s/.", "s/x", "d"],

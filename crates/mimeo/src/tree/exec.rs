@@ -663,7 +663,10 @@ fn made_early(ctx: &Ctx<'_>, root: &mut Root) {
     let (Some(src), Some(made)) = (walked, made) else {
         return;
     };
-    if let Some(earlier) = early_walk(ctx, src_parent, dst_parent) {
+    // Under -L, an entry that leads to the directory it is in, or to the earlier walk's own
+    // source, is one that walk refuses as a cyclic symlink: it makes nothing there.
+    let cyclic = |earlier: u32| src == src_parent || ctx.root(earlier).meta.id() == src;
+    if let Some(earlier) = early_walk(ctx, src_parent, dst_parent).filter(|&e| !cyclic(e)) {
         root.made_early = Some(earlier);
         let mut early = ctx.early_dirs.lock().unwrap_or_else(|e| e.into_inner());
         early.insert(made, (earlier, src));
