@@ -1259,8 +1259,9 @@ fn parents_a_later_source_makes_a_directory_in_keep_that_time_as_cp() {
 /// An absolute source directory refused under `--parents -p`, as a copy into itself or as
 /// one named before into another place: cp refuses the copy and then still gives the parents
 /// it made their attributes, which fails on the deepest's ACL, read under its name less the
-/// leading slash. (What cp leaves of a copy into itself is a documented difference: there
-/// only the exit status and messages are compared.)
+/// leading slash; a later source whose parent is that refused copy gets nothing. (What cp
+/// leaves of a copy into itself is a documented difference: there only the exit status and
+/// messages are compared.)
 #[test]
 fn parents_of_a_refused_source_still_get_their_attributes_as_cp() {
     let base = tempfile::tempdir().unwrap();
@@ -1268,9 +1269,13 @@ fn parents_of_a_refused_source_still_get_their_attributes_as_cp() {
     let src = abs.join("s");
     let src = src.to_str().unwrap();
     let slashed = format!("{src}/");
+    let file = format!("{src}/f");
     for (a, into_itself) in [
         (&["-R", "--parents", "-p", src, src][..], true),
         (&["-r", "--parents", "-a", src, src, src], true),
+        // The file's parent is where cp made the refused copy: it found it there, and made
+        // and looked at no parent of the file (fuzz seed 0x91d3ae211c323901).
+        (&["-R", "--parents", "-a", src, &file, "-d", src], true),
         (&["-R", "--parents", "-p", "-t", "d", "s", &slashed], false),
     ] {
         let how = args(a);

@@ -784,10 +784,15 @@ fn resolve_root(
     }
     // cp made the copy of an earlier directory it refused as a copy into itself where the
     // first of these was just made: it found that there, and takes nothing below it as new.
-    let first = parents.iter().find(|p| p.created);
-    let found = first.is_some_and(|p| named.copied_into_itself_at(&p.dst));
+    let first = parents.iter().position(|p| p.created);
+    let found = first.is_some_and(|i| named.copied_into_itself_at(&parents[i].dst));
     if found {
         *new_dst = false;
+        // Where that is the destination's own parent, cp found the parent there and made
+        // and looked at none (no attributes given, no line): what was made here stays as made.
+        if first == Some(parents.len() - 1) {
+            parents.clear();
+        }
     }
     // Without -r, cp omits a directory before it looks at the destination. One it copied
     // before elsewhere it refuses again before it makes anything (see `dir_root`).
