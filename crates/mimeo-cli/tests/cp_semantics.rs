@@ -5496,6 +5496,51 @@ fn update_relinks_an_unreadable_source_named_twice_onto_its_skipped_copy_as_cp()
     }
 }
 
+/// As a user, `--preserve=xattr` asked for explicitly, of a source directory the user may not
+/// read: cp's copy of its xattrs fails, and cp stops there, before it sets the mode: the copy
+/// keeps the mode its mkdir gave it, with the owner's bits it added to fill it (0711 for 0311;
+/// 0700 where the owner is kept, which the mkdir leaves out of the group and other bits).
+/// Under `-a` alone the failure is not one, and the mode is set.
+#[test]
+fn a_directory_whose_xattrs_cannot_be_read_keeps_the_mode_cp_leaves_it() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "s/x/f", "f\n", 0o644);
+        run_ok(
+            "setfattr",
+            &[
+                "-n",
+                "user.note",
+                "-v",
+                "kept",
+                d.join("s/x").to_str().unwrap(),
+            ],
+        );
+        chown_all(d);
+        fs::set_permissions(d.join("s/x"), fs::Permissions::from_mode(0o311)).unwrap();
+    };
+    for (i, a) in [
+        &["-r", "--preserve=xattr", "s", "d"][..],
+        &["-r", "--preserve=xattr,timestamps", "s", "d"],
+        &["-a", "--preserve=xattr", "s", "d"],
+        &["-rp", "--preserve=xattr", "s", "d"],
+        &["-r", "--preserve=xattr", "s/x", "d"],
+        &["-a", "s", "d"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let how = Run {
+            foreign_user: true,
+            ..args(a)
+        };
+        same_as_cp(base, &format!("xattrs-unread{i}"), &setup, &how);
+    }
+}
+
 #[test]
 fn a_file_the_user_may_not_write_is_kept_unless_forced_as_by_cp() {
     let Some(fs) = loop_fs(FsKind::Ext4) else {

@@ -238,6 +238,7 @@ fn subdir(
             path,
             info,
             source,
+            xattrs_failed: false,
         };
         complete(ctx, w, done);
         return None;
@@ -315,12 +316,25 @@ fn source_xattrs(
     src: XattrTarget<'_>,
     path: &dyn Fn() -> std::path::PathBuf,
 ) -> XattrList {
-    let named = |e| ctx.report.attribute(e);
+    read_xattrs(ctx, src, path).0
+}
+
+/// [`source_xattrs`], and whether any could not be read (each reported).
+fn read_xattrs(
+    ctx: &Ctx<'_>,
+    src: XattrTarget<'_>,
+    path: &dyn Fn() -> std::path::PathBuf,
+) -> (XattrList, bool) {
+    let failed = std::cell::Cell::new(false);
+    let named = |e| {
+        failed.set(true);
+        ctx.report.attribute(e)
+    };
     match meta::source_xattrs(ctx.opts, src, path, &named) {
-        Ok(xattrs) => plain(xattrs),
+        Ok(xattrs) => (plain(xattrs), failed.get()),
         Err(e) => {
             ctx.report.fail(e);
-            Vec::new()
+            (Vec::new(), true)
         }
     }
 }
@@ -367,13 +381,14 @@ fn open_src(ctx: &Ctx<'_>, root: &Root, rel: &[u8]) -> Option<OwnedFd> {
 
 /// The metadata and xattrs of the source directory `rel` below a root that could not be
 /// opened (no read permission), looked at from its parent as `open_src` would reach it. Its
-/// xattrs are read by name, as cp reads them: those it may not read are named.
+/// xattrs are read by name, as cp reads them: those it may not read are named (and said to
+/// have failed).
 fn unopened_source(
     ctx: &Ctx<'_>,
     root: &Root,
     rel: &[u8],
     path: &dyn Fn() -> std::path::PathBuf,
-) -> Option<(Stat, XattrList)> {
+) -> Option<(Stat, (XattrList, bool))> {
     let (anchor, _) = root.dirs();
     if rel.is_empty() {
         // A root we may not list: its anchor is a handle that needs no permission.
@@ -387,9 +402,9 @@ fn unopened_source(
                 .is_ok_and(|l| l.is_symlink());
         let xattrs = if link {
             let at = sys::proc_fd_path(root.src_parent.as_fd(), Some(&root.src_name));
-            source_xattrs(ctx, XattrTarget::NoFollow(&at), path)
+            read_xattrs(ctx, XattrTarget::NoFollow(&at), path)
         } else {
-            source_xattrs(ctx, XattrTarget::Fd(anchor), path)
+            read_xattrs(ctx, XattrTarget::Fd(anchor), path)
         };
         return Some((m.into(), xattrs));
     }
@@ -408,7 +423,7 @@ fn unopened_source(
     // symlink's own, and those of a directory that is no symlink, which the user may be
     // refused (named as in cp).
     let at = sys::proc_fd_path(parent.as_fd(), Some(&name));
-    let xattrs = source_xattrs(ctx, XattrTarget::NoFollow(&at), path);
+    let xattrs = read_xattrs(ctx, XattrTarget::NoFollow(&at), path);
     Some((m.into(), xattrs))
 }
 
@@ -479,11 +494,15 @@ pub(crate) fn pass(
         path: rel.to_vec(),
         info,
         source: None,
+        xattrs_failed: false,
     };
     let Some(src) = open_src(ctx, root, rel) else {
         // A directory that cannot be read still gets its mode, times and xattrs, as from cp.
         let path = || rel_path(&root.src_path, rel);
-        done.source = unopened_source(ctx, root, rel, &path);
+        if let Some((stat, (xattrs, failed))) = unopened_source(ctx, root, rel, &path) {
+            done.source = Some((stat, xattrs));
+            done.xattrs_failed = failed;
+        }
         return done;
     };
     let lineage = read_source(ctx, src.as_fd(), &mut done);
@@ -985,15 +1004,27 @@ pub(crate) fn complete(ctx: &Ctx<'_>, w: &mut Buffers, done: DirDone) {
         .into_iter()
         .map(|(n, v)| (sys::cstring(&n), v))
         .collect();
+    // cp stops at a failure to copy the xattrs asked for (--preserve=xattr), before the mode
+    // and ACL: a new directory keeps what its mkdir and cp's fill left it (see `mkdir_perm`).
+    let stopped = done.xattrs_failed && ctx.opts.preserve.xattr_required && info.created;
+    let unmoded;
+    let opts = if stopped {
+        let mut o = ctx.opts.clone();
+        o.preserve.mode = false;
+        unmoded = o;
+        &unmoded
+    } else {
+        ctx.opts
+    };
     let apply = Apply {
-        opts: ctx.opts,
+        opts,
         process: &ctx.process,
         src: &meta,
         created: info.created,
         created_owner: (info.created && !info.dst_setgid)
             .then_some((ctx.process.euid, ctx.process.egid)),
         inherit_sgid: info.created && info.lineage.sgid,
-        keep_perm: None,
+        keep_perm: stopped.then(|| mkdir_perm(ctx, info, &meta)),
         // A directory keeps its set-id and sticky bits under cp's setting of the source's
         // ACL, as a file written into does.
         kept_special: kept_special(ctx, info, &meta, fd.as_fd()),
@@ -1043,6 +1074,20 @@ pub(crate) fn complete(ctx: &Ctx<'_>, w: &mut Buffers, done: DirDone) {
         Ok(()) => ctx.report.merged(),
         Err(e) => ctx.report.fail(e),
     }
+}
+
+/// The mode cp's mkdir gives the copy of the source directory `src`, before the mode is set:
+/// the source's bits less the umask and the group and other bits cp leaves out until then
+/// (all of them where the owner is kept, otherwise their write bits), with the owner's bits
+/// cp adds to fill it, and the set-gid bit it inherits.
+fn mkdir_perm(ctx: &Ctx<'_>, info: &DirInfo, src: &Meta) -> u32 {
+    let omitted = if ctx.opts.preserve.ownership {
+        0o077
+    } else {
+        0o022
+    };
+    let sgid = if info.dst_setgid { sys::S_ISGID } else { 0 };
+    (src.perm() & 0o1777 & !omitted & !ctx.process.umask) | 0o700 | sgid
 }
 
 /// Whether the directory `fd`, merged into by the walk of root `root`, is one a later root

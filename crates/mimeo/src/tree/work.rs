@@ -199,6 +199,9 @@ pub struct DirDone {
     pub info: DirInfo,
     /// The source directory's metadata and the xattrs to set, when the pass could read them.
     pub source: Option<(Stat, XattrList)>,
+    /// Some of its xattrs could not be read by name, where the pass could not open it (a
+    /// directory the user may not read): reported already.
+    pub xattrs_failed: bool,
 }
 
 /// Extended attributes as (name, value) pairs.
