@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fs;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -358,6 +359,48 @@ fn attaching_needs_the_roots_the_first_executor_made() {
     let (a, _) = Executor::new(&pairs, &opts, &mimeo::NoObserver, &control);
     assert_eq!(a.pairs(), pairs);
     assert!(Executor::attach(&a.pairs(), &opts, &mimeo::NoObserver, &control).is_ok());
+}
+
+/// A process that attaches to a run opens the roots as the first one opens them: a directory
+/// root the user may not read, source or destination, by an `O_PATH` handle (cp works on such
+/// a root by name). The attaching process is this test run again as an unprivileged user.
+#[test]
+fn attaching_opens_roots_the_user_may_not_read() {
+    const AS_USER: &str = "MIMEO_TEST_ATTACH_AS_USER";
+    if let Some(dir) = std::env::var_os(AS_USER) {
+        let dir = PathBuf::from(dir);
+        let pairs = [CopyPair::new(dir.join("src"), dir.join("dst"))];
+        let (control, opts) = (Control::new(), Options::archive());
+        if let Err(e) = Executor::attach(&pairs, &opts, &mimeo::NoObserver, &control) {
+            panic!("attach as a user: {e}");
+        }
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let user = mimeo_testkit::treegen::FOREIGN_UID;
+    fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    for name in ["src", "dst"] {
+        let d = tmp.path().join(name);
+        fs::create_dir(&d).unwrap();
+        std::os::unix::fs::chown(&d, Some(user), Some(user)).unwrap();
+        fs::set_permissions(&d, fs::Permissions::from_mode(0o311)).unwrap();
+    }
+    let exe = std::env::current_exe().unwrap();
+    let out = mimeo_testkit::as_user(Some(user), &exe)
+        .args(["--exact", "attaching_opens_roots_the_user_may_not_read"])
+        .env(AS_USER, tmp.path())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.contains("1 passed"),
+        "the test ran as the user: {said}"
+    );
 }
 
 /// The destinations of files copied, in the order they were reported.

@@ -236,9 +236,11 @@ impl<'a> Executor<'a> {
         for pair in pairs {
             let mut root = Root::resolve(opts, pair, Some(control))?;
             if root.meta.is_dir() {
-                let src = sys::open_dir(root.src_parent.as_fd(), &root.src_name, root.follow)
+                // As the first process opened them: one the user may not read by an O_PATH
+                // handle.
+                let src = open_dir_or_path(root.src_parent.as_fd(), &root.src_name, root.follow)
                     .map_err(|e| open_error(root.src_path.clone(), e))?;
-                let dst = sys::open_dir(root.dst_parent.as_fd(), &root.dst_name, false)
+                let dst = open_dir_or_path(root.dst_parent.as_fd(), &root.dst_name, false)
                     .map_err(|e| open_error(root.dst_path.clone(), e))?;
                 root.dirs = Some((src, dst));
             }
@@ -571,6 +573,19 @@ enum NoPass {
     Failed,
 }
 
+/// Opens the directory `name` of `parent` to list it, or where the user may not read it, as
+/// an `O_PATH` handle that still reaches it (cp works on such a root by name).
+fn open_dir_or_path(
+    parent: BorrowedFd<'_>,
+    name: &std::ffi::CStr,
+    follow: bool,
+) -> sys::Result<OwnedFd> {
+    match sys::open_dir(parent, name, follow) {
+        Err(sys::Errno::ACCESS) => sys::open_dir_path(parent, name, follow),
+        other => other,
+    }
+}
+
 /// A directory root: opens its source first (so a root that is not there leaves nothing
 /// behind), then creates or merges into its destination and opens that. Returns the info of
 /// its pass. A root we may not read is copied as cp copies it: its pass reports that it
@@ -581,11 +596,7 @@ fn open_root_dirs(
     root: &mut super::context::Root,
 ) -> Result<DirInfo, NoPass> {
     let (parent, name, follow) = (root.src_parent.as_fd(), &root.src_name, root.follow);
-    let opened = match sys::open_dir(parent, name, follow) {
-        Err(sys::Errno::ACCESS) => sys::open_dir_path(parent, name, follow),
-        other => other,
-    };
-    let src = match opened {
+    let src = match open_dir_or_path(parent, name, follow) {
         Ok(fd) => fd,
         Err(e) => {
             ctx.report.fail(open_error(root.src_path.clone(), e));
@@ -604,12 +615,7 @@ fn open_root_dirs(
     .ok_or(NoPass::Unmade)?;
     // One we may not list (made so by an earlier root, or merged into) is still copied into,
     // as cp copies into it by name: its entries fail, not the directory.
-    let (parent, name) = (root.dst_parent.as_fd(), &root.dst_name);
-    let opened = match sys::open_dir(parent, name, false) {
-        Err(sys::Errno::ACCESS) => sys::open_dir_path(parent, name, false),
-        other => other,
-    };
-    let dst = match opened {
+    let dst = match open_dir_or_path(root.dst_parent.as_fd(), &root.dst_name, false) {
         Ok(fd) => fd,
         Err(e) => {
             ctx.report.fail(crate::report::Error::sys(
