@@ -5541,6 +5541,58 @@ fn a_directory_whose_xattrs_cannot_be_read_keeps_the_mode_cp_leaves_it() {
     }
 }
 
+/// A FIFO read as a file (`--copy-contents`) onto a destination cp removes first, in a
+/// directory the user may not change: cp's removal fails ("cannot remove") before it opens
+/// the FIFO, so it never waits for a writer. Both run under `timeout`: one that waits for a
+/// writer that never comes is killed, and differs.
+#[test]
+fn a_fifo_is_not_waited_on_where_cp_fails_to_remove_the_destination_first() {
+    let base = tempfile::tempdir().unwrap();
+    fs::set_permissions(base.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    for (i, a) in [
+        &["--copy-contents", "--remove-destination", "p", "ro/p"][..],
+        &["-r", "--copy-contents", "p", "ro/"],
+        &["-r", "--copy-contents", "--remove-destination", "p", "ro"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let [cp, ours] = ["cp", "mimeo"].map(|side| {
+            let d = base.path().join(format!("{side}{i}"));
+            write(&d, "ro/p", "kept\n", 0o644);
+            run_ok("mkfifo", &[d.join("p").to_str().unwrap()]);
+            run_ok(
+                "chown",
+                &["-R", &FOREIGN_UID.to_string(), d.to_str().unwrap()],
+            );
+            fs::set_permissions(d.join("ro"), fs::Permissions::from_mode(0o555)).unwrap();
+            let program = if side == "cp" {
+                PathBuf::from("cp")
+            } else {
+                let link = d.join("cp");
+                symlink(util::mimeo().get_program(), &link).unwrap();
+                link
+            };
+            let out = mimeo_testkit::as_user(Some(FOREIGN_UID), "timeout")
+                .arg("10")
+                .arg(&program)
+                .args(a)
+                .current_dir(&d)
+                .env("LC_ALL", "C")
+                .output()
+                .unwrap();
+            let kept = fs::read_to_string(d.join("ro/p")).unwrap();
+            (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+                kept,
+            )
+        });
+        assert_eq!(cp.0, Some(1), "{a:?}: {cp:?}");
+        assert_eq!(cp, ours, "`cp {}`", a.join(" "));
+    }
+}
+
 #[test]
 fn a_file_the_user_may_not_write_is_kept_unless_forced_as_by_cp() {
     let Some(fs) = loop_fs(FsKind::Ext4) else {

@@ -81,6 +81,9 @@ pub(crate) fn copy_contents(
         if let Some(e) = just_made_there(ctx, here, names, &as_file(node)) {
             return Err(e);
         }
+        if let Some(e) = removal_fails_first(ctx, here, names.1, &node) {
+            return Err(e);
+        }
         node::wait_for_writer(src.as_fd(), ctx.report.control)
             .map_err(|e| data_error(e, || here.src_path(names.0), || here.dst_path(names.1)))?;
     }
@@ -109,6 +112,34 @@ fn just_made_there(
         let symlink = looked_through(ctx.opts, src, &d);
         Conflict::JustCreated { symlink }.error(here.src_path(name), here.dst_path(dst_name))
     })
+}
+
+/// cp's removal of the destination `dst_name` before it opens the source `src` (see
+/// `removed_first`), where it fails: this user may not change the directory, or it keeps
+/// another user's entry (sticky). cp says so and never opens the source, which for a FIFO
+/// means it waits for no writer. Asked where the copy replaces without a question or a
+/// comparison (no -i, -n or -u), for a FIFO source only: one lstat, and the directory's
+/// access only where cp removes first.
+fn removal_fails_first(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    dst_name: &CStr,
+    src: &Meta,
+) -> Option<Error> {
+    let opts = ctx.opts;
+    if opts.interactive || opts.overwrite != Overwrite::Replace || opts.attributes_only {
+        return None;
+    }
+    let d = sys::stat_at(here.dst_dir, dst_name, false).ok()?;
+    if d.id() == src.id() || !removed_first(&ctx.rules(here, &|| true), src, &d) {
+        return None;
+    }
+    let errno = match sys::may_change_dir(here.dst_dir) {
+        Err(e) => e,
+        Ok(()) if sticky_keeps(ctx, here, d.uid) => Errno::PERM,
+        Ok(()) => return None,
+    };
+    Some(Error::sys(Op::Remove, here.dst_path(dst_name), errno))
 }
 
 /// The node `node` as the regular file it is copied as (`--copy-contents`).
