@@ -222,6 +222,17 @@ fn run_each(
     ((cp.0, cp.1, with_cp), (ours.0, ours.1, with_mimeo))
 }
 
+/// The program a differential test runs on `side` ("cp" or "mimeo"): GNU cp, or mimeo through
+/// a link named cp made in `dir`.
+fn program_named_cp(side: &str, dir: &Path) -> PathBuf {
+    if side == "cp" {
+        return PathBuf::from("cp");
+    }
+    let link = dir.join("cp");
+    symlink(util::mimeo().get_program(), &link).unwrap();
+    link
+}
+
 fn args<'a>(args: &'a [&'a str]) -> Run<'a> {
     Run {
         args,
@@ -1286,13 +1297,7 @@ fn parents_of_a_refused_source_still_get_their_attributes_as_cp() {
             fs::create_dir(abs.join("d")).unwrap();
             let d = base.path().join(side);
             fs::create_dir(&d).unwrap();
-            let program = if side == "cp" {
-                PathBuf::from("cp")
-            } else {
-                let link = d.join("cp");
-                symlink(util::mimeo().get_program(), &link).unwrap();
-                link
-            };
+            let program = program_named_cp(side, &d);
             let (ok, stderr) = run_tool(&program, &abs, &how, a);
             let mut lines: Vec<String> = stderr.lines().map(str::to_owned).collect();
             lines.sort();
@@ -2705,13 +2710,7 @@ fn a_directory_refused_into_itself_still_counts_as_named_as_cp() {
             let d = base.path().join(format!("{i}-{side}"));
             fs::create_dir(&d).unwrap();
             setup(&d);
-            let program = if side == "cp" {
-                PathBuf::from("cp")
-            } else {
-                let link = d.join("cp");
-                symlink(util::mimeo().get_program(), &link).unwrap();
-                link
-            };
+            let program = program_named_cp(side, &d);
             let (ok, stderr) = run_tool(&program, &d, &how, a);
             let mut lines: Vec<String> = stderr.lines().map(str::to_owned).collect();
             lines.sort();
@@ -2837,13 +2836,7 @@ fn a_directory_into_itself_that_could_not_be_made_is_tried_again_as_cp() {
         fs::create_dir(&d).unwrap();
         fs::set_permissions(&d, fs::Permissions::from_mode(0o777)).unwrap();
         write(&d, "s/y", "y\n", 0o644);
-        let program = if side == "cp" {
-            PathBuf::from("cp")
-        } else {
-            let link = d.join("cp");
-            symlink(util::mimeo().get_program(), &link).unwrap();
-            link
-        };
+        let program = program_named_cp(side, &d);
         run_tool(&program, &d, &how, &a)
     });
     let into_itself = "cp: cannot copy a directory, 's', into itself, 's/s'\n";
@@ -5566,13 +5559,7 @@ fn a_fifo_is_not_waited_on_where_cp_fails_to_remove_the_destination_first() {
                 &["-R", &FOREIGN_UID.to_string(), d.to_str().unwrap()],
             );
             fs::set_permissions(d.join("ro"), fs::Permissions::from_mode(0o555)).unwrap();
-            let program = if side == "cp" {
-                PathBuf::from("cp")
-            } else {
-                let link = d.join("cp");
-                symlink(util::mimeo().get_program(), &link).unwrap();
-                link
-            };
+            let program = program_named_cp(side, &d);
             let out = mimeo_testkit::as_user(Some(FOREIGN_UID), "timeout")
                 .arg("10")
                 .arg(&program)
