@@ -1318,6 +1318,43 @@ fn parents_of_a_refused_source_still_get_their_attributes_as_cp() {
     }
 }
 
+/// `-s` with `-H` or `-L` and links kept: a source that is the same file as one `-s` made a
+/// symlink for is linked to that copy as cp links it, following it (cp's links follow where
+/// it follows symlinks): the link is the source file itself, not a second name of the
+/// symlink (fuzz seed 0x5329fd19824fe39a).
+#[test]
+fn a_link_to_a_symlink_copy_follows_it_where_cp_follows_symlinks() {
+    let base = tempfile::tempdir().unwrap();
+    let abs = base.path().join("abs");
+    let f = abs.join("f");
+    let f = f.to_str().unwrap();
+    for a in [
+        &["-s", "-a", "-v", "-H", f, "lf", "d"][..],
+        &["--attributes-only", "-s", "-a", "-r", "-H", f, "lf", "d"],
+        &["-s", "-a", "-L", f, "lf", "d"],
+    ] {
+        let how = args(a);
+        let [cp, ours] = ["cp", "mimeo"].map(|side| {
+            // The same absolute source for both, made afresh; both run in its directory.
+            let _ = fs::remove_dir_all(&abs);
+            write(&abs, "f", "f\n", 0o644);
+            symlink("f", abs.join("lf")).unwrap();
+            fs::create_dir(abs.join("d")).unwrap();
+            let d = base.path().join(side);
+            fs::create_dir(&d).unwrap();
+            let program = program_named_cp(side, &d);
+            let (ok, stderr) = run_tool(&program, &abs, &how, a);
+            let lf = fs::symlink_metadata(abs.join("d/lf")).unwrap();
+            let source = fs::metadata(abs.join("f")).unwrap();
+            let is_source = lf.ino() == source.ino();
+            fs::remove_dir_all(&d).unwrap();
+            (ok, stderr, lf.file_type().is_symlink(), is_source)
+        });
+        assert!(cp.0, "{cp:?}");
+        assert_eq!(cp, ours, "`cp {}`", a.join(" "));
+    }
+}
+
 #[test]
 fn a_node_written_into_is_its_link_groups_copy_as_cp() {
     // cp writes a file into the device node in its place, and links the other members of

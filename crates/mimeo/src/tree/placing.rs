@@ -357,7 +357,21 @@ fn link_to_group(
         Some(None) => ctx.root(loc.root).dst_parent.as_fd(),
         None => here.dst_dir,
     };
-    match sys::link(from, &loc_name, here.dst_dir, dst_name) {
+    // cp's link follows the copy where cp follows symlinks (-L, or -H for a command-line
+    // source): a copy that -s made a symlink gives the file it leads to, the source.
+    let follows = match ctx.opts.dereference {
+        Dereference::Always => true,
+        Dereference::CommandLine => matches!(here.loc, Loc::Root(_)),
+        Dereference::Never => false,
+    };
+    let link_at = |name: &CStr| {
+        if follows {
+            sys::link_following(from, &loc_name, here.dst_dir, name)
+        } else {
+            sys::link(from, &loc_name, here.dst_dir, name)
+        }
+    };
+    match link_at(dst_name) {
         Ok(()) => Ok(Linked::Told),
         Err(Errno::EXIST) => {
             let d = sys::stat_at(here.dst_dir, dst_name, false)
@@ -411,10 +425,8 @@ fn link_to_group(
             }
             // cp links an entry -u skipped without its -v line, failing or not.
             let told = |e: Error| if relink { e.untold() } else { e };
-            let ((), temp) = crash::with_temp(here.dst_prefix(), |t| {
-                sys::link(from, &loc_name, here.dst_dir, t)
-            })
-            .map_err(|e| told(failed(e)))?;
+            let ((), temp) =
+                crash::with_temp(here.dst_prefix(), link_at).map_err(|e| told(failed(e)))?;
             let backup = decision == Decision::Recreate;
             commit(ctx, here, &temp, dst_name, false, backup).map_err(told)?;
             // Renaming onto another link of the same inode does nothing: drop the temporary.
