@@ -6041,6 +6041,38 @@ fn update_links_names_of_a_file_skipped_without_preserve_links_as_cp() {
     }
 }
 
+/// With links kept, a file of one link that -u skipped as up to date (named first) is met
+/// again in an overlapping root's walk, where its copy is new: cp remembers such a file only
+/// where -u skips it, so that one is copied on its own, not linked to the skipped entry (a
+/// directory there, or another file's data) (fuzz seed 0x1719bfa49c3055c).
+#[test]
+fn update_copies_a_file_met_again_where_it_is_not_skipped_as_cp() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path();
+    for (case, dir) in [("file", false), ("dir", true)] {
+        let setup = |d: &Path| {
+            write(d, "s/x", "the source\n", 0o644);
+            set_mtime(&d.join("s/x"), (100_000_000, 0));
+            if dir {
+                write(d, "d/x/old", "old\n", 0o644);
+            } else {
+                // Of the source's size: mimeo's -u compares sizes too.
+                write(d, "d/x", "other data\n", 0o644);
+            }
+        };
+        same_as_cp_each(
+            base,
+            case,
+            &setup,
+            &[
+                &["-d", "-r", "-u", "s/x", "s/", "s/x", "d"],
+                &["-a", "-u", "s/x", "s", "d"],
+                &["-a", "-uv", "s/x", "s/.", "d/s"],
+            ],
+        );
+    }
+}
+
 /// `-u -i` with links kept: a "no" to the question is not the copy a group's later names are
 /// linked to (cp remembers only what -u skipped as up to date), so an up-to-date name met
 /// after it is left alone, not linked onto the declined one.

@@ -273,11 +273,12 @@ pub(super) fn link_or_claim<'a>(
         }
         Some(LinkClaim::LinkTo(loc)) => loc,
     };
-    // Without --preserve=links, cp links a source to what it skipped before only where -u
-    // skips this one too (the same source met again onto that very destination, by whatever
-    // names, is linked onto itself); one -u does not skip is copied on its own.
+    // Without --preserve=links, or for a source cp remembers only where -u skips it, cp
+    // links a source to what it skipped before only where -u skips this one too (the same
+    // source met again onto that very destination, by whatever names, is linked onto itself);
+    // one -u does not skip is copied on its own.
     let onto_itself = || same_entry(ctx, here, &loc, dst_name);
-    if !ctx.opts.preserve.links
+    if (!ctx.opts.preserve.links || only_skipped)
         && !onto_itself()
         && !up_to_date(ctx, here, src_name, dst_name, meta)
     {
