@@ -288,8 +288,9 @@ pub const ALLOWLIST: &[Allowed] = &[
     },
     Allowed {
         name: "update-skip-not-relinked",
-        reason: "under -u without --preserve=links, a destination skipped as up to date is \
-                 left as it is under -l, or where it is a name linked onto itself; cp links \
+        reason: "under -u, a destination skipped as up to date is left as it is under -l \
+                 (whatever --preserve says), or without --preserve=links where it is a name \
+                 linked onto itself; cp links \
                  it to the copy of an earlier name of the same source file (replacing the \
                  data -u was told to keep, or failing to link a name to itself)",
         docs: "docs/cp.md, Differences from cp, \"`-u` leaves a skipped file alone\"",
@@ -433,12 +434,13 @@ fn own_copy_kept(o: &mut Outcome) -> bool {
 /// which links to sources, not to earlier copies: there cp's skip links to an earlier copy
 /// all the same, and only a failed link to a name in the destination is one of those.
 fn update_skip_not_relinked(o: &mut Outcome) -> bool {
+    let hard = o.plan.has("link");
+    // Under -l whatever --preserve says; otherwise only without links kept.
     let links = ["archive", "d"].iter().any(|id| o.plan.has(id));
-    if !o.plan.has("update") || links || preserves_links(&o.plan.args) {
+    if !o.plan.has("update") || !hard && (links || preserves_links(&o.plan.args)) {
         return false;
     }
     let target = o.plan.target_path();
-    let hard = o.plan.has("link");
     let pick = |l: &str| {
         let rest = l.strip_prefix("cp: cannot create hard link ")?;
         let why = rest.rsplit_once(": ")?.1;
@@ -4442,6 +4444,14 @@ pub(crate) mod tests {
         o.plan.target = "d".into();
         assert!(!update_skip_not_relinked(&mut o));
         assert_eq!(o.cp.stderr, source);
+        // `cp -l -u -a -S - lf lf d` onto an up-to-date directory d/lf (fuzz seed
+        // 0xee0b6b43dd6218b7): under -l links kept or not, mimeo leaves it.
+        let onto = "cp: cannot create hard link 'd/lf' to 'd/lf': Operation not permitted\n";
+        let mut o = outcome(onto, "");
+        o.plan.opts = vec!["update", "link", "archive", "suffix"];
+        o.plan.target = "d".into();
+        assert!(update_skip_not_relinked(&mut o));
+        assert_eq!((o.cp.code, o.cp.stderr.as_str()), (o.ours.code, ""));
     }
 
     /// `cp -n -a --parents -l s/X/m s/X s/X` as a user who may not link m: cp fails to link
