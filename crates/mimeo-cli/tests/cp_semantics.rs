@@ -1267,6 +1267,37 @@ fn parents_a_later_source_makes_a_directory_in_keep_that_time_as_cp() {
     assert_eq!(kept(&cp), kept(&ours), "{a:?}");
 }
 
+/// `--parents -l` as a user: an earlier source whose parent cp could not make leaves cp's
+/// flag that the destination is new, which the next source without a directory in its path
+/// keeps: cp links it without looking at what is there, and an existing directory fails the
+/// link ("File exists"), not the copy (fuzz seed 0xdaf2b091b4425e5f).
+#[test]
+fn parents_link_taken_new_fails_as_cp_on_what_is_there() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path();
+    let setup = |d: &Path| {
+        write(d, "x/f", "x\n", 0o644);
+        write(d, "f", "f\n", 0o644);
+        write(d, "d/f/old", "old\n", 0o644);
+        chown_all(d);
+        chown(d.join("d"), Some(0), Some(0)).unwrap();
+    };
+    for (i, a) in [
+        &["--parents", "-l", "-r", "x/f", "f", "d"][..],
+        &["--parents", "-s", "-r", "x/f", "f", "d"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let how = Run {
+            foreign_user: true,
+            same_messages: true,
+            ..args(a)
+        };
+        same_as_cp(base, &format!("taken-new{i}"), &setup, &how);
+    }
+}
+
 /// An absolute source directory refused under `--parents -p`, as a copy into itself or as
 /// one named before into another place: cp refuses the copy and then still gives the parents
 /// it made their attributes, which fails on the deepest's ACL, read under its name less the

@@ -292,6 +292,12 @@ pub(crate) fn copy_entry(
     Ok(())
 }
 
+/// Whether cp took this root's destination to be new (see `Root::taken_new`): it makes it
+/// without looking at what is there.
+fn taken_new(here: &Here<'_>) -> bool {
+    matches!(here.loc, super::context::Loc::Root(_)) && here.root.is_some_and(|r| r.taken_new)
+}
+
 /// cp looks at a destination before it makes it: in a directory it may not search, that
 /// look fails first ("cannot stat"), not the making. Looked at again only on such a failure.
 pub(crate) fn looked_first(here: &Here<'_>, dst_name: &CStr, e: Error) -> Error {
@@ -300,9 +306,7 @@ pub(crate) fn looked_first(here: &Here<'_>, dst_name: &CStr, e: Error) -> Error 
         Op::Create | Op::CreateDir | Op::MakeFifo | Op::MakeNode | Op::Symlink | Op::Link
     );
     // A root cp took to be new (`--parents`) it makes without that look.
-    let taken_new =
-        matches!(here.loc, super::context::Loc::Root(_)) && here.root.is_some_and(|r| r.taken_new);
-    if !makes || taken_new || e.errno() != Some(libc::EACCES) {
+    if !makes || taken_new(here) || e.errno() != Some(libc::EACCES) {
         return e;
     }
     match sys::stat_at(here.dst_dir, dst_name, false) {
@@ -436,6 +440,8 @@ fn link_entry(
         {
             return Err(failed(Errno::PERM));
         }
+        // One cp took to be new (--parents) it links without a look: the link fails.
+        Err(Errno::EXIST) if taken_new(here) => return Err(failed(Errno::EXIST)),
         Err(Errno::EXIST) => {
             if !link_over(ctx, here, (name, dst_name), &meta, through, &make, &failed)? {
                 // Skipped as up to date under -u: the group's copy, as a copy's would be.
@@ -563,8 +569,10 @@ fn relative_refused(
     first: Option<FirstCopy<'_>>,
     e: Error,
 ) -> Result<(), Error> {
-    // A later root's directory there, made before cp would make it: cp finds nothing there.
-    if sys::stat_at(here.dst_dir, dst_name, false).is_err()
+    // A later root's directory there, made before cp would make it: cp finds nothing there;
+    // nor does it look where it took the destination to be new.
+    if taken_new(here)
+        || sys::stat_at(here.dst_dir, dst_name, false).is_err()
         || made_by_a_later_root(ctx, here, dst_name)
     {
         return Err(e);
