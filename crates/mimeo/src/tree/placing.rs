@@ -377,38 +377,22 @@ fn link_to_group(
         Err(Errno::EXIST) => {
             let d = sys::stat_at(here.dst_dir, dst_name, false)
                 .map_err(|e| Error::sys(Op::Stat, dst_path(), e))?;
-            let decision = match decide_existing(ctx, here, src_name, dst_name, (meta, false), &d) {
-                // The call that makes a FIFO or node finds the entry there (-L): cp never
-                // makes that call for a group member, it links over the entry (force_linkat).
-                Err(e) if made_there(&e) => Decision::Replace,
-                other => other?,
-            };
-            // Under -u, cp links a member it skips as up to date to the group's copy all the
-            // same (force_linkat, a temporary renamed over the entry), also where the entry
-            // is a link of that copy already (a rename that does nothing), and says only
-            // "removed" under -v.
             let copy = sys::stat_at(from, &loc_name, false);
-            let update = ctx.opts.overwrite == Overwrite::Update;
-            // The group's copy itself, which the first member left as cp's -u left it (a
-            // source mimeo could not read, skipped as not older whatever its size): cp's -u
-            // skips this member too, and relinks it.
-            let own_entry = copy.as_ref().is_ok_and(|c| c.id() == d.id());
-            let decision = if own_entry && cp_skips_as_not_older(ctx.opts, meta, &d) {
-                Decision::Skip
-            } else {
-                decision
-            };
-            // A "no" to -i skips too, which cp does not link over.
-            let declined =
-                || ctx.opts.interactive && !up_to_date(ctx, here, src_name, dst_name, meta);
-            let relink = update && decision == Decision::Skip && !declined();
+            let (decision, relink) = member_decision(
+                ctx,
+                here,
+                (src_name, dst_name),
+                meta,
+                &d,
+                copy.as_ref().ok(),
+            )?;
             if relink {
                 // cp's link to the copy goes by a temporary renamed over the entry: a copy
                 // that is a directory (a source -u skipped onto one, named again with a
                 // backup, which cp does not take as named twice) cannot be linked at all,
                 // and nothing is renamed over a directory.
                 // Either way without a -v line for the entry, as cp's quiet link.
-                if copy.as_ref().is_ok_and(|c| c.is_dir()) {
+                if copy.is_ok_and(|c| c.is_dir()) {
                     return Err(failed(Errno::PERM).untold());
                 }
                 if d.is_dir() {
@@ -446,6 +430,41 @@ fn link_to_group(
         }
         Err(e) => Err(failed(e)),
     }
+}
+
+/// What to do with the entry `d` at `dst_name` that a member of a group is to be linked over
+/// (the group's copy is `copy`), and whether that is cp's relink of a member -u skips as up
+/// to date: under -u, cp links such a member to the group's copy all the same (force_linkat,
+/// a temporary renamed over the entry), also where the entry is a link of that copy already
+/// (a rename that does nothing), and says only "removed" under -v.
+fn member_decision(
+    ctx: &Ctx<'_>,
+    here: &Here<'_>,
+    (src_name, dst_name): (&CStr, &CStr),
+    meta: &Meta,
+    d: &Meta,
+    copy: Option<&Meta>,
+) -> Result<(Decision, bool), Error> {
+    let decision = match decide_existing(ctx, here, src_name, dst_name, (meta, false), d) {
+        // The call that makes a FIFO or node finds the entry there (-L): cp never makes that
+        // call for a group member, it links over the entry (force_linkat).
+        Err(e) if made_there(&e) => Decision::Replace,
+        other => other?,
+    };
+    // The group's copy itself, which the first member left as cp's -u left it (a source
+    // mimeo could not read, skipped as not older whatever its size): cp's -u skips this
+    // member too, and relinks it.
+    let own_entry = copy.is_some_and(|c| c.id() == d.id());
+    let decision = if own_entry && cp_skips_as_not_older(ctx.opts, meta, d) {
+        Decision::Skip
+    } else {
+        decision
+    };
+    // A "no" to -i skips too, which cp does not link over.
+    let declined = || ctx.opts.interactive && !up_to_date(ctx, here, src_name, dst_name, meta);
+    let update = ctx.opts.overwrite == Overwrite::Update;
+    let relink = update && decision == Decision::Skip && !declined();
+    Ok((decision, relink))
 }
 
 /// Whether the group's copy at `loc` is the very entry `dst_name` a root is about to link
