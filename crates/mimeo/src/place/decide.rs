@@ -271,6 +271,12 @@ fn not_older(
     if into_node || is_node(src) || d.is_dir() {
         return d.mtime >= src.mtime;
     }
+    // Nor is a link (-l, -s) ever a half-made copy: cp's rule, but a copy an earlier run
+    // left marked incomplete is replaced.
+    if rules.opts.link.is_some() {
+        let marked = d.is_reg() && crash::marked_incomplete(d, src);
+        return !marked && d.mtime >= src.mtime;
+    }
     // A symlink cp would write through: cp's rule, on what it points to (a dangling one is
     // as nothing there to cp).
     if d.is_symlink() && !seen.is_symlink() {
@@ -285,18 +291,12 @@ fn not_older(
             && (matches!(
                 write_or_link(rules, src, d, fresh, replace),
                 Decision::Refuse(Conflict::NotWritable | Conflict::Exists { .. })
-            ) || rules.changeable.is_some_and(|may| !may())
-                || link_refused(rules, src))
+            ) || rules.changeable.is_some_and(|may| !may()))
 }
 
-/// `-l`: whether the kernel will not link `src` for this process (`fs.protected_hardlinks`):
-/// another user's entry that is not a regular file it may read and write, or is set-uid, or
-/// set-gid and group-executable. cp's rule keeps what such a link would fail to replace.
-fn link_refused(rules: &Rules<'_>, src: &Meta) -> bool {
-    kernel_refuses_link(rules.opts, rules.process, src)
-}
-
-/// [`link_refused`] for the process `p` under `opts`.
+/// `-l`: whether the kernel will not link `src` for the process `p` under `opts`
+/// (`fs.protected_hardlinks`): another user's entry that is not a regular file it may read and
+/// write, or is set-uid, or set-gid and group-executable.
 pub(crate) fn kernel_refuses_link(opts: &Options, p: &Process, src: &Meta) -> bool {
     if opts.link != Some(LinkInstead::Hard) || p.euid == 0 || src.uid == p.euid {
         return false;
