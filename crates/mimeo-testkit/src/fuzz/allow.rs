@@ -2065,11 +2065,27 @@ fn into_itself(o: &mut Outcome) -> bool {
             // went, and calls this source named twice.
             let twice = format!("warning: source directory {src} specified more than once");
             let failed = format!("cannot create directory {dst}: ");
-            let below = format!("{}/", &dst[..dst.len().saturating_sub(1)]);
+            // The names compared unquoted: cp quotes a name below the copy in pieces that
+            // need not start as the copy's own quoting does (`'s/a'$'\r''/b'`).
             let denied_below = |c: &str| {
-                c.contains("cannot create ")
-                    && c.contains(&below)
-                    && c.ends_with(": Permission denied")
+                let kinds = ["directory ", "regular file ", "symbolic link ", "fifo "];
+                let Some(rest) = c
+                    .strip_prefix("cp: cannot create ")
+                    .and_then(|r| r.strip_suffix(": Permission denied"))
+                else {
+                    return false;
+                };
+                let named = kinds
+                    .iter()
+                    .find_map(|k| rest.strip_prefix(k))
+                    .and_then(unquote);
+                // By bytes, `.` kept: `s/h/./h` is below `s/h/.`, `s/h/h` is not.
+                let (Some(named), Some(copy)) = (named, unquote(dst)) else {
+                    return false;
+                };
+                let mut below = copy.as_os_str().as_encoded_bytes().to_vec();
+                below.push(b'/');
+                named.as_os_str().as_encoded_bytes().starts_with(&below)
             };
             // A source named through a symlink it follows (-H): cp meets the copy below
             // itself under another name, which it calls a hard link to the copy.
@@ -3086,6 +3102,13 @@ pub(crate) mod tests {
         let cp = "cp: cannot create directory 't/x': Permission denied\n";
         let mut o = outcome(cp, ours);
         assert!(!into_itself(&mut o));
+        // A copy whose name ends in an escape: cp quotes what is below it in pieces (fuzz
+        // seed 0x90a1652c1cf2f530).
+        let ours = "cp: cannot copy a directory, 's/.', into itself, 's/k'$'\\r'\n";
+        let cp = "cp: cannot create regular file 's/k'$'\\r''/f': Permission denied\n";
+        let mut o = outcome(cp, ours);
+        assert!(into_itself(&mut o));
+        assert_eq!(o.cp.stderr, ours);
     }
 
     /// `cp -a s/h s/. s/h/ s/h --strip-trailing-slashes` as the owner of a 0111 `s/h`: cp fails
