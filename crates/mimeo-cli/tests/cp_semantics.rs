@@ -1386,6 +1386,34 @@ fn a_link_to_a_symlink_copy_follows_it_where_cp_follows_symlinks() {
     }
 }
 
+/// With backups and links kept, a file named twice whose first name was linked to the copy
+/// of another of its names (cp's link map): cp does not take that link as just created, so
+/// the second name backs it up and links it again, where a copy of its own would be refused
+/// ("will not overwrite just-created") (fuzz seed 0x370c2c0ad40b723a).
+#[test]
+fn a_name_linked_to_its_group_is_not_just_created_as_cp() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path();
+    for (case, linked) in [("linked", true), ("alone", false)] {
+        let setup = |d: &Path| {
+            write(d, "s/w/x", "x\n", 0o644);
+            if linked {
+                fs::hard_link(d.join("s/w/x"), d.join("s/y")).unwrap();
+            }
+            fs::create_dir(d.join("d")).unwrap();
+        };
+        same_as_cp_each(
+            base,
+            case,
+            &setup,
+            &[
+                &["--suffix=-", "-a", "s/.", "s/w/x", "s/w/x", "--force", "d"],
+                &["-b", "-av", "s/.", "s/w/x", "s/w/x", "d"],
+            ],
+        );
+    }
+}
+
 #[test]
 fn a_node_written_into_is_its_link_groups_copy_as_cp() {
     // cp writes a file into the device node in its place, and links the other members of

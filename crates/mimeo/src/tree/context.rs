@@ -222,6 +222,10 @@ pub(crate) struct Root {
     pub parents: Vec<Parent>,
     /// The root entry was made or written at its destination (for `followers`).
     pub made: std::sync::atomic::AtomicBool,
+    /// ... as a link to the copy of an earlier name of its file (cp's link map): cp does not
+    /// note such a link as just created, so a later root may replace it (see
+    /// [`Root::just_made`]).
+    pub linked: std::sync::atomic::AtomicBool,
     /// The root took away what was at its destination and then failed (cp's order: it
     /// removed it, or renamed it to its backup and back), which wrote into its directory as
     /// much as a copy made there; unlike `made`, nothing is there for later roots.
@@ -252,6 +256,14 @@ impl Root {
     pub fn dirs(&self) -> (BorrowedFd<'_>, BorrowedFd<'_>) {
         let (s, d) = self.dirs.as_ref().expect("a directory root");
         (s.as_fd(), d.as_fd())
+    }
+
+    /// Whether the root entry is what cp takes as just created at its destination, which a
+    /// later root of the same destination will not replace: made there, but not as a link
+    /// to the copy of an earlier name of its file.
+    pub fn just_made(&self) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.made.load(Relaxed) && !self.linked.load(Relaxed)
     }
 }
 
@@ -610,6 +622,16 @@ impl<'a> Here<'a> {
     pub fn made(&self) {
         if let (Loc::Root(_), Some(root)) = (self.loc, self.root) {
             root.made.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// [`Here::made`] for an entry made as a link to its group's copy: for a root entry, not
+    /// one cp takes as just created.
+    pub fn made_as_link(&self) {
+        self.made();
+        if let (Loc::Root(_), Some(root)) = (self.loc, self.root) {
+            root.linked
+                .store(true, std::sync::atomic::Ordering::Relaxed);
         }
     }
 

@@ -891,7 +891,7 @@ pub(crate) fn root_entry(
         let root = ctx.root(i);
         one_root_entry(ctx, w, i, &spawn);
         // What it made, the later ones will not replace.
-        if root.made.load(std::sync::atomic::Ordering::Relaxed) {
+        if root.just_made() {
             if let Some(id) = there() {
                 for &later in lead.followers.iter().filter(|&&f| f > i) {
                     let _ = ctx.root(later).just_created.set(id);
@@ -946,7 +946,7 @@ fn one_root_entry(ctx: &Ctx<'_>, w: &mut Buffers, index: u32, spawn: &Spawn<'_>)
         }
         meta = m;
     }
-    if root.leads && root.made.load(std::sync::atomic::Ordering::Relaxed) {
+    if root.leads && root.just_made() {
         if let Ok(m) = sys::stat_at(root.dst_parent.as_fd(), &root.dst_name, false) {
             let _ = root.made_at.set(m.id());
         }

@@ -996,7 +996,7 @@ fn run_files_now(ctx: &Ctx<'_>, items: &mut Vec<WorkItem>, later: &[CopyPair]) {
 /// one of them made the destination, `root` will not replace it (cp's "will not overwrite
 /// just-created"), as a follower run after them would not.
 fn just_made_by(ctx: &Ctx<'_>, lead: usize, root: &Root) {
-    let made = |i: usize| ctx.roots[i].made.load(std::sync::atomic::Ordering::Relaxed);
+    let made = |i: usize| ctx.roots[i].just_made();
     let lead_root = &ctx.roots[lead];
     let mut chain = std::iter::once(lead).chain(lead_root.followers.iter().map(|&f| f as usize));
     if chain.any(made) {

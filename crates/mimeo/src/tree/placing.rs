@@ -286,7 +286,7 @@ pub(super) fn link_or_claim<'a>(
     }
     let linked = link_to_group(ctx, here, src_name, dst_name, meta, &loc)?;
     if linked != Linked::Skipped {
-        here.made();
+        here.made_as_link();
     }
     if linked == Linked::Told {
         ctx.report.copied(

@@ -188,6 +188,7 @@ impl Root {
             leads: false,
             parents: Vec::new(),
             made: std::sync::atomic::AtomicBool::new(false),
+            linked: std::sync::atomic::AtomicBool::new(false),
             emptied: std::sync::atomic::AtomicBool::new(false),
             into_itself,
             reached_copy: std::sync::atomic::AtomicBool::new(false),
