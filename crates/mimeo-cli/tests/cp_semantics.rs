@@ -1414,6 +1414,36 @@ fn a_name_linked_to_its_group_is_not_just_created_as_cp() {
     }
 }
 
+/// `-a` onto an existing file with the source's set-id mode but another group: the chown
+/// that gives it the source's owner takes its set-uid bit away (also for root), so the mode
+/// is set again, as cp sets it; mimeo took the mode for right as it was before the chown and
+/// left the file without the bit (fuzz seed 0xb687f92455b4c119).
+#[test]
+fn a_set_id_mode_the_chown_took_away_is_set_again_as_cp() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path();
+    let setup = |d: &Path| {
+        write(d, "s", "source\n", 0o644);
+        write(d, "d", "other data\n", 0o644);
+        write(d, "e", "other data\n", 0o644);
+        chown(d.join("d"), Some(0), Some(FOREIGN_GID)).unwrap();
+        chown(d.join("e"), Some(0), Some(FOREIGN_GID)).unwrap();
+        for (name, mode) in [("s", 0o4000), ("d", 0o4000), ("e", 0o6750)] {
+            fs::set_permissions(d.join(name), fs::Permissions::from_mode(mode)).unwrap();
+        }
+    };
+    same_as_cp_each(
+        base,
+        "setid-chowned",
+        &setup,
+        &[
+            &["-a", "--attributes-only", "s", "d"],
+            &["--attributes-only", "--preserve=ownership,mode", "s", "d"],
+            &["-a", "--attributes-only", "s", "e"],
+        ],
+    );
+}
+
 #[test]
 fn a_node_written_into_is_its_link_groups_copy_as_cp() {
     // cp writes a file into the device node in its place, and links the other members of

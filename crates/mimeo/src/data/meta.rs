@@ -572,6 +572,17 @@ impl<'a> Apply<'a> {
                 false,
             )
         };
+        // The kernel's chown of a non-directory takes its set-uid bit away, and its set-gid
+        // bit where group execution is on, also for root: what the entry has now.
+        let chown_called = chowned && self.created_owner != Some((self.src.uid, self.src.gid));
+        let current_perm = self.current_perm.map(|m| {
+            if chown_called && !self.src.is_dir() && !self.src.is_symlink() {
+                let sgid = if m & 0o010 != 0 { sys::S_ISGID } else { 0 };
+                m & !(sys::S_ISUID | sgid)
+            } else {
+                m
+            }
+        });
         let opened_up = !xattrs.is_empty() && self.open_up_for_xattrs(dst);
         // cp sets the times before the xattrs, and goes no further where it cannot: the
         // xattrs' failures are named once the times are set.
@@ -587,7 +598,7 @@ impl<'a> Apply<'a> {
             let (kept, from_src) = xattrs.split_at(at);
             let set = |both| set_xattrs(self.opts, self.process, dst, both, path, &keep);
             // The old file's go on while it is opened up, the source's once it is read-only.
-            let set = match self.current_perm {
+            let set = match current_perm {
                 Some(perm) if self.narrowed_read_only && opened_up => set((kept, &[]))
                     .and_then(|()| chmod(dst, perm).map_err(|e| Error::sys(Op::Chmod, path(), e)))
                     .and_then(|()| set((&[], from_src))),
@@ -618,8 +629,8 @@ impl<'a> Apply<'a> {
         let perm = self.final_perm(owner_kept, chowned);
         // An inherited ACL gave the entry bits other than those it was made with; xattrs set
         // on a read-only entry opened it up for a moment.
-        if let Some(perm) = perm.or(self.current_perm.filter(|_| opened_up))
-            && (self.current_perm != Some(perm) || inherited || opened_up)
+        if let Some(perm) = perm.or(current_perm.filter(|_| opened_up))
+            && (current_perm != Some(perm) || inherited || opened_up)
         {
             // With the mode kept, cp sets it with gnulib's `copy_acl`, which words its failure.
             let op = if p.mode { Op::CopyAcl } else { Op::Chmod };
