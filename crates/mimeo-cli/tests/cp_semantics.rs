@@ -1444,6 +1444,40 @@ fn a_set_id_mode_the_chown_took_away_is_set_again_as_cp() {
     );
 }
 
+/// A member of a link group the user may not read, whose group's copy is there (one -u skipped
+/// as up to date): cp links it to that copy without opening it, as for one it could read; mimeo
+/// tried to open it ("cannot open for reading") (fuzz seed 0xb220d605ec7a4e56).
+#[test]
+fn an_unreadable_member_is_linked_to_its_groups_copy_as_cp() {
+    let Some(fs) = loop_fs(FsKind::Ext4) else {
+        return;
+    };
+    let base = fs.path();
+    let setup = |d: &Path| {
+        write(d, "s/a", "x\n", 0o600);
+        fs::hard_link(d.join("s/a"), d.join("s/b")).unwrap();
+        write(d, "d/a", "x\n", 0o644);
+        set_mtime(&d.join("s/a"), filetime(1_000_000_000));
+        chown_all(d);
+        chown(d.join("s/a"), Some(0), Some(0)).unwrap();
+    };
+    for (i, a) in [
+        &["-u", "-a", "s/a", "s/b", "d"][..],
+        &["-u", "-av", "s/a", "s/b", "d"],
+        &["-u", "-r", "--preserve=links", "s/b", "s/a", "d"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let how = Run {
+            foreign_user: true,
+            same_messages: true,
+            ..args(a)
+        };
+        same_as_cp(base, &format!("unread-member{i}"), &setup, &how);
+    }
+}
+
 #[test]
 fn a_node_written_into_is_its_link_groups_copy_as_cp() {
     // cp writes a file into the device node in its place, and links the other members of

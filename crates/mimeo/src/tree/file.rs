@@ -175,7 +175,15 @@ fn unopened(
     };
     let d = match sys::stat_at(here.dst_dir, dst_name, false) {
         Ok(d) => d,
-        Err(Errno::NOENT) => return Err(err),
+        // cp links a member of a group whose copy is made without opening it: the link is
+        // made, or fails, as for one it could read. (A group's first member fails here, and
+        // the next becomes its copy.)
+        Err(Errno::NOENT) => {
+            return match link_or_claim(ctx, here, name, dst_name, &meta)? {
+                LinkStep::Done => Ok(None),
+                LinkStep::Copy(_) => Err(err),
+            };
+        }
         Err(e) => return Err(Error::sys(Op::Stat, here.dst_path(dst_name), e)),
     };
     let skipped = || {
